@@ -1,0 +1,76 @@
+"""`mo-core convert`: the Model Optimizer's options, Caffe front end."""
+import argparse
+import logging
+import os
+import time
+
+from core.errors import Error
+
+
+def add_parser(sub):
+    p = sub.add_parser("convert", help="convert a Caffe model into IR v2 (.xml + .bin)",
+                       description="Convert a trained Caffe model into an optimized Intermediate Representation.")
+    g = p.add_argument_group("framework-agnostic parameters")
+    g.add_argument("--input_model", "-m", "-w", help="the .caffemodel with trained weights")
+    g.add_argument("--framework", choices=["caffe"], help="framework of the model (deduced from the file names)")
+    g.add_argument("--output_dir", "-o", default=".", help="directory for the .xml and .bin (default: .)")
+    g.add_argument("--model_name", "-n", help="name of the IR files and of the net (default: model file name)")
+    g.add_argument("--input", help="comma-separated entry points: NODE, PORT:NODE (input port) or NODE:PORT "
+                   "(output port); the model is cut there")
+    g.add_argument("--output", help="comma-separated exit points: NODE, NODE:PORT or PORT:NODE")
+    g.add_argument("--input_shape", help="shape(s) for the inputs, e.g. [1,3,227,227] or (1,3,227,227),(1,6,1,1)")
+    g.add_argument("--batch", "-b", type=int, help="batch size for every input (overrides dim 0)")
+    g.add_argument("--mean_values", "-ms", help="per-channel means to subtract: (R,G,B) or name[R,G,B],...")
+    g.add_argument("--scale_values", help="per-channel values to divide by: (R,G,B) or name[R,G,B],...")
+    g.add_argument("--scale", "-s", type=float, help="one value all inputs are divided by")
+    g.add_argument("--reverse_input_channels", action="store_true",
+                   help="the IR input takes channels in reverse order (RGB <-> BGR) of the model's")
+    g.add_argument("--data_type", choices=["FP32", "FP16", "float", "half"], default="FP32",
+                   help="precision of the IR weights and layers")
+    g.add_argument("--disable_fusing", action="store_true", help="keep linear ops as ScaleShift layers")
+    g.add_argument("--extensions", help="comma-separated directories with ops/ and front/caffe/ extension modules")
+    g.add_argument("--log_level", default="ERROR", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
+    g.add_argument("--silent", action="store_true", help="print only errors")
+    c = p.add_argument_group("Caffe-specific parameters")
+    c.add_argument("--input_proto", "-d", help="the deploy .prototxt (default: the model name with .prototxt)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from core.pipeline import ConvertOptions, convert
+    from ir import write_ir
+
+    logging.basicConfig(level=getattr(logging, args.log_level.replace("WARN", "WARNING").replace(
+        "WARNINGING", "WARNING")), format="[ %(levelname)s ] %(message)s")
+    start = time.perf_counter()
+    options = ConvertOptions(
+        input_model=args.input_model, input_proto=args.input_proto, framework=args.framework,
+        output_dir=args.output_dir, model_name=args.model_name, input=args.input, output=args.output,
+        input_shape=args.input_shape, batch=args.batch, mean_values=args.mean_values,
+        scale_values=args.scale_values, scale=args.scale, reverse_input_channels=args.reverse_input_channels,
+        data_type={"float": "FP32", "half": "FP16"}.get(args.data_type, args.data_type),
+        disable_fusing=args.disable_fusing, extensions=args.extensions)
+    if not args.silent:
+        print("Model Optimizer arguments:")
+        for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",
+                    "batch", "mean_values", "scale_values", "scale", "reverse_input_channels", "data_type",
+                    "disable_fusing", "extensions"):
+            value = getattr(args, key)
+            if value not in (None, False):
+                print("\t- {:<26}{}".format(key + ":", value))
+    ctx = convert(options)
+    name = ctx.network.name
+    xml_path = os.path.join(args.output_dir, name + ".xml")
+    bin_path = os.path.join(args.output_dir, name + ".bin")
+    if os.path.isdir(xml_path):
+        raise Error("Cannot write the IR: '{}' is a directory.", xml_path, faq=21)
+    warnings = write_ir(ctx.network, xml_path, bin_path, precision=options.data_type)
+    for w in warnings:
+        print("[ WARNING ]  " + w)
+    if not args.silent:
+        print()
+        print("[ SUCCESS ] Generated IR model.")
+        print("[ SUCCESS ] XML file: {}".format(os.path.abspath(xml_path)))
+        print("[ SUCCESS ] BIN file: {}".format(os.path.abspath(bin_path)))
+        print("[ SUCCESS ] Total execution time: {:.2f} seconds.".format(time.perf_counter() - start))
+    return 0

@@ -1,0 +1,30 @@
+"""How the CLI reports failures: a user error is one `[ ERROR ]` block and exit
+status 1; anything else is an internal error with a banner and the traceback."""
+import sys
+import traceback
+
+from core.errors import Error
+from ir.errors import IRError
+
+
+def run_reporting_errors(fn, *args) -> int:
+    try:
+        return fn(*args) or 0
+    except (Error, IRError) as exc:
+        sys.stdout.flush()
+        print("[ ERROR ]  " + str(exc).replace("\n", "\n "), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("[ ERROR ]  Interrupted.", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("[ ERROR ]  Out of memory.", file=sys.stderr)
+        return 1
+    except Exception:  # noqa: BLE001 - the one place that turns bugs into a report
+        print("[ ERROR ]  -------------------------------------------------", file=sys.stderr)
+        print("[ ERROR ]  ----------------- INTERNAL ERROR ----------------", file=sys.stderr)
+        print("[ ERROR ]  Unexpected exception happened. Please report it with the command line and the traceback:",
+              file=sys.stderr)
+        traceback.print_exc()
+        print("[ ERROR ]  ---------------- END OF REPORT ------------------", file=sys.stderr)
+        return 2

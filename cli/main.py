@@ -1,0 +1,30 @@
+"""`mo-core` command line: subcommands share one error policy (cli/errors.py)."""
+import argparse
+import sys
+
+from cli import convert
+from cli.errors import run_reporting_errors
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's own exit code 2 becomes our 1, with the [ ERROR ] prefix
+        self.print_usage(sys.stderr)
+        print("[ ERROR ]  {}: {}".format(self.prog, message), file=sys.stderr)
+        sys.exit(1)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="mo-core", description="Model optimizer and inference runtime (IR v2).")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    convert.add_parser(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return run_reporting_errors(args.func, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""Reads a Caffe .prototxt and .caffemodel with our own compiled caffe.proto.
+
+No pycaffe here: the files are protobuf messages, parsed with the fast (upb)
+protobuf backend. Errors name the file, line and field, FAQ style.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from google.protobuf import message as pb_message
+from google.protobuf import text_format
+
+from core.errors import FrameworkError
+
+MAX_PROTOTXT_BYTES = 64 << 20      # topologies are small; a huge file is a mistake
+MAX_CAFFEMODEL_BYTES = 2 << 30     # protobuf's own hard limit for one message
+
+_PROTO_PATH = os.path.join(os.path.dirname(__file__), "proto", "mo_caffe.proto")
+
+
+def caffe_pb2():
+    try:
+        from core.front.caffe.proto import mo_caffe_pb2
+    except ImportError as exc:  # the schema is compiled at install time
+        raise FrameworkError(
+            "The compiled Caffe schema is missing ({}). Run scripts/compile_proto.sh (needs protoc) "
+            "or re-run the set-up command of the README.", exc) from None
+    return mo_caffe_pb2
+
+
+def _read_bytes(path: str, what: str, limit: int) -> bytes:
+    if not path:
+        raise FrameworkError("Cannot find prototxt file: for Caffe please specify --input_proto - a protobuf file "
+                             "that stores topology and --input_model that stores pretrained weights", faq=20)
+    if not os.path.isfile(path):
+        raise FrameworkError("The {} file '{}' does not exist. Check the path.", what, path,
+                             faq=20 if what == "prototxt" else None)
+    size = os.path.getsize(path)
+    if size > limit:
+        raise FrameworkError("The {} file '{}' is {} bytes, larger than the {} bytes a {} may have.",
+                             what, path, size, limit, what)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise FrameworkError("Cannot read the {} file '{}': {}", what, path, exc.strerror) from None
+
+
+_NO_FIELD = re.compile(r'^(\d+):(\d+) : .*?Message type "([\w.]+)" has no field named "(\w+)"')
+_LINE = re.compile(r"^(\d+):(\d+) : (.*)$", re.S)
+
+
+def load_prototxt(path: str):
+    """Parses a text-format NetParameter; FAQ #1 / #11 style errors."""
+    pb2 = caffe_pb2()
+    raw = _read_bytes(path, "prototxt", MAX_PROTOTXT_BYTES)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FrameworkError("Invalid prototxt file '{}': it is not text (is it a .caffemodel passed as "
+                             "--input_proto?)", path, faq=11) from None
+    net = pb2.NetParameter()
+    try:
+        text_format.Parse(text, net, allow_unknown_extension=False)
+    except text_format.ParseError as exc:
+        msg = str(exc)
+        m = _NO_FIELD.match(msg)
+        if m:
+            line, col, msg_type, field = m.groups()
+            raise FrameworkError(
+                'Current caffe.proto does not contain field "{}" (message {}), found in {} at line {}, column {}.\n'
+                " This field comes from a Caffe fork. Add it to core/front/caffe/proto/mo_caffe.proto with the "
+                "fork's field number and run scripts/compile_proto.sh, or remove it from the prototxt if it is "
+                "not needed for inference.", field, msg_type, path, line, col, faq=1) from None
+        m = _LINE.match(msg)
+        where = "line {}, column {}".format(m.group(1), m.group(2)) if m else "unknown position"
+        detail = m.group(3) if m else msg
+        raise FrameworkError("Invalid prototxt file '{}' at {}: {}", path, where, detail, faq=11) from None
+    if not net.layer and not net.layers:
+        raise FrameworkError("Invalid proto file '{}': there is neither 'layer' nor 'layers' top-level messages.",
+                             path, faq=7)
+    return net
+
+
+def load_caffemodel(path: str):
+    """Parses a binary NetParameter holding the trained blobs."""
+    pb2 = caffe_pb2()
+    raw = _read_bytes(path, "caffemodel", MAX_CAFFEMODEL_BYTES)
+    net = pb2.NetParameter()
+    try:
+        net.ParseFromString(raw)
+    except pb_message.DecodeError as exc:
+        raise FrameworkError(
+            "Cannot read the weights file '{}': it is not a valid .caffemodel ({}). The file may be truncated "
+            "or it is a text prototxt; re-download or re-save it (FAQ #2 tells how to make a bare caffemodel).",
+            path, exc, faq=11) from None
+    if not net.layer and not net.layers:
+        raise FrameworkError("The weights file '{}' has no layers: it is not a trained .caffemodel.", path, faq=7)
+    return net

@@ -1,0 +1,96 @@
+"""Parsing of --input, --output, --input_shape, --mean_values, --scale_values.
+
+The reference FAQ wording is kept for each mistake (#56-#63).
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from core.errors import Error
+
+_GROUP = re.compile(r"[\(\[]([^\)\]]*)[\)\]]")
+
+
+def parse_input_shapes(text: str | None) -> list[np.ndarray]:
+    """"(1,3,227,227)" or "[1,3,227,227],[1,6,1,1]" -> list of int64 arrays."""
+    if not text:
+        return []
+    text = text.strip()
+    groups = _GROUP.findall(text)
+    leftover = _GROUP.sub("", text).replace(",", "").strip()
+    if not groups or leftover:
+        raise Error("Input shape \"{}\" cannot be parsed. Write it as [1,3,227,227] or (1,3,227,227); for several "
+                    "inputs: --input data,rois --input_shape (1,3,227,227),(1,6,1,1), without spaces.", text, faq=56)
+    shapes = []
+    for g in groups:
+        try:
+            dims = [int(x) for x in g.split(",") if x.strip() != ""]
+        except ValueError:
+            raise Error("Input shape \"{}\" cannot be parsed: \"{}\" is not a list of integers.", text, g,
+                        faq=56) from None
+        if not dims or any(d <= 0 for d in dims):
+            raise Error("Input shape \"{}\" cannot be parsed: every dimension of [{}] must be a positive integer.",
+                        text, g, faq=56)
+        shapes.append(np.array(dims, dtype=np.int64))
+    return shapes
+
+
+def split_names(text: str | None) -> list[str]:
+    if not text:
+        return []
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def parse_port_spec(graph, text: str):
+    """Resolves NODE, PORT:NODE (input port) or NODE:PORT (output port) against the graph.
+
+    Returns (op node, in_port or None, out_port or None). A full name that exists
+    wins over a port reading, since layer names may contain ':'.
+    """
+    node = graph.op_by_name(text)
+    if node is not None:
+        return node, None, None
+    head, _, tail = text.partition(":")
+    if head.isdigit() and graph.op_by_name(tail) is not None:
+        return graph.op_by_name(tail), int(head), None
+    head, _, tail = text.rpartition(":")
+    if tail.isdigit() and graph.op_by_name(head) is not None:
+        return graph.op_by_name(head), None, int(tail)
+    raise Error("Node \"{}\" does not exist in the graph. Layer names are matched exactly (check the prototxt); "
+                "use NODE, PORT:NODE for an input port or NODE:PORT for an output port.", text, faq=25)
+
+
+def parse_values(text: str | None, what: str, input_names: list[str], faq_parse=58, faq_names=60, faq_count=62):
+    """--mean_values / --scale_values: "data[1,2,3],info[4,5]" or "(1,2,3)" / "[1,2,3]".
+
+    Returns {input name or None: np.float32 array}. None stands for "the only input".
+    """
+    if not text:
+        return {}
+    text = text.strip()
+    if re.fullmatch(r"(\s*[^\[\](),]+\[[^\]]*\]\s*,?)+", text):  # name[values],name[values]
+        named = re.findall(r"([^\[\](),]+)\[([^\]]*)\]", text)
+        return {name.strip(): _floats(values, text, what, faq_parse) for name, values in named}
+    groups = _GROUP.findall(text)
+    if not groups or _GROUP.sub("", text).replace(",", "").strip():
+        raise Error("{} \"{}\" cannot be parsed. Values cannot be parsed: write them as (R,G,B), [R,G,B] or "
+                    "input_name[R,G,B],other_input[...].", what, text, faq=faq_parse)
+    if len(groups) == 1 and len(input_names) <= 1:
+        return {input_names[0] if input_names else None: _floats(groups[0], text, what, faq_parse)}
+    if not input_names:
+        raise Error("You should specify input for each {} value: name the inputs with --input (or write "
+                    "name[values]).", what.split()[0].lstrip("-").replace("_values", ""), faq=faq_names)
+    if len(groups) != len(input_names):
+        raise Error("Number of inputs and {} does not match: {} inputs ({}) and {} groups of values.", what,
+                    len(input_names), ",".join(input_names), len(groups), faq=faq_count)
+    return {name: _floats(g, text, what, faq_parse) for name, g in zip(input_names, groups)}
+
+
+def _floats(values: str, text: str, what: str, faq: int) -> np.ndarray:
+    try:
+        return np.array([float(v) for v in values.split(",") if v.strip()], dtype=np.float32)
+    except ValueError:
+        raise Error("{} \"{}\" cannot be parsed. Values cannot be parsed: \"{}\" is not a list of numbers.", what,
+                    text, values, faq=faq) from None

@@ -1,0 +1,53 @@
+"""FrontExtractorOp: framework-specific attribute extractors (reference guide API).
+
+A subclass names the framework layer type it handles (`op`) and implements
+`extract(node)`, reading `node.pb` (the layer's parameters) and `node.model_pb`
+(the layer in the weights file, if any), then calling
+`Op.get_op_class_by_name(...).update_node_stat(node, attrs)`. Defining a subclass
+registers it for the framework of its module (`core.front.caffe...`,
+`front/caffe/` of an extension dir); a later one for the same `op` replaces it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class FrontExtractorOp:
+    registered: dict[str, dict[str, type["FrontExtractorOp"]]] = {}
+    op: str | None = None
+    enabled = True
+    framework: str | None = None  # deduced from the module path when not given
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("op") is None or not cls.enabled:
+            return
+        framework = cls.framework or _framework_of(cls.__module__)
+        FrontExtractorOp.registered.setdefault(framework, {})[cls.op] = cls
+
+    @staticmethod
+    def extract(node) -> bool:
+        raise NotImplementedError
+
+    @classmethod
+    def extractors_for(cls, framework: str) -> dict[str, type["FrontExtractorOp"]]:
+        return cls.registered.get(framework, {})
+
+
+def _framework_of(module: str) -> str:
+    parts = module.replace("\\", ".").split(".")
+    for fw in ("caffe", "tf"):
+        if fw in parts:
+            return fw
+    return "caffe"
+
+
+def embed_blobs(node, blobs: list[tuple[str, np.ndarray]]):
+    """Attaches constant blobs to an op: they go to the .bin as <weights>, <biases>..."""
+    graph = node.graph
+    first_port = 1 + max([d.get("in", -1) for _, d in node.in_edges_data()] + [-1])
+    for i, (name, value) in enumerate(blobs):
+        if value is None:
+            continue
+        const = graph.add_const("{}/{}".format(node.soft_get("name"), name), np.asarray(value, dtype=np.float32))
+        graph.connect(const, node, inp=first_port + i, bin=name)

@@ -1,0 +1,1 @@
+from core.graph.graph import Graph, Node  # noqa: F401

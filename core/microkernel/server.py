@@ -1,0 +1,358 @@
+"""The serving side: a request loop for worker processes and device daemons.
+
+Threading model: the thread that calls `serve()` is the I/O thread; it alone owns
+the ROUTER socket. It receives, decodes and dispatches requests, and sends every
+reply. Handlers run either inline in the I/O thread (built-in verbs, handlers
+registered with inline=True, or every handler when threads=0) or on a pool of N
+plain threads fed by a queue; a pool thread encodes (and signs) its reply and
+hands it back through a Mailbox (queue + pipe the I/O thread polls), so sockets
+never cross threads. A slow request on the pool never delays `ping`/`hello`.
+
+Every reply is sent to the ROUTER identity the request came from, with the
+request's id, so concurrent clients can never receive each other's replies.
+
+The loop also watches the parent process (`parent_pid`) and SIGTERM/SIGINT, and
+ends cleanly on `shutdown`, giving in-flight requests a short grace to finish.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+import zmq
+
+from .auth import load_key_file, sign_frames, verify_frames
+from .endpoints import check_endpoint, ipc_path
+from .errors import AuthenticationError, EndpointError, MicrokernelError, ProtocolError, RemoteError
+from .mailbox import Mailbox
+from .protocol import (DEFAULT_LIMITS, PROTOCOL_VERSION, Limits, Request, _OP_RE, decode_request,
+                       encode_error, encode_reply, peek_id)
+
+log = logging.getLogger("mo_core.microkernel.server")
+
+Handler = Callable[[dict, list], Any]
+BUILTIN_OPS = ("hello", "ping", "shutdown")
+
+_POLL_MS = 200  # how often the loop looks at signals / stop requests
+_PARENT_CHECK_S = 0.5
+_STOP_GRACE_S = 2.0  # in-flight pool requests may finish this long after a stop
+_LINGER_MS = 1000  # time to flush the last replies when closing
+_TB_LINES = 12
+
+
+def _short_traceback(exc: BaseException) -> str:
+    lines = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).splitlines()
+    if len(lines) > _TB_LINES:
+        lines = ["..."] + lines[-_TB_LINES:]
+    return "\n".join(lines)[-4000:]
+
+
+def _normalize(out: Any, op: str) -> tuple[dict, list]:
+    """A handler may return None, a result dict, or (result dict, arrays)."""
+    if out is None:
+        return {}, []
+    if isinstance(out, dict):
+        return out, []
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], (dict, type(None))):
+        return out[0] or {}, list(out[1] or [])
+    raise TypeError(f"handler for '{op}' returned {type(out).__name__}; "
+                    f"expected a dict or (dict, arrays)")
+
+
+class Server:
+    """A ROUTER-socket request server.
+
+    `Server(endpoint, service=..., key=None, threads=0, parent_pid=None)` binds at
+    once (so a bad or insecure endpoint fails here). Register verbs with
+    `handle(op, fn)`, where `fn(args, arrays)` returns `None`, a result dict or
+    `(result, arrays)` and may raise RemoteError for a user error. Then `serve()`.
+    """
+
+    def __init__(self, endpoint: str, *, service: str = "service", key: bytes | None = None,
+                 threads: int = 0, parent_pid: int | None = None,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
+        check_endpoint(endpoint, have_key=key is not None)
+        if threads < 0:
+            raise ValueError("threads must be >= 0")
+        self.service = service
+        self._key = key
+        self._limits = limits
+        self._nthreads = threads
+        self._handlers: dict[str, tuple[Handler, bool]] = {}
+        self._parent_pid = parent_pid
+        # Watch getppid() too: a dead parent that is still a zombie answers kill(0).
+        self._parent_is_ppid = parent_pid is not None and os.getppid() == parent_pid
+        self._stop_reason: str | None = None
+        self._signalled: int | None = None
+        self._inflight = 0
+        self._drops = 0
+        self._closed = False
+        # Own context: closing it (term) is what guarantees the last replies flush.
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.ROUTER)
+        self._sock.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes)
+        self._sock.setsockopt(zmq.LINGER, _LINGER_MS)
+        try:
+            self._sock.bind(endpoint)
+        except zmq.ZMQError as exc:
+            self._sock.close(0)
+            self._ctx.term()
+            raise EndpointError(f"cannot bind {endpoint}: {exc}") from None
+        self.endpoint = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        # libzmq leaves the socket file behind on close; remember which file is
+        # ours so close() removes it but never a newer server's file.
+        self._ipc_file = self._own_ipc_file()
+        self._replies = Mailbox()
+        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._pool: list[threading.Thread] = []
+        self._handlers["hello"] = (self._hello, True)
+        self._handlers["ping"] = (self._ping, True)
+        self._handlers["shutdown"] = (self._shutdown, True)
+
+    # ----------------------------------------------------------------- public API
+    def handle(self, op: str, fn: Handler, *, inline: bool = False) -> None:
+        """Register `fn(args, arrays)` for verb `op` (before serve()). inline=True runs
+        it in the I/O thread even with a pool: only for quick, non-blocking verbs."""
+        if not _OP_RE.match(op):
+            raise ValueError(f"bad verb name {op!r}")
+        if op in BUILTIN_OPS:
+            raise ValueError(f"'{op}' is a built-in verb")
+        self._handlers[op] = (fn, inline)
+
+    def request_stop(self, reason: str = "stop requested") -> None:
+        """Ask serve() to return (thread-safe; takes effect within ~0.2 s)."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+
+    def serve(self) -> str:
+        """Run the request loop until shutdown, a signal, parent death or
+        request_stop(); then close. Returns the reason it stopped."""
+        if self._closed:
+            raise MicrokernelError("server is closed")
+        restore = self._install_signal_handlers()
+        for i in range(self._nthreads):
+            t = threading.Thread(target=self._pool_loop, name=f"{self.service}-pool-{i}",
+                                 daemon=True)
+            t.start()
+            self._pool.append(t)
+        poller = zmq.Poller()
+        poller.register(self._sock, zmq.POLLIN)
+        poller.register(self._replies.fileno(), zmq.POLLIN)
+        next_parent_check = 0.0
+        stop_deadline = None
+        try:
+            while True:
+                if self._signalled is not None:
+                    self.request_stop(f"signal {signal.Signals(self._signalled).name}")
+                now = time.monotonic()
+                if now >= next_parent_check:
+                    next_parent_check = now + _PARENT_CHECK_S
+                    if self._parent_gone():
+                        log.info("parent process %s is gone; exiting", self._parent_pid)
+                        self.request_stop("parent died")
+                        stop_deadline = now  # nobody is left to answer
+                if self._stop_reason is not None:
+                    if stop_deadline is None:
+                        stop_deadline = now + _STOP_GRACE_S
+                    if self._inflight == 0 or now >= stop_deadline:
+                        break
+                events = dict(poller.poll(_POLL_MS))
+                if self._replies.fileno() in events:
+                    self._flush_replies()
+                if self._sock in events and self._stop_reason is None:
+                    self._receive_batch()
+            return self._stop_reason or "stopped"
+        finally:
+            restore()
+            self.close()
+
+    def close(self) -> None:
+        """Release the socket, the pool and the context (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for _ in self._pool:
+            self._tasks.put(None)
+        for t in self._pool:
+            t.join(timeout=1.0)  # a handler still busy is left behind (daemon thread)
+        self._replies.close()
+        self._sock.close(linger=_LINGER_MS)
+        self._ctx.term()  # returns once queued replies are sent or linger expired
+        if self._ipc_file is not None and self._own_ipc_file() == self._ipc_file:
+            try:
+                os.unlink(self._ipc_file[0])
+            except OSError:
+                pass
+
+    def _own_ipc_file(self) -> tuple[str, int, int] | None:
+        path = ipc_path(self.endpoint)
+        try:
+            st = os.stat(path) if path else None
+        except OSError:
+            return None
+        return (path, st.st_dev, st.st_ino) if st else None
+
+    # ----------------------------------------------------------------- built-ins
+    def _hello(self, args: dict, arrays: list) -> dict:
+        return {"service": self.service, "version": PROTOCOL_VERSION, "pid": os.getpid(),
+                "ops": sorted(self._handlers)}
+
+    def _ping(self, args: dict, arrays: list) -> dict:
+        return {"pid": os.getpid(), "inflight": self._inflight}
+
+    def _shutdown(self, args: dict, arrays: list) -> dict:
+        self.request_stop("shutdown requested")
+        return {"pid": os.getpid()}
+
+    # ----------------------------------------------------------------- internals
+    def _install_signal_handlers(self) -> Callable[[], None]:
+        if threading.current_thread() is not threading.main_thread():
+            return lambda: None
+        def on_signal(signum, frame):  # only sets a flag: the loop does the rest
+            self._signalled = signum
+        old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        def restore() -> None:
+            for s, h in old.items():
+                signal.signal(s, h)
+        return restore
+
+    def _parent_gone(self) -> bool:
+        pid = self._parent_pid
+        if pid is None:
+            return False
+        if self._parent_is_ppid and os.getppid() != pid:
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass  # exists (owned by someone else)
+        return False
+
+    def _log_drop(self, why: str, ident: bytes) -> None:
+        self._drops += 1  # rate-limited so a flood cannot fill the disk
+        if self._drops <= 20 or self._drops % 1000 == 0:
+            log.warning("dropped a message from peer %s (%d dropped so far): %s",
+                        ident.hex(), self._drops, why)
+
+    def _sign(self, frames: list) -> list:
+        return sign_frames(self._key, frames) if self._key is not None else frames
+
+    def _send(self, ident: bytes, frames: list) -> None:
+        try:
+            self._sock.send_multipart([ident, *frames], copy=False)
+        except zmq.ZMQError as exc:  # peer gone; ROUTER drops silently anyway
+            log.warning("could not send a reply to peer %s: %s", ident.hex(), exc)
+
+    def _receive_batch(self) -> None:
+        for _ in range(256):  # bounded, so replies from the pool still get out
+            try:
+                parts = self._sock.recv_multipart(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            self._on_message(parts)
+
+    def _on_message(self, parts: list) -> None:
+        ident = parts[0].bytes
+        frames = parts[1:]
+        if not frames:
+            self._log_drop("empty message", ident)
+            return
+        if self._key is not None:
+            try:
+                frames = verify_frames(self._key, frames)
+            except AuthenticationError as exc:
+                self._log_drop(str(exc), ident)  # no reply to unauthenticated peers
+                return
+        try:
+            req = decode_request(frames, self._limits)
+        except ProtocolError as exc:
+            rid = peek_id(frames, self._limits)
+            if rid is None:
+                self._log_drop(f"malformed and no request id: {exc}", ident)
+            else:
+                self._send(ident, self._sign(encode_error(rid, "protocol", str(exc))))
+            return
+        entry = self._handlers.get(req.op)
+        if entry is None:
+            known = ", ".join(sorted(self._handlers))
+            self._send(ident, self._sign(encode_error(
+                req.id, "unknown_op", f"{self.service} has no verb '{req.op}' (it has: {known})")))
+            return
+        fn, inline = entry
+        if inline or self._nthreads == 0:
+            self._send(ident, self._run(fn, req))
+        else:
+            self._inflight += 1
+            self._tasks.put((ident, fn, req))
+
+    def _flush_replies(self) -> None:
+        for ident, frames in self._replies.drain():
+            self._inflight -= 1
+            self._send(ident, frames)
+
+    def _pool_loop(self) -> None:
+        while True:
+            item = self._tasks.get()
+            if item is None:
+                return
+            ident, fn, req = item
+            self._replies.put((ident, self._run(fn, req)))
+
+    def _run(self, fn: Handler, req: Request) -> list:
+        """Call a handler and build its (signed) reply; never raises."""
+        try:
+            result, arrays = _normalize(fn(req.args, req.arrays), req.op)
+            frames = encode_reply(req.id, result, arrays, self._limits)
+        except RemoteError as exc:
+            frames = encode_error(req.id, exc.kind, exc.message, exc.faq, exc.traceback)
+        except (Exception, SystemExit) as exc:
+            log.error("handler for '%s' raised %s: %s", req.op, type(exc).__name__, exc)
+            frames = encode_error(req.id, "internal", f"{type(exc).__name__}: {exc}",
+                                  traceback=_short_traceback(exc))
+        return self._sign(frames)
+
+
+def serve_main(argv: list[str] | None, service_name: str,
+               setup_fn: Callable[[Server], None]) -> int:
+    """Command-line entry of a worker/daemon: parse options, bind, register, serve.
+
+    A worker's whole `__main__` is:
+        if __name__ == "__main__":
+            sys.exit(serve_main(sys.argv[1:], "caffe", register_verbs))
+    """
+    parser = argparse.ArgumentParser(prog=service_name,
+                                     description=f"mo-core {service_name} service")
+    parser.add_argument("--endpoint", required=True, help="ipc://PATH or tcp://HOST:PORT to bind")
+    parser.add_argument("--parent-pid", type=int, default=None,
+                        help="exit when this process dies")
+    parser.add_argument("--key-file", default=None, help="HMAC key file (mode 0600)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="handler threads (0 = run handlers in the I/O thread)")
+    parser.add_argument("--log-level", default="WARNING")
+    opts = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=opts.log_level.upper(),
+                        format=f"[ {service_name} %(levelname)s ] %(message)s")
+    try:
+        key = load_key_file(opts.key_file) if opts.key_file else None
+        server = Server(opts.endpoint, service=service_name, key=key, threads=opts.threads,
+                        parent_pid=opts.parent_pid)
+    except (MicrokernelError, ValueError) as exc:
+        print(f"[ ERROR ] {service_name}: {exc}", file=sys.stderr, flush=True)
+        return 1
+    try:
+        setup_fn(server)
+        reason = server.serve()
+    finally:
+        server.close()
+    log.info("stopped: %s", reason)
+    return 0

@@ -1,0 +1,15 @@
+"""Removes ops that do nothing at inference: Dropout, Caffe Split copies, Silence."""
+
+
+def remove_identities(graph):
+    for node in graph.op_nodes(op="Silence"):
+        graph.remove_node(node.id)
+    for node in graph.op_nodes(op="Identity"):
+        src = node.in_node(0)
+        for port, out in list(node.out_nodes().items()):
+            for _, consumer, key, attrs in list(graph.out_edges(out.id, keys=True, data=True)):
+                graph.add_edge(src.id, consumer, **attrs)
+            if out.soft_get("is_output"):
+                src["is_output"] = True
+            graph.remove_node(out.id)
+        graph.remove_node(node.id)

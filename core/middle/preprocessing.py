@@ -1,0 +1,106 @@
+"""--mean_values, --scale_values, --scale and --reverse_input_channels.
+
+The IR input takes raw data; the model sees (reverse(x) - mean) / scale, with
+mean and scale in the model's channel order. The ops added here are linear, so
+fusing folds them into the first Convolution where that is exact; otherwise they
+stay as a ScaleShift. The channel reversal is folded into the weights of the
+convolutions that read the input, or becomes a 1x1 permutation Convolution.
+"""
+import numpy as np
+
+from core.errors import Error
+from core.middle.batch_norm import replace_with_linear
+from core.middle.blobs import get_blob, set_blob
+from core.ops.convolution import Convolution
+from core.ops.identity import Identity
+
+
+def _insert_after(graph, data, name, op_class_attrs):
+    """Inserts a one-in/one-out op reading `data`; its consumers read the new op."""
+    consumers = [(v, k, a) for _, v, k, a in graph.out_edges(data.id, keys=True, data=True)]
+    node = graph.add_op(name)
+    op_class, attrs = op_class_attrs
+    op_class.update_node_stat(node, attrs)
+    out = graph.add_data(name)
+    out.shape = data.shape
+    graph.connect(data, node, inp=0)
+    graph.connect(node, out, out=0)
+    for v, k, a in consumers:
+        graph.remove_edge(data.id, v, k)
+        graph.add_edge(out.id, v, **a)
+    return node
+
+
+def _values_for(values: dict, name: str, n_inputs: int):
+    if name in values:
+        return values[name]
+    if None in values and n_inputs == 1:
+        return values[None]
+    return None
+
+
+def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float | None, reverse: bool,
+                      fusing: bool):
+    inputs = graph.op_nodes(op="Parameter")
+    known = {p.name for p in inputs}
+    for name in list(mean_values) + list(scale_values):
+        if name is not None and name not in known:
+            raise Error("Input with name {} not found! The inputs are: {}.", name, ", ".join(sorted(known)), faq=82)
+    for param in inputs:
+        data = param.out_node(0)
+        shape = data.shape
+        mean = _values_for(mean_values, param.name, len(inputs))
+        scl = _values_for(scale_values, param.name, len(inputs))
+        if scl is None and scale is not None:
+            scl = np.array([scale], dtype=np.float32)
+        channels = int(shape[1]) if len(shape) > 1 else 1
+        for what, vec, faq in (("mean", mean, 59), ("scale", scl, 59)):
+            if vec is not None and vec.size not in (1, channels) or (vec is not None and np.any(~np.isfinite(vec))):
+                raise Error("{} channels are expected for given values: input \"{}\" has shape {} but {} {} values "
+                            "were given.", channels, param.name, list(shape), vec.size, what, faq=faq)
+        if scl is not None and np.any(scl == 0):
+            raise Error("Scale values for input \"{}\" contain 0: the input would be divided by zero.", param.name,
+                        faq=97)
+        if reverse and channels == 3:  # the reference applies it to 3-channel inputs only
+            rev = _insert_after(graph, data, param.name + "/reverse_channels", (Identity, {"op": "ReverseChannels"}))
+            data = rev.out_node(0)
+        if mean is None and scl is None:
+            continue
+        mean = np.zeros(channels, np.float32) if mean is None else np.broadcast_to(mean, (channels,)).astype(np.float32)
+        inv = np.ones(channels, np.float32) if scl is None else (1.0 / np.broadcast_to(scl, (channels,))).astype(
+            np.float32)
+        node = _insert_after(graph, data, param.name + "/mean_scale", (Identity, {}))
+        node.epsilon = 0.0
+        replace_with_linear(node, inv, -mean * inv, split=fusing)
+
+
+def fold_reverse_channels(graph):
+    """Moves each channel reversal past per-channel linear ops into the reading convolutions."""
+    for rev in graph.op_nodes(op="ReverseChannels"):
+        chain, data = [], rev.out_node(0)
+        while True:
+            consumers = data.consumers()
+            if len(consumers) == 1 and consumers[0].soft_get("op") in ("Mul", "Add", "ScaleShift") \
+                    and not data.soft_get("is_output"):
+                chain.append(consumers[0])
+                data = consumers[0].out_node(0)
+                continue
+            break
+        convs = data.consumers()
+        foldable = convs and not data.soft_get("is_output") and all(
+            c.soft_get("op") == "Convolution" and int(c.group) == 1 and c.in_node(0).id == data.id for c in convs)
+        if foldable:
+            for op in chain:
+                for bname, blob, _ in op.blob_inputs():
+                    if blob.value.size > 1:
+                        blob.value = blob.value[::-1].copy()
+            for conv in convs:
+                w = get_blob(conv, "weights").reshape(int(conv.output), 3, -1)
+                set_blob(conv, "weights", w[:, ::-1, :].ravel())
+            graph.bypass(rev)
+        else:  # an exact 1x1 convolution that swaps channel 0 and 2
+            perm = np.eye(3, dtype=np.float32)[::-1]
+            Convolution.update_node_stat(rev, {"kernel": np.array([1, 1]), "stride": np.array([1, 1]),
+                                               "pad": np.array([0, 0]), "dilation": np.array([1, 1]), "group": 1,
+                                               "output": 3})
+            set_blob(rev, "weights", perm.ravel())

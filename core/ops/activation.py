@@ -1,0 +1,55 @@
+"""Element-wise activations: ReLU, Activation (sigmoid/tanh/elu/relu6), Clamp, PReLU, Power."""
+from core.ops.op import Op, copy_shape_infer
+
+
+class ReLU(Op):
+    op = "ReLU"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "ReLU", "op": self.op, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return [("negative_slope", lambda n: n.soft_get("negative_slope") or None)]
+
+
+class Activation(Op):
+    op = "Activation"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "Activation", "op": self.op, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return [("type", lambda n: n.activation), ("alpha", lambda n: n.soft_get("alpha"))]
+
+
+class Clamp(Op):
+    op = "Clamp"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "Clamp", "op": self.op, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ["min", "max"]
+
+
+class PReLU(Op):
+    op = "PReLU"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "PReLU", "op": self.op, "channel_shared": False,
+                                 "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ["channel_shared"]
+
+
+class Power(Op):
+    """y = (shift + scale * x) ^ power."""
+    op = "Power"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "Power", "op": self.op, "power": 1.0, "scale": 1.0, "shift": 0.0,
+                                 "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ["power", "scale", "shift"]

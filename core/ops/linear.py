@@ -1,0 +1,66 @@
+"""Linear element-wise ops: ScaleShift, Eltwise, and the internal Mul/Add that
+linear fusing works on (core/middle/fusing.py)."""
+import numpy as np
+
+from core.errors import ShapeError
+from core.ops.op import Op, copy_shape_infer
+
+
+def _channel_blob_check(node):
+    shape = node.in_node(0).shape
+    channels = shape[1] if len(shape) > 1 else shape[0]
+    for name, blob, _ in node.blob_inputs():
+        if blob.value.size not in (1, channels):
+            raise ShapeError("Layer '{}': its {} has {} values but the input has {} channels (shape {}).",
+                             node.name, name, blob.value.size, channels, list(shape))
+
+
+def _linear_infer(node):
+    _channel_blob_check(node)
+    copy_shape_infer(node)
+
+
+class ScaleShift(Op):
+    """y = weights[c] * x + biases[c] over channel axis 1."""
+    op = "ScaleShift"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "ScaleShift", "op": self.op, "infer": _linear_infer}, attrs)
+
+
+class Mul(Op):
+    """x * weights[c] (internal: becomes ScaleShift or is fused)."""
+    op = "Mul"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "ScaleShift", "op": self.op, "infer": _linear_infer}, attrs)
+
+
+class Add(Op):
+    """x + biases[c] (internal: becomes ScaleShift or is fused)."""
+    op = "Add"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "ScaleShift", "op": self.op, "infer": _linear_infer}, attrs)
+
+
+class Eltwise(Op):
+    op = "Eltwise"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "Eltwise", "op": self.op, "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return ["operation", ("coeff", lambda n: n.soft_get("coeff"))]
+
+    @staticmethod
+    def infer(node):
+        shapes = [d.shape for d in node.data_inputs()]
+        for s in shapes[1:]:
+            if not np.array_equal(s, shapes[0]):
+                raise ShapeError("Eltwise '{}' inputs have different shapes: {}.", node.name,
+                                 ", ".join(str(list(x)) for x in shapes))
+        coeff = node.soft_get("coeff")
+        if coeff is not None and len(coeff) != len(shapes):
+            raise ShapeError("Eltwise '{}' has {} coefficients for {} inputs.", node.name, len(coeff), len(shapes))
+        node.out_node(0).shape = np.array(shapes[0], dtype=np.int64)

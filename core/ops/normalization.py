@@ -1,0 +1,92 @@
+"""Normalizations: SoftMax, Norm (LRN), Normalize (SSD), MVN, GRN, BatchNormalization."""
+import numpy as np
+
+from core.errors import ShapeError
+from core.ops.op import Op, copy_shape_infer
+
+
+def _normalized_axis(node, shape, attr="axis"):
+    axis = int(node[attr])
+    if not -len(shape) <= axis < len(shape):
+        raise ShapeError("Layer '{}': axis {} is out of range for an input of shape {}.", node.name, axis,
+                         list(shape))
+    return axis % len(shape)
+
+
+class SoftMax(Op):
+    op = "SoftMax"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "SoftMax", "op": self.op, "axis": 1, "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return ["axis"]
+
+    @staticmethod
+    def infer(node):
+        shape = node.in_node(0).shape
+        node.axis = _normalized_axis(node, shape)
+        copy_shape_infer(node)
+
+
+class Norm(Op):
+    """Caffe LRN. IR v2 has no `k`: it is written only when it differs from 1."""
+    op = "Norm"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "Norm", "op": self.op, "k": 1.0, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ["alpha", "beta", "local-size", "region", ("k", lambda n: None if n.k == 1 else n.k)]
+
+
+class Normalize(Op):
+    """SSD L2 normalization with a learned per-channel (or shared) scale blob."""
+    op = "Normalize"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "Normalize", "op": self.op, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ["across_spatial", "channel_shared", "eps"]
+
+
+class MVN(Op):
+    op = "MVN"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "MVN", "op": self.op, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ["across_channels", "eps", "normalize_variance"]
+
+
+class GRN(Op):
+    op = "GRN"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "GRN", "op": self.op, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ["bias"]
+
+
+class BatchNormalization(Op):
+    """Caffe BatchNorm with its stored mean/variance; always lowered to
+    ScaleShift by core/middle/batch_norm.py before emission."""
+    op = "BatchNormalization"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "BatchNormalization", "op": self.op, "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return ["epsilon"]
+
+    @staticmethod
+    def infer(node):
+        shape = node.in_node(0).shape
+        for name, blob, _ in node.blob_inputs():
+            if name in ("mean", "variance") and len(shape) > 1 and blob.value.size != shape[1]:
+                raise ShapeError("BatchNorm '{}' has {} {} values for {} channels (input shape {}).",
+                                 node.name, blob.value.size, name, shape[1], list(shape))
+        copy_shape_infer(node)

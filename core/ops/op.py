@@ -1,0 +1,86 @@
+"""Op: the base of every operation, with the reference guide's extension API.
+
+An Op subclass names its operation (`op`), its IR layer type (`type` in the
+mandatory props), the attributes it accepts (`supported_attrs`), how they are
+written to the IR (`backend_attrs`: names or `(name, lambda node: str)` tuples)
+and a shape function (`infer`). Defining a subclass registers it; a later class
+with the same `op` (a user extension) replaces the earlier one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.graph.graph import Graph, Node
+
+
+class Op:
+    registered_ops: dict[str, type["Op"]] = {}
+    op: str | None = None
+    enabled = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("op") is not None and cls.enabled:
+            Op.registered_ops[cls.op] = cls
+
+    def __init__(self, graph: Graph, attrs1: dict | None = None, attrs2: dict | None = None):
+        self.graph = graph
+        self.attrs = {"kind": "op"}
+        for attrs in (attrs1, attrs2):
+            if attrs:
+                self.attrs.update(attrs)
+
+    # --- the extension API ----------------------------------------------------
+    def supported_attrs(self) -> list:
+        return []
+
+    def backend_attrs(self) -> list:
+        return self.supported_attrs()
+
+    @classmethod
+    def get_op_class_by_name(cls, name: str) -> type["Op"]:
+        return cls.registered_ops[name]
+
+    @classmethod
+    def update_node_stat(cls, node: Node, attrs: dict | None = None):
+        """Turns an extracted node into this op: mandatory props, then attrs."""
+        op = cls(node.graph, attrs or {})
+        node.attrs.update(op.attrs)
+        node["backend_attrs"] = op.backend_attrs()
+        node["op_class"] = cls
+
+    def create_node_with_data(self, inputs: list[Node], attrs: dict | None = None,
+                              n_outputs: int = 1) -> list[Node]:
+        """Adds this op fed by `inputs` (data nodes); returns its output data nodes."""
+        all_attrs = dict(self.attrs)
+        all_attrs.update(attrs or {})
+        name = all_attrs.get("name") or self.graph.unique_id(self.op or "op")
+        all_attrs["name"] = name
+        node = self.graph.add_op(name, **all_attrs)
+        node["backend_attrs"] = self.backend_attrs()
+        node["op_class"] = type(self)
+        for port, data in enumerate(inputs):
+            self.graph.connect(data, node, inp=port)
+        outs = []
+        for port in range(n_outputs):
+            out = self.graph.add_data(name)
+            self.graph.connect(node, out, out=port)
+            outs.append(out)
+        return outs
+
+
+def copy_shape_infer(node: Node):
+    """Output shape equals input shape (activations, normalizations)."""
+    shape = node.in_node(0).shape
+    for out in node.out_nodes().values():
+        out.shape = np.array(shape, dtype=np.int64)
+
+
+def attr_getter(node: Node, name: str):
+    """Formats a list attribute the way the IR wants it ("0.5,1,2")."""
+    value = node[name] if node.has(name) else None
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return ",".join(map(str, value))
+    return value

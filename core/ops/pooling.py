@@ -1,0 +1,54 @@
+"""Pooling (IR: Pooling), with Caffe's ceil rounding and global pooling."""
+import numpy as np
+
+from core.errors import ShapeError
+from core.ops.op import Op
+
+
+def pooled_size(size, kernel, stride, pad, rounding):
+    """Caffe's formula: ceil by default, and the last window must start inside
+    the image (or its left padding), else it is dropped."""
+    size, kernel, stride, pad = (np.asarray(v, dtype=np.int64) for v in (size, kernel, stride, pad))
+    if rounding == "ceil":
+        out = -(-(size + 2 * pad - kernel) // stride) + 1
+        clip = (pad > 0) & ((out - 1) * stride >= size + pad)
+        out = np.where(clip, out - 1, out)
+    else:
+        out = (size + 2 * pad - kernel) // stride + 1
+    return out
+
+
+class Pooling(Op):
+    op = "Pooling"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "Pooling", "op": self.op, "rounding_type": "ceil",
+                                 "global_pool": False, "exclude-pad": "false", "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return [
+            ("kernel-x", lambda n: n.kernel[1]), ("kernel-y", lambda n: n.kernel[0]),
+            ("pad-x", lambda n: n.pad[1]), ("pad-y", lambda n: n.pad[0]),
+            ("stride", lambda n: "1,1,{},{}".format(n.stride[0], n.stride[1])),
+            ("stride-x", lambda n: n.stride[1]), ("stride-y", lambda n: n.stride[0]),
+            "pool-method", "exclude-pad", "rounding_type",
+        ]
+
+    @staticmethod
+    def infer(node):
+        shape = node.in_node(0).shape
+        if len(shape) != 4:
+            raise ShapeError("Pooling '{}' needs a 4-D input, got shape {}.", node.name, list(shape))
+        if node.global_pool:
+            # the IR has no global flag: the kernel becomes the whole plane
+            node.kernel = np.array(shape[2:], dtype=np.int64)
+            node.pad = np.zeros(2, dtype=np.int64)
+            node.stride = np.ones(2, dtype=np.int64)
+        if np.any(np.asarray(node.pad) >= np.asarray(node.kernel)):
+            raise ShapeError("Pooling '{}': padding {} must be smaller than the kernel {}.", node.name,
+                             list(node.pad), list(node.kernel))
+        spatial = pooled_size(shape[2:], node.kernel, node.stride, node.pad, node.rounding_type)
+        if np.any(spatial <= 0):
+            raise ShapeError("Pooling '{}': input {} is smaller than the kernel {}.", node.name, list(shape),
+                             list(node.kernel))
+        node.out_node(0).shape = np.array([shape[0], shape[1], *spatial], dtype=np.int64)

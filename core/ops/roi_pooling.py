@@ -1,0 +1,35 @@
+"""ROIPooling and PSROIPooling: the first output dim is the number of ROIs."""
+import numpy as np
+
+from core.ops.op import Op
+
+
+class ROIPooling(Op):
+    op = "ROIPooling"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "ROIPooling", "op": self.op, "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return ["pooled_h", "pooled_w", "spatial_scale"]
+
+    @staticmethod
+    def infer(node):
+        feat, rois = node.in_node(0).shape, node.in_node(1).shape
+        node.out_node(0).shape = np.array([rois[0], feat[1], node.pooled_h, node.pooled_w], dtype=np.int64)
+
+
+class PSROIPooling(Op):
+    op = "PSROIPooling"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "PSROIPooling", "op": self.op, "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return ["output_dim", "group_size", "spatial_scale"]
+
+    @staticmethod
+    def infer(node):
+        rois = node.in_node(1).shape
+        g = int(node.group_size)
+        node.out_node(0).shape = np.array([rois[0], node.output_dim, g, g], dtype=np.int64)

@@ -1,0 +1,222 @@
+"""The conversion pipeline: one explicit, ordered list of passes (PIPELINE).
+
+Each pass is a function of the conversion context. Nothing registers itself into
+this order: to see what runs, and when, read PIPELINE.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from core.errors import Error
+from core.front import cutting
+from core.front.cli_values import parse_values, split_names
+
+log = logging.getLogger("mo_core")
+
+
+@dataclass
+class ConvertOptions:
+    input_model: str | None = None
+    input_proto: str | None = None
+    framework: str | None = None
+    output_dir: str = "."
+    model_name: str | None = None
+    input: str | None = None
+    output: str | None = None
+    input_shape: str | None = None
+    batch: int | None = None
+    mean_values: str | None = None
+    scale_values: str | None = None
+    scale: float | None = None
+    reverse_input_channels: bool = False
+    data_type: str = "FP32"
+    disable_fusing: bool = False
+    extensions: str | None = None
+
+
+@dataclass
+class Context:
+    options: ConvertOptions
+    graph: object = None
+    network: object = None
+    new_inputs: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    timings: list = field(default_factory=list)
+
+
+# --- passes -------------------------------------------------------------------
+def deduce_framework(ctx):
+    o = ctx.options
+    if o.framework is None:
+        model = o.input_model or ""
+        if model.endswith(".caffemodel") or o.input_proto:
+            o.framework = "caffe"
+        else:
+            raise Error("Framework name can not be deduced from the given options. Use --framework to choose one of "
+                        "caffe (and tf in a later release).", faq=15)
+    if o.framework != "caffe":
+        raise Error("Framework '{}' is not supported yet: mo-core converts Caffe models (--framework caffe).",
+                    o.framework, faq=15)
+    if not o.input_proto and o.input_model:
+        guess = os.path.splitext(o.input_model)[0] + ".prototxt"
+        if os.path.isfile(guess):
+            o.input_proto = guess
+    if not o.input_model:
+        raise Error("--input_model is required: the .caffemodel with the trained weights (FAQ #2 tells how to make "
+                    "one from a prototxt).", faq=20)
+    if o.data_type not in ("FP32", "FP16", "float", "half"):
+        raise Error("--data_type must be FP32 or FP16, got '{}'.", o.data_type)
+
+
+def load_extensions(ctx):
+    if ctx.options.extensions:
+        from core.extensions import load_extension_dirs
+        load_extension_dirs(split_names(ctx.options.extensions))
+
+
+def load_model(ctx):
+    from core.front.caffe import extractors  # noqa: F401  (registers the standard extractors)
+    from core.front.caffe.builder import build_graph
+    from core.front.caffe.loader import load_caffemodel, load_prototxt
+    net = load_prototxt(ctx.options.input_proto)
+    model = load_caffemodel(ctx.options.input_model)
+    ctx.graph = build_graph(net, model)
+
+
+def cut_outputs(ctx):
+    cutting.apply_outputs(ctx.graph, ctx.options.output)
+
+
+def cut_inputs(ctx):
+    o = ctx.options
+    ctx.new_inputs = cutting.parse_inputs(ctx.graph, o.input, o.input_shape, o.batch)
+
+    def infer_shapes_of(data_ids):
+        # shapes of new inputs come from the original model up to the cut
+        keep = set(data_ids)
+        for d in data_ids:
+            keep |= nx.ancestors(ctx.graph, d)
+        sub = ctx.graph.subgraph(keep).copy()
+        from core.front.caffe.extract import extract_all
+        from core.middle.shape_infer import partial_infer
+        extract_all(sub)
+        cutting.set_input_shapes(sub, [], o.batch)
+        partial_infer(sub)
+        return {d: sub.nodes[d]["shape"] for d in data_ids}
+
+    cutting.cut_inputs(ctx.graph, ctx.new_inputs, infer_shapes_of, inputs_named=bool(o.input))
+
+
+def extract(ctx):
+    from core.front.caffe.extract import extract_all
+    extract_all(ctx.graph)
+
+
+def set_input_shapes(ctx):
+    cutting.set_input_shapes(ctx.graph, ctx.new_inputs, ctx.options.batch)
+
+
+def infer_shapes(ctx):
+    from core.middle.shape_infer import partial_infer
+    partial_infer(ctx.graph)
+
+
+def remove_identities(ctx):
+    from core.middle.identity import remove_identities as run
+    run(ctx.graph)
+
+
+def preprocessing(ctx):
+    from core.middle.preprocessing import add_preprocessing
+    o = ctx.options
+    if o.scale is not None and o.scale_values:
+        raise Error("Both --scale and --scale_values are defined. Specify either scale factor or scale values per "
+                    "input channels.", faq=19)
+    if o.scale is not None and o.scale == 0:
+        raise Error("--scale must not be 0: the input would be divided by zero.", faq=97)
+    names = [s.node.name for s in ctx.new_inputs] if o.input else []
+    mean = parse_values(o.mean_values, "--mean_values", names, faq_parse=58, faq_names=60, faq_count=62)
+    scale = parse_values(o.scale_values, "--scale_values", names, faq_parse=58, faq_names=61, faq_count=63)
+    add_preprocessing(ctx.graph, mean, scale, o.scale, o.reverse_input_channels, fusing=not o.disable_fusing)
+
+
+def lower_batch_norm(ctx):
+    from core.middle.batch_norm import lower_batch_norm as run
+    run(ctx.graph, fusing=not ctx.options.disable_fusing)
+
+
+def decompose_scale_shift(ctx):
+    if not ctx.options.disable_fusing:
+        from core.middle.batch_norm import decompose_scale_shift as run
+        run(ctx.graph)
+
+
+def fold_reverse_channels(ctx):
+    from core.middle.preprocessing import fold_reverse_channels as run
+    run(ctx.graph)
+
+
+def fuse_linear(ctx):
+    if not ctx.options.disable_fusing:
+        from core.middle.fusing import fuse_linear_ops
+        fuse_linear_ops(ctx.graph)
+
+
+def leftover_linear(ctx):
+    from core.middle.fusing import linear_to_scale_shift
+    linear_to_scale_shift(ctx.graph)
+
+
+def constant_folding(ctx):
+    from core.middle.const_fold import fold_constants
+    fold_constants(ctx.graph)
+
+
+def remove_dead_code(ctx):
+    cutting.remove_dead(ctx.graph)
+
+
+def emit(ctx):
+    from core.emit import to_network
+    o = ctx.options
+    name = o.model_name or os.path.splitext(os.path.basename(o.input_model))[0]
+    ctx.network = to_network(ctx.graph, name)
+
+
+PIPELINE = [
+    deduce_framework,
+    load_extensions,
+    load_model,
+    cut_outputs,
+    cut_inputs,
+    extract,
+    set_input_shapes,
+    infer_shapes,
+    remove_identities,
+    preprocessing,
+    lower_batch_norm,
+    decompose_scale_shift,
+    fold_reverse_channels,
+    fuse_linear,
+    leftover_linear,
+    constant_folding,
+    remove_dead_code,
+    emit,
+]
+
+
+def convert(options: ConvertOptions) -> Context:
+    """Runs PIPELINE and returns the context holding the ir.Network (not yet written)."""
+    import core.ops  # noqa: F401  (registers the built-in ops)
+    ctx = Context(options)
+    for step in PIPELINE:
+        start = time.perf_counter()
+        step(ctx)
+        ctx.timings.append((step.__name__, time.perf_counter() - start))
+        log.debug("pass %-24s %.3f s", step.__name__, ctx.timings[-1][1])
+    return ctx
