@@ -139,7 +139,7 @@ def preprocessing(ctx):
                     "input channels.", faq=19)
     if o.scale is not None and o.scale == 0:
         raise Error("--scale must not be 0: the input would be divided by zero.", faq=97)
-    names = [s.node.name for s in ctx.new_inputs] if o.input else []
+    names = [n for s in ctx.new_inputs for n in s.input_names or [s.node.name]] if o.input else []
     mean = parse_values(o.mean_values, "--mean_values", names, faq_parse=58, faq_names=60, faq_count=62)
     scale = parse_values(o.scale_values, "--scale_values", names, faq_parse=58, faq_names=61, faq_count=63)
     add_preprocessing(ctx.graph, mean, scale, o.scale, o.reverse_input_channels, fusing=not o.disable_fusing)

@@ -30,6 +30,7 @@ class NewInput:
     out_port: int | None
     shape: np.ndarray | None
     text: str
+    input_names: list = None   # the IR Input layers this entry became
 
 
 def dynamic_in_ports(node) -> list[int]:
@@ -125,6 +126,7 @@ def cut_inputs(graph, new_inputs: list[NewInput], infer_shapes_of, inputs_named:
     tensors = []  # (NewInput, data node, consumer op or None, in port or None, name)
     for spec in new_inputs:
         node = spec.node
+        spec.input_names = [node.name] if _is_source(node) else []
         if _is_source(node):
             continue
         if spec.out_port is not None:
@@ -140,6 +142,7 @@ def cut_inputs(graph, new_inputs: list[NewInput], infer_shapes_of, inputs_named:
 
     for spec, data, consumer, port, name in tensors:
         shape = spec.shape if spec.shape is not None else inferred[data.id]
+        spec.input_names.append(name)
         param = graph.add_op(name, caffe_type="Input")
         Parameter.update_node_stat(param, {"shape": np.array(shape, dtype=np.int64)})
         out = graph.add_data(name)

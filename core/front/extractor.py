@@ -1,8 +1,8 @@
 """FrontExtractorOp: framework-specific attribute extractors (reference guide API).
 
 A subclass names the framework layer type it handles (`op`) and implements
-`extract(node)`, reading `node.pb` (the layer's parameters) and `node.model_pb`
-(the layer in the weights file, if any), then calling
+`extract(node)`, reading `node.pb` (the layer's parameters) and `node.caffe_blobs`
+(the trained blobs of the same-named layer, if any), then calling
 `Op.get_op_class_by_name(...).update_node_stat(node, attrs)`. Defining a subclass
 registers it for the framework of its module (`core.front.caffe...`,
 `front/caffe/` of an extension dir); a later one for the same `op` replaces it.

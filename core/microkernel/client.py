@@ -123,7 +123,10 @@ class _Core:
                             frames = self.sock.recv_multipart(zmq.NOBLOCK, copy=False)
                         except zmq.Again:
                             break
-                        self.on_reply(frames)
+                        try:
+                            self.on_reply(frames)
+                        except Exception:  # keep serving the other callers
+                            log.exception("unexpected error while handling a reply")
         except Exception:  # never leave callers hanging silently
             log.exception("client I/O thread for %s failed", self.endpoint)
         finally:

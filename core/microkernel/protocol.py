@@ -19,8 +19,10 @@ structures of arrays round-trip. A map with a "$array" key is therefore reserved
 
 Zero copy: on send, array frames are memoryviews of C-contiguous arrays (pyzmq
 sends frames >= 64 KiB without copying when `copy=False`); on receive, arrays are
-`np.frombuffer` views over the zmq.Frame buffers. Decoded arrays are READ-ONLY
-(the buffer may be shared with the transport); `.copy()` one to modify it.
+`np.frombuffer` views over the zmq.Frame buffers (a frame that libzmq left
+misaligned for its dtype - in practice only small ones - is copied instead).
+Decoded arrays are READ-ONLY (the buffer may be shared with the transport);
+`.copy()` one to modify it.
 
 Decoding treats its input as untrusted: size limits before unpacking, msgpack
 limits while unpacking, then a strict schema check of every field. Every problem is
@@ -127,26 +129,32 @@ def _array_meta(arr: np.ndarray, limits: Limits, where: str) -> tuple[np.ndarray
     return arr, {"dtype": dt.str, "shape": list(arr.shape)}
 
 
-def _externalize(value: Any, arrays: list, where: str, depth: int, limits: Limits) -> Any:
-    """Copy of `value` with numpy arrays moved into `arrays` and replaced by refs."""
+def _externalize(value: Any, arrays: list, where: str, depth: int, limits: Limits,
+                 index: dict) -> Any:
+    """Copy of `value` with numpy arrays moved into `arrays` and replaced by refs.
+    `index` maps id(array) -> position, so an array object that is passed
+    positionally and also referenced (or referenced twice) is sent only once."""
     if depth > limits.max_depth:
         raise ProtocolError(f"{where}: nesting deeper than {limits.max_depth}")
     if isinstance(value, np.ndarray):
-        arrays.append(value)
-        return {ARRAY_REF: len(arrays) - 1}
+        pos = index.get(id(value))
+        if pos is None:
+            pos = index[id(value)] = len(arrays)
+            arrays.append(value)  # keeps the object alive, so its id stays unique
+        return {ARRAY_REF: pos}
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return value
     if isinstance(value, np.generic):  # numpy scalars travel as plain msgpack values
-        return _externalize(value.item(), arrays, where, depth, limits)
+        return _externalize(value.item(), arrays, where, depth, limits, index)
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise ProtocolError(f"{where}: map keys must be str, got {type(k).__name__}")
-            out[k] = _externalize(v, arrays, _path(where, k), depth + 1, limits)
+            out[k] = _externalize(v, arrays, _path(where, k), depth + 1, limits, index)
         return out
     if isinstance(value, (list, tuple)):
-        return [_externalize(v, arrays, _path(where, i), depth + 1, limits)
+        return [_externalize(v, arrays, _path(where, i), depth + 1, limits, index)
                 for i, v in enumerate(value)]
     raise ProtocolError(f"{where}: values of type {type(value).__name__} cannot be sent")
 
@@ -177,7 +185,8 @@ def _encode(header: dict, body_key: str, body: dict | None, arrays: Sequence | N
         if not isinstance(a, np.ndarray):
             raise ProtocolError(f"arrays[{i}] is a {type(a).__name__}, not a numpy array")
         all_arrays.append(a)
-    body = _externalize(body or {}, all_arrays, body_key, 0, limits)
+    index = {id(a): i for i, a in enumerate(all_arrays)}
+    body = _externalize(body or {}, all_arrays, body_key, 0, limits, index)
     _check_refs(body, len(all_arrays), body_key)
     if len(all_arrays) + 1 > limits.max_frames:
         raise ProtocolError(f"{len(all_arrays)} arrays exceed the limit of {limits.max_frames - 1}")
@@ -306,7 +315,13 @@ def _decode_arrays(metas: Any, bufs: list[memoryview], limits: Limits) -> list:
         if expected != buf.nbytes:
             raise ProtocolError(f"arrays[{i}]: {dtype} {shape!r:.80} needs {expected} bytes "
                                 f"but its frame has {buf.nbytes}")
-        arr = np.frombuffer(buf, dtype=dt).reshape(shape)
+        arr = np.frombuffer(buf, dtype=dt)
+        if not arr.flags.aligned:
+            # libzmq packs small frames into its receive buffer at any offset; copy
+            # those (cheap) so consumers always get naturally aligned data. Large
+            # frames get their own allocation and stay zero-copy.
+            arr = arr.copy()
+        arr = arr.reshape(shape)
         arr.flags.writeable = False
         arrays.append(arr)
     return arrays
@@ -395,7 +410,7 @@ def peek_id(frames: Sequence, limits: Limits = DEFAULT_LIMITS) -> int | None:
     """Best-effort request id of a message that failed to decode (to address an
     error reply to it); None when even that cannot be recovered."""
     try:
-        if not frames or len(frames) > limits.max_frames:
+        if not frames:
             return None
         rid = _unpack_map(frame_buffer(frames[0]), limits).get("id")
     except ProtocolError:

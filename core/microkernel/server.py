@@ -181,8 +181,9 @@ class Server:
         self._closed = True
         for _ in self._pool:
             self._tasks.put(None)
-        for t in self._pool:
-            t.join(timeout=1.0)  # a handler still busy is left behind (daemon thread)
+        deadline = time.monotonic() + 1.0
+        for t in self._pool:  # a handler still busy is left behind (daemon thread)
+            t.join(timeout=max(0.0, deadline - time.monotonic()))
         self._replies.close()
         self._sock.close(linger=_LINGER_MS)
         self._ctx.term()  # returns once queued replies are sent or linger expired
@@ -259,7 +260,10 @@ class Server:
                 parts = self._sock.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 return
-            self._on_message(parts)
+            try:
+                self._on_message(parts)
+            except Exception:  # a bug here must not take the service down
+                log.exception("unexpected error while handling a message")
 
     def _on_message(self, parts: list) -> None:
         ident = parts[0].bytes

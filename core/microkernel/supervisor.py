@@ -34,7 +34,7 @@ import numpy as np
 
 from .auth import load_key_file
 from .client import Client
-from .endpoints import ipc_path, new_ipc_endpoint, runtime_dir
+from .endpoints import check_endpoint, ipc_path, new_ipc_endpoint, runtime_dir
 from .errors import MicrokernelError, MicrokernelTimeout, RemoteError, WorkerError
 from .protocol import PROTOCOL_VERSION
 
@@ -223,6 +223,7 @@ class WorkerProcess:
     def _spawn(self) -> None:
         own = self.endpoint_hint is None
         endpoint = new_ipc_endpoint(self.name) if own else self.endpoint_hint
+        check_endpoint(endpoint, have_key=self._key is not None)  # before spawning anything
         log_path = os.path.join(runtime_dir(),
                                 f"{self.name}-{os.getpid()}-{secrets.token_hex(4)}.log")
         cmd = [sys.executable, "-m", self.module, "--endpoint", endpoint,
@@ -368,7 +369,8 @@ class WorkerProcess:
 
     def stop(self, grace: float = 2.0) -> int | None:
         """Stop the worker: `shutdown` request, SIGTERM after `grace` s, then SIGKILL.
-        Always reaps it. Returns its exit code (None if it was not running)."""
+        Always reaps it. Returns its exit code (None if it was not running).
+        Later calls raise WorkerError until start() is called again."""
         with self._lock:
             self._stopped = True
             inst = self._holder.pop("instance", None)

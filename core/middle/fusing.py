@@ -132,6 +132,12 @@ def _forward_targets(node):
 
 
 def fuse_forward(graph):
+    while _fuse_forward_once(graph):
+        pass
+
+
+def _fuse_forward_once(graph) -> bool:
+    changed = False
     for node in graph.op_nodes():
         if node.id not in graph or node.op not in ("Mul", "Add"):
             continue
@@ -155,6 +161,8 @@ def fuse_forward(graph):
                 shift = (w * per_in(_vec(node, "biases"))).reshape(n_out, -1).sum(axis=1)
                 set_blob(conv, "biases", bias + shift.astype(np.float32))
         _bypass(node)
+        changed = True
+    return changed
 
 
 # --- leftovers -------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.graph.graph import Graph, Node
+from ir.attrs import fmt_value
 
 
 class Op:
@@ -82,5 +83,5 @@ def attr_getter(node: Node, name: str):
     if value is None:
         return None
     if isinstance(value, (list, tuple, np.ndarray)):
-        return ",".join(map(str, value))
+        return fmt_value(list(value))
     return value

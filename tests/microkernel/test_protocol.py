@@ -78,13 +78,16 @@ def test_nested_references_round_trip():
 
 
 def test_positional_arrays_and_explicit_references():
-    a, b = np.arange(3), np.arange(4.0)
-    frames = encode_request(2, "add", {"first": {"$array": 1}, "extra": a}, arrays=[a, b])
+    a, b, c = np.arange(3), np.arange(4.0), np.arange(5)
+    frames = encode_request(2, "add", {"first": {"$array": 1}, "extra": c, "again": a,
+                                       "twice": [c, c]}, arrays=[a, b])
     head = _header(frames)
-    assert [m["shape"] for m in head["arrays"]] == [[3], [4], [3]]  # positional first
-    assert head["args"] == {"first": {"$array": 1}, "extra": {"$array": 2}}
+    assert [m["shape"] for m in head["arrays"]] == [[3], [4], [5]]  # positional first
+    # An array object already in the message is referenced, not sent again.
+    assert head["args"] == {"first": {"$array": 1}, "extra": {"$array": 2},
+                            "again": {"$array": 0}, "twice": [{"$array": 2}, {"$array": 2}]}
     req = decode_request(frames)
-    assert req.args["first"] is req.arrays[1]
+    assert req.args["first"] is req.arrays[1] and req.args["again"] is req.arrays[0]
     with pytest.raises(ProtocolError, match="bad array reference"):
         encode_request(2, "add", {"x": {"$array": 5}}, arrays=[a])
 
@@ -252,7 +255,7 @@ def test_limits_total_size_and_frames():
     with pytest.raises(ProtocolError, match="exceeds the limit"):
         encode_request(1, "x", {"a": big}, limits=small)
     with pytest.raises(ProtocolError, match="frames exceed"):
-        decode_request(encode_request(1, "x", {"a": [np.zeros(1)] * 3}), small)
+        decode_request(encode_request(1, "x", {"a": [np.zeros(1) for _ in range(3)]}), small)
     with pytest.raises(ProtocolError, match="header of"):
         decode_request(encode_request(1, "x", {"s": "y" * 300}), small)
     decode_request(encode_request(1, "x", {"a": np.zeros(10)}), small)  # within limits
@@ -299,3 +302,11 @@ def test_random_mutations_only_ever_raise_protocol_error():
 def test_protocol_version_constant():
     assert PROTOCOL_VERSION == 1
     assert _header(encode_request(1, "x"))["v"] == 1
+
+
+def test_misaligned_frames_decode_to_aligned_arrays():
+    x = np.arange(5, dtype=np.float64)
+    head = encode_request(1, "x", {"x": x})[0]
+    padded = memoryview(b"\x00" + x.tobytes())[1:]  # data at an odd address
+    req = decode_request([head, padded])
+    assert req.args["x"].flags.aligned and np.array_equal(req.args["x"], x)

@@ -1,7 +1,7 @@
 """Builds the op/data graph from a Caffe NetParameter (+ the caffemodel's blobs).
 
 Each Caffe layer becomes an op node carrying `pb` (its prototxt message) and
-`model_pb` (the same-named layer of the caffemodel, for blobs). Each top becomes a
+`caffe_blobs` (the same-named layer's trained blobs). Each top becomes a
 fresh data node, so in-place layers (top == bottom) get distinct tensors.
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ import numpy as np
 from core.errors import FrameworkError
 from core.front.caffe.loader import caffe_pb2
 from core.graph.graph import Graph
+from core.ops.parameter import Parameter
 
 # V1LayerParameter.LayerType enum name -> the V2 string type
 _V1_TYPES = {
@@ -58,26 +59,6 @@ def _included_in_test(layer) -> bool:
     return True
 
 
-def blob_to_array(blob, where: str) -> np.ndarray:
-    """BlobProto -> float32 ndarray with its declared shape (checked against the data length)."""
-    if blob.HasField("shape"):
-        shape = tuple(int(d) for d in blob.shape.dim)
-    else:  # legacy 4D blobs
-        shape = tuple(int(v) for v in (blob.num, blob.channels, blob.height, blob.width))
-    count = int(np.prod(shape)) if shape else 1
-    if len(blob.data):
-        data = np.array(blob.data, dtype=np.float32)
-    elif len(blob.double_data):
-        data = np.array(blob.double_data, dtype=np.float64).astype(np.float32)
-    else:
-        data = np.zeros(0, dtype=np.float32)
-    if data.size != count:
-        raise FrameworkError(
-            "The weights of layer '{}' have {} values but their shape {} needs {}. The .caffemodel is "
-            "truncated or does not belong to this prototxt.", where, data.size, list(shape), count, faq=11)
-    return data.reshape(shape)
-
-
 def _input_shapes(net) -> list[tuple[str, list[int] | None]]:
     """Net-level inputs: `input` + `input_shape` / `input_dim` (4 values per input)."""
     names = list(net.input)
@@ -97,18 +78,16 @@ def _input_shapes(net) -> list[tuple[str, list[int] | None]]:
     return [(n, None) for n in names]
 
 
-def build_graph(net, model=None) -> Graph:
+def build_graph(net, weights: dict | None = None) -> Graph:
+    """`weights` is {layer name: [Blob]} from weights.read_caffemodel_blobs."""
     graph = Graph(name=net.name or "model")
     graph.graph["framework"] = "caffe"
-    weights = {}
-    if model is not None:
-        for layer in _layers(model):
-            weights.setdefault(layer.name, layer)
+    weights = weights or {}
     latest: dict[str, object] = {}  # blob name -> data node holding its current value
 
     for name, shape in _input_shapes(net):
-        op = graph.add_op(name, op="Parameter", type="Input", caffe_type="Input",
-                          shape=None if shape is None else np.array(shape, dtype=np.int64))
+        op = graph.add_op(name, caffe_type="Input")
+        Parameter.update_node_stat(op, {"shape": None if shape is None else np.array(shape, dtype=np.int64)})
         out = graph.add_data(name)
         graph.connect(op, out, out=0)
         latest[name] = out
@@ -124,7 +103,7 @@ def build_graph(net, model=None) -> Graph:
             raise FrameworkError("The prototxt has two layers named '{}'; layer names must be unique.",
                                  layer.name, faq=24)
         seen_names.add(layer.name)
-        node = graph.add_op(layer.name, caffe_type=ltype, pb=layer, model_pb=weights.get(layer.name))
+        node = graph.add_op(layer.name, caffe_type=ltype, pb=layer, caffe_blobs=weights.get(layer.name, []))
         for port, bottom in enumerate(layer.bottom):
             if bottom not in latest:
                 raise FrameworkError(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 
-from google.protobuf import message as pb_message
 from google.protobuf import text_format
 
 from core.errors import FrameworkError
@@ -84,17 +83,8 @@ def load_prototxt(path: str):
 
 
 def load_caffemodel(path: str):
-    """Parses a binary NetParameter holding the trained blobs."""
-    pb2 = caffe_pb2()
-    raw = _read_bytes(path, "caffemodel", MAX_CAFFEMODEL_BYTES)
-    net = pb2.NetParameter()
-    try:
-        net.ParseFromString(raw)
-    except pb_message.DecodeError as exc:
-        raise FrameworkError(
-            "Cannot read the weights file '{}': it is not a valid .caffemodel ({}). The file may be truncated "
-            "or it is a text prototxt; re-download or re-save it (FAQ #2 tells how to make a bare caffemodel).",
-            path, exc, faq=11) from None
-    if not net.layer and not net.layers:
-        raise FrameworkError("The weights file '{}' has no layers: it is not a trained .caffemodel.", path, faq=7)
-    return net
+    """{layer name: [Blob]} of the trained weights (see weights.py)."""
+    from core.front.caffe.weights import read_caffemodel_blobs
+    if not os.path.isfile(path or ""):
+        raise FrameworkError("The caffemodel file '{}' does not exist. Check the path given with --input_model.", path)
+    return read_caffemodel_blobs(path, MAX_CAFFEMODEL_BYTES)

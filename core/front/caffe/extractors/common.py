@@ -2,7 +2,7 @@
 import numpy as np
 
 from core.errors import FrameworkError
-from core.front.caffe.builder import blob_to_array
+from core.front.caffe.weights import blob_array
 
 
 def spatial(param, name, name_h, name_w, default):
@@ -32,8 +32,7 @@ def spatial(param, name, name_h, name_w, default):
 
 def layer_blobs(node, expected: int | None = None, at_least: int | None = None) -> list[np.ndarray]:
     """The layer's trained blobs from the caffemodel, checked for presence."""
-    layer = node.soft_get("model_pb")
-    blobs = [] if layer is None else [blob_to_array(b, node.name) for b in layer.blobs]
+    blobs = [blob_array(b, node.name) for b in node.soft_get("caffe_blobs") or []]
     need = expected if expected is not None else at_least
     if need and len(blobs) < need:
         raise FrameworkError(

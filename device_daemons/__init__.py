@@ -1,0 +1,1 @@
+"""Device daemons: inference runtimes that execute IR networks (cpu/, gpu/, hetero)."""

@@ -1,0 +1,197 @@
+"""The CPU kernel interface and the registry of built-in kernels.
+
+A kernel computes one IR layer. The interface is deliberately the one a user's
+custom CPU layer has (OpenCV DNN style), so built-in and custom kernels are run
+the same way by the execution plan (device_daemons/cpu/plan.py):
+
+    class MyKernel:
+        type = "MyLayer"                      # IR layer type(s) it computes
+        def __init__(self, layer): ...        # once per layer: parse attributes, prepare blobs
+        def getMemoryShapes(self, input_shapes):   # list of tuples -> list of output shapes
+            ...
+        def forward(self, inputs):            # list of float32 arrays -> list of arrays
+            ...
+        def finalize(self, layer): ...        # optional: called after every (re)shape with
+                                              # the layer whose port dims are the current shapes
+
+`Kernel` below is a convenience base class for built-in kernels: it keeps the
+layer, gives typed attribute getters whose errors name the layer, and converts
+blobs (float32 or float16 in the IR) to float32 once.
+
+In-place execution: the plan sets `kernel.inplace = True` when the buffer of the
+kernel's first input has no other reader (not a network input or output, no other
+consumer, no other view of it alive). A kernel that supports it (class attribute
+`supports_inplace = True`) may then write its result into inputs[0] and return it.
+Kernels whose outputs are views of their inputs (Reshape, Split, ...) declare
+`output_is_view = True` so the plan never lets a consumer write through a view
+into a buffer that someone else still reads.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir import IRError
+from ir.attrs import as_bool, as_float, as_int, floats, ints
+
+_REQUIRED = object()
+
+# IR type -> kernel class. Filled by the @register decorator of each kernel module.
+KERNELS: dict[str, type] = {}
+
+
+def register(*types: str):
+    """Class decorator: the class computes IR layers of these types."""
+    def wrap(cls):
+        for t in types:
+            KERNELS[t] = cls
+        cls.types = tuple(types)
+        return cls
+    return wrap
+
+
+def describe(layer) -> str:
+    return f"layer {layer.name!r} (type {layer.type}, id={layer.id})"
+
+
+class KernelError(IRError):
+    """A layer the CPU plugin cannot run: bad or missing attributes or blobs, wrong
+    input shapes, unsupported variants. The message names the layer and its type."""
+
+    def __init__(self, layer, message: str, **kwargs):
+        if layer is not None:
+            message = f"{describe(layer)}: {message}"
+        super().__init__(message, **kwargs)
+        self.layer_name = getattr(layer, "name", None)
+        self.layer_type = getattr(layer, "type", None)
+
+
+class Kernel:
+    """Base class of the built-in kernels (custom kernels need not derive from it)."""
+
+    types: tuple[str, ...] = ()
+    supports_inplace = False
+    output_is_view = False
+
+    def __init__(self, layer):
+        self.layer = layer
+        self.inplace = False
+
+    # --- the interface -------------------------------------------------------------
+    def getMemoryShapes(self, input_shapes):  # noqa: N802 (OpenCV's name)
+        return [tuple(input_shapes[0])]
+
+    def forward(self, inputs):
+        raise NotImplementedError
+
+    def finalize(self, layer):
+        """Called after every shape computation with port dims set to the current shapes."""
+
+    # --- helpers -------------------------------------------------------------------
+    def error(self, message: str) -> KernelError:
+        return KernelError(self.layer, message)
+
+    def _raw(self, names, default):
+        names = (names,) if isinstance(names, str) else tuple(names)
+        for name in names:
+            if name in self.layer.data:
+                return name, self.layer.data[name]
+        if default is _REQUIRED:
+            raise self.error(f"missing attribute {names[0]!r}" +
+                             (f" (or {', '.join(repr(n) for n in names[1:])})" if len(names) > 1 else "") +
+                             "; the IR is incomplete, convert the model again")
+        return None, default
+
+    def _parse(self, parser, names, default):
+        name, text = self._raw(names, default)
+        if name is None:
+            return text
+        try:
+            return parser(text, name)
+        except IRError as err:
+            raise self.error(err.message) from None
+
+    def attr_int(self, names, default=_REQUIRED) -> int:
+        return self._parse(as_int, names, default)
+
+    def attr_float(self, names, default=_REQUIRED) -> float:
+        return self._parse(as_float, names, default)
+
+    def attr_bool(self, names, default=_REQUIRED) -> bool:
+        return self._parse(as_bool, names, default)
+
+    def attr_ints(self, names, default=_REQUIRED) -> list[int]:
+        return self._parse(ints, names, default)
+
+    def attr_floats(self, names, default=_REQUIRED) -> list[float]:
+        return self._parse(floats, names, default)
+
+    def attr_str(self, names, default=_REQUIRED) -> str:
+        return self._parse(lambda text, name: text.strip(), names, default)
+
+    def attr_choice(self, names, choices, default=_REQUIRED) -> str:
+        value = self.attr_str(names, default)
+        if value not in choices:
+            raise self.error(f"attribute {names if isinstance(names, str) else names[0]!r} is {value!r}; "
+                             f"expected one of {', '.join(choices)}")
+        return value
+
+    def spatial(self, base: str, default=_REQUIRED, plural: str | None = None) -> tuple[int, int]:
+        """A 2-D parameter as (y, x) from `base-x`/`base-y`, or from a list attribute
+        `base` / `plural` ("h,w", or the 4-D "1,1,h,w" of `stride`)."""
+        data = self.layer.data
+        x, y = f"{base}-x", f"{base}-y"
+        if x in data or y in data:
+            if x not in data or y not in data:
+                raise self.error(f"has only one of the attributes {x!r} and {y!r}; both are needed")
+            return self.attr_int(y), self.attr_int(x)
+        for name in (base, plural):
+            if name and name in data:
+                values = self.attr_ints(name)
+                if len(values) == 1:
+                    return values[0], values[0]
+                if len(values) >= 2:
+                    return values[-2], values[-1]
+                raise self.error(f"attribute {name!r} is empty")
+        if default is _REQUIRED:
+            raise self.error(f"missing attributes {x!r} and {y!r}; the IR is incomplete, convert the model again")
+        return default
+
+    def blob(self, name, required: bool = True, size: int | None = None):
+        """A blob as a float32 array (float16 IR blobs are converted once)."""
+        names = (name,) if isinstance(name, str) else tuple(name)
+        for n in names:
+            if n in self.layer.blobs:
+                value = np.asarray(self.layer.blobs[n])
+                if value.dtype.kind != "f":
+                    raise self.error(f"blob {n!r} has dtype {value.dtype}; expected float32 or float16")
+                value = np.ascontiguousarray(value, dtype=np.float32).ravel()
+                if size is not None and value.size != size:
+                    raise self.error(f"blob {n!r} has {value.size} values, expected {size}")
+                return value
+        if required:
+            raise self.error(f"missing blob {names[0]!r}; the IR .bin/.xml is incomplete, convert the model again")
+        return None
+
+    def expect_inputs(self, input_shapes, count: int | tuple[int, int], rank: int | None = None):
+        lo, hi = (count, count) if isinstance(count, int) else count
+        if not lo <= len(input_shapes) <= hi:
+            want = str(lo) if lo == hi else f"{lo} to {hi}"
+            raise self.error(f"takes {want} input(s), got {len(input_shapes)}")
+        if rank is not None and len(input_shapes[0]) != rank:
+            raise self.error(f"needs a {rank}-D input, got shape {list(input_shapes[0])}")
+
+
+def channel_vector(kernel: Kernel, values: np.ndarray, channels: int, what: str) -> np.ndarray:
+    """A per-channel blob, a single value broadcast to all channels."""
+    if values.size == 1:
+        return np.full(channels, values[0], dtype=np.float32)
+    if values.size != channels:
+        raise kernel.error(f"{what} has {values.size} values but the input has {channels} channels")
+    return values
+
+
+def broadcast_shape(values: np.ndarray, rank: int) -> np.ndarray:
+    """(C,) -> (1, C, 1, ...) for an input of `rank` dims (channel axis 1)."""
+    if rank <= 1:
+        return values
+    return values.reshape((1, -1) + (1,) * (rank - 2))

@@ -1,0 +1,188 @@
+"""Convolution and Deconvolution.
+
+Convolution: im2col (one strided copy per kernel offset into a reused column
+buffer) + one BLAS sgemm per image (groups as one batched matmul); 1x1 stride-1
+unpadded convolutions are a direct matmul with no im2col.
+Weights: Convolution (O, I/g, kh, kw) flat, pre-reshaped once to (g, O/g, I/g*kh*kw).
+Deconvolution keeps Caffe's (C_in, C_out/g, kh, kw): sgemm W^T x per group, then
+col2im (one strided add per kernel offset) and the padding cropped off.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Kernel, register
+
+
+def _conv_params(k: Kernel):
+    k.kernel = k.spatial("kernel", plural="kernel_size")
+    k.stride = k.spatial("stride", (1, 1), plural="strides")
+    k.pad = k.spatial("pad", (0, 0), plural="pads_begin")
+    data = k.layer.data
+    if "pad-b" in data or "pad-r" in data:
+        k.pad_end = (k.attr_int("pad-b", k.pad[0]), k.attr_int("pad-r", k.pad[1]))
+    elif "pads_end" in data:
+        values = k.attr_ints("pads_end")
+        k.pad_end = (values[-2], values[-1]) if len(values) >= 2 else (values[0], values[0])
+    else:
+        k.pad_end = k.pad
+    k.dilation = k.spatial("dilation", (1, 1), plural="dilations")
+    k.group = k.attr_int("group", 1)
+    k.output = k.attr_int("output")
+    for name, v in (("kernel", k.kernel), ("stride", k.stride), ("dilation", k.dilation)):
+        if min(v) <= 0:
+            raise k.error(f"{name} {list(v)} must be positive")
+    if min(k.pad) < 0 or min(k.pad_end) < 0:
+        raise k.error(f"padding {list(k.pad)} must not be negative")
+    if k.group <= 0 or k.output <= 0 or k.output % k.group:
+        raise k.error(f"output {k.output} must be a positive multiple of group {k.group}")
+
+
+@register("Convolution")
+class Convolution(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        _conv_params(self)
+        kh, kw = self.kernel
+        w = self.blob("weights")
+        per_out = w.size // self.output
+        if per_out * self.output != w.size or per_out % (kh * kw):
+            raise self.error(f"has {w.size} weights, which is not output {self.output} x input channels x "
+                             f"kernel {kh}x{kw}")
+        self.in_per_group = per_out // (kh * kw)
+        g = self.group
+        self.weights = np.ascontiguousarray(w.reshape(g, self.output // g, per_out))
+        self.weights2d = self.weights.reshape(self.output, per_out)
+        b = self.blob("biases", required=False, size=self.output)
+        self.bias = None if b is None else b.reshape(1, self.output, 1)
+        self.pointwise = (kh, kw) == (1, 1) and self.pad == (0, 0) and self.pad_end == (0, 0) and g == 1
+        self._scratch_key = None
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1, rank=4)
+        n, c, h, w = input_shapes[0]
+        if c != self.in_per_group * self.group:
+            raise self.error(f"input has {c} channels but the weights need {self.in_per_group * self.group} "
+                             f"({self.in_per_group} per group x {self.group} groups)")
+        oh, ow = self._out_hw(h, w)
+        if oh <= 0 or ow <= 0:
+            raise self.error(f"input {list(input_shapes[0])} is smaller than the kernel {list(self.kernel)}")
+        return [(n, self.output, oh, ow)]
+
+    def _out_hw(self, h, w):
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        oh = (h + self.pad[0] + self.pad_end[0] - (dh * (kh - 1) + 1)) // sh + 1
+        ow = (w + self.pad[1] + self.pad_end[1] - (dw * (kw - 1) + 1)) // sw + 1
+        return oh, ow
+
+    def _scratch(self, c, h, w, oh, ow):
+        key = (c, h, w)
+        if self._scratch_key != key:
+            kh, kw = self.kernel
+            hp, wp = h + self.pad[0] + self.pad_end[0], w + self.pad[1] + self.pad_end[1]
+            self._padded = np.zeros((c, hp, wp), np.float32) if (hp, wp) != (h, w) else None
+            self._col = np.empty((c, kh, kw, oh, ow), np.float32)
+            self._scratch_key = key
+        return self._padded, self._col
+
+    def forward(self, inputs):
+        x = inputs[0]
+        n, c, h, w = x.shape
+        oh, ow = self._out_hw(h, w)
+        o, m = self.output, oh * ow
+        if self.pointwise:
+            (sh, sw) = self.stride
+            if (sh, sw) != (1, 1):
+                x = x[:, :, ::sh, ::sw][:, :, :oh, :ow]
+            x3 = x.reshape(n, c, m)  # copies only when strided
+            out = np.matmul(self.weights2d, x3)
+            if self.bias is not None:
+                out += self.bias
+            return [out.reshape(n, o, oh, ow)]
+        out = np.empty((n, o, m), np.float32)
+        padded, col = self._scratch(c, h, w, oh, ow)
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        ph, pw = self.pad
+        hspan, wspan = sh * (oh - 1) + 1, sw * (ow - 1) + 1
+        g = self.group
+        for i in range(n):
+            src = x[i]
+            if padded is not None:
+                padded[:, ph:ph + h, pw:pw + w] = src
+                src = padded
+            for ky in range(kh):
+                y0 = ky * dh
+                rows = src[:, y0:y0 + hspan:sh]
+                for kx in range(kw):
+                    x0 = kx * dw
+                    col[:, ky, kx] = rows[:, :, x0:x0 + wspan:sw]
+            if g == 1:
+                np.dot(self.weights2d, col.reshape(c * kh * kw, m), out=out[i])
+            else:
+                np.matmul(self.weights, col.reshape(g, -1, m), out=out[i].reshape(g, o // g, m))
+        if self.bias is not None:
+            out += self.bias
+        return [out.reshape(n, o, oh, ow)]
+
+
+@register("Deconvolution")
+class Deconvolution(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        _conv_params(self)
+        kh, kw = self.kernel
+        w = self.blob("weights")
+        g = self.group
+        per_in = (self.output // g) * kh * kw  # weights per input channel
+        if w.size % per_in:
+            raise self.error(f"has {w.size} weights, which is not input channels x output {self.output}/group "
+                             f"{g} x kernel {kh}x{kw}")
+        self.in_channels = w.size // per_in
+        if self.in_channels % g:
+            raise self.error(f"{self.in_channels} input channels cannot be split into {g} groups")
+        cin_g = self.in_channels // g
+        # (C_in, C_out/g*kh*kw) -> per group transposed: (g, C_out/g*kh*kw, C_in/g)
+        self.weights_t = np.ascontiguousarray(w.reshape(g, cin_g, per_in).transpose(0, 2, 1))
+        b = self.blob("biases", required=False, size=self.output)
+        self.bias = None if b is None else b.reshape(self.output, 1, 1)
+
+    def _out_hw(self, h, w):
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        oh = sh * (h - 1) + dh * (kh - 1) + 1 - self.pad[0] - self.pad_end[0]
+        ow = sw * (w - 1) + dw * (kw - 1) + 1 - self.pad[1] - self.pad_end[1]
+        return oh, ow
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1, rank=4)
+        n, c, h, w = input_shapes[0]
+        if c != self.in_channels:
+            raise self.error(f"input has {c} channels but the weights need {self.in_channels}")
+        oh, ow = self._out_hw(h, w)
+        if oh <= 0 or ow <= 0:
+            raise self.error(f"padding {list(self.pad)} leaves no output for input {list(input_shapes[0])}")
+        return [(n, self.output, oh, ow)]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        n, c, h, w = x.shape
+        g = self.group
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        hp = sh * (h - 1) + dh * (kh - 1) + 1
+        wp = sw * (w - 1) + dw * (kw - 1) + 1
+        oh, ow = self._out_hw(h, w)
+        ph, pw = self.pad
+        out = np.empty((n, self.output, oh, ow), np.float32)
+        hspan, wspan = sh * (h - 1) + 1, sw * (w - 1) + 1
+        for i in range(n):
+            col = np.matmul(self.weights_t, x[i].reshape(g, c // g, h * w))  # (g, oc_g*kh*kw, h*w)
+            col = col.reshape(self.output, kh, kw, h, w)
+            acc = np.zeros((self.output, hp, wp), np.float32)
+            for ky in range(kh):
+                y0 = ky * dh
+                for kx in range(kw):
+                    x0 = kx * dw
+                    acc[:, y0:y0 + hspan:sh, x0:x0 + wspan:sw] += col[:, ky, kx]
+            out[i] = acc[:, ph:ph + oh, pw:pw + ow]
+        if self.bias is not None:
+            out += self.bias
+        return [out]

@@ -1,0 +1,50 @@
+"""FullyConnected (Caffe InnerProduct): y = x.reshape(rows, I) @ W.T + b, weights OI.
+
+`axis` (default 1) is where the flattening starts: the output is
+input_shape[:axis] + [out-size].
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Kernel, register
+
+
+@register("FullyConnected", "InnerProduct")
+class FullyConnected(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.out_size = self.attr_int(("out-size", "out_size", "num_output"))
+        self.axis = self.attr_int("axis", 1)
+        w = self.blob("weights")
+        if self.out_size <= 0 or w.size % self.out_size:
+            raise self.error(f"has {w.size} weights, which is not a multiple of out-size {self.out_size}")
+        self.in_size = w.size // self.out_size
+        self.weights_t = np.ascontiguousarray(w.reshape(self.out_size, self.in_size).T)  # (I, O)
+        self.bias = self.blob("biases", required=False, size=self.out_size)
+
+    def _axis(self, rank):
+        axis = self.axis + rank if self.axis < 0 else self.axis
+        if not 0 <= axis < rank:
+            raise self.error(f"axis {self.axis} is out of range for a {rank}-D input")
+        return axis
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        shape = tuple(input_shapes[0])
+        axis = self._axis(len(shape))
+        size = int(np.prod(shape[axis:]))
+        if size != self.in_size:
+            raise self.error(f"input {list(shape)} has {size} values per row from axis {axis}, the weights "
+                             f"need {self.in_size}")
+        return [shape[:axis] + (self.out_size,)]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        axis = self._axis(x.ndim)
+        lead = x.shape[:axis]
+        x2 = x.reshape(-1, self.in_size)
+        out = np.dot(x2, self.weights_t)
+        if self.bias is not None:
+            out += self.bias
+        return [out.reshape(lead + (self.out_size,))]

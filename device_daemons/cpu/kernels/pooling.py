@@ -1,0 +1,127 @@
+"""Pooling (max / avg), Caffe semantics.
+
+Output size: rounding_type ceil (default) or floor; with padding the last window
+must start inside the image or its left padding (Caffe, core/ops/pooling.py).
+max: over the image pixels of the window (padding never wins).
+avg: sum of the image pixels divided by the window clipped to the padded image
+(Caffe AVE; exclude-pad="false"), or by the image pixels only (exclude-pad="true").
+Vectorized: one strided maximum/add over the whole batch per kernel offset;
+global pooling (one window covering the plane) is a single reduction.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Kernel, register
+
+
+def pooled_size(size, kernel, stride, pad, pad_end, ceil):
+    span = size + pad + pad_end - kernel
+    if ceil:
+        out = -(-span // stride) + 1
+        if pad > 0 and (out - 1) * stride >= size + pad:
+            out -= 1
+    else:
+        out = span // stride + 1
+    return out
+
+
+@register("Pooling")
+class Pooling(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.kernel = self.spatial("kernel", plural="kernel_size")
+        self.stride = self.spatial("stride", (1, 1), plural="strides")
+        self.pad = self.spatial("pad", (0, 0), plural="pads_begin")
+        data = layer.data
+        if "pad-b" in data or "pad-r" in data:
+            self.pad_end = (self.attr_int("pad-b", self.pad[0]), self.attr_int("pad-r", self.pad[1]))
+        elif "pads_end" in data:
+            v = self.attr_ints("pads_end")
+            self.pad_end = (v[-2], v[-1]) if len(v) >= 2 else (v[0], v[0])
+        else:
+            self.pad_end = self.pad
+        self.method = self.attr_choice(("pool-method", "pool_method"), ("max", "avg"))
+        self.exclude_pad = self.attr_bool(("exclude-pad", "exclude_pad"), False)
+        self.ceil = self.attr_choice("rounding_type", ("ceil", "floor"), "ceil") == "ceil"
+        if min(self.kernel) <= 0 or min(self.stride) <= 0:
+            raise self.error(f"kernel {list(self.kernel)} and stride {list(self.stride)} must be positive")
+        if min(self.pad) < 0 or min(self.pad_end) < 0:
+            raise self.error(f"padding {list(self.pad)} must not be negative")
+        self._key = None
+
+    def _out_hw(self, h, w):
+        (kh, kw), (sh, sw) = self.kernel, self.stride
+        return (pooled_size(h, kh, sh, self.pad[0], self.pad_end[0], self.ceil),
+                pooled_size(w, kw, sw, self.pad[1], self.pad_end[1], self.ceil))
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1, rank=4)
+        n, c, h, w = input_shapes[0]
+        oh, ow = self._out_hw(h, w)
+        if oh <= 0 or ow <= 0:
+            raise self.error(f"input {list(input_shapes[0])} is smaller than the kernel {list(self.kernel)}")
+        return [(n, c, oh, ow)]
+
+    def _prepare(self, h, w):
+        """Per input size: output size, padded extents and the avg divisors."""
+        if self._key == (h, w):
+            return
+        self._key = (h, w)
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pad
+        oh, ow = self._out_hw(h, w)
+        self.out_hw = (oh, ow)
+        # the padded plane must hold every window; the windows may end before the
+        # right/bottom padding (floor) or run past it (ceil)
+        self.hp = max((oh - 1) * sh + kh, ph + h)
+        self.wp = max((ow - 1) * sw + kw, pw + w)
+        self.is_global = (oh, ow) == (1, 1) and (kh, kw) == (h, w) and (ph, pw) == (0, 0)
+        self.no_pad = ph == pw == 0 and self.hp == h and self.wp == w
+        if self.method == "avg":
+            def counts(o, k, s, p, size, p_end):
+                start = np.arange(o) * s - p
+                end = np.minimum(start + k, size + p_end)
+                if self.exclude_pad:
+                    return np.minimum(end, size) - np.maximum(start, 0)
+                return end - start
+            ch = counts(oh, kh, sh, ph, h, self.pad_end[0])
+            cw = counts(ow, kw, sw, pw, w, self.pad_end[1])
+            self.inv_count = (1.0 / (ch[:, None] * cw[None, :]).astype(np.float64)).astype(np.float32)
+
+    def forward(self, inputs):
+        x = inputs[0]
+        n, c, h, w = x.shape
+        self._prepare(h, w)
+        oh, ow = self.out_hw
+        if self.is_global:
+            flat = x.reshape(n, c, h * w)
+            out = flat.max(axis=2) if self.method == "max" else flat.mean(axis=2, dtype=np.float32)
+            return [out.reshape(n, c, 1, 1)]
+        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pad
+        if self.no_pad:
+            xp = x
+        else:
+            fill = -np.inf if self.method == "max" else 0.0
+            xp = np.empty((n, c, self.hp, self.wp), np.float32)
+            # fill only the border, then copy the image
+            xp[:, :, :ph] = fill
+            xp[:, :, ph + h:] = fill
+            xp[:, :, ph:ph + h, :pw] = fill
+            xp[:, :, ph:ph + h, pw + w:] = fill
+            xp[:, :, ph:ph + h, pw:pw + w] = x
+        hspan, wspan = sh * (oh - 1) + 1, sw * (ow - 1) + 1
+        out = np.empty((n, c, oh, ow), np.float32)
+        op = np.maximum if self.method == "max" else np.add
+        first = True
+        for ky in range(kh):
+            rows = xp[:, :, ky:ky + hspan:sh]
+            for kx in range(kw):
+                view = rows[:, :, :, kx:kx + wspan:sw]
+                if first:
+                    out[...] = view
+                    first = False
+                else:
+                    op(out, view, out=out)
+        if self.method == "avg":
+            out *= self.inv_count
+        return [out]

@@ -1,0 +1,122 @@
+"""Bad inputs give one screen of `[ ERROR ]`, exit status 1, no traceback and no
+output files; an earlier good IR at the same path is left untouched."""
+import os
+import shutil
+
+import pytest
+
+from tests.support import make_caffemodel, run_cli, write_text
+
+NET = os.path.join(os.path.dirname(__file__), "nets", "conv_bn_scale.prototxt")
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    d = tmp_path_factory.mktemp("good")
+    weights = str(d / "m.caffemodel")
+    make_caffemodel(NET, weights, positive=("conv1_bn", "conv1_scale", "fc_bn"))
+    return weights
+
+
+def assert_clean_failure(code, out, err, outdir, *needles):
+    text = out + err
+    assert code == 1, text
+    assert "[ ERROR ]" in err
+    assert "Traceback" not in text
+    assert len(err.strip().splitlines()) <= 12, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    if os.path.isdir(outdir):
+        leftovers = [f for f in os.listdir(outdir) if not f.startswith("earlier")]
+        assert leftovers == [], leftovers
+
+
+def convert(outdir, *args):
+    return run_cli("convert", "--output_dir", str(outdir), "--model_name", "m", *args)
+
+
+def test_missing_file(tmp_path, good):
+    res = convert(tmp_path / "out", "--input_model", str(tmp_path / "nope.caffemodel"), "--input_proto", NET)
+    assert_clean_failure(*res, tmp_path / "out", "nope.caffemodel", "does not exist")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", str(tmp_path / "nope.prototxt"))
+    assert_clean_failure(*res, tmp_path / "out", "nope.prototxt", "#20")
+
+
+def test_truncated_caffemodel(tmp_path, bvlc_models):
+    proto, weights = bvlc_models["bvlc_googlenet"]
+    cut = tmp_path / "cut.caffemodel"
+    with open(weights, "rb") as f:
+        cut.write_bytes(f.read()[: os.path.getsize(weights) // 2])
+    res = convert(tmp_path / "out", "--input_model", str(cut), "--input_proto", proto)
+    assert_clean_failure(*res, tmp_path / "out", "cut.caffemodel", "truncated")
+
+
+def test_prototxt_syntax_error(tmp_path, good):
+    bad = write_text(str(tmp_path / "bad.prototxt"), open(NET).read().replace("top: \"conv1\"\n", "top: \"conv1\n", 1))
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", bad)
+    assert_clean_failure(*res, tmp_path / "out", "bad.prototxt", "line ", "#11")
+
+
+def test_unknown_field(tmp_path, good):
+    bad = write_text(str(tmp_path / "field.prototxt"),
+                     open(NET).read().replace("kernel_size: 3", "kernel_size: 3 fancy_option: 7"))
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", bad)
+    assert_clean_failure(*res, tmp_path / "out", '"fancy_option"', "field.prototxt", "line 4", "mo_caffe.proto", "#1")
+
+
+def test_unknown_layer_type(tmp_path, good):
+    bad = write_text(str(tmp_path / "custom.prototxt"), open(NET).read().replace(
+        'type: "ReLU"', 'type: "MyMagicActivation"'))
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", bad)
+    assert_clean_failure(*res, tmp_path / "out", "conv1_relu", "MyMagicActivation", "CustomLayersMapping.xml",
+                         "--extensions", "#45")
+
+
+@pytest.mark.parametrize("shape", ["[1,3,x,10]", "1,3,10,10", "[1,3,-1,10]", "[1,3,10,10"])
+def test_bad_input_shape(tmp_path, good, shape):
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--input_shape", shape)
+    assert_clean_failure(*res, tmp_path / "out", "cannot be parsed", "#56")
+
+
+def test_output_naming_no_node(tmp_path, good):
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--output", "conv_42")
+    assert_clean_failure(*res, tmp_path / "out", "conv_42", "does not exist", "#25")
+
+
+def test_shapes_that_do_not_agree(tmp_path, good):
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--input_shape", "[1,4,10,10]")
+    assert_clean_failure(*res, tmp_path / "out", "conv1", "[1, 4, 10, 10]", "--input_shape")
+
+
+def test_weights_of_another_model(tmp_path, bvlc_models):
+    _, other = bvlc_models["bvlc_googlenet"]
+    res = convert(tmp_path / "out", "--input_model", other, "--input_proto", NET)
+    assert_clean_failure(*res, tmp_path / "out", "weight blob")
+
+
+def test_bad_options(tmp_path, good):
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "-b", "2", "--input_shape",
+                  "[1,3,10,10]")
+    assert_clean_failure(*res, tmp_path / "out", "#55")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--mean_values", "(1,2)")
+    assert_clean_failure(*res, tmp_path / "out", "#59")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--mean_values", "(a,b,c)")
+    assert_clean_failure(*res, tmp_path / "out", "#58")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--scale", "2",
+                  "--scale_values", "(1,2,3)")
+    assert_clean_failure(*res, tmp_path / "out", "#19")
+    res = run_cli("convert", "--bogus")
+    assert res[0] == 1 and "[ ERROR ]" in res[2] and "Traceback" not in res[2]
+
+
+def test_failure_leaves_an_earlier_ir_untouched(tmp_path, good):
+    out = tmp_path / "out"
+    code, _, err = convert(out, "--input_model", good, "--input_proto", NET)
+    assert code == 0, err
+    before = {f: (out / f).read_bytes() for f in ("m.xml", "m.bin")}
+    for f in before:
+        shutil.copy(out / f, out / ("earlier_" + f))
+    code, _, err = convert(out, "--input_model", good, "--input_proto", NET, "--input_shape", "[1,4,10,10]")
+    assert code == 1 and "Traceback" not in err
+    assert {f: (out / f).read_bytes() for f in before} == before
+    assert sorted(os.listdir(out)) == sorted(list(before) + ["earlier_m.xml", "earlier_m.bin"])

@@ -1,0 +1,229 @@
+"""Server and Client against a real echo worker process over ipc."""
+from __future__ import annotations
+
+import threading
+import time
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+from core.microkernel import (Client, MicrokernelError, MicrokernelTimeout, RemoteError,
+                              decode_reply, encode_request)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_hello_and_ping(echo_worker):
+    with Client(echo_worker.endpoint, timeout=5) as c:
+        info, arrays = c.call("hello")
+        assert info["service"] == "echo" and info["version"] == 1
+        assert info["pid"] == echo_worker.pid and "sleep" in info["ops"]
+        assert arrays == []
+        assert c.call("ping")[0]["pid"] == echo_worker.pid
+
+
+def test_echo_big_array_and_nested_args(echo_worker):
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    args = {"inputs": {"data": x, "aux": [np.arange(3), {"z": np.zeros((0, 4))}]}, "k": "v"}
+    result, arrays = echo_worker.call("echo", args)
+    assert np.array_equal(result["inputs"]["data"], x)
+    assert np.array_equal(result["inputs"]["aux"][0], [0, 1, 2])
+    assert result["inputs"]["aux"][1]["z"].shape == (0, 4)
+    assert result["k"] == "v" and len(arrays) == 3
+
+
+def test_add(echo_worker):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    result, _ = echo_worker.call("add", arrays=[a, a, a])
+    assert result["sum"].dtype == np.float32 and np.array_equal(result["sum"], 3 * a)
+
+
+def test_user_error_internal_error_and_unknown_verb(echo_worker):
+    with pytest.raises(RemoteError) as ei:
+        echo_worker.call("raise_user_error", {"kind": "shape", "message": "bad dims", "faq": 38})
+    assert (ei.value.kind, ei.value.message, ei.value.faq) == ("shape", "bad dims", 38)
+    with pytest.raises(RemoteError) as ei:
+        echo_worker.call("raise_internal")
+    assert ei.value.kind == "internal" and "ZeroDivisionError" in ei.value.message
+    assert "raise_internal" in ei.value.traceback
+    with pytest.raises(RemoteError) as ei:
+        echo_worker.call("no_such_verb")
+    assert ei.value.kind == "unknown_op" and "no_such_verb" in ei.value.message
+    assert echo_worker.call("echo", {"still": "alive"})[0] == {"still": "alive"}
+
+
+def test_call_async_and_heartbeat_during_slow_request(echo_worker):
+    with Client(echo_worker.endpoint, timeout=10) as c:
+        slow = c.call_async("sleep", {"seconds": 1.5, "tag": "slow"})
+        assert not slow.wait(0.1) and not slow.done()
+        t0 = time.monotonic()
+        c.call("ping")  # the slow request runs on the pool: heartbeats still answer
+        assert time.monotonic() - t0 < 0.5
+        assert slow.wait(5) and slow.done()
+        assert slow.result()[0]["tag"] == "slow"
+
+
+def test_timeout_then_late_reply_is_discarded(echo_worker):
+    with Client(echo_worker.endpoint, timeout=10) as c:
+        with pytest.raises(MicrokernelTimeout, match="no reply to 'sleep'"):
+            c.call("sleep", {"seconds": 0.6, "tag": "late"}, timeout=0.2)
+        # The late "sleep" reply arrives while this call waits and must not be
+        # taken for its answer.
+        result, _ = c.call("sleep", {"seconds": 0.01, "tag": "fresh"})
+        assert result["tag"] == "fresh"
+        assert c.call("echo", {"n": 1})[0] == {"n": 1}
+
+
+def test_client_close_fails_pending_calls(echo_worker):
+    c = Client(echo_worker.endpoint, timeout=10)
+    pending = c.call_async("sleep", {"seconds": 1.0})
+    c.close()
+    with pytest.raises(MicrokernelError, match="closed"):
+        pending.result(2)
+    with pytest.raises(MicrokernelError, match="closed"):
+        c.call("ping")
+
+
+@pytest.mark.timeout(120)
+def test_many_threads_on_one_client_get_their_own_replies(echo_worker):
+    n_threads, n_calls = 8, 200
+    errors: list = []
+    counts = [0] * n_threads
+    with Client(echo_worker.endpoint, timeout=30) as c:
+        def run(t: int) -> None:
+            try:
+                for i in range(n_calls):
+                    a = np.full((i % 5 + 1, 3), t * 1000 + i, dtype=np.int32)
+                    result, arrays = c.call("echo", {"t": t, "i": i, "a": a})
+                    assert result["t"] == t and result["i"] == i
+                    assert np.array_equal(result["a"], a)
+                    counts[t] += 1
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+        threads = [threading.Thread(target=run, args=(t,)) for t in range(n_threads)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    assert not errors, errors[:3]
+    assert sum(counts) == n_threads * n_calls == 1600
+
+
+@pytest.mark.timeout(120)
+def test_many_clients_are_not_mixed_up(echo_worker):
+    errors: list = []
+    def run(t: int) -> None:
+        try:
+            with Client(echo_worker.endpoint, timeout=30) as c:
+                pend = [c.call_async("echo", {"t": t, "i": i}) for i in range(50)]
+                for i, p in enumerate(pend):
+                    assert p.result()[0] == {"t": t, "i": i}
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[:3]
+
+
+def _raw_exchange(sock: zmq.Socket, frames: list, wait_ms: int = 500):
+    sock.send_multipart(frames)
+    if sock.poll(wait_ms):
+        return sock.recv_multipart()
+    return None
+
+
+def test_live_server_survives_malformed_messages(echo_worker):
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.DEALER)
+    sock.linger = 0
+    sock.connect(echo_worker.endpoint)
+    try:
+        good_head = encode_request(77, "echo", {"x": 1})[0]
+        # Messages whose id can be recovered get a "protocol" error reply.
+        with_id = [
+            [msgpack.packb({"v": 1, "id": 11, "op": 3})],
+            [msgpack.packb({"v": 2, "id": 12, "op": "echo"})],
+            [msgpack.packb({"v": 1, "id": 13, "op": "echo", "args": [1]})],
+            [msgpack.packb({"v": 1, "id": 14, "op": "echo", "args": {},
+                            "arrays": [{"dtype": "<f4", "shape": [2**40, 2**40]}]}), b"abcd"],
+            [msgpack.packb({"v": 1, "id": 15, "op": "echo", "args": {},
+                            "arrays": [{"dtype": "O", "shape": [1]}]}), b"abcdefgh"],
+            [msgpack.packb({"v": 1, "id": 16, "op": "echo", "extra": True})],
+            [msgpack.packb({"v": 1, "id": 17, "op": "echo"})] + [b""] * 1100,
+        ]
+        for frames in with_id:
+            reply = _raw_exchange(sock, frames, 5000)
+            assert reply is not None
+            rep = decode_reply(reply)
+            assert rep.id == msgpack.unpackb(frames[0])["id"]
+            assert not rep.ok and rep.error.kind == "protocol", rep.error
+        # Garbage without a recoverable id is dropped (no reply).
+        garbage = [
+            [b"\x00\xffgarbage"],
+            [good_head[:-4]],
+            [msgpack.packb([1, 2, 3])],
+            [msgpack.packb({"v": 1, "id": "x", "op": "echo"})],
+            [b"\xdb\xff\xff\xff\xff"],
+            [b""],
+        ]
+        for frames in garbage:
+            assert _raw_exchange(sock, frames, 300) is None
+        # ...and the server still answers a good request, on this socket and others.
+        reply = _raw_exchange(sock, encode_request(78, "echo", {"after": "fuzz"}), 5000)
+        rep = decode_reply(reply)
+        assert rep.ok and rep.id == 78 and rep.result == {"after": "fuzz"}
+    finally:
+        sock.close(0)
+        ctx.term()
+    assert echo_worker.call("echo", {"x": 1})[0] == {"x": 1}
+    assert echo_worker.restarts == 0
+
+
+def test_client_discards_unknown_stale_and_malformed_replies(tmp_path):
+    """A misbehaving server: before each real reply it sends garbage and a reply
+    with an unknown id (both discarded); for "bad" it answers with a malformed
+    reply carrying the right id (that call fails, the client stays usable)."""
+    endpoint = f"ipc://{tmp_path}/fake.sock"
+    ready, stop = threading.Event(), threading.Event()
+
+    def fake_server():
+        from core.microkernel import decode_request, encode_reply
+        ctx = zmq.Context()
+        sock = ctx.socket(zmq.ROUTER)
+        sock.linger = 0
+        sock.bind(endpoint)
+        ready.set()
+        try:
+            while not stop.is_set():
+                if not sock.poll(100):
+                    continue
+                ident, *frames = sock.recv_multipart()
+                req = decode_request(frames)
+                sock.send_multipart([ident, b"\xc1garbage"])
+                sock.send_multipart([ident, *encode_reply(req.id + 1000, {"wrong": True})])
+                if req.op == "bad":
+                    sock.send_multipart([ident, msgpack.packb({"v": 1, "id": req.id, "ok": "y"})])
+                else:
+                    sock.send_multipart([ident, *encode_reply(req.id, {"echo": req.args})])
+        finally:
+            sock.close(0)
+            ctx.term()
+
+    th = threading.Thread(target=fake_server)
+    th.start()
+    try:
+        assert ready.wait(5)
+        with Client(endpoint, timeout=5) as c:
+            assert c.call("echo", {"n": 0})[0] == {"echo": {"n": 0}}
+            with pytest.raises(MicrokernelError, match="malformed reply"):
+                c.call("bad")
+            p = c.call_async("echo", {"n": 1})
+            assert p.result()[0] == {"echo": {"n": 1}}
+    finally:
+        stop.set()
+        th.join()

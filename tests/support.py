@@ -1,0 +1,72 @@
+"""Helpers shared by the test suites: the Caffe sdist's models, caffemodels made
+by real pycaffe, and running the converter (API or CLI)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MO_HOME = os.environ.get("MO_CORE_HOME", os.path.expanduser("~/.cache/mo-core"))
+SDIST = os.path.join(MO_HOME, "caffe-src", "brocolli-caffe-9.0.2")
+BVLC = ("bvlc_alexnet", "bvlc_googlenet", "bvlc_reference_caffenet")
+
+
+def import_caffe():
+    """pycaffe is a hard requirement of these tests: fail, never skip."""
+    os.environ.setdefault("GLOG_minloglevel", "2")
+    try:
+        import caffe
+    except ImportError as exc:  # pragma: no cover - the set-up script builds it
+        raise AssertionError("pycaffe is not importable ({}); run ./run test, which builds it".format(exc))
+    return caffe
+
+
+def sdist_prototxt(model: str) -> str:
+    path = os.path.join(SDIST, "models", model, "deploy.prototxt")
+    assert os.path.isfile(path), "the Caffe sdist is missing at {}; run ./run test".format(SDIST)
+    return path
+
+
+def make_caffemodel(prototxt: str, path: str, seed: int = 0, scale: float = 0.01, positive=()):
+    """Builds the net with real pycaffe, fills every blob with random values and
+    saves it. Blobs of layers named in `positive` get values in [0.5, 1.5)
+    (variances, scales). Returns the caffe.Net."""
+    caffe = import_caffe()
+    net = caffe.Net(prototxt, caffe.TEST)
+    rng = np.random.default_rng(seed)
+    for name, blobs in net.params.items():
+        for i, blob in enumerate(blobs):
+            if name in positive:
+                blob.data[...] = rng.uniform(0.5, 1.5, blob.data.shape)
+            else:
+                blob.data[...] = rng.normal(0, scale, blob.data.shape)
+    net.save(path)
+    return net
+
+
+def write_text(path: str, text: str) -> str:
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def convert_api(**options):
+    """Runs the pipeline in-process and returns the ir.Network."""
+    from core.pipeline import ConvertOptions, convert
+    return convert(ConvertOptions(**options)).network
+
+
+def run_cli(*args, cwd=None, timeout=300):
+    """`python -m cli ...` in a fresh interpreter: (returncode, stdout, stderr)."""
+    env = dict(os.environ, PYTHONPATH=REPO)
+    proc = subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=cwd or REPO,
+                          env=env, timeout=timeout)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def ir_shapes(network) -> dict[str, list[tuple]]:
+    """{layer name: [output dims...]} of an ir.Network."""
+    return {layer.name: [tuple(p.dims) for p in layer.outputs] for layer in network.layers}
