@@ -1,0 +1,47 @@
+"""What the benchmarks compare against, set up on demand and cached under
+MO_CORE_HOME: the OpenVINO 2024.6 tools in a venv of their own (its `mo` still
+converts Caffe), and caffemodels of the Caffe sdist's deploy nets made by pycaffe."""
+import os
+import subprocess
+import sys
+
+HOME = os.environ.get("MO_CORE_HOME", os.path.expanduser("~/.cache/mo-core"))
+OPENVINO_VENV = os.path.join(HOME, "openvino-venv")
+SDIST_MODELS = os.path.join(HOME, "caffe-src", "brocolli-caffe-9.0.2", "models")
+
+
+def openvino_python() -> str:
+    py = os.path.join(OPENVINO_VENV, "bin", "python")
+    if not os.path.exists(os.path.join(OPENVINO_VENV, "bin", "mo")):
+        print("[ setup ] creating {} with openvino-dev[caffe]==2024.6.0".format(OPENVINO_VENV), file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", OPENVINO_VENV], check=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "openvino-dev[caffe]==2024.6.0"], check=True)
+    return py
+
+
+def openvino_mo() -> str:
+    openvino_python()
+    return os.path.join(OPENVINO_VENV, "bin", "mo")
+
+
+def bvlc_model(name: str) -> tuple[str, str]:
+    """(deploy.prototxt, caffemodel) for a sdist model; weights made once by pycaffe."""
+    proto = os.path.join(SDIST_MODELS, name, "deploy.prototxt")
+    if not os.path.isfile(proto):
+        raise SystemExit("the Caffe sdist is missing at {}: run ./run test (or scripts/bootstrap.sh) first"
+                         .format(SDIST_MODELS))
+    out_dir = os.path.join(HOME, "bench-models")
+    os.makedirs(out_dir, exist_ok=True)
+    weights = os.path.join(out_dir, name + ".caffemodel")
+    if not os.path.isfile(weights):
+        os.environ.setdefault("GLOG_minloglevel", "2")
+        import numpy as np
+        import caffe
+        net = caffe.Net(proto, caffe.TEST)
+        rng = np.random.default_rng(0)
+        for blobs in net.params.values():
+            for blob in blobs:
+                blob.data[...] = rng.normal(0, 0.01, blob.data.shape)
+        net.save(weights + ".tmp")
+        os.replace(weights + ".tmp", weights)
+    return proto, weights

@@ -1,0 +1,166 @@
+"""Element-wise activations: ReLU (leaky), Activation (sigmoid, tanh, elu, abs,
+relu6, relu), Clamp, PReLU, Power ((shift + scale * x) ^ power).
+
+All of them may run in place (the plan says when the input buffer is free).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Kernel, broadcast_shape, channel_vector, register
+
+
+class _Elementwise(Kernel):
+    supports_inplace = True
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        return [tuple(input_shapes[0])]
+
+    def _out(self, x):
+        return x if self.inplace else np.empty_like(x)
+
+
+def relu(x, slope, out):
+    if slope == 0:
+        return np.maximum(x, 0, out=out)
+    # leaky: max(x, 0) + slope * min(x, 0)
+    neg = np.minimum(x, 0)
+    neg *= slope
+    np.maximum(x, 0, out=out)
+    out += neg
+    return out
+
+
+def sigmoid(x, out):
+    # 1 / (1 + exp(-x)), without overflow warnings for large |x|
+    with np.errstate(over="ignore"):
+        np.negative(x, out=out)
+        np.exp(out, out=out)
+        out += 1
+        np.reciprocal(out, out=out)
+    return out
+
+
+@register("ReLU")
+class ReLU(_Elementwise):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.slope = self.attr_float("negative_slope", 0.0)
+
+    def forward(self, inputs):
+        x = inputs[0]
+        return [relu(x, self.slope, self._out(x))]
+
+
+@register("Activation")
+class Activation(_Elementwise):
+    TYPES = ("sigmoid", "tanh", "elu", "abs", "relu6", "relu")
+
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.kind = self.attr_str("type").lower()
+        if self.kind not in self.TYPES:
+            raise self.error(f"activation type {self.kind!r} is not supported; the CPU plugin knows "
+                             f"{', '.join(self.TYPES)}")
+        self.alpha = self.attr_float("alpha", 1.0)
+        self.slope = self.attr_float("negative_slope", 0.0)
+
+    def forward(self, inputs):
+        x = inputs[0]
+        out = self._out(x)
+        kind = self.kind
+        if kind == "sigmoid":
+            sigmoid(x, out)
+        elif kind == "tanh":
+            np.tanh(x, out=out)
+        elif kind == "abs":
+            np.abs(x, out=out)
+        elif kind == "relu6":
+            np.clip(x, 0.0, 6.0, out=out)
+        elif kind == "relu":
+            relu(x, self.slope, out)
+        else:  # elu: x if x > 0 else alpha * (exp(x) - 1)
+            neg = np.minimum(x, 0)
+            np.expm1(neg, out=neg)
+            neg *= self.alpha
+            np.maximum(x, 0, out=out)
+            out += neg
+        return [out]
+
+
+@register("Clamp")
+class Clamp(_Elementwise):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.lo = self.attr_float("min")
+        self.hi = self.attr_float("max")
+        if self.lo > self.hi:
+            raise self.error(f"min {self.lo} is greater than max {self.hi}")
+
+    def forward(self, inputs):
+        x = inputs[0]
+        return [np.clip(x, self.lo, self.hi, out=self._out(x))]
+
+
+@register("PReLU")
+class PReLU(_Elementwise):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.shared = self.attr_bool("channel_shared", False)
+        self.slopes = self.blob("weights")
+        if self.shared and self.slopes.size != 1:
+            self.slopes = self.slopes[:1]
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        shapes = super().getMemoryShapes(input_shapes)
+        shape = input_shapes[0]
+        channels = shape[1] if len(shape) > 1 else shape[0]
+        channel_vector(self, self.slopes, channels, "the slope blob 'weights'")
+        return shapes
+
+    def forward(self, inputs):
+        x = inputs[0]
+        if self.slopes.size == 1:
+            slope = self.slopes[0]
+        else:
+            slope = broadcast_shape(self.slopes, x.ndim) if x.ndim > 1 else self.slopes
+        neg = np.minimum(x, 0)
+        neg *= slope
+        out = np.maximum(x, 0, out=self._out(x))
+        out += neg
+        return [out]
+
+
+@register("Power")
+class Power(_Elementwise):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.power = self.attr_float("power", 1.0)
+        self.scale = self.attr_float("scale", 1.0)
+        self.shift = self.attr_float("shift", 0.0)
+
+    def forward(self, inputs):
+        x = inputs[0]
+        out = self._out(x)
+        if self.scale != 1.0:
+            np.multiply(x, np.float32(self.scale), out=out)
+        elif out is not x:
+            out[...] = x
+        if self.shift != 0.0:
+            out += np.float32(self.shift)
+        p = self.power
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if p == 1.0:
+                pass
+            elif p == 2.0:
+                np.square(out, out=out)
+            elif p == 0.5:
+                np.sqrt(out, out=out)
+            elif p == -1.0:
+                np.reciprocal(out, out=out)
+            elif p == 0.0:
+                out[...] = 1.0
+            else:
+                np.power(out, np.float32(p), out=out)
+        return [out]

@@ -1,0 +1,523 @@
+"""Detection heads: PriorBox, PriorBoxClustered, DetectionOutput (SSD), Proposal
+(Faster R-CNN), SimplerNMS.
+
+PriorBox / PriorBoxClustered: output [1, 2, H*W*num_priors*4]: normalized corner
+boxes (optionally clipped to [0, 1]), then the variances. Image size from
+img_h/img_w (or img_size), else the second input's H, W; step from step_h/step_w
+(or step), else image size / feature map size.
+
+DetectionOutput: SSD decoding (CORNER, CENTER_SIZE, CORNER_SIZE; variance in the
+target or in the priors), per-class NMS (score > confidence_threshold, top_k, the
+adaptive eta), keep_top_k over all classes. Output [1, 1, N*keep_top_k, 7] rows
+[image_id, label, score, xmin, ymin, xmax, ymax] per image, by label then score;
+rows after the last detection are padded with image_id -1 (legacy Inference Engine).
+
+Proposal: the anchor enumeration, min-size filter (boxes too small get score 0),
+score sort, NMS (pixel IoU, +1 areas) and post_nms_topn of the Caffe/Inference
+Engine Proposal layer; rois [batch_index, x1, y1, x2, y2] of all images packed
+one after the other, the rest of the [N*post_nms_topn, 5] output zero.
+
+SimplerNMS: anchors of base size 16, ratios 0.5/1/2 and the `scale` list; boxes
+clamped to the image (im_info = [height, width, scale]) and kept when at least
+min_bbox_size*scale wide and high; sorted by score, pre_nms_topn, NMS (a box is
+dropped when intersection > iou_threshold * union with a kept box, +1 areas) up to
+post_nms_topn; output [post_nms_topn, 5] rows [0, x1, y1, x2, y2], the rest zero.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Kernel, register
+
+
+def prior_box_aspect_ratios(aspect_ratio, flip):
+    ratios = [1.0]
+    for ar in aspect_ratio:
+        if any(abs(ar - r) < 1e-6 for r in ratios):
+            continue
+        ratios.append(float(ar))
+        if flip:
+            ratios.append(1.0 / float(ar))
+    return ratios
+
+
+class _PriorBase(Kernel):
+    def _common(self):
+        self.clip = self.attr_bool("clip", False)
+        self.offset = self.attr_float("offset", 0.5)
+        self.step = self.attr_float("step", 0.0)
+        self.step_h = self.attr_float("step_h", 0.0)
+        self.step_w = self.attr_float("step_w", 0.0)
+        self.img_h = self.attr_int("img_h", 0)
+        self.img_w = self.attr_int("img_w", 0)
+        variance = self.attr_floats("variance", None) or [0.1]
+        if len(variance) not in (1, 4):
+            raise self.error(f"variance has {len(variance)} values; give 1 or 4")
+        self.variance = variance * 4 if len(variance) == 1 else variance
+        self._cache_key = None
+
+    def num_priors(self) -> int:
+        raise NotImplementedError
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, (1, 2))
+        shape = input_shapes[0]
+        if len(shape) != 4:
+            raise self.error(f"needs a 4-D feature map input, got {list(shape)}")
+        return [(1, 2, shape[2] * shape[3] * self.num_priors() * 4)]
+
+    def _image_size(self, input_shapes):
+        h, w = self.img_h, self.img_w
+        if not (h and w) and getattr(self, "img_size", 0):
+            h = w = self.img_size
+        if not (h and w):
+            if len(input_shapes) < 2 or len(input_shapes[1]) < 4:
+                raise self.error("has no img_h/img_w (or img_size) and no image input to take the size from")
+            h, w = input_shapes[1][2], input_shapes[1][3]
+        return float(h), float(w)
+
+    def _steps(self, img_h, img_w, fh, fw):
+        if self.step_h and self.step_w:
+            return self.step_h, self.step_w
+        if self.step:
+            return self.step, self.step
+        return img_h / fh, img_w / fw
+
+    def boxes_wh(self):
+        """(num_priors, 2) box widths and heights in pixels."""
+        raise NotImplementedError
+
+    def forward(self, inputs):
+        shapes = tuple(x.shape for x in inputs)
+        if self._cache_key != shapes:
+            fh, fw = shapes[0][2], shapes[0][3]
+            img_h, img_w = self._image_size(shapes)
+            step_h, step_w = self._steps(img_h, img_w, fh, fw)
+            cy = (np.arange(fh, dtype=np.float64) + self.offset) * step_h
+            cx = (np.arange(fw, dtype=np.float64) + self.offset) * step_w
+            wh = self.boxes_wh()
+            half_w = wh[:, 0] / 2.0
+            half_h = wh[:, 1] / 2.0
+            boxes = np.empty((fh, fw, len(wh), 4), np.float64)
+            boxes[..., 0] = (cx[None, :, None] - half_w) / img_w
+            boxes[..., 1] = (cy[:, None, None] - half_h) / img_h
+            boxes[..., 2] = (cx[None, :, None] + half_w) / img_w
+            boxes[..., 3] = (cy[:, None, None] + half_h) / img_h
+            if self.clip:
+                np.clip(boxes, 0.0, 1.0, out=boxes)
+            out = np.empty((1, 2, boxes.size), np.float32)
+            out[0, 0] = boxes.ravel()
+            out[0, 1] = np.tile(np.asarray(self.variance, np.float32), boxes.size // 4)
+            self._cached = out
+            self._cache_key = shapes
+        return [self._cached.copy()]
+
+
+@register("PriorBox")
+class PriorBox(_PriorBase):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self._common()
+        self.min_size = self.attr_floats("min_size")
+        self.max_size = self.attr_floats("max_size", None) or []
+        self.aspect_ratio = self.attr_floats("aspect_ratio", None) or []
+        self.flip = self.attr_bool("flip", False)
+        self.img_size = self.attr_int("img_size", 0)
+        self.scale_all_sizes = self.attr_bool("scale_all_sizes", True)
+        if not self.min_size or min(self.min_size) <= 0:
+            raise self.error(f"min_size {self.min_size} must list positive sizes")
+        if not self.scale_all_sizes:
+            self.max_size = []
+        if self.max_size and len(self.max_size) != len(self.min_size):
+            raise self.error(f"has {len(self.max_size)} max_size values for {len(self.min_size)} min_size values")
+        self.ratios = prior_box_aspect_ratios(self.aspect_ratio, self.flip)
+
+    def boxes_wh(self):
+        wh = []
+        last = len(self.min_size) - 1
+        for i, s in enumerate(self.min_size):
+            wh.append((s, s))
+            if self.max_size:
+                m = np.sqrt(s * self.max_size[i])
+                wh.append((m, m))
+            if self.scale_all_sizes or i == last:
+                base = s if self.scale_all_sizes else self.min_size[0]
+                for ar in self.ratios:
+                    if abs(ar - 1.0) < 1e-6:
+                        continue
+                    wh.append((base * np.sqrt(ar), base / np.sqrt(ar)))
+        return np.asarray(wh, np.float64)
+
+    def num_priors(self):
+        return len(self.boxes_wh())
+
+
+@register("PriorBoxClustered")
+class PriorBoxClustered(_PriorBase):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self._common()
+        self.widths = self.attr_floats("width")
+        self.heights = self.attr_floats("height")
+        if len(self.widths) != len(self.heights) or not self.widths:
+            raise self.error(f"needs as many widths as heights (got {len(self.widths)} and {len(self.heights)})")
+
+    def boxes_wh(self):
+        return np.stack([np.asarray(self.widths, np.float64), np.asarray(self.heights, np.float64)], axis=1)
+
+    def num_priors(self):
+        return len(self.widths)
+
+
+# --- DetectionOutput ------------------------------------------------------------------
+_CODE_TYPES = {"caffe.PriorBoxParameter.CORNER": "corner", "CORNER": "corner", "corner": "corner",
+               "caffe.PriorBoxParameter.CENTER_SIZE": "center_size", "CENTER_SIZE": "center_size",
+               "center_size": "center_size",
+               "caffe.PriorBoxParameter.CORNER_SIZE": "corner_size", "CORNER_SIZE": "corner_size",
+               "corner_size": "corner_size"}
+
+
+def jaccard(box, boxes):
+    """Caffe's normalized JaccardOverlap of one box (4,) with boxes (K, 4)."""
+    iw = np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0])
+    ih = np.minimum(box[3], boxes[:, 3]) - np.maximum(box[1], boxes[:, 1])
+    inter = np.where((iw > 0) & (ih > 0), iw * ih, 0)
+
+    def size(b):
+        w, h = b[..., 2] - b[..., 0], b[..., 3] - b[..., 1]
+        return np.where((w < 0) | (h < 0), 0, w * h)
+    union = size(box) + size(boxes) - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(inter > 0, inter / union, 0)
+
+
+def nms_fast(boxes, scores, threshold, nms_threshold, eta, top_k):
+    """Indices kept by SSD's ApplyNMSFast, best first."""
+    order = np.flatnonzero(scores > threshold)
+    order = order[np.argsort(-scores[order], kind="stable")]
+    if top_k > -1:
+        order = order[:top_k]
+    keep = []
+    if eta >= 1:
+        while order.size:
+            i = order[0]
+            keep.append(i)
+            rest = order[1:]
+            order = rest[jaccard(boxes[i], boxes[rest]) <= nms_threshold]
+        return keep
+    adaptive = nms_threshold
+    for i in order:
+        if not keep or np.all(jaccard(boxes[i], boxes[keep]) <= adaptive):
+            keep.append(i)
+            if adaptive > 0.5:
+                adaptive *= eta
+    return keep
+
+
+@register("DetectionOutput")
+class DetectionOutput(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.num_classes = self.attr_int("num_classes")
+        self.share_location = self.attr_bool("share_location", True)
+        self.background = self.attr_int("background_label_id", 0)
+        self.nms_threshold = self.attr_float("nms_threshold", 0.3)
+        self.top_k = self.attr_int("top_k", -1)
+        self.eta = self.attr_float("eta", 1.0)
+        code = self.attr_str("code_type", "caffe.PriorBoxParameter.CORNER")
+        if code not in _CODE_TYPES:
+            raise self.error(f"code_type {code!r} is not one of CORNER, CENTER_SIZE, CORNER_SIZE")
+        self.code_type = _CODE_TYPES[code]
+        self.variance_in_target = self.attr_bool("variance_encoded_in_target", False)
+        self.keep_top_k = self.attr_int("keep_top_k", -1)
+        self.confidence_threshold = self.attr_float("confidence_threshold", -np.inf)
+        if self.num_classes <= 0:
+            raise self.error(f"num_classes {self.num_classes} must be positive")
+        if not 0 < self.eta <= 1:
+            raise self.error(f"eta {self.eta} must be in (0, 1]")
+
+    def _keep(self, priors):
+        if self.keep_top_k > 0:
+            return self.keep_top_k
+        if self.top_k > 0:
+            return self.top_k
+        return priors * self.num_classes
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, (3, 5))
+        loc, conf, prior = input_shapes[:3]
+        n = loc[0]
+        priors = prior[-1] // 4
+        loc_classes = 1 if self.share_location else self.num_classes
+        if int(np.prod(loc[1:])) != priors * loc_classes * 4:
+            raise self.error(f"{int(np.prod(loc[1:]))} location values per image do not match {priors} priors")
+        if int(np.prod(conf[1:])) != priors * self.num_classes:
+            raise self.error(f"{int(np.prod(conf[1:]))} confidences per image do not match {priors} priors x "
+                             f"{self.num_classes} classes")
+        return [(1, 1, n * self._keep(priors), 7)]
+
+    def _decode(self, loc, prior_boxes, variances):
+        """loc (..., P, 4) offsets -> corner boxes, Caffe DecodeBBox."""
+        p = prior_boxes
+        var = np.ones_like(variances) if self.variance_in_target else variances
+        if self.code_type == "corner":
+            return p + var * loc
+        pw = p[:, 2] - p[:, 0]
+        ph = p[:, 3] - p[:, 1]
+        if self.code_type == "corner_size":
+            size = np.stack([pw, ph, pw, ph], axis=1)
+            return p + var * loc * size
+        pcx = (p[:, 0] + p[:, 2]) / 2.0
+        pcy = (p[:, 1] + p[:, 3]) / 2.0
+        cx = var[:, 0] * loc[..., 0] * pw + pcx
+        cy = var[:, 1] * loc[..., 1] * ph + pcy
+        w = np.exp(var[:, 2] * loc[..., 2]) * pw
+        h = np.exp(var[:, 3] * loc[..., 3]) * ph
+        return np.stack([cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0], axis=-1)
+
+    def forward(self, inputs):
+        loc_in, conf_in, prior_in = inputs[:3]
+        n = loc_in.shape[0]
+        priors = prior_in.shape[-1] // 4
+        c = self.num_classes
+        loc_classes = 1 if self.share_location else c
+        prior_flat = prior_in.reshape(-1)
+        prior_boxes = prior_flat[:priors * 4].reshape(priors, 4).astype(np.float64)
+        if prior_flat.size >= priors * 8:
+            variances = prior_flat[priors * 4:priors * 8].reshape(priors, 4).astype(np.float64)
+        elif self.variance_in_target:
+            variances = np.ones((priors, 4))
+        else:
+            raise self.error("the prior input has no variances and variance_encoded_in_target is 0")
+        loc = loc_in.reshape(n, priors, loc_classes, 4).astype(np.float64)
+        conf = conf_in.reshape(n, priors, c)
+        keep_rows = self._keep(priors)
+        out = np.zeros((1, 1, n * keep_rows, 7), np.float32)
+        rows = []
+        for i in range(n):
+            decoded = self._decode(loc[i].transpose(1, 0, 2), prior_boxes, variances).astype(np.float32)
+            scores_all = conf[i]
+            picked = []  # (label, idx, score)
+            for label in range(c):
+                if label == self.background:
+                    continue
+                boxes = decoded[0 if self.share_location else label]
+                scores = scores_all[:, label]
+                for idx in nms_fast(boxes, scores, self.confidence_threshold, self.nms_threshold, self.eta,
+                                    self.top_k):
+                    picked.append((label, idx, scores[idx]))
+            if self.keep_top_k > -1 and len(picked) > self.keep_top_k:
+                by_score = sorted(range(len(picked)), key=lambda j: -picked[j][2])[:self.keep_top_k]
+                kept = [picked[j] for j in by_score]
+                kept.sort(key=lambda t: t[0])  # stable: by label, then score order
+                picked = kept
+            for label, idx, score in picked:
+                box = decoded[0 if self.share_location else label][idx]
+                rows.append((i, label, score, box[0], box[1], box[2], box[3]))
+        rows = rows[:n * keep_rows]
+        if rows:
+            out[0, 0, :len(rows)] = np.asarray(rows, np.float32)
+        out[0, 0, len(rows):, 0] = -1
+        return [out]
+
+
+# --- Proposal / SimplerNMS -------------------------------------------------------------
+def _iou_pixels(box, boxes):
+    """IoU with +1 pixel areas (Faster R-CNN)."""
+    x1 = np.maximum(box[0], boxes[:, 0])
+    y1 = np.maximum(box[1], boxes[:, 1])
+    x2 = np.minimum(box[2], boxes[:, 2])
+    y2 = np.minimum(box[3], boxes[:, 3])
+    inter = np.maximum(0, x2 - x1 + 1) * np.maximum(0, y2 - y1 + 1)
+    disjoint = (box[0] > boxes[:, 2]) | (box[1] > boxes[:, 3]) | (box[2] < boxes[:, 0]) | (box[3] < boxes[:, 1])
+    inter = np.where(disjoint, 0, inter)
+    area_a = (box[2] - box[0] + 1) * (box[3] - box[1] + 1)
+    area_b = (boxes[:, 2] - boxes[:, 0] + 1) * (boxes[:, 3] - boxes[:, 1] + 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return inter / (area_a + area_b - inter)
+
+
+def _greedy_nms(boxes, threshold, max_out):
+    """Indices (into boxes, already sorted best first) surviving greedy NMS."""
+    order = np.arange(len(boxes))
+    keep = []
+    while order.size and len(keep) < max_out:
+        i = order[0]
+        keep.append(i)
+        rest = order[1:]
+        order = rest[~(_iou_pixels(boxes[i], boxes[rest]) > threshold)]
+    return keep
+
+
+@register("Proposal")
+class Proposal(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.base_size = self.attr_int("base_size")
+        self.feat_stride = self.attr_int("feat_stride")
+        self.min_size = self.attr_int("min_size")
+        self.nms_thresh = self.attr_float("nms_thresh")
+        self.pre_nms_topn = self.attr_int("pre_nms_topn")
+        self.post_nms_topn = self.attr_int("post_nms_topn")
+        self.ratio = self.attr_floats("ratio")
+        self.scale = self.attr_floats("scale")
+        if not self.ratio or not self.scale:
+            raise self.error("needs non-empty ratio and scale lists")
+        if self.post_nms_topn <= 0:
+            raise self.error(f"post_nms_topn {self.post_nms_topn} must be positive")
+        self.anchors = self._anchors()
+
+    def _anchors(self):
+        f32 = np.float32
+        base = self.base_size
+        area = f32(base * base)
+        center = f32(0.5) * f32(base - 1)
+        anchors = []
+        for r in self.ratio:
+            rw = f32(np.sqrt(area / f32(r)))
+            rh = f32(rw * f32(r))
+            for s in self.scale:
+                # (int)(x + 0.5) of a double, as the reference layer rounds
+                sw = f32(0.5) * f32(np.trunc(float(f32(rw * f32(s))) / base - 1 + 0.5))
+                sh = f32(0.5) * f32(np.trunc(float(f32(rh * f32(s))) / base - 1 + 0.5))
+                anchors.append((center - sw, center - sh, center + sw, center + sh))
+        return np.asarray(anchors, np.float32)
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 3)
+        scores, deltas = input_shapes[0], input_shapes[1]
+        a = len(self.anchors)
+        if len(scores) != 4 or scores[1] != 2 * a or tuple(deltas) != (scores[0], 4 * a, scores[2], scores[3]):
+            raise self.error(f"inputs {list(scores)} and {list(deltas)} do not match {a} anchors (needs "
+                             f"[N, {2 * a}, H, W] scores and [N, {4 * a}, H, W] deltas)")
+        return [(scores[0] * self.post_nms_topn, 5)]
+
+    def forward(self, inputs):
+        scores_in, deltas_in, info = inputs
+        n, _, h, w = scores_in.shape
+        a = len(self.anchors)
+        f32 = np.float32
+        info = info.reshape(-1)
+        img_h, img_w = f32(info[0]), f32(info[1])
+        min_box = f32(self.min_size)
+        out = np.zeros((n * self.post_nms_topn, 5), np.float32)
+        row = 0
+        shift_y, shift_x = np.meshgrid(np.arange(h, dtype=np.float32) * self.feat_stride,
+                                       np.arange(w, dtype=np.float32) * self.feat_stride, indexing="ij")
+        for i in range(n):
+            # proposals in (h, w, anchor) order
+            boxes = np.empty((h, w, a, 4), np.float32)
+            boxes[..., 0] = shift_x[..., None] + self.anchors[:, 0]
+            boxes[..., 1] = shift_y[..., None] + self.anchors[:, 1]
+            boxes[..., 2] = shift_x[..., None] + self.anchors[:, 2]
+            boxes[..., 3] = shift_y[..., None] + self.anchors[:, 3]
+            d = deltas_in[i].reshape(a, 4, h, w).transpose(2, 3, 0, 1)  # (h, w, a, 4)
+            bw = boxes[..., 2] - boxes[..., 0] + f32(1)
+            bh = boxes[..., 3] - boxes[..., 1] + f32(1)
+            cx = boxes[..., 0] + f32(0.5) * bw
+            cy = boxes[..., 1] + f32(0.5) * bh
+            pcx = d[..., 0] * bw + cx
+            pcy = d[..., 1] * bh + cy
+            pw = np.exp(d[..., 2]) * bw
+            ph = np.exp(d[..., 3]) * bh
+            x1 = np.clip(pcx - f32(0.5) * pw, 0, img_w - 1)
+            y1 = np.clip(pcy - f32(0.5) * ph, 0, img_h - 1)
+            x2 = np.clip(pcx + f32(0.5) * pw, 0, img_w - 1)
+            y2 = np.clip(pcy + f32(0.5) * ph, 0, img_h - 1)
+            ok = ((x2 - x1 + f32(1)) >= min_box) & ((y2 - y1 + f32(1)) >= min_box)
+            score = scores_in[i, a:].transpose(1, 2, 0) * ok  # (h, w, a)
+            props = np.stack([x1, y1, x2, y2], axis=-1).reshape(-1, 4)
+            score = score.reshape(-1)
+            order = np.argsort(-score, kind="stable")[:min(len(score), self.pre_nms_topn)]
+            keep = _greedy_nms(props[order], self.nms_thresh, self.post_nms_topn)
+            k = len(keep)
+            out[row:row + k, 0] = i
+            out[row:row + k, 1:] = props[order[keep]]
+            row += k
+        return [out]
+
+
+@register("SimplerNMS")
+class SimplerNMS(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.min_bbox_size = self.attr_int("min_bbox_size")
+        self.feat_stride = self.attr_int("feat_stride")
+        self.pre_nms_topn = self.attr_int("pre_nms_topn")
+        self.post_nms_topn = self.attr_int("post_nms_topn")
+        self.iou_threshold = self.attr_float("iou_threshold")
+        self.scale = self.attr_floats("scale")
+        if not self.scale:
+            raise self.error("needs a non-empty scale list")
+        self.anchors = self._anchors()
+
+    def _anchors(self):
+        base_w = 16.0
+        ctr = 0.5 * (base_w - 1.0)
+        anchors = []
+        for r in (0.5, 1.0, 2.0):
+            ws = np.round(np.sqrt(base_w * base_w / r))
+            hs = np.round(ws * r)
+            for s in self.scale:
+                w, h = ws * s, hs * s
+                anchors.append((ctr - 0.5 * (w - 1), ctr - 0.5 * (h - 1), ctr + 0.5 * (w - 1), ctr + 0.5 * (h - 1)))
+        return np.asarray(anchors, np.float32)
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 3)
+        a = len(self.anchors)
+        cls, delta = sorted(input_shapes[:2], key=lambda s: s[1])
+        if len(cls) != 4 or cls[1] != 2 * a or delta[1] != 4 * a or tuple(cls[2:]) != tuple(delta[2:]):
+            raise self.error(f"inputs {list(input_shapes[0])} and {list(input_shapes[1])} do not match {a} anchors")
+        return [(self.post_nms_topn, 5)]
+
+    def forward(self, inputs):
+        cls, delta, info = inputs
+        if cls.shape[1] > delta.shape[1]:
+            cls, delta = delta, cls
+        a = len(self.anchors)
+        _, _, h, w = cls.shape
+        info = info.reshape(-1)
+        img_h, img_w, img_scale = int(info[0]), int(info[1]), int(info[2]) if info.size > 2 else 1
+        f32 = np.float32
+        anchors = self.anchors
+        aw = anchors[:, 2] - anchors[:, 0] + 1
+        ah = anchors[:, 3] - anchors[:, 1] + 1
+        acx = anchors[:, 0] + aw * f32(0.5)
+        acy = anchors[:, 1] + ah * f32(0.5)
+        sy = (np.arange(h) * self.feat_stride).astype(np.float32)[:, None, None]
+        sx = (np.arange(w) * self.feat_stride).astype(np.float32)[None, :, None]
+        d = delta[0].reshape(a, 4, h, w).transpose(2, 3, 0, 1)  # (h, w, a, 4)
+        pcx = d[..., 0] * aw + acx + sx
+        pcy = d[..., 1] * ah + acy + sy
+        hw = np.exp(d[..., 2]) * aw * f32(0.5)
+        hh = np.exp(d[..., 3]) * ah * f32(0.5)
+        x0 = np.clip(pcx - hw, 0, img_w - 1)
+        y0 = np.clip(pcy - hh, 0, img_h - 1)
+        x1 = np.clip(pcx + hw, 0, img_w - 1)
+        y1 = np.clip(pcy + hh, 0, img_h - 1)
+        min_size = self.min_bbox_size * img_scale
+        ok = ((np.trunc(x1 - x0) + 1 >= min_size) & (np.trunc(y1 - y0) + 1 >= min_size)).reshape(-1)
+        boxes = np.stack([x0, y0, x1, y1], axis=-1).reshape(-1, 4)[ok]
+        scores = cls[0, a:].transpose(1, 2, 0).reshape(-1)[ok]
+        # by score, ties: the later proposal first
+        order = np.lexsort((-np.arange(len(scores)), -scores))[:self.pre_nms_topn]
+        boxes, scores = boxes[order], scores[order]
+        boxes = boxes[scores > 0]
+        keep = []
+        areas = np.maximum(0, boxes[:, 3] - boxes[:, 1] + 1) * np.maximum(0, boxes[:, 2] - boxes[:, 0] + 1)
+        for i in range(len(boxes)):
+            if keep:
+                kb = boxes[keep]
+                iw = np.maximum(0, np.minimum(kb[:, 2], boxes[i, 2]) - np.maximum(kb[:, 0], boxes[i, 0]) + 1)
+                ih = np.maximum(0, np.minimum(kb[:, 3], boxes[i, 3]) - np.maximum(kb[:, 1], boxes[i, 1]) + 1)
+                inter = iw * ih
+                union = areas[keep] + areas[i] - inter
+                if np.any(inter > self.iou_threshold * union):
+                    continue
+            keep.append(i)
+            if len(keep) == self.post_nms_topn:
+                break
+        out = np.zeros((self.post_nms_topn, 5), np.float32)
+        out[:len(keep), 1:] = boxes[keep]
+        return [out]

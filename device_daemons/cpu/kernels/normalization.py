@@ -1,0 +1,192 @@
+"""Normalizations: SoftMax, Norm (Caffe LRN), Normalize (SSD L2), MVN, GRN.
+
+Norm across:  y = x / (k + alpha/n * sum_{window of n channels} x^2) ^ beta
+Norm same:    Caffe WITHIN_CHANNEL: y = x * (1 + alpha * avg_{n x n window, zero
+              padded, divided by n*n} x^2) ^ -beta  (k does not take part)
+Normalize:    y = x / sqrt(sum x^2 + eps) * scale, the sum over C (per pixel) or over
+              C*H*W (across_spatial); scale per channel or shared.
+MVN:          y = (x - mean) [/ (std + eps)] per (n, c) or per n (across_channels);
+              eps is added to the standard deviation (Caffe).
+GRN:          y = x / sqrt(sum_c x^2 + bias).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Kernel, broadcast_shape, channel_vector, register
+
+
+def _axis(kernel, axis, rank):
+    a = axis + rank if axis < 0 else axis
+    if not 0 <= a < rank:
+        raise kernel.error(f"axis {axis} is out of range for a {rank}-D input")
+    return a
+
+
+@register("SoftMax", "Softmax")
+class SoftMax(Kernel):
+    supports_inplace = True
+
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.axis = self.attr_int("axis", 1)
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        _axis(self, self.axis, len(input_shapes[0]))
+        return [tuple(input_shapes[0])]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        axis = _axis(self, self.axis, x.ndim)
+        out = x if self.inplace else np.empty_like(x)
+        np.subtract(x, x.max(axis=axis, keepdims=True), out=out)
+        np.exp(out, out=out)
+        out /= out.sum(axis=axis, keepdims=True)
+        return [out]
+
+
+def _pow_neg(base, beta, out):
+    """base ** -beta into out (base > 0), with fast paths for the usual betas."""
+    if beta == 0.75:
+        np.sqrt(base, out=out)
+        root4 = np.sqrt(out)
+        out *= root4
+        np.reciprocal(out, out=out)
+    elif beta == 0.5:
+        np.sqrt(base, out=out)
+        np.reciprocal(out, out=out)
+    elif beta == 1.0:
+        np.reciprocal(base, out=out)
+    else:
+        np.power(base, np.float32(-beta), out=out)
+    return out
+
+
+@register("Norm", "LRN")
+class Norm(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.alpha = self.attr_float("alpha")
+        self.beta = self.attr_float("beta")
+        self.size = self.attr_int(("local-size", "local_size", "size"))
+        self.region = self.attr_choice("region", ("across", "same"), "across")
+        self.k = self.attr_float(("k", "bias"), 1.0)
+        if self.size <= 0 or self.size % 2 == 0:
+            raise self.error(f"local-size {self.size} must be a positive odd number")
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1, rank=4)
+        return [tuple(input_shapes[0])]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        n, c, h, w = x.shape
+        size, pre = self.size, (self.size - 1) // 2
+        if self.region == "across":
+            padded = np.zeros((n, c + size - 1, h, w), np.float32)
+            np.square(x, out=padded[:, pre:pre + c])
+            scale = padded[:, 0:c].copy()
+            for i in range(1, size):
+                scale += padded[:, i:i + c]
+            scale *= np.float32(self.alpha / size)
+            scale += np.float32(self.k)
+        else:
+            padded = np.zeros((n, c, h + size - 1, w + size - 1), np.float32)
+            np.square(x, out=padded[:, :, pre:pre + h, pre:pre + w])
+            rows = padded[:, :, 0:h].copy()
+            for i in range(1, size):
+                rows += padded[:, :, i:i + h]
+            scale = rows[:, :, :, 0:w].copy()
+            for i in range(1, size):
+                scale += rows[:, :, :, i:i + w]
+            scale *= np.float32(self.alpha / (size * size))
+            scale += np.float32(1.0)
+        _pow_neg(scale, self.beta, scale)
+        scale *= x
+        return [scale]
+
+
+@register("Normalize")
+class Normalize(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.across_spatial = self.attr_bool("across_spatial", False)
+        self.channel_shared = self.attr_bool("channel_shared", False)
+        self.eps = self.attr_float("eps", 1e-10)
+        self.scale = self.blob("weights")
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        shape = input_shapes[0]
+        if len(shape) < 2:
+            raise self.error(f"needs an input with a channel axis, got shape {list(shape)}")
+        if not self.channel_shared:
+            channel_vector(self, self.scale, shape[1], "the scale blob 'weights'")
+        return [tuple(shape)]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        n = x.shape[0]
+        sq = np.square(x)
+        if self.across_spatial:
+            norm = sq.reshape(n, -1).sum(axis=1, dtype=np.float64) + self.eps
+            norm = np.sqrt(norm).astype(np.float32).reshape((n,) + (1,) * (x.ndim - 1))
+        else:
+            norm = sq.sum(axis=1, keepdims=True)
+            norm += np.float32(self.eps)
+            np.sqrt(norm, out=norm)
+        out = np.divide(x, norm, out=sq)
+        if self.channel_shared or self.scale.size == 1:
+            out *= self.scale[0]
+        else:
+            out *= broadcast_shape(self.scale, x.ndim)
+        return [out]
+
+
+@register("MVN")
+class MVN(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.across_channels = self.attr_bool("across_channels", False)
+        self.normalize_variance = self.attr_bool("normalize_variance", True)
+        self.eps = self.attr_float("eps", 1e-9)
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        if len(input_shapes[0]) < 2:
+            raise self.error(f"needs at least a 2-D input, got {list(input_shapes[0])}")
+        return [tuple(input_shapes[0])]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        shape = x.shape
+        rows = shape[0] if self.across_channels else shape[0] * shape[1]
+        flat = x.reshape(rows, -1)
+        mean = flat.mean(axis=1, keepdims=True, dtype=np.float64).astype(np.float32)
+        out = np.subtract(flat, mean)
+        if self.normalize_variance:
+            var = np.square(out).mean(axis=1, keepdims=True, dtype=np.float64)
+            std = (np.sqrt(var) + self.eps).astype(np.float32)
+            out /= std
+        return [out.reshape(shape)]
+
+
+@register("GRN")
+class GRN(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.bias = self.attr_float("bias", 0.0)
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        if len(input_shapes[0]) < 2:
+            raise self.error(f"needs an input with a channel axis, got {list(input_shapes[0])}")
+        return [tuple(input_shapes[0])]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        norm = np.square(x).sum(axis=1, keepdims=True)
+        norm += np.float32(self.bias)
+        np.sqrt(norm, out=norm)
+        return [x / norm]

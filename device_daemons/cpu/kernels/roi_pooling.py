@@ -1,0 +1,134 @@
+"""ROIPooling (Fast R-CNN max pooling over ROI bins) and PSROIPooling (R-FCN
+position-sensitive average pooling). The second input holds ROIs
+[batch_index, x1, y1, x2, y2] in image pixels, scaled by spatial_scale."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Kernel, register
+
+
+def _c_round(v):
+    """C's round(): halves away from zero."""
+    v = np.asarray(v, np.float64)
+    return np.sign(v) * np.floor(np.abs(v) + 0.5)
+
+
+class _RoiBase(Kernel):
+    def _rois(self, rois):
+        rois = rois.reshape(-1, rois.shape[-1]) if rois.ndim != 2 else rois
+        if rois.shape[-1] != 5:
+            raise self.error(f"ROIs must have 5 values [batch, x1, y1, x2, y2], got shape {list(rois.shape)}")
+        return rois
+
+    def _check(self, input_shapes):
+        self.expect_inputs(input_shapes, 2)
+        if len(input_shapes[0]) != 4:
+            raise self.error(f"needs a 4-D feature map, got {list(input_shapes[0])}")
+        rois = input_shapes[1]
+        if rois[-1] != 5 and not (len(rois) == 4 and rois[1] == 5):
+            raise self.error(f"ROIs must be [R, 5], got {list(rois)}")
+        return rois[0]
+
+    def _batch_index(self, value, n):
+        b = int(value)
+        if not 0 <= b < n:
+            raise self.error(f"ROI batch index {b} is out of range for a batch of {n}")
+        return b
+
+
+@register("ROIPooling")
+class ROIPooling(_RoiBase):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.pooled_h = self.attr_int("pooled_h")
+        self.pooled_w = self.attr_int("pooled_w")
+        self.spatial_scale = self.attr_float("spatial_scale")
+        method = self.attr_str("method", "max")
+        if method != "max":
+            raise self.error(f"method {method!r} is not supported; the CPU plugin implements max")
+        if self.pooled_h <= 0 or self.pooled_w <= 0:
+            raise self.error("pooled_h and pooled_w must be positive")
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        r = self._check(input_shapes)
+        return [(r, input_shapes[0][1], self.pooled_h, self.pooled_w)]
+
+    def forward(self, inputs):
+        feat, rois = inputs[0], self._rois(inputs[1])
+        n, c, h, w = feat.shape
+        ph_n, pw_n = self.pooled_h, self.pooled_w
+        out = np.zeros((len(rois), c, ph_n, pw_n), np.float32)
+        scaled = _c_round(rois[:, 1:].astype(np.float64) * np.float32(self.spatial_scale))
+        for r in range(len(rois)):
+            b = self._batch_index(rois[r, 0], n)
+            x1, y1, x2, y2 = (int(v) for v in scaled[r])
+            roi_h = max(y2 - y1 + 1, 1)
+            roi_w = max(x2 - x1 + 1, 1)
+            bin_h = np.float32(roi_h) / np.float32(ph_n)
+            bin_w = np.float32(roi_w) / np.float32(pw_n)
+            hs = np.clip(np.floor(np.arange(ph_n, dtype=np.float32) * bin_h).astype(int) + y1, 0, h)
+            he = np.clip(np.ceil(np.arange(1, ph_n + 1, dtype=np.float32) * bin_h).astype(int) + y1, 0, h)
+            ws = np.clip(np.floor(np.arange(pw_n, dtype=np.float32) * bin_w).astype(int) + x1, 0, w)
+            we = np.clip(np.ceil(np.arange(1, pw_n + 1, dtype=np.float32) * bin_w).astype(int) + x1, 0, w)
+            plane = feat[b]
+            for i in range(ph_n):
+                if he[i] <= hs[i]:
+                    continue
+                rows = plane[:, hs[i]:he[i]].max(axis=1)  # (c, w)
+                for j in range(pw_n):
+                    if we[j] > ws[j]:
+                        out[r, :, i, j] = rows[:, ws[j]:we[j]].max(axis=1)
+        return [out]
+
+
+@register("PSROIPooling")
+class PSROIPooling(_RoiBase):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.output_dim = self.attr_int("output_dim")
+        self.group_size = self.attr_int("group_size")
+        self.spatial_scale = self.attr_float("spatial_scale")
+        mode = self.attr_str("mode", "average")
+        if mode != "average":
+            raise self.error(f"mode {mode!r} is not supported; the CPU plugin implements average")
+        if self.output_dim <= 0 or self.group_size <= 0:
+            raise self.error("output_dim and group_size must be positive")
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        r = self._check(input_shapes)
+        g = self.group_size
+        if input_shapes[0][1] != self.output_dim * g * g:
+            raise self.error(f"input has {input_shapes[0][1]} channels; output_dim {self.output_dim} x group_size "
+                             f"{g}^2 = {self.output_dim * g * g} are needed")
+        return [(r, self.output_dim, g, g)]
+
+    def forward(self, inputs):
+        feat, rois = inputs[0], self._rois(inputs[1])
+        n, c, h, w = feat.shape
+        g, od = self.group_size, self.output_dim
+        scale = np.float32(self.spatial_scale)
+        out = np.zeros((len(rois), od, g, g), np.float32)
+        f32 = np.float32
+        # channel of output (ctop, gh, gw) is (ctop * g + gh) * g + gw
+        chan = (np.arange(od)[:, None, None] * g + np.arange(g)[None, :, None]) * g + np.arange(g)[None, None, :]
+        for r in range(len(rois)):
+            b = self._batch_index(rois[r, 0], n)
+            x1 = f32(_c_round(rois[r, 1])) * scale
+            y1 = f32(_c_round(rois[r, 2])) * scale
+            x2 = f32(_c_round(rois[r, 3]) + 1.0) * scale
+            y2 = f32(_c_round(rois[r, 4]) + 1.0) * scale
+            roi_w = max(x2 - x1, f32(0.1))
+            roi_h = max(y2 - y1, f32(0.1))
+            bin_h, bin_w = f32(roi_h / f32(g)), f32(roi_w / f32(g))
+            for gh in range(g):
+                hs = min(max(int(np.floor(f32(gh) * bin_h + y1)), 0), h)
+                he = min(max(int(np.ceil(f32(gh + 1) * bin_h + y1)), 0), h)
+                for gw in range(g):
+                    ws = min(max(int(np.floor(f32(gw) * bin_w + x1)), 0), w)
+                    we = min(max(int(np.ceil(f32(gw + 1) * bin_w + x1)), 0), w)
+                    if he <= hs or we <= ws:
+                        continue
+                    region = feat[b, chan[:, gh, gw], hs:he, ws:we]
+                    out[r, :, gh, gw] = region.reshape(od, -1).sum(axis=1) / f32((he - hs) * (we - ws))
+        return [out]
