@@ -29,10 +29,19 @@ def add_parser(sub):
                    help="precision of the IR weights and layers")
     g.add_argument("--disable_fusing", action="store_true", help="keep linear ops as ScaleShift layers")
     g.add_argument("--extensions", help="comma-separated directories with ops/ and front/caffe/ extension modules")
-    g.add_argument("--log_level", default="ERROR", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
+    g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
     g.add_argument("--silent", action="store_true", help="print only errors")
     c = p.add_argument_group("Caffe-specific parameters")
     c.add_argument("--input_proto", "-d", help="the deploy .prototxt (default: the model name with .prototxt)")
+    c.add_argument("-k", dest="custom_layers_mapping", metavar="CustomLayersMapping.xml",
+                   help="register Caffe layers to convert as they are (legacy mode); default: "
+                        "core/front/caffe/CustomLayersMapping.xml if present")
+    c.add_argument("--use-caffe-fallback", "--use_caffe_fallback", dest="use_caffe_fallback", action="store_true",
+                   help="let real Caffe (in a worker process) compute the shapes of the mapped layers")
+    c.add_argument("--disable_omitting_optional", action="store_true",
+                   help="write every parameter of a mapped layer, also unset ones without a default")
+    c.add_argument("--enable_flattening_nested_params", action="store_true",
+                   help="write the fields of a mapped layer's nested parameter messages too")
     p.set_defaults(func=run)
 
 
@@ -49,12 +58,15 @@ def run(args) -> int:
         input_shape=args.input_shape, batch=args.batch, mean_values=args.mean_values,
         scale_values=args.scale_values, scale=args.scale, reverse_input_channels=args.reverse_input_channels,
         data_type={"float": "FP32", "half": "FP16"}.get(args.data_type, args.data_type),
-        disable_fusing=args.disable_fusing, extensions=args.extensions)
+        disable_fusing=args.disable_fusing, extensions=args.extensions,
+        custom_layers_mapping=args.custom_layers_mapping, use_caffe_fallback=args.use_caffe_fallback,
+        disable_omitting_optional=args.disable_omitting_optional,
+        enable_flattening_nested_params=args.enable_flattening_nested_params)
     if not args.silent:
         print("Model Optimizer arguments:")
         for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",
                     "batch", "mean_values", "scale_values", "scale", "reverse_input_channels", "data_type",
-                    "disable_fusing", "extensions"):
+                    "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback"):
             value = getattr(args, key)
             if value not in (None, False):
                 print("\t- {:<26}{}".format(key + ":", value))

@@ -20,8 +20,7 @@ def _import_file(path: str, framework_hint: str):
     digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:10]
     # the module path carries the framework so extractors register for it
     name = "mo_user_ext_{}.{}.{}".format(digest, framework_hint, os.path.splitext(os.path.basename(path))[0])
-    if name in sys.modules:
-        return sys.modules[name]
+    # imported afresh each time: defining the classes is what registers them
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -30,7 +29,7 @@ def _import_file(path: str, framework_hint: str):
     except Error:
         raise
     except Exception as exc:
-        del sys.modules[name]
+        sys.modules.pop(name, None)
         raise Error("Cannot load the extension module '{}': {}: {}", path, type(exc).__name__, exc) from exc
     return module
 

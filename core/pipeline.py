@@ -37,6 +37,10 @@ class ConvertOptions:
     data_type: str = "FP32"
     disable_fusing: bool = False
     extensions: str | None = None
+    custom_layers_mapping: str | None = None     # -k
+    use_caffe_fallback: bool = False
+    disable_omitting_optional: bool = False
+    enable_flattening_nested_params: bool = False
 
 
 @dataclass
@@ -45,6 +49,8 @@ class Context:
     graph: object = None
     network: object = None
     new_inputs: list = field(default_factory=list)
+    custom_mapping: object = None
+    caffe_fallback: object = None
     warnings: list = field(default_factory=list)
     timings: list = field(default_factory=list)
 
@@ -82,10 +88,22 @@ def load_extensions(ctx):
 def load_model(ctx):
     from core.front.caffe import extractors  # noqa: F401  (registers the standard extractors)
     from core.front.caffe.builder import build_graph
+    from core.front.caffe.custom_mapping import CustomLayersMapping
+    from core.front.caffe.fallback import CaffeFallback
     from core.front.caffe.loader import load_caffemodel, load_prototxt
-    net = load_prototxt(ctx.options.input_proto)
-    model = load_caffemodel(ctx.options.input_model)
+    o = ctx.options
+    net = load_prototxt(o.input_proto)
+    model = load_caffemodel(o.input_model)
     ctx.graph = build_graph(net, model)
+    dirs = [os.path.dirname(os.path.abspath(p)) for p in (o.input_proto, o.input_model)]
+    ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs)
+    ctx.custom_mapping = CustomLayersMapping.load(
+        o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping),
+        disable_omitting_optional=o.disable_omitting_optional,
+        enable_flattening_nested_params=o.enable_flattening_nested_params, fallback=ctx.caffe_fallback)
+    if o.use_caffe_fallback and ctx.custom_mapping is None:
+        raise Error("--use-caffe-fallback needs a CustomLayersMapping.xml (-k FILE) that registers the layers Caffe "
+                    "should infer.")
 
 
 def cut_outputs(ctx):
@@ -104,7 +122,7 @@ def cut_inputs(ctx):
         sub = ctx.graph.subgraph(keep).copy()
         from core.front.caffe.extract import extract_all
         from core.middle.shape_infer import partial_infer
-        extract_all(sub)
+        extract_all(sub, ctx.custom_mapping)
         cutting.set_input_shapes(sub, [], o.batch)
         partial_infer(sub)
         return {d: sub.nodes[d]["shape"] for d in data_ids}
@@ -114,7 +132,7 @@ def cut_inputs(ctx):
 
 def extract(ctx):
     from core.front.caffe.extract import extract_all
-    extract_all(ctx.graph)
+    extract_all(ctx.graph, ctx.custom_mapping)
 
 
 def set_input_shapes(ctx):
@@ -213,10 +231,22 @@ PIPELINE = [
 def convert(options: ConvertOptions) -> Context:
     """Runs PIPELINE and returns the context holding the ir.Network (not yet written)."""
     import core.ops  # noqa: F401  (registers the built-in ops)
+    from core.front.caffe import extractors  # noqa: F401
+    from core.front.extractor import FrontExtractorOp
+    from core.ops.op import Op
+    # --extensions replace registry entries for this conversion only
+    saved_ops = dict(Op.registered_ops)
+    saved_extractors = {k: dict(v) for k, v in FrontExtractorOp.registered.items()}
     ctx = Context(options)
-    for step in PIPELINE:
-        start = time.perf_counter()
-        step(ctx)
-        ctx.timings.append((step.__name__, time.perf_counter() - start))
-        log.debug("pass %-24s %.3f s", step.__name__, ctx.timings[-1][1])
+    try:
+        for step in PIPELINE:
+            start = time.perf_counter()
+            step(ctx)
+            ctx.timings.append((step.__name__, time.perf_counter() - start))
+            log.debug("pass %-24s %.3f s", step.__name__, ctx.timings[-1][1])
+    finally:
+        Op.registered_ops.clear()
+        Op.registered_ops.update(saved_ops)
+        FrontExtractorOp.registered.clear()
+        FrontExtractorOp.registered.update(saved_extractors)
     return ctx

@@ -57,6 +57,7 @@ class Convolution(Kernel):
         self.bias = None if b is None else b.reshape(1, self.output, 1)
         self.pointwise = (kh, kw) == (1, 1) and self.pad == (0, 0) and self.pad_end == (0, 0) and g == 1
         self._scratch_key = None
+        self._res = None
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1, rank=4)
@@ -76,14 +77,50 @@ class Convolution(Kernel):
         return oh, ow
 
     def _scratch(self, c, h, w, oh, ow):
+        """Reused per input size: the zero-bordered input plane and the column buffer."""
         key = (c, h, w)
         if self._scratch_key != key:
-            kh, kw = self.kernel
+            (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
             hp, wp = h + self.pad[0] + self.pad_end[0], w + self.pad[1] + self.pad_end[1]
-            self._padded = np.zeros((c, hp, wp), np.float32) if (hp, wp) != (h, w) else None
-            self._col = np.empty((c, kh, kw, oh, ow), np.float32)
+            # stride 1: every kernel offset is one contiguous run of oh*wp values per
+            # channel of the flattened padded plane (the wp-ow columns past each row
+            # are junk, dropped after the matmul); extra rows keep the runs in bounds
+            self._flat = (sh, sw) == (1, 1)
+            if self._flat:
+                extra = -(-(dw * (kw - 1)) // wp) if kw > 1 else 0
+                self._padded = np.zeros((c, hp + extra, wp), np.float32)
+                self._col = np.empty((c, kh, kw, oh * wp), np.float32)
+                self._wp = wp
+            else:
+                self._padded = np.zeros((c, hp, wp), np.float32) if (hp, wp) != (h, w) else None
+                self._col = np.empty((c, kh, kw, oh, ow), np.float32)
             self._scratch_key = key
         return self._padded, self._col
+
+    def _im2col(self, src, h, w, oh, ow):
+        padded, col = self._scratch(src.shape[0], h, w, oh, ow)
+        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+        ph, pw = self.pad
+        if padded is not None:
+            padded[:, ph:ph + h, pw:pw + w] = src
+            src = padded
+        if self._flat:
+            c = src.shape[0]
+            flat = src.reshape(c, -1)
+            run = oh * self._wp
+            for ky in range(kh):
+                for kx in range(kw):
+                    start = ky * dh * self._wp + kx * dw
+                    col[:, ky, kx] = flat[:, start:start + run]
+            return col.reshape(-1, run)
+        hspan, wspan = sh * (oh - 1) + 1, sw * (ow - 1) + 1
+        for ky in range(kh):
+            y0 = ky * dh
+            rows = src[:, y0:y0 + hspan:sh]
+            for kx in range(kw):
+                x0 = kx * dw
+                col[:, ky, kx] = rows[:, :, x0:x0 + wspan:sw]
+        return col.reshape(-1, oh * ow)
 
     def forward(self, inputs):
         x = inputs[0]
@@ -99,30 +136,26 @@ class Convolution(Kernel):
             if self.bias is not None:
                 out += self.bias
             return [out.reshape(n, o, oh, ow)]
-        out = np.empty((n, o, m), np.float32)
-        padded, col = self._scratch(c, h, w, oh, ow)
-        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        ph, pw = self.pad
-        hspan, wspan = sh * (oh - 1) + 1, sw * (ow - 1) + 1
+        out = np.empty((n, o, oh, ow), np.float32)
         g = self.group
         for i in range(n):
-            src = x[i]
-            if padded is not None:
-                padded[:, ph:ph + h, pw:pw + w] = src
-                src = padded
-            for ky in range(kh):
-                y0 = ky * dh
-                rows = src[:, y0:y0 + hspan:sh]
-                for kx in range(kw):
-                    x0 = kx * dw
-                    col[:, ky, kx] = rows[:, :, x0:x0 + wspan:sw]
+            col = self._im2col(x[i], h, w, oh, ow)
+            cols = col.shape[1]
+            if self._res is None or self._res.shape[1] != cols:
+                self._res = np.empty((o, cols), np.float32)
+            res = self._res
             if g == 1:
-                np.dot(self.weights2d, col.reshape(c * kh * kw, m), out=out[i])
+                np.dot(self.weights2d, col, out=res)
             else:
-                np.matmul(self.weights, col.reshape(g, -1, m), out=out[i].reshape(g, o // g, m))
-        if self.bias is not None:
-            out += self.bias
-        return [out.reshape(n, o, oh, ow)]
+                np.matmul(self.weights, col.reshape(g, -1, cols), out=res.reshape(g, o // g, cols))
+            if cols != m:  # drop the junk columns of the flat layout
+                res = res.reshape(o, oh, -1)[:, :, :ow]
+            res = res.reshape(o, oh, ow)
+            if self.bias is not None:
+                np.add(res, self.bias.reshape(o, 1, 1), out=out[i])
+            else:
+                out[i] = res
+        return [out]
 
 
 @register("Deconvolution")

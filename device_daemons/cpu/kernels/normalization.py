@@ -84,24 +84,31 @@ class Norm(Kernel):
         n, c, h, w = x.shape
         size, pre = self.size, (self.size - 1) // 2
         if self.region == "across":
-            padded = np.zeros((n, c + size - 1, h, w), np.float32)
-            np.square(x, out=padded[:, pre:pre + c])
-            scale = padded[:, 0:c].copy()
-            for i in range(1, size):
-                scale += padded[:, i:i + c]
-            scale *= np.float32(self.alpha / size)
-            scale += np.float32(self.k)
+            sq = np.square(x)
+            sq *= np.float32(self.alpha / size)
+            scale = np.add(sq, np.float32(self.k))
+            for d in range(1, pre + 1):
+                if d >= c:
+                    break
+                scale[:, d:] += sq[:, :-d]
+                scale[:, :-d] += sq[:, d:]
         else:
             padded = np.zeros((n, c, h + size - 1, w + size - 1), np.float32)
             np.square(x, out=padded[:, :, pre:pre + h, pre:pre + w])
             rows = padded[:, :, 0:h].copy()
             for i in range(1, size):
                 rows += padded[:, :, i:i + h]
-            scale = rows[:, :, :, 0:w].copy()
+            sq = rows[:, :, :, 0:w].copy()
             for i in range(1, size):
-                scale += rows[:, :, :, i:i + w]
-            scale *= np.float32(self.alpha / (size * size))
-            scale += np.float32(1.0)
+                sq += rows[:, :, :, i:i + w]
+            sq *= np.float32(self.alpha / (size * size))
+            scale = np.add(sq, np.float32(1.0))
+        # x * scale^-beta
+        if self.beta == 0.75:
+            np.sqrt(scale, out=sq)
+            np.sqrt(sq, out=scale)
+            sq *= scale
+            return [np.divide(x, sq, out=scale)]
         _pow_neg(scale, self.beta, scale)
         scale *= x
         return [scale]

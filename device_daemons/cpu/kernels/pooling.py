@@ -5,8 +5,9 @@ must start inside the image or its left padding (Caffe, core/ops/pooling.py).
 max: over the image pixels of the window (padding never wins).
 avg: sum of the image pixels divided by the window clipped to the padded image
 (Caffe AVE; exclude-pad="false"), or by the image pixels only (exclude-pad="true").
-Vectorized: one strided maximum/add over the whole batch per kernel offset;
-global pooling (one window covering the plane) is a single reduction.
+Vectorized and separable: the window is reduced along W (one strided maximum/add
+over the whole batch per kernel column, on the valid range of that offset: no
+padded copy), then along H; global pooling is a single reduction.
 """
 from __future__ import annotations
 
@@ -64,19 +65,28 @@ class Pooling(Kernel):
         return [(n, c, oh, ow)]
 
     def _prepare(self, h, w):
-        """Per input size: output size, padded extents and the avg divisors."""
+        """Per input size: output size, the valid ranges of every kernel offset and
+        the avg divisors."""
         if self._key == (h, w):
             return
         self._key = (h, w)
         (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pad
         oh, ow = self._out_hw(h, w)
         self.out_hw = (oh, ow)
-        # the padded plane must hold every window; the windows may end before the
-        # right/bottom padding (floor) or run past it (ceil)
-        self.hp = max((oh - 1) * sh + kh, ph + h)
-        self.wp = max((ow - 1) * sw + kw, pw + w)
         self.is_global = (oh, ow) == (1, 1) and (kh, kw) == (h, w) and (ph, pw) == (0, 0)
-        self.no_pad = ph == pw == 0 and self.hp == h and self.wp == w
+
+        def ranges(o, k, s, p, size):
+            # kernel offset t reads input index j*s + t - p for outputs j in [lo, hi)
+            result = []
+            for t in range(k):
+                lo = max(0, -(-(p - t) // s))
+                hi = min(o, (size - 1 - t + p) // s + 1)
+                if hi > lo:
+                    first = lo * s + t - p
+                    result.append((lo, hi, first))
+            return result
+        self.rows = ranges(oh, kh, sh, ph, h)
+        self.cols = ranges(ow, kw, sw, pw, w)
         if self.method == "avg":
             def counts(o, k, s, p, size, p_end):
                 start = np.arange(o) * s - p
@@ -97,31 +107,33 @@ class Pooling(Kernel):
             flat = x.reshape(n, c, h * w)
             out = flat.max(axis=2) if self.method == "max" else flat.mean(axis=2, dtype=np.float32)
             return [out.reshape(n, c, 1, 1)]
-        (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pad
-        if self.no_pad:
-            xp = x
+        (sh, sw) = self.stride
+        is_max = self.method == "max"
+        op = np.maximum if is_max else np.add
+        fill = -np.inf if is_max else 0.0
+        # separable: the window along W first (into tmp), then along H
+        tmp = np.empty((n, c, h, ow), np.float32)
+        full = [r for r in self.cols if r[0] == 0 and r[1] == ow]
+        rest = [r for r in self.cols if r not in full[:1]]
+        if full:
+            lo, hi, first = full[0]
+            tmp[...] = x[:, :, :, first:first + sw * (ow - 1) + 1:sw]
         else:
-            fill = -np.inf if self.method == "max" else 0.0
-            xp = np.empty((n, c, self.hp, self.wp), np.float32)
-            # fill only the border, then copy the image
-            xp[:, :, :ph] = fill
-            xp[:, :, ph + h:] = fill
-            xp[:, :, ph:ph + h, :pw] = fill
-            xp[:, :, ph:ph + h, pw + w:] = fill
-            xp[:, :, ph:ph + h, pw:pw + w] = x
-        hspan, wspan = sh * (oh - 1) + 1, sw * (ow - 1) + 1
+            tmp.fill(fill)
+        for lo, hi, first in rest:
+            view = x[:, :, :, first:first + sw * (hi - lo - 1) + 1:sw]
+            op(tmp[:, :, :, lo:hi], view, out=tmp[:, :, :, lo:hi])
         out = np.empty((n, c, oh, ow), np.float32)
-        op = np.maximum if self.method == "max" else np.add
-        first = True
-        for ky in range(kh):
-            rows = xp[:, :, ky:ky + hspan:sh]
-            for kx in range(kw):
-                view = rows[:, :, :, kx:kx + wspan:sw]
-                if first:
-                    out[...] = view
-                    first = False
-                else:
-                    op(out, view, out=out)
-        if self.method == "avg":
+        full = [r for r in self.rows if r[0] == 0 and r[1] == oh]
+        rest = [r for r in self.rows if r not in full[:1]]
+        if full:
+            lo, hi, first = full[0]
+            out[...] = tmp[:, :, first:first + sh * (oh - 1) + 1:sh]
+        else:
+            out.fill(fill)
+        for lo, hi, first in rest:
+            view = tmp[:, :, first:first + sh * (hi - lo - 1) + 1:sh]
+            op(out[:, :, lo:hi], view, out=out[:, :, lo:hi])
+        if not is_max:
             out *= self.inv_count
         return [out]

@@ -40,7 +40,7 @@ class Concat(Kernel):
 
     def forward(self, inputs):
         if len(inputs) == 1:
-            return [inputs[0]]
+            return [inputs[0].copy()]
         return [np.concatenate(inputs, axis=_norm_axis(self, self.axis, inputs[0].ndim))]
 
 

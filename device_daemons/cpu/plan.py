@@ -1,0 +1,437 @@
+"""ExecutionPlan: an IR network compiled once for the numpy CPU kernels.
+
+    from ir import read_ir
+    from device_daemons.cpu import ExecutionPlan, load_custom_kernels
+    plan = ExecutionPlan(read_ir("net.xml", "net.bin"),
+                         custom_kernels=load_custom_kernels("my_layers.py"))   # optional
+    outputs = plan.infer({"data": image})        # {output layer name: array}
+    plan.reshape({"data": (2, 3, 224, 224)})     # another batch: shapes re-inferred
+
+Compilation: layers in topological order (layers without inputs first: Input and
+the reading Memory layers, so a state is read before it is written in a call);
+one kernel per layer (a custom kernel for a type replaces the built-in one); every
+(layer, output port) is a slot; a slot is dropped as soon as its last consumer
+ran (reference counts computed once), so numpy can reuse the memory; an
+activation (or another kernel with `supports_inplace`) overwrites its input when
+nobody else reads that buffer: not a network input or output, no other consumer,
+and not a view (Reshape, Split, Crop, ...) of a buffer that someone else reads.
+
+Outputs are keyed by the name of the layer producing them; a layer with several
+unconsumed outputs gives "name.port" keys. Blobs of FP16 IRs are converted to
+float32 once; all computation is float32.
+
+Custom kernels (the OpenCV DNN style of the reference guide): a Python file
+defines classes with a `type` (or `layer_type`) attribute naming the IR layer
+type they compute - a string or a list of strings - and the methods
+
+    __init__(self, layer)                  # ir.Layer: layer.data attributes, layer.blobs
+    getMemoryShapes(self, input_shapes)    # list of tuples -> list of output shapes
+    forward(self, inputs)                  # list of float32 arrays -> list of arrays
+    finalize(self, layer)                  # optional, after every (re)shape; port dims are current
+
+`load_custom_kernels(path)` imports the file and returns {type: class};
+`add_extension(path_or_mapping)` registers them for every plan made afterwards
+(what `-l FILE` does). A class may set `supports_inplace = True` to be allowed to
+write into inputs[0] when the plan sets its `inplace` attribute; a custom kernel
+is assumed to possibly return views of its inputs unless it sets
+`output_is_view = False`.
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import inspect
+import itertools
+import os
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ir import IRError, Network
+
+from .kernels import KERNELS, KernelError
+from .kernels.base import describe
+
+_SOURCE_TYPES = ("Input",)
+_allocator_tuned = False
+
+
+def tune_allocator():
+    """Keeps freed activation buffers in the process heap (glibc): without it every
+    infer call maps and zero-fills fresh pages for each large array (thousands of
+    page faults per call). Process-wide and idempotent; a no-op elsewhere."""
+    global _allocator_tuned
+    if _allocator_tuned:
+        return
+    _allocator_tuned = True
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        libc.mallopt(m_mmap_threshold, 32 * 2**20)   # the largest glibc accepts
+        libc.mallopt(m_trim_threshold, 2**30)
+    except (OSError, AttributeError):
+        pass
+_GLOBAL_CUSTOM: dict[str, type] = {}
+_module_counter = itertools.count()
+
+
+def _kernel_types(cls) -> list[str]:
+    value = getattr(cls, "type", None)
+    if not isinstance(value, (str, list, tuple)):
+        value = getattr(cls, "layer_type", None)
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        return list(value)
+    return []
+
+
+def load_custom_kernels(path) -> dict[str, type]:
+    """Imports the Python file `path` and returns {IR type: class} for every class
+    defined there with a `type` or `layer_type` attribute (see the module doc)."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise IRError(f"cannot find the custom kernel file {path}; check the path given to -l / add_extension")
+    name = f"_mo_core_cpu_extension_{next(_module_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise IRError(f"cannot import the custom kernel file {path}: it is not a Python source file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # the user's code: report it, do not crash the daemon
+        sys.modules.pop(name, None)
+        raise IRError(f"importing the custom kernel file {path} failed: {type(err).__name__}: {err}") from err
+    found: dict[str, type] = {}
+    for _, cls in inspect.getmembers(module, inspect.isclass):
+        if cls.__module__ != name:
+            continue
+        types = _kernel_types(cls)
+        if not types:
+            continue
+        missing = [m for m in ("getMemoryShapes", "forward") if not callable(getattr(cls, m, None))]
+        if missing:
+            raise IRError(f"custom kernel class {cls.__name__} in {path} (type {types[0]}) has no "
+                          f"{' and no '.join(missing)} method; a CPU kernel needs getMemoryShapes(input_shapes) "
+                          "and forward(inputs)")
+        for t in types:
+            found[t] = cls
+    if not found:
+        raise IRError(f"the custom kernel file {path} defines no kernel class: give each class a `type` (or "
+                      "`layer_type`) attribute with the IR layer type it computes")
+    return found
+
+
+def add_extension(source) -> dict[str, type]:
+    """Registers custom kernels for all plans built afterwards: a file path (as
+    load_custom_kernels), a {type: class} mapping or a single class."""
+    if isinstance(source, (str, os.PathLike)):
+        kernels = load_custom_kernels(source)
+    elif isinstance(source, dict):
+        kernels = dict(source)
+    elif inspect.isclass(source) and _kernel_types(source):
+        kernels = {t: source for t in _kernel_types(source)}
+    else:
+        raise IRError("add_extension takes a Python file path, a {type: class} mapping or a kernel class with a "
+                      "`type` attribute")
+    _GLOBAL_CUSTOM.update(kernels)
+    return kernels
+
+
+@dataclass
+class _Step:
+    layer: object
+    kernel: object
+    in_slots: tuple
+    out_slots: tuple
+    free: tuple          # slots whose last reader is this step
+    is_custom: bool
+
+
+class ExecutionPlan:
+    def __init__(self, network: Network, custom_kernels: dict[str, type] | None = None,
+                 extra_outputs=None):
+        """extra_outputs: names of layers whose outputs infer() also returns (as an
+        Inference Engine addOutput), e.g. to compare intermediate results."""
+        tune_allocator()
+        self.network = network
+        self.custom_kernels = dict(_GLOBAL_CUSTOM)
+        self.custom_kernels.update(custom_kernels or {})
+        self.states: dict = {}
+        self.warnings: list[str] = []
+        order = network.topological_order()
+        # sources first (stable): Input layers and Memory readers run before anything else
+        order = [l for l in order if not l.inputs] + [l for l in order if l.inputs]
+
+        producer = {}  # (to_layer, to_port) -> (from_layer, from_port)
+        for e in network.edges:
+            producer[(e.to_layer, e.to_port)] = (e.from_layer, e.from_port)
+
+        self._slot_of: dict[tuple[int, int], int] = {}
+        self._slot_names: list[str] = []
+        self._slot_producer: list[int] = []  # step index (-1 for network inputs)
+        self._input_slots: dict[str, int] = {}
+        self._input_layers: dict[str, object] = {}
+        consumers: dict[int, list[int]] = {}
+        steps_raw = []
+        for layer in order:
+            for port in layer.outputs:
+                self._slot_of[(layer.id, port.id)] = len(self._slot_names)
+                self._slot_names.append(f"{layer.name}.{port.id}")
+                self._slot_producer.append(-1)
+            if layer.type in _SOURCE_TYPES and layer.type not in self.custom_kernels:
+                if len(layer.outputs) != 1 or layer.inputs:
+                    raise KernelError(layer, "an Input layer must have no input and exactly one output port")
+                self._input_slots[layer.name] = self._slot_of[(layer.id, layer.outputs[0].id)]
+                self._input_layers[layer.name] = layer
+                continue
+            in_slots = []
+            for port in sorted(layer.inputs, key=lambda p: p.id):
+                src = producer.get((layer.id, port.id))
+                if src is None or src not in self._slot_of:
+                    raise KernelError(layer, f"input port {port.id} is not connected")
+                in_slots.append(self._slot_of[src])
+            kernel, is_custom = self._make_kernel(layer)
+            step_index = len(steps_raw)
+            out_slots = tuple(self._slot_of[(layer.id, p.id)] for p in layer.outputs)
+            for s in out_slots:
+                self._slot_producer[s] = step_index
+            for s in in_slots:
+                consumers.setdefault(s, []).append(step_index)
+            steps_raw.append((layer, kernel, tuple(in_slots), out_slots, is_custom))
+            if hasattr(kernel, "states"):
+                kernel.states = self.states
+
+        # network outputs: unconsumed output ports
+        self._outputs: list[tuple[str, int]] = []
+        per_layer: dict[int, list] = {}
+        for layer, port in network.outputs():
+            per_layer.setdefault(layer.id, []).append((layer, port))
+        for name in extra_outputs or ():
+            try:
+                layer = network.layer_by_name(name)
+            except KeyError:
+                raise IRError(f"extra output {name!r}: the network has no layer of that name") from None
+            if not layer.outputs:
+                raise KernelError(layer, "has no output port to return")
+            per_layer[layer.id] = [(layer, port) for port in layer.outputs]
+        for items in per_layer.values():
+            for layer, port in items:
+                key = layer.name if len(items) == 1 else f"{layer.name}.{port.id}"
+                self._outputs.append((key, self._slot_of[(layer.id, port.id)]))
+        output_slots = {s for _, s in self._outputs}
+
+        # reference counts -> the step after which each slot can be dropped
+        last_use = {s: max(steps) for s, steps in consumers.items()}
+        frees: dict[int, list[int]] = {}
+        for s, step in last_use.items():
+            if s not in output_slots:
+                frees.setdefault(step, []).append(s)
+
+        input_slots = set(self._input_slots.values())
+
+        def exclusive(slot, reader_step, seen=()):
+            """True when only `reader_step` reads the buffer behind `slot`."""
+            if slot in input_slots or slot in output_slots or slot in seen:
+                return False
+            readers = consumers.get(slot, [])
+            if len(readers) != 1 or readers[0] != reader_step:
+                return False
+            p = self._slot_producer[slot]
+            if p < 0:
+                return False
+            p_layer, p_kernel, p_in, _, p_custom = steps_raw[p]
+            if getattr(p_kernel, "output_is_view", p_custom):
+                return all(exclusive(s, p, seen + (slot,)) for s in p_in)
+            return True
+
+        self.steps: list[_Step] = []
+        for i, (layer, kernel, in_slots, out_slots, is_custom) in enumerate(steps_raw):
+            if getattr(kernel, "supports_inplace", False) and in_slots:
+                kernel.inplace = exclusive(in_slots[0], i)
+            self.steps.append(_Step(layer, kernel, in_slots, out_slots, tuple(frees.get(i, ())), is_custom))
+        self._n_slots = len(self._slot_names)
+        self.shapes: list[tuple | None] = [None] * self._n_slots
+        self._ir_input_shapes = {name: tuple(l.outputs[0].dims) for name, l in self._input_layers.items()}
+        self.reshape({})
+        for step in self.steps:
+            for port, s in zip(step.layer.outputs, step.out_slots):
+                if tuple(port.dims) != self.shapes[s]:
+                    self.warnings.append(f"{describe(step.layer)}: output port {port.id} has dims {list(port.dims)} "
+                                         f"in the IR, the CPU plugin computes {list(self.shapes[s])}")
+
+    # --- construction helpers ------------------------------------------------------
+    def _make_kernel(self, layer):
+        cls = self.custom_kernels.get(layer.type)
+        is_custom = cls is not None
+        if cls is None:
+            cls = KERNELS.get(layer.type)
+        if cls is None:
+            raise KernelError(layer, f"the CPU plugin has no kernel for layer type {layer.type!r}. It is a custom "
+                                     "layer: register a custom CPU kernel for it (a Python class with type = "
+                                     f"{layer.type!r}, getMemoryShapes and forward) with -l FILE or add_extension")
+        try:
+            return cls(layer), is_custom
+        except IRError:
+            raise
+        except Exception as err:
+            raise KernelError(layer, f"creating its {'custom ' if is_custom else ''}kernel {cls.__name__} failed: "
+                                     f"{type(err).__name__}: {err}") from err
+
+    # --- shapes ----------------------------------------------------------------------
+    @property
+    def input_names(self) -> list[str]:
+        return list(self._input_slots)
+
+    @property
+    def output_names(self) -> list[str]:
+        return [k for k, _ in self._outputs]
+
+    def input_shapes(self) -> dict[str, tuple]:
+        return {name: self.shapes[s] for name, s in self._input_slots.items()}
+
+    def output_shapes(self) -> dict[str, tuple]:
+        return {name: self.shapes[s] for name, s in self._outputs}
+
+    def reshape(self, input_shapes: dict[str, tuple]):
+        """Re-infers every shape for new input shapes (e.g. another batch); inputs not
+        named keep their current shape. Memory states are reset."""
+        unknown = set(input_shapes) - set(self._input_slots)
+        if unknown:
+            raise IRError(f"reshape: no input named {', '.join(sorted(map(repr, unknown)))}; the network's inputs "
+                          f"are {', '.join(map(repr, self._input_slots)) or 'none'}")
+        shapes = list(self.shapes)
+        for name, slot in self._input_slots.items():
+            shape = input_shapes.get(name, shapes[slot] or self._ir_input_shapes[name])
+            try:
+                shape = tuple(int(d) for d in shape)
+            except (TypeError, ValueError):
+                raise IRError(f"reshape: the shape of input {name!r} must be a sequence of integers, got "
+                              f"{shape!r}") from None
+            if any(d <= 0 for d in shape):
+                raise IRError(f"reshape: input {name!r} shape {list(shape)} has a non-positive dimension")
+            shapes[slot] = shape
+        batch = None
+        if self._input_slots:
+            first = next(iter(self._input_slots))
+            batch = shapes[self._input_slots[first]][0] if shapes[self._input_slots[first]] else None
+        for step in self.steps:
+            kernel = step.kernel
+            if batch is not None and hasattr(kernel, "set_batch"):
+                kernel.set_batch(batch)
+            in_shapes = [shapes[s] for s in step.in_slots]
+            try:
+                outs = kernel.getMemoryShapes(in_shapes)
+            except IRError:
+                raise
+            except Exception as err:
+                raise KernelError(step.layer, f"getMemoryShapes({in_shapes}) failed: {type(err).__name__}: "
+                                              f"{err}") from err
+            outs = self._check_shapes(step, outs)
+            for s, shape in zip(step.out_slots, outs):
+                shapes[s] = shape
+            finalize = getattr(kernel, "finalize", None)
+            if callable(finalize):
+                layer = copy.copy(step.layer)
+                layer.inputs = [type(p)(p.id, shp) for p, shp in zip(sorted(step.layer.inputs, key=lambda p: p.id),
+                                                                      in_shapes)]
+                layer.outputs = [type(p)(p.id, shp) for p, shp in zip(step.layer.outputs, outs)]
+                try:
+                    finalize(layer)
+                except IRError:
+                    raise
+                except Exception as err:
+                    raise KernelError(step.layer, f"finalize failed: {type(err).__name__}: {err}") from err
+        self.shapes = shapes
+        self.states.clear()
+
+    def reset_state(self):
+        """Forgets the Memory layers' states (they read zeros on the next call)."""
+        self.states.clear()
+
+    @staticmethod
+    def _check_shapes(step, outs):
+        try:
+            outs = [tuple(int(d) for d in s) for s in outs]
+        except (TypeError, ValueError):
+            raise KernelError(step.layer, f"getMemoryShapes returned {outs!r}; expected a list of shapes (tuples of "
+                                          "integers)") from None
+        if len(outs) != len(step.out_slots):
+            raise KernelError(step.layer, f"getMemoryShapes returned {len(outs)} shapes for "
+                                          f"{len(step.out_slots)} output ports")
+        for shape in outs:
+            if any(d < 0 for d in shape):
+                raise KernelError(step.layer, f"computes an output shape {list(shape)} with negative dims")
+        return outs
+
+    # --- inference -------------------------------------------------------------------
+    def _check_inputs(self, inputs) -> list:
+        if not isinstance(inputs, dict):
+            raise IRError("infer takes a dict {input layer name: array}")
+        names = set(self._input_slots)
+        unknown = set(inputs) - names
+        missing = names - set(inputs)
+        if unknown or missing:
+            parts = []
+            if unknown:
+                parts.append(f"no input named {', '.join(sorted(map(repr, unknown)))}")
+            if missing:
+                parts.append(f"missing {', '.join(sorted(map(repr, missing)))}")
+            raise IRError(f"infer: {'; '.join(parts)}. The network's inputs are "
+                          f"{', '.join(map(repr, self._input_slots)) or 'none'}")
+        values = []
+        for name, slot in self._input_slots.items():
+            value = inputs[name]
+            if not isinstance(value, np.ndarray):
+                try:
+                    value = np.asarray(value)
+                except Exception:
+                    raise IRError(f"infer: input {name!r} is not an array") from None
+            if value.dtype.kind not in "fiu":
+                raise IRError(f"infer: input {name!r} has dtype {value.dtype}; give float32 (or another float or "
+                              "integer type, converted to float32)")
+            expected = self.shapes[slot]
+            if value.shape != expected:
+                raise IRError(f"infer: input {name!r} has shape {list(value.shape)} but the plan expects "
+                              f"{list(expected)}; call reshape({{{name!r}: {tuple(value.shape)}}}) first to run "
+                              "another batch or size")
+            if value.dtype != np.float32:
+                value = value.astype(np.float32)
+            values.append((slot, value))
+        return values
+
+    def infer(self, inputs: dict) -> dict[str, np.ndarray]:
+        slots: list = [None] * self._n_slots
+        for slot, value in self._check_inputs(inputs):
+            slots[slot] = value
+        shapes = self.shapes
+        for step in self.steps:
+            args = [slots[s] for s in step.in_slots]
+            try:
+                outs = step.kernel.forward(args)
+            except IRError:
+                raise
+            except Exception as err:
+                raise KernelError(step.layer, f"forward failed: {type(err).__name__}: {err}") from err
+            if outs is None or len(outs) != len(step.out_slots):
+                raise KernelError(step.layer, f"forward returned {0 if outs is None else len(outs)} outputs for "
+                                              f"{len(step.out_slots)} output ports")
+            for s, out in zip(step.out_slots, outs):
+                if type(out) is not np.ndarray or out.dtype != np.float32:
+                    out = np.asarray(out, dtype=np.float32)
+                if out.shape != shapes[s]:
+                    raise KernelError(step.layer, f"forward produced output shape {list(out.shape)} but "
+                                                  f"getMemoryShapes said {list(shapes[s])}")
+                slots[s] = out
+            for s in step.free:
+                slots[s] = None
+        return {name: slots[s] for name, s in self._outputs}
+
+
+def load_plan(xml_path, bin_path=None, custom_kernels=None) -> ExecutionPlan:
+    """read_ir + ExecutionPlan."""
+    from ir import read_ir
+    return ExecutionPlan(read_ir(xml_path, bin_path), custom_kernels)

@@ -1,0 +1,501 @@
+"""The CPU daemon: runs IR networks with the numpy ExecutionPlan for any number of
+clients, over the microkernel protocol (core/microkernel).
+
+    python -m device_daemons.cpu --endpoint EP [--parent-pid PID|0] [--key-file F]
+                                 [--threads N] [--no-record]
+
+Verbs (args -> result; arrays travel as raw frames):
+
+* load_network {xml, bin | xml_text, bin_data (uint8 array), kernels: [paths],
+  batch, shapes: {input: dims}} -> {handle, name, inputs: {name: {shape,
+  precision}}, outputs: {...}, cached, warnings}. Paths are read by the daemon
+  (same machine); xml_text + bin_data let a client on another machine send the IR
+  itself. `kernels` are custom CPU kernel files (Python, on the daemon's machine).
+* infer {handle, inputs: {name: array}} -> {outputs: {name: array}}
+* reshape {handle, shapes: {input: dims}} -> like load_network (same handle)
+* unload {handle} -> {}
+* add_extension {path, check_only} -> {types: [...]}: register a custom kernel
+  file for every later load (check_only: just import it and report its types)
+* status {} -> {device, pid, started, uptime, endpoint, version, threads,
+  requests, networks: [...], cached_plans, extensions}
+plus the microkernel's built-in hello / ping / shutdown.
+
+Threading: the microkernel Server runs handlers on a pool of `--threads` threads
+(default: the number of CPUs, at most 4). An ExecutionPlan is not thread-safe (its
+kernels keep workspaces, e.g. the convolution's column buffer), so each compiled
+network owns a small pool of plan instances: a request borrows an idle instance
+or, when all are busy and fewer than `threads` exist, compiles one more; numpy
+and BLAS release the GIL, so two requests really run in parallel on two cores.
+
+Caching: compiled networks are cached per (xml + bin identity - path, size and
+mtime, or the sha256 of sent content - custom kernel files with their mtimes,
+batch, input shapes). Loading the same IR again returns a new handle on the
+cached plans at once; up to `_IDLE_CACHE` networks no handle uses stay cached.
+Handles are per load, so reshaping one client's handle never changes another's.
+
+Errors a client can fix come back as RemoteError kinds: "network" (the IR cannot
+be read or compiled, e.g. a layer type without a kernel), "kernel" (a custom
+kernel file is bad or a kernel failed), "input" (bad input name, shape or dtype),
+"handle" (unknown handle: the daemon was restarted; the client re-loads).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import hashlib
+import itertools
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+from core.microkernel import MicrokernelError, RemoteError, Server, load_key_file
+from ir import IRError, read_ir
+
+from .. import registry
+
+DEVICE = "CPU"
+log = logging.getLogger("mo_core.daemon.cpu")
+
+_IDLE_CACHE = 4  # compiled networks kept while no handle uses them
+_MAX_XML_TEXT = 256 << 20
+
+
+def _err(kind: str, message: str) -> RemoteError:
+    return RemoteError(kind, message)
+
+
+def _ir_error(exc: IRError, default_kind: str) -> RemoteError:
+    from .kernels import KernelError
+    kind = "kernel" if isinstance(exc, KernelError) and "no kernel for layer type" not in exc.message \
+        else default_kind
+    return RemoteError(kind, str(exc), exc.faq)
+
+
+def _file_identity(path: str, what: str) -> tuple:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise _err("network", f"cannot find the {what} {path} on the daemon's machine; "
+                              f"check the path") from None
+    except OSError as exc:
+        raise _err("network", f"cannot access the {what} {path}: {exc.strerror}") from None
+    return (path, st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def _shape_list(value, where: str) -> tuple:
+    if not isinstance(value, (list, tuple)) or not value or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
+        raise _err("input", f"{where} must be a list of positive integers, got {value!r:.80}")
+    return tuple(value)
+
+
+class PlanPool:
+    """Instances of one compiled network; see the module doc (Threading)."""
+
+    def __init__(self, key: tuple, network, kernels: dict, shapes: dict | None, max_instances: int,
+                 source: str):
+        from .plan import ExecutionPlan
+        self._make = lambda: self._configure(ExecutionPlan(network, kernels))
+        self.key = key
+        self.network = network
+        self.load_args: tuple = ()
+        self.source = source
+        self.name = network.name
+        self._shapes = shapes
+        self._max = max(1, max_instances)
+        first = self._make()  # errors (unknown layer type, bad shapes) surface here
+        self.custom = any(step.is_custom for step in first.steps)
+        self.inputs = {n: {"shape": list(s), "precision": "FP32"} for n, s in first.input_shapes().items()}
+        self.outputs = {n: {"shape": list(s), "precision": "FP32"} for n, s in first.output_shapes().items()}
+        self.warnings = list(first.warnings)
+        self._idle = [first]
+        self._count = 1
+        self._cond = threading.Condition()
+        self.refs = 0
+        self.last_used = time.monotonic()
+
+    def _configure(self, plan):
+        if self._shapes:
+            plan.reshape(self._shapes)
+        return plan
+
+    @property
+    def instances(self) -> int:
+        return self._count
+
+    @contextlib.contextmanager
+    def acquire(self):
+        plan = None
+        with self._cond:
+            while True:
+                if self._idle:
+                    plan = self._idle.pop()
+                    break
+                if self._count < self._max:
+                    self._count += 1
+                    break
+                self._cond.wait()
+        if plan is None:
+            try:
+                plan = self._make()
+            except BaseException:
+                with self._cond:
+                    self._count -= 1
+                    self._cond.notify()
+                raise
+        try:
+            yield plan
+        finally:
+            with self._cond:
+                self._idle.append(plan)
+                self._cond.notify()
+
+
+class _Handle:
+    __slots__ = ("id", "pool", "requests", "created")
+
+    def __init__(self, handle_id: int, pool: PlanPool):
+        self.id = handle_id
+        self.pool = pool
+        self.requests = 0
+        self.created = time.time()
+
+
+class CpuDaemon:
+    """State and verbs of the CPU daemon (independent of the socket: testable)."""
+
+    def __init__(self, threads: int = 2, endpoint: str = "") -> None:
+        self.threads = max(1, threads)
+        self.endpoint = endpoint
+        self.started = time.time()
+        self._t0 = time.monotonic()
+        self._lock = threading.Lock()
+        self._handles: dict[int, _Handle] = {}
+        self._pools: dict[tuple, PlanPool] = {}
+        self._building: dict[tuple, threading.Lock] = {}
+        self._ids = itertools.count(1)
+        self._extensions: list[str] = []  # registered with add_extension, in order
+        self._kernel_files: dict[tuple, dict] = {}  # file identity -> {type: class}
+        self._kernel_lock = threading.Lock()
+        self.requests = 0
+
+    def register(self, server: Server) -> None:
+        server.handle("load_network", self.load_network)
+        server.handle("infer", self.infer)
+        server.handle("reshape", self.reshape)
+        server.handle("unload", self.unload, inline=True)
+        server.handle("add_extension", self.add_extension)
+        server.handle("status", self.status, inline=True)
+
+    # ----------------------------------------------------------------- kernels
+    def _kernels(self, path: str) -> tuple[tuple, dict]:
+        """(identity, {type: class}) of a custom kernel file, imported once per version."""
+        from .plan import load_custom_kernels
+        if not isinstance(path, str) or not path:
+            raise _err("kernel", f"a custom kernel file must be a path, got {path!r:.80}")
+        path = os.path.abspath(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise _err("kernel", f"cannot find the custom kernel file {path} on the daemon's machine; "
+                                 f"check the path given to -l / add_extension") from None
+        ident = (path, st.st_size, st.st_mtime_ns)
+        with self._kernel_lock:
+            found = self._kernel_files.get(ident)
+            if found is None:
+                try:
+                    found = load_custom_kernels(path)
+                except IRError as exc:
+                    raise _err("kernel", str(exc)) from None
+                self._kernel_files[ident] = found
+        return ident, found
+
+    def add_extension(self, args: dict, arrays: list) -> dict:
+        path = args.get("path")
+        ident, found = self._kernels(path)
+        if not args.get("check_only"):
+            with self._lock:
+                if ident[0] not in self._extensions:
+                    self._extensions.append(ident[0])
+        return {"path": ident[0], "types": sorted(found)}
+
+    # ----------------------------------------------------------------- networks
+    def _source(self, args: dict, arrays: list):
+        """(identity key part, loader function, description) of the IR in a request."""
+        xml, binp = args.get("xml"), args.get("bin")
+        text, data = args.get("xml_text"), args.get("bin_data")
+        if xml is not None:
+            if not isinstance(xml, str) or (binp is not None and not isinstance(binp, str)):
+                raise _err("network", "'xml' and 'bin' must be file paths")
+            xml = os.path.abspath(xml)
+            binp = os.path.abspath(binp) if binp else os.path.splitext(xml)[0] + ".bin"
+            ident = ("files", _file_identity(xml, "IR topology (.xml)"),
+                     _file_identity(binp, "IR weights (.bin)") if os.path.exists(binp) else (binp,))
+            return ident, (lambda: read_ir(xml, binp)), xml
+        if text is None:
+            raise _err("network", "load_network needs 'xml' (+ 'bin') paths or 'xml_text' + 'bin_data'")
+        if isinstance(text, str):
+            text = text.encode("utf-8")
+        if not isinstance(text, bytes) or len(text) > _MAX_XML_TEXT:
+            raise _err("network", "'xml_text' must be the .xml content (str or bytes)")
+        if data is None:
+            data = np.zeros(0, np.uint8)
+        if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 1:
+            raise _err("network", "'bin_data' must be the .bin content as a 1-D uint8 array")
+        digest = (hashlib.sha256(text).hexdigest(), hashlib.sha256(data).hexdigest())
+
+        def load():
+            # read_ir validates files (sizes, XML safety, blob ranges): give it private
+            # temporary files; the .bin stays mapped after they are removed.
+            from .. import registry as reg
+            tmp = tempfile.mkdtemp(prefix="ir-", dir=reg.runtime_dir())
+            try:
+                xml_path = os.path.join(tmp, "network.xml")
+                bin_path = os.path.join(tmp, "network.bin")
+                with open(xml_path, "wb") as f:
+                    f.write(text)
+                with open(bin_path, "wb") as f:
+                    f.write(memoryview(data))
+                return read_ir(xml_path, bin_path)
+            finally:
+                for name in ("network.xml", "network.bin"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(tmp, name))
+                with contextlib.suppress(OSError):
+                    os.rmdir(tmp)
+        return ("content",) + digest, load, f"<sent IR sha256 {digest[0][:12]}>"
+
+    def _pool_for(self, key: tuple, build) -> tuple[PlanPool, bool]:
+        """The cached pool for `key`, or a new one (built once even if asked twice)."""
+        with self._lock:
+            pool = self._pools.get(key)
+            if pool is not None:
+                pool.refs += 1
+                return pool, True
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                pool = self._pools.get(key)
+                if pool is not None:
+                    pool.refs += 1
+                    return pool, True
+            try:
+                pool = build()
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
+            with self._lock:
+                pool.refs += 1
+                self._pools[key] = pool
+                self._evict()
+            return pool, False
+
+    def _evict(self) -> None:
+        idle = sorted((p for p in self._pools.values() if p.refs == 0), key=lambda p: p.last_used)
+        for pool in idle[:max(0, len(idle) - _IDLE_CACHE)]:
+            self._pools.pop(pool.key, None)
+
+    def _release(self, pool: PlanPool) -> None:
+        with self._lock:
+            pool.refs -= 1
+            pool.last_used = time.monotonic()
+            self._evict()
+
+    def _shapes_arg(self, value) -> dict | None:
+        if value is not None and not isinstance(value, dict):
+            raise _err("input", "'shapes' must be a map {input name: dims}")
+        shapes = {str(k): _shape_list(v, f"the shape of input {k!r}") for k, v in (value or {}).items()}
+        return shapes or None
+
+    def _describe(self, handle: _Handle, cached: bool) -> dict:
+        pool = handle.pool
+        return {"handle": handle.id, "name": pool.name, "inputs": pool.inputs, "outputs": pool.outputs,
+                "cached": cached, "warnings": pool.warnings}
+
+    def _get_pool(self, ident: tuple, loader, description: str, kernel_paths: list,
+                  shapes: dict | None, batch: int | None) -> tuple[PlanPool, bool]:
+        """The compiled network for this request (cached by what the request asks)."""
+        with self._lock:
+            kernel_paths = list(self._extensions) + [p for p in kernel_paths if p not in self._extensions]
+        kernels: dict = {}
+        kernel_ids = []
+        for path in kernel_paths:  # later files override earlier ones
+            kid, found = self._kernels(path)
+            kernel_ids.append(kid)
+            kernels.update(found)
+        key = (ident, tuple(kernel_ids), batch, tuple(sorted(shapes.items())) if shapes else None)
+
+        def build() -> PlanPool:
+            try:
+                network = loader()
+                names = [layer.name for layer in network.inputs()]
+                resolved = dict(shapes or {})
+                unknown = set(resolved) - set(names)
+                if unknown:
+                    raise _err("input", f"no input named {', '.join(sorted(map(repr, unknown)))}; the "
+                                        f"network's inputs are {', '.join(map(repr, names)) or 'none'}")
+                if batch is not None:  # the batch applies to every input
+                    for layer in network.inputs():
+                        dims = resolved.get(layer.name, tuple(layer.outputs[0].dims))
+                        resolved[layer.name] = (batch,) + tuple(dims[1:])
+                pool = PlanPool(key, network, kernels, resolved or None, self.threads, description)
+            except IRError as exc:
+                raise _ir_error(exc, "network") from None
+            pool.load_args = (ident, description, kernel_paths)
+            return pool
+        return self._pool_for(key, build)
+
+    def load_network(self, args: dict, arrays: list) -> dict:
+        ident, loader, description = self._source(args, arrays)
+        kernel_paths = args.get("kernels") or []
+        if not isinstance(kernel_paths, list) or not all(isinstance(p, str) for p in kernel_paths):
+            raise _err("kernel", "'kernels' must be a list of file paths")
+        kernel_paths = [os.path.abspath(p) for p in kernel_paths]
+        batch = args.get("batch")
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+            raise _err("input", f"batch must be a positive integer, got {batch!r:.40}")
+        shapes = self._shapes_arg(args.get("shapes"))
+        pool, cached = self._get_pool(ident, loader, description, kernel_paths, shapes, batch)
+        with self._lock:
+            handle = _Handle(next(self._ids), pool)
+            self._handles[handle.id] = handle
+        log.info("loaded %s as handle %d%s", description, handle.id, " (cached)" if cached else "")
+        return self._describe(handle, cached)
+
+    def _handle(self, args: dict) -> _Handle:
+        hid = args.get("handle")
+        handle = self._handles.get(hid) if isinstance(hid, int) else None
+        if handle is None:
+            raise _err("handle", f"no network with handle {hid!r:.20} is loaded in this daemon "
+                                 f"(pid {os.getpid()}); it may have been restarted: load the network again")
+        return handle
+
+    def reshape(self, args: dict, arrays: list) -> dict:
+        handle = self._handle(args)
+        shapes = self._shapes_arg(args.get("shapes"))
+        if not shapes:
+            raise _err("input", "reshape needs 'shapes': {input name: dims}")
+        old = handle.pool
+        unknown = set(shapes) - set(old.inputs)
+        if unknown:
+            raise _err("input", f"reshape: no input named {', '.join(sorted(map(repr, unknown)))}; the "
+                                f"network's inputs are {', '.join(map(repr, old.inputs))}")
+        merged = {n: tuple(shapes.get(n, info["shape"])) for n, info in old.inputs.items()}
+        ident, description, kernel_paths = old.load_args
+        network = old.network
+        pool, cached = self._get_pool(ident, lambda: network, description, kernel_paths, merged, None)
+        handle.pool = pool
+        self._release(old)
+        return self._describe(handle, cached)
+
+    def unload(self, args: dict, arrays: list) -> dict:
+        handle = self._handle(args)
+        with self._lock:
+            self._handles.pop(handle.id, None)
+        self._release(handle.pool)
+        return {}
+
+    # ----------------------------------------------------------------- inference
+    def infer(self, args: dict, arrays: list):
+        handle = self._handle(args)
+        inputs = args.get("inputs")
+        if not isinstance(inputs, dict) or not all(isinstance(v, np.ndarray) for v in inputs.values()):
+            raise _err("input", "'inputs' must be a map {input name: array}")
+        pool = handle.pool
+        with pool.acquire() as plan:
+            try:
+                outputs = plan.infer(inputs)
+            except IRError as exc:
+                raise _ir_error(exc, "input") from None
+            if pool.custom:
+                # a custom kernel may hand out a buffer it reuses: the reply is sent
+                # later by the I/O thread, after this plan may run again
+                outputs = {k: np.array(v, copy=True) for k, v in outputs.items()}
+        handle.requests += 1  # not atomic across threads: a statistic only
+        with self._lock:
+            self.requests += 1
+        return {"outputs": outputs}
+
+    # ----------------------------------------------------------------- status
+    def status(self, args: dict, arrays: list) -> dict:
+        with self._lock:
+            handles = list(self._handles.values())
+            cached = len(self._pools)
+            extensions = list(self._extensions)
+            requests = self.requests
+        networks = [{"handle": h.id, "name": h.pool.name, "source": h.pool.source,
+                     "inputs": {n: i["shape"] for n, i in h.pool.inputs.items()},
+                     "requests": h.requests, "instances": h.pool.instances} for h in handles]
+        return {"device": DEVICE, "pid": os.getpid(), "started": self.started,
+                "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
+                "version": registry.package_version(), "threads": self.threads,
+                "requests": requests, "networks": networks, "cached_plans": cached,
+                "extensions": extensions}
+
+
+def _stderr_file() -> str | None:
+    try:
+        path = os.readlink("/proc/self/fd/2")
+    except OSError:
+        return None
+    return path if path.startswith("/") and os.path.isfile(path) else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m device_daemons.cpu",
+                                     description="mo-core CPU inference daemon")
+    parser.add_argument("--endpoint", required=True, help="ipc://PATH or tcp://HOST:PORT to bind")
+    parser.add_argument("--parent-pid", type=int, default=0,
+                        help="exit when this process dies (0: long-lived, the default)")
+    parser.add_argument("--key-file", default=None, help="HMAC key file (mode 0600)")
+    parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1),
+                        help="requests served in parallel (plan instances per network)")
+    parser.add_argument("--no-record", action="store_true",
+                        help="do not record this daemon in the runtime directory (a private "
+                             "instance that clients do not find by themselves)")
+    parser.add_argument("--log-level", default="WARNING")
+    opts = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=opts.log_level.upper(),
+                        format="%(asctime)s [ cpu %(levelname)s ] %(message)s")
+    stamp = lambda: time.strftime("%Y-%m-%d %H:%M:%S")  # noqa: E731
+    key_file = os.path.abspath(opts.key_file) if opts.key_file else None
+    try:
+        if opts.threads < 1:
+            raise ValueError("--threads must be >= 1")
+        key = load_key_file(key_file) if key_file else None
+        if not opts.no_record:
+            other = registry.read_record(DEVICE)
+            if other is not None and other["pid"] != os.getpid():
+                raise ValueError(f"a CPU daemon already runs (pid {other['pid']} at "
+                                 f"{other['endpoint']}); stop it first with 'mo-core daemon stop'")
+        server = Server(opts.endpoint, service="cpu", key=key, threads=opts.threads,
+                        parent_pid=opts.parent_pid or None)
+    except (MicrokernelError, ValueError) as exc:
+        print(f"{stamp()} [ ERROR ] cpu daemon: {exc}", file=sys.stderr, flush=True)
+        return 1
+    daemon = CpuDaemon(threads=opts.threads, endpoint=server.endpoint)
+    recorded = False
+    reason = "failed"
+    try:
+        daemon.register(server)
+        if not opts.no_record:
+            registry.write_record(DEVICE, os.getpid(), server.endpoint, key_file=key_file,
+                                  log=_stderr_file(), started=daemon.started)
+            recorded = True
+        print(f"{stamp()} [ cpu ] pid {os.getpid()} serving at {server.endpoint} "
+              f"({opts.threads} threads, version {registry.package_version()})",
+              file=sys.stderr, flush=True)
+        reason = server.serve()
+    finally:
+        if recorded:
+            registry.remove_record(DEVICE, os.getpid())
+        server.close()
+        print(f"{stamp()} [ cpu ] pid {os.getpid()} stopped: {reason} "
+              f"({daemon.requests} inference requests served)", file=sys.stderr, flush=True)
+    return 0

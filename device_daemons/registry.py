@@ -1,0 +1,228 @@
+"""Records of running device daemons, kept in the private runtime directory.
+
+A daemon writes `runtime_dir()/daemon-<device>.json` once it has bound its endpoint
+and removes it when it exits cleanly:
+
+    {"device": "CPU", "pid": 1234, "endpoint": "ipc://...", "started": 1700000000.0,
+     "version": "0.1.0", "protocol": 1, "key_file": null, "log": ".../daemon-cpu.log"}
+
+Files are written atomically (temporary file + rename) with mode 0600 inside the
+0700 runtime directory. Readers never trust a record blindly: one whose pid is dead,
+a zombie, or a process that is not one of our daemons (pids get reused: its
+/proc/PID/cmdline must mention `device_daemons`) is stale and is deleted.
+
+Starting a daemon is serialized per device by an advisory lock
+(`daemon-<device>.lock`, see `start_lock`), so two clients with the "auto" policy
+that find no daemon at the same moment start one daemon, not two.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import re
+import tempfile
+import time
+from typing import Iterator
+
+from core.microkernel import runtime_dir
+
+RECORD_PREFIX = "daemon-"
+_DEVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,15}$")
+_MARKER = b"device_daemons"
+
+
+def _device_slug(device: str) -> str:
+    if not isinstance(device, str) or not _DEVICE_RE.match(device):
+        raise ValueError(f"bad device name {device!r}")
+    return device.lower()
+
+
+def record_path(device: str) -> str:
+    return os.path.join(runtime_dir(), f"{RECORD_PREFIX}{_device_slug(device)}.json")
+
+
+def log_path(device: str) -> str:
+    """Where a detached daemon's stdout/stderr go."""
+    return os.path.join(runtime_dir(), f"{RECORD_PREFIX}{_device_slug(device)}.log")
+
+
+def package_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("mo-core")
+    except Exception:  # not installed (running from a checkout)
+        return "0+unknown"
+
+
+# --------------------------------------------------------------------------- processes
+
+def process_state(pid: int) -> str | None:
+    """State letter of `pid` from /proc ('Z' zombie, 'R', 'S', ...), None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    try:
+        return stat[stat.rindex(b")") + 2:].split()[0].decode()
+    except (ValueError, IndexError):
+        return None
+
+
+def is_daemon_process(pid: int) -> bool:
+    """True when `pid` runs (not a zombie) and its command line is one of our daemons."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    state = process_state(pid)
+    if state is None or state in ("Z", "X", "x"):
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()
+    except OSError:
+        return False
+    return _MARKER in cmdline
+
+
+# --------------------------------------------------------------------------- records
+
+def write_record(device: str, pid: int, endpoint: str, *, key_file: str | None = None,
+                 log: str | None = None, started: float | None = None) -> dict:
+    """Atomically write (or replace) the record of `device`'s daemon."""
+    from core.microkernel import PROTOCOL_VERSION
+    record = {"device": device.upper(), "pid": pid, "endpoint": endpoint,
+              "started": time.time() if started is None else started,
+              "version": package_version(), "protocol": PROTOCOL_VERSION,
+              "key_file": key_file, "log": log}
+    path = record_path(device)
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".daemon-", suffix=".tmp", dir=directory)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return record
+
+
+def _load(path: str) -> dict | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(65536)
+        record = json.loads(data)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("pid"), int) \
+            or not isinstance(record.get("endpoint"), str):
+        return None
+    return record
+
+
+def _remove_if_unchanged(path: str, record: dict | None) -> None:
+    """Delete `path` if it still holds `record` (None: an unreadable record)."""
+    with contextlib.suppress(OSError):
+        if _load(path) == record:
+            os.unlink(path)
+
+
+def read_record(device: str, *, holding_lock: bool = False) -> dict | None:
+    """The record of a live daemon for `device`, or None. Stale records are removed
+    (unless a start of that device is in progress elsewhere: then it is left to the
+    starter; pass holding_lock=True when the caller holds the start lock)."""
+    path = record_path(device)
+    if not os.path.exists(path):
+        return None
+    record = _load(path)
+    if record is not None and is_daemon_process(record["pid"]):
+        return record
+    if holding_lock:
+        _remove_if_unchanged(path, record)
+    else:
+        with try_start_lock(device) as locked:
+            if locked:
+                _remove_if_unchanged(path, record)
+    return None
+
+
+def remove_record(device: str, pid: int) -> bool:
+    """Remove the record of `device` if it names `pid` (a newer daemon's stays)."""
+    path = record_path(device)
+    record = _load(path)
+    if record is not None and record.get("pid") == pid:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            return True
+    return False
+
+
+def list_records() -> list[dict]:
+    """Records of all live daemons (stale ones are removed), sorted by device."""
+    out = []
+    try:
+        names = sorted(os.listdir(runtime_dir()))
+    except OSError:
+        return out
+    for name in names:
+        m = re.fullmatch(RECORD_PREFIX + r"([a-z][a-z0-9_]{0,15})\.json", name)
+        if m:
+            record = read_record(m.group(1))
+            if record is not None:
+                out.append(record)
+    return out
+
+
+# --------------------------------------------------------------------------- start lock
+
+def _open_lock(device: str) -> int:
+    path = os.path.join(runtime_dir(), f"{RECORD_PREFIX}{_device_slug(device)}.lock")
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
+@contextlib.contextmanager
+def start_lock(device: str, timeout: float = 120.0) -> Iterator[None]:
+    """Hold the (inter-process) start lock of `device`; TimeoutError after `timeout`."""
+    fd = _open_lock(device)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"another process has been starting the {device} daemon "
+                                       f"for more than {timeout:g} s") from None
+                time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def try_start_lock(device: str) -> Iterator[bool]:
+    """The start lock if it is free right now (yields True), else yields False."""
+    try:
+        fd = _open_lock(device)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            locked = True
+        except OSError:
+            locked = False
+        yield locked
+    finally:
+        os.close(fd)
