@@ -227,3 +227,20 @@ def test_pycaffe_not_importable(tmp_path):
     text = BASE + 'layer { name: "reduce" type: "Reduction" bottom: "data" top: "r" reduction_param { axis: 1 } }\n'
     proc, out, _ = _cli_fault(tmp_path, text, env={"PYTHONPATH": os.pathsep.join([str(hidden.parent), REPO])})
     assert_fault(proc, out, "reduce", "no Caffe available", "#14")
+
+
+def test_n_fallback_layers_cost_one_round_trip(tmp_path):
+    from core.pipeline import ConvertOptions, convert
+    lines = [BASE.replace('top: "data"', 'top: "x0"')]
+    for i in range(6):
+        lines.append('layer {{ name: "r{0}" type: "Reduction" bottom: "x{0}" top: "x{1}" '
+                     'reduction_param {{ axis: 3 }} }}\n'.format(i, i + 1) if i == 0 else
+                     'layer {{ name: "r{0}" type: "Python" bottom: "x{0}" top: "x{1}" '
+                     'python_param {{ module: "rpn.identity_layer" layer: "Identity" }} }}\n'.format(i, i + 1))
+    proto = write_text(str(tmp_path / "n.prototxt"), "".join(lines))
+    weights = str(tmp_path / "n.caffemodel")
+    make_caffemodel(proto, weights)
+    ctx = convert(ConvertOptions(input_model=weights, input_proto=proto, use_caffe_fallback=True,
+                                 custom_layers_mapping=os.path.join(HERE, "fault_mapping.xml")))
+    assert ctx.caffe_fallback.stats == {"round_trips": 1, "layers": 6}
+    assert [layer.outputs[0].dims for layer in ctx.network.layers][1:] == [(1, 3, 4)] * 6
