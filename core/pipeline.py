@@ -204,6 +204,14 @@ def emit(ctx):
     o = ctx.options
     name = o.model_name or os.path.splitext(os.path.basename(o.input_model))[0]
     ctx.network = to_network(ctx.graph, name)
+    # like the legacy tool's <cli_parameters>: where the IR came from. The CPU
+    # daemon's Caffe-backed layers find their Caffe definition through it.
+    meta = {"generator": "mo-core 0.1.0", "framework": o.framework,
+            "input_model": os.path.abspath(o.input_model), "input_proto": os.path.abspath(o.input_proto)}
+    for key, value in sorted(vars(o).items()):
+        if key not in meta and value not in (None, False, "") and not (key == "output_dir"):
+            meta["cli_" + key] = str(value)
+    ctx.network.meta = meta
 
 
 PIPELINE = [

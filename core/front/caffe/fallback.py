@@ -96,17 +96,19 @@ class CaffeFallback:
 
 
 def caffe_message(stderr_tail: str) -> str:
-    """The useful lines of a worker's stderr: glog's fatal line and our own errors."""
+    """The useful lines of a worker's stderr: glog's fatal line (a CHECK), our own
+    errors, else the signal a faulthandler dump names and the user frames in it."""
     lines = [line.strip() for line in (stderr_tail or "").splitlines() if line.strip()]
-    fatal = [line for line in lines if line.startswith("Fatal Python error")]
-    if fatal:  # a faulthandler dump: the signal, and the frames of user code if any
-        frames = [line for line in lines if line.startswith("File ") and not any(
-            part in line for part in ("core/microkernel", "site-packages/zmq", "<frozen", "caffe_worker"))]
-        return "\n ".join(fatal[:1] + frames[:3])
     glog_fatal = re.compile(r"^[FE]\d{4}")  # glog: F20261122 12:00:00.000 ... file.cpp:171] message
-    keep = [line for line in lines
-            if glog_fatal.match(line) or "Check failed" in line or line.startswith("[ ERROR ]") or "Error" in line]
-    return "\n ".join((keep or lines)[-6:])
+    keep = [line for line in lines if glog_fatal.match(line) or "Check failed" in line or line.startswith("[ ERROR ]")]
+    if keep:
+        return "\n ".join(keep[-4:])
+    fatal = [line for line in lines if line.startswith("Fatal Python error")]
+    if fatal:
+        frames = [line for line in lines if line.startswith("File ") and not any(
+            part in line for part in ("core/microkernel", "site-packages/zmq", "<frozen", "caffe_worker", "threading"))]
+        return "\n ".join(fatal[:1] + frames[:3])
+    return "\n ".join(lines[-6:])
 
 
 def _input_blob_name(param) -> str:
