@@ -3,6 +3,7 @@ import argparse
 import sys
 
 from cli import convert
+from cli import benchmark, daemon, infer
 from cli.errors import run_reporting_errors
 
 
@@ -18,6 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     convert.add_parser(sub)
+    daemon.add_parser(sub)
+    infer.add_parser(sub)
+    benchmark.add_parser(sub)
     return parser
 
 

@@ -160,38 +160,53 @@ def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes |
     finally:
         os.close(fd)
     try:
-        info = _handshake(device, proc, endpoint, key, startup_timeout, log, offset)
+        deadline = time.monotonic() + startup_timeout
+        # The daemon records itself once bound (a wildcard tcp port is resolved then),
+        # before it serves; then the hello handshake on the recorded endpoint.
+        record = _wait_for_record(device, proc, deadline, log, offset)
+        info = _handshake(device, proc, record["endpoint"], key, deadline, log, offset)
         if info.get("pid") != proc.pid:
-            raise DaemonError(f"the {device} daemon at {endpoint} answered as pid {info.get('pid')}, "
-                              f"but the process started is pid {proc.pid}; is another daemon using "
-                              f"that endpoint?")
-        record = registry.read_record(device, holding_lock=True)
-        if record is None or record.get("pid") != proc.pid:
-            raise DaemonError(f"the {device} daemon (pid {proc.pid}) did not record itself in "
-                              f"{registry.record_path(device)}; see its log {log}")
+            raise DaemonError(f"the {device} daemon at {record['endpoint']} answered as pid "
+                              f"{info.get('pid')}, but the process started is pid {proc.pid}; is "
+                              f"another daemon using that endpoint?")
     except BaseException:
         _terminate(proc.pid, proc, grace=1.0)
         raise
     return Launch(record, True, proc)
 
 
-def _handshake(device, proc, endpoint, key, timeout, log, offset) -> dict:
-    client = Client(endpoint, timeout=timeout, key=key)
+def _exited_error(device, proc, log, offset) -> DaemonError:
+    tail = read_log_tail(log, offset)
+    return DaemonError(f"the {device} daemon {describe_exit(proc.returncode)} while starting"
+                       + (f"; its log ({log}) says:\n{tail}" if tail else f" (its log {log} is empty)"))
+
+
+def _wait_for_record(device, proc, deadline, log, offset) -> dict:
+    while True:
+        record = registry.read_record(device, holding_lock=True)
+        if record is not None and record.get("pid") == proc.pid:
+            return record
+        if proc.poll() is not None:
+            raise _exited_error(device, proc, log, offset)
+        if time.monotonic() >= deadline:
+            raise DaemonError(f"the {device} daemon (pid {proc.pid}) did not record itself in "
+                              f"{registry.record_path(device)} in time; it was stopped. See its log {log}")
+        time.sleep(0.01)
+
+
+def _handshake(device, proc, endpoint, key, deadline, log, offset) -> dict:
+    client = Client(endpoint, timeout=max(1.0, deadline - time.monotonic()), key=key)
     try:
         pending = client.call_async("hello")
-        deadline = time.monotonic() + timeout
         while not pending.wait(0.05):
             if proc.poll() is not None:
                 if pending.wait(0.05):
                     break
-                tail = read_log_tail(log, offset)
-                raise DaemonError(
-                    f"the {device} daemon {describe_exit(proc.returncode)} while starting"
-                    + (f"; its log ({log}) says:\n{tail}" if tail else f" (its log {log} is empty)"))
+                raise _exited_error(device, proc, log, offset)
             if time.monotonic() >= deadline:
                 pending.cancel()
-                raise DaemonError(f"the {device} daemon (pid {proc.pid}) did not answer within "
-                                  f"{timeout:g} s of starting; it was stopped. See its log {log}")
+                raise DaemonError(f"the {device} daemon (pid {proc.pid}) did not answer in time "
+                                  f"after starting; it was stopped. See its log {log}")
         try:
             info, _ = pending.result(0)
         except MicrokernelError as exc:

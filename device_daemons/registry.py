@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
@@ -49,6 +50,7 @@ def log_path(device: str) -> str:
     return os.path.join(runtime_dir(), f"{RECORD_PREFIX}{_device_slug(device)}.log")
 
 
+@functools.lru_cache(maxsize=1)
 def package_version() -> str:
     try:
         from importlib.metadata import version

@@ -3,18 +3,7 @@ import numpy as np
 
 from core.errors import ShapeError
 from core.ops.op import Op, attr_getter
-
-
-def prior_box_aspect_ratios(aspect_ratio, flip):
-    """SSD's list: 1, then each new ratio (and its inverse when flipping)."""
-    ratios = [1.0]
-    for ar in aspect_ratio:
-        if any(abs(ar - r) < 1e-6 for r in ratios):
-            continue
-        ratios.append(float(ar))
-        if flip:
-            ratios.append(1.0 / float(ar))
-    return ratios
+from ir.priors import prior_box_aspect_ratios
 
 
 def _priors_output(node, num_priors):

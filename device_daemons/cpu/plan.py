@@ -17,8 +17,12 @@ nobody else reads that buffer: not a network input or output, no other consumer,
 and not a view (Reshape, Split, Crop, ...) of a buffer that someone else reads.
 
 Outputs are keyed by the name of the layer producing them; a layer with several
-unconsumed outputs gives "name.port" keys. Blobs of FP16 IRs are converted to
-float32 once; all computation is float32.
+unconsumed outputs gives "name.port" keys (`extra_outputs` adds intermediate
+layers, as an Inference Engine addOutput). Returned arrays are new each call,
+never overwritten by a later one. A plan runs one infer at a time: kernels keep
+scratch buffers (im2col columns, padded planes) between calls. Blobs of FP16 IRs
+are converted to float32 once; all computation is float32. Inputs are checked by
+name, shape and dtype (float or integer arrays are converted to float32).
 
 Custom kernels (the OpenCV DNN style of the reference guide): a Python file
 defines classes with a `type` (or `layer_type`) attribute naming the IR layer

@@ -11,14 +11,35 @@ Verbs (args -> result; arrays travel as raw frames):
   precision}}, outputs: {...}, cached, warnings}. Paths are read by the daemon
   (same machine); xml_text + bin_data let a client on another machine send the IR
   itself. `kernels` are custom CPU kernel files (Python, on the daemon's machine).
-* infer {handle, inputs: {name: array}} -> {outputs: {name: array}}
+* infer {handle, inputs: {name: array}} -> {outputs: {name: array}, compute_us}
+* infer_fast: the same, run in the I/O thread instead of the worker pool. Clients
+  use it for networks that compute in well under a millisecond (the daemon says
+  how long each request computed: compute_us), where the two thread hand-offs
+  of the pool cost more than the network itself; never for networks with custom
+  kernels (load_network says so: inline_ok), whose time may depend on the data.
+  The daemon refuses it for those (kind "input")
 * reshape {handle, shapes: {input: dims}} -> like load_network (same handle)
 * unload {handle} -> {}
 * add_extension {path, check_only} -> {types: [...]}: register a custom kernel
   file for every later load (check_only: just import it and report its types)
 * status {} -> {device, pid, started, uptime, endpoint, version, threads,
-  requests, networks: [...], cached_plans, extensions}
+  requests, networks: [...], cached_plans, extensions, shm_slots}
+* shm_attach {path, size} -> {slot}; shm_detach {slot} -> {}: the shared-memory
+  fast path of local clients (below)
 plus the microkernel's built-in hello / ping / shutdown.
+
+Shared-memory fast path: moving a 1x3x224x224 float32 tensor through a ZeroMQ
+ipc socket and back costs ~0.5 ms of socket copies, more than many networks
+take to run. A client on the same machine may instead create a file in
+/dev/shm (mode 0600, random name), `shm_attach` it (the daemon maps it, then the
+client unlinks it: the memory lives while both map it), and send
+`infer {handle, shm: msgpack({slot, inputs: {name: [offset, shape]}, out:
+[offset, capacity]})}`: the inputs are read from the slot and the outputs written
+back to it, the reply is `{outputs_shm: msgpack({name: [offset, shape]})}` (or
+plain `outputs` arrays when they do not fit). Only the small header travels over the socket.
+Slots are per client request slot; the daemon keeps at most `_MAX_SLOTS`
+(least recently used ones are dropped: a client then gets kind "shm" and falls
+back to frames). Remote clients always use frames.
 
 Threading: the microkernel Server runs handlers on a pool of `--threads` threads
 (default: the number of CPUs, at most 4). An ExecutionPlan is not thread-safe (its
@@ -46,12 +67,14 @@ import contextlib
 import hashlib
 import itertools
 import logging
+import math
 import os
 import sys
 import tempfile
 import threading
 import time
 
+import msgpack
 import numpy as np
 
 from core.microkernel import MicrokernelError, RemoteError, Server, load_key_file
@@ -64,6 +87,11 @@ log = logging.getLogger("mo_core.daemon.cpu")
 
 _IDLE_CACHE = 4  # compiled networks kept while no handle uses them
 _MAX_XML_TEXT = 256 << 20
+SHM_DIR = "/dev/shm"
+SHM_PREFIX = "mo-core-"
+_MAX_SLOTS = 256
+_MAX_SLOT_BYTES = 4 << 30
+_ALIGN = 64
 
 
 def _err(kind: str, message: str) -> RemoteError:
@@ -167,6 +195,91 @@ class _Handle:
         self.created = time.time()
 
 
+class ShmSlots:
+    """Shared-memory slots mapped for clients (see the module doc)."""
+
+    def __init__(self, max_slots: int = _MAX_SLOTS):
+        self._slots: collections.OrderedDict[int, tuple] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._max = max_slots
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def attach(self, path, size) -> int:
+        import mmap
+        import stat
+        if not isinstance(path, str) or os.path.dirname(path) != SHM_DIR \
+                or not os.path.basename(path).startswith(SHM_PREFIX):
+            raise _err("shm", f"shared memory files must be {SHM_DIR}/{SHM_PREFIX}*, got {path!r:.100}")
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= _MAX_SLOT_BYTES:
+            raise _err("shm", f"bad shared memory size {size!r:.40}")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise _err("shm", f"cannot open {path}: {exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+                raise _err("shm", f"{path} is not a private regular file of ours")
+            if st.st_size != size:
+                raise _err("shm", f"{path} has {st.st_size} bytes, not {size}")
+            mm = mmap.mmap(fd, size)
+        except OSError as exc:
+            raise _err("shm", f"cannot map {path}: {exc}") from None
+        finally:
+            os.close(fd)
+        with self._lock:
+            sid = next(self._ids)
+            self._slots[sid] = (mm, size)
+            while len(self._slots) > self._max:
+                self._slots.popitem(last=False)  # views still in use keep their map alive
+        return sid
+
+    def get(self, sid) -> tuple:
+        with self._lock:
+            entry = self._slots.get(sid) if isinstance(sid, int) else None
+            if entry is None:
+                raise _err("shm", f"no shared memory slot {sid!r:.20} in this daemon (pid {os.getpid()}); "
+                                  f"attach it again")
+            self._slots.move_to_end(sid)
+            return entry
+
+    def detach(self, sid) -> None:
+        with self._lock:
+            self._slots.pop(sid, None)
+
+
+def _unpack_shm(packed) -> dict:
+    """The `shm` argument of infer: msgpack bytes of {slot, inputs: {name: [offset,
+    shape]}, out: [offset, capacity]} (packed, because the protocol's checks walk
+    every element of a nested structure in Python, ~30 us for a few shapes)."""
+    if not isinstance(packed, bytes) or len(packed) > 65536:
+        raise _err("shm", "'shm' must be msgpack bytes of at most 64 KiB")
+    try:
+        shm = msgpack.unpackb(packed, raw=False, strict_map_key=True, max_ext_len=0)
+    except Exception as exc:  # msgpack raises several types
+        raise _err("shm", f"'shm' is not valid msgpack: {exc}") from None
+    if not isinstance(shm, dict) or not isinstance(shm.get("inputs"), dict) \
+            or not all(isinstance(k, str) for k in shm["inputs"]):
+        raise _err("shm", "'shm' must be {slot, inputs: {name: [offset, shape]}, out: [offset, capacity]}")
+    return shm
+
+
+def _shm_view(mm, size: int, offset, shape, where: str) -> np.ndarray:
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 or offset % 4:
+        raise _err("shm", f"{where}: bad offset {offset!r:.40}")
+    shape = tuple(shape) if isinstance(shape, (list, tuple)) else None
+    if shape is None or len(shape) > 8 or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise _err("shm", f"{where}: bad shape")
+    nbytes = 4 * math.prod(shape)
+    if offset + nbytes > size:
+        raise _err("shm", f"{where}: {nbytes} bytes at offset {offset} exceed the slot ({size} bytes)")
+    return np.ndarray(shape, np.float32, buffer=mm, offset=offset)
+
+
 class CpuDaemon:
     """State and verbs of the CPU daemon (independent of the socket: testable)."""
 
@@ -183,15 +296,19 @@ class CpuDaemon:
         self._extensions: list[str] = []  # registered with add_extension, in order
         self._kernel_files: dict[tuple, dict] = {}  # file identity -> {type: class}
         self._kernel_lock = threading.Lock()
+        self.shm = ShmSlots()
         self.requests = 0
 
     def register(self, server: Server) -> None:
         server.handle("load_network", self.load_network)
         server.handle("infer", self.infer)
+        server.handle("infer_fast", self.infer_fast, inline=True)
         server.handle("reshape", self.reshape)
         server.handle("unload", self.unload, inline=True)
         server.handle("add_extension", self.add_extension)
         server.handle("status", self.status, inline=True)
+        server.handle("shm_attach", self.shm_attach)
+        server.handle("shm_detach", self.shm_detach, inline=True)
 
     # ----------------------------------------------------------------- kernels
     def _kernels(self, path: str) -> tuple[tuple, dict]:
@@ -205,6 +322,11 @@ class CpuDaemon:
         except OSError:
             raise _err("kernel", f"cannot find the custom kernel file {path} on the daemon's machine; "
                                  f"check the path given to -l / add_extension") from None
+        if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
+            # the daemon runs this code: never a file another local user could have
+            # written (a loopback tcp endpoint lets other local users connect)
+            raise _err("kernel", f"refusing the custom kernel file {path}: it must be owned by the "
+                                 f"daemon's user (or root) and not writable by group or others")
         ident = (path, st.st_size, st.st_mtime_ns)
         with self._kernel_lock:
             found = self._kernel_files.get(ident)
@@ -316,7 +438,7 @@ class CpuDaemon:
     def _describe(self, handle: _Handle, cached: bool) -> dict:
         pool = handle.pool
         return {"handle": handle.id, "name": pool.name, "inputs": pool.inputs, "outputs": pool.outputs,
-                "cached": cached, "warnings": pool.warnings}
+                "cached": cached, "warnings": pool.warnings, "inline_ok": not pool.custom}
 
     def _get_pool(self, ident: tuple, loader, description: str, kernel_paths: list,
                   shapes: dict | None, batch: int | None) -> tuple[PlanPool, bool]:
@@ -402,25 +524,73 @@ class CpuDaemon:
         return {}
 
     # ----------------------------------------------------------------- inference
+    def shm_attach(self, args: dict, arrays: list) -> dict:
+        return {"slot": self.shm.attach(args.get("path"), args.get("size"))}
+
+    def shm_detach(self, args: dict, arrays: list) -> dict:
+        self.shm.detach(args.get("slot"))
+        return {}
+
+    def infer_fast(self, args: dict, arrays: list):
+        handle = self._handle(args)
+        if handle.pool.custom:
+            raise _err("input", "infer_fast is not allowed for a network with custom kernels (their time "
+                                "may depend on the data and would block the daemon's I/O thread); use infer")
+        return self.infer(args, arrays)
+
     def infer(self, args: dict, arrays: list):
         handle = self._handle(args)
-        inputs = args.get("inputs")
-        if not isinstance(inputs, dict) or not all(isinstance(v, np.ndarray) for v in inputs.values()):
-            raise _err("input", "'inputs' must be a map {input name: array}")
+        shm = args.get("shm")
+        slot = None
+        if shm is not None:
+            shm = _unpack_shm(shm)
+            mm, size = slot = self.shm.get(shm.get("slot"))
+            inputs = {}
+            for name, spec in shm["inputs"].items():
+                if not isinstance(spec, list) or len(spec) != 2:
+                    raise _err("shm", f"input {name!r}: expected [offset, shape]")
+                inputs[name] = _shm_view(mm, size, spec[0], spec[1], f"input {name!r}")
+        else:
+            inputs = args.get("inputs")
+            if not isinstance(inputs, dict) or not all(isinstance(v, np.ndarray) for v in inputs.values()):
+                raise _err("input", "'inputs' must be a map {input name: array}")
         pool = handle.pool
         with pool.acquire() as plan:
+            t0 = time.perf_counter()
             try:
                 outputs = plan.infer(inputs)
             except IRError as exc:
                 raise _ir_error(exc, "input") from None
-            if pool.custom:
-                # a custom kernel may hand out a buffer it reuses: the reply is sent
-                # later by the I/O thread, after this plan may run again
+            compute_us = int((time.perf_counter() - t0) * 1e6)
+            # (inside the plan's lease: a custom kernel may hand out a buffer it reuses)
+            placed = self._place_outputs(slot, shm.get("out"), outputs) if slot is not None else None
+            if placed is None and pool.custom:
+                # the reply is sent later by the I/O thread, after this plan may run again
                 outputs = {k: np.array(v, copy=True) for k, v in outputs.items()}
         handle.requests += 1  # not atomic across threads: a statistic only
         with self._lock:
             self.requests += 1
-        return {"outputs": outputs}
+        if placed is not None:
+            return {"outputs_shm": msgpack.packb(placed), "compute_us": compute_us}
+        return {"outputs": outputs, "compute_us": compute_us}
+
+    @staticmethod
+    def _place_outputs(slot: tuple, out, outputs: dict) -> dict | None:
+        """Write the outputs into the client's slot; None when they do not fit."""
+        mm, size = slot
+        if not isinstance(out, list) or len(out) != 2 or not all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in out):
+            raise _err("shm", "'out' must be [offset, capacity]")
+        pos, end = out[0], min(size, out[0] + out[1])
+        placed = {}
+        for name, arr in outputs.items():
+            pos = -(-pos // _ALIGN) * _ALIGN
+            if pos + arr.nbytes > end:
+                return None
+            np.copyto(np.ndarray(arr.shape, np.float32, buffer=mm, offset=pos), arr, casting="unsafe")
+            placed[name] = [pos, list(arr.shape)]
+            pos += arr.nbytes
+        return placed
 
     # ----------------------------------------------------------------- status
     def status(self, args: dict, arrays: list) -> dict:
@@ -436,7 +606,7 @@ class CpuDaemon:
                 "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
                 "version": registry.package_version(), "threads": self.threads,
                 "requests": requests, "networks": networks, "cached_plans": cached,
-                "extensions": extensions}
+                "extensions": extensions, "shm_slots": len(self.shm)}
 
 
 def _stderr_file() -> str | None:

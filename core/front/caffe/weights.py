@@ -114,8 +114,10 @@ def _blob(buf, start, stop) -> Blob:
     parts = data + floats
     flat = parts[0] if len(parts) == 1 else (np.concatenate(parts).astype(np.float32) if parts
                                               else np.zeros(0, np.float32))
-    if dims is None:
+    if dims is None and legacy:
         dims = [legacy.get(f, 0) for f in (BLOB_NUM, BLOB_CHANNELS, BLOB_HEIGHT, BLOB_WIDTH)]
+    elif dims is None:  # Caffe writes a 0-D blob (PReLU channel_shared) with no shape at all
+        dims = []
     return Blob(tuple(int(d) for d in dims), flat)
 
 

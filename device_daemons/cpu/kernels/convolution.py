@@ -80,7 +80,7 @@ class Convolution(Kernel):
         """Reused per input size: the zero-bordered input plane and the column buffer."""
         key = (c, h, w)
         if self._scratch_key != key:
-            (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
+            (kh, kw), (sh, sw), dw = self.kernel, self.stride, self.dilation[1]
             hp, wp = h + self.pad[0] + self.pad_end[0], w + self.pad[1] + self.pad_end[1]
             # stride 1: every kernel offset is one contiguous run of oh*wp values per
             # channel of the flattened padded plane (the wp-ow columns past each row

@@ -27,18 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.priors import prior_box_aspect_ratios
+
 from .base import Kernel, register
-
-
-def prior_box_aspect_ratios(aspect_ratio, flip):
-    ratios = [1.0]
-    for ar in aspect_ratio:
-        if any(abs(ar - r) < 1e-6 for r in ratios):
-            continue
-        ratios.append(float(ar))
-        if flip:
-            ratios.append(1.0 / float(ar))
-    return ratios
 
 
 class _PriorBase(Kernel):

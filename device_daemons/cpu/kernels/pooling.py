@@ -5,9 +5,11 @@ must start inside the image or its left padding (Caffe, core/ops/pooling.py).
 max: over the image pixels of the window (padding never wins).
 avg: sum of the image pixels divided by the window clipped to the padded image
 (Caffe AVE; exclude-pad="false"), or by the image pixels only (exclude-pad="true").
-Vectorized and separable: the window is reduced along W (one strided maximum/add
-over the whole batch per kernel column, on the valid range of that offset: no
-padded copy), then along H; global pooling is a single reduction.
+Vectorized and separable: the window is reduced along W, then along H. Stride 1
+(the inception "3x3 pad 1" pools): a few shifted operations on the flattened
+planes plus a fix of the border columns. Other strides: one strided maximum/add
+over the whole batch per kernel offset, on the valid range of that offset (no
+padded copy). Global pooling is a single reduction.
 """
 from __future__ import annotations
 
@@ -111,6 +113,15 @@ class Pooling(Kernel):
         is_max = self.method == "max"
         op = np.maximum if is_max else np.add
         fill = -np.inf if is_max else 0.0
+        taps_include_centre = self.pad[0] < self.kernel[0] and self.pad[1] < self.kernel[1]
+        if (sh, sw) == (1, 1) and oh <= h and ow <= w and taps_include_centre:
+            # (for strides > 1 the strided path below is faster than subsampling)
+            out = self._dense(np.ascontiguousarray(x), op)
+            if (oh, ow) != (h, w):
+                out = np.ascontiguousarray(out[:, :, :oh, :ow])
+            if not is_max:
+                out *= self.inv_count
+            return [out]
         # separable: the window along W first (into tmp), then along H
         tmp = np.empty((n, c, h, ow), np.float32)
         full = [r for r in self.cols if r[0] == 0 and r[1] == ow]
@@ -137,3 +148,34 @@ class Pooling(Kernel):
         if not is_max:
             out *= self.inv_count
         return [out]
+
+    def _dense(self, x, op):
+        """The stride-1 result at every input position (i, j), for the window starting
+        at (i - pad_y, j - pad_x). Each stage is a few shifted operations on the flattened planes
+        (long contiguous runs, no per-row overhead); the columns next to the left and
+        right borders, where a flat shift reads the neighbouring row, are then
+        recomputed from their valid taps."""
+        n, c, h, w = x.shape
+        (kh, kw), (ph, pw) = self.kernel, self.pad
+        flat = x.reshape(-1)
+        tmp = flat.copy()
+        for d in range(-pw, kw - pw):
+            if d > 0:
+                op(tmp[:-d], flat[d:], out=tmp[:-d])
+            elif d < 0:
+                op(tmp[-d:], flat[:d], out=tmp[-d:])
+        tmp = tmp.reshape(n, c, h, w)
+        border = sorted(set(range(min(pw, w))) | set(range(max(0, w - (kw - 1 - pw)), w)))
+        for j in border:
+            col = x[:, :, :, j].copy()
+            for d in range(-pw, kw - pw):
+                if d != 0 and 0 <= j + d < w:
+                    op(col, x[:, :, :, j + d], out=col)
+            tmp[:, :, :, j] = col
+        out = tmp.copy()
+        for d in range(-ph, kh - ph):
+            if d > 0 and d < h:
+                op(out[:, :, :h - d], tmp[:, :, d:], out=out[:, :, :h - d])
+            elif d < 0 and -d < h:
+                op(out[:, :, -d:], tmp[:, :, :h + d], out=out[:, :, -d:])
+        return out

@@ -264,7 +264,7 @@ class Permute(Kernel):
 
     def forward(self, inputs):
         x = inputs[0]
-        return [np.ascontiguousarray(x.transpose(self._order(x.ndim)))]
+        return [x.transpose(self._order(x.ndim)).copy()]  # always a new C-order array
 
 
 @register("Tile")

@@ -85,4 +85,6 @@ class ReorgYolo(Kernel):
         n, c, h, w = x.shape
         s = self.stride
         v = x.reshape(n, c, h // s, s, w // s, s).transpose(0, 3, 5, 1, 2, 4)
-        return [np.ascontiguousarray(v).reshape(n, c * s * s, h // s, w // s)]
+        out = np.empty((n, c * s * s, h // s, w // s), np.float32)
+        out.reshape(v.shape)[...] = v  # always a new array, even for stride 1
+        return [out]

@@ -62,7 +62,9 @@ class DetectionOutputExtractor(FrontExtractorOp):
             "top_k": int(p.nms_param.top_k) if p.nms_param.HasField("top_k") else -1,
             "eta": float(p.nms_param.eta), "code_type": code_types[p.code_type],
             "variance_encoded_in_target": bool(p.variance_encoded_in_target), "keep_top_k": int(p.keep_top_k),
-            "confidence_threshold": float(p.confidence_threshold)})
+            # unset means "keep every score" in Caffe (-FLT_MAX), not 0
+            "confidence_threshold": float(p.confidence_threshold) if p.HasField("confidence_threshold")
+            else -3.4028234663852886e38})
         return True
 
 

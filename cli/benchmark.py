@@ -1,0 +1,157 @@
+"""`mo-core benchmark`: latency and throughput of an IR on a device daemon.
+
+    mo-core benchmark -m model.xml [-d CPU] [-niter 200] [-nireq 4] [-b N] [-l FILE]
+
+`-nireq` requests are kept in flight (one client thread each, sharing one loaded
+network); each request's latency is the time from sending it to having its outputs.
+"""
+import os
+import sys
+import threading
+import time
+
+from cli.infer import guard, random_inputs
+from core.errors import Error
+
+
+def add_parser(sub):
+    p = sub.add_parser("benchmark", help="measure latency and throughput of an IR on a device daemon",
+                       description="Run an IR many times on a device daemon with several requests in flight "
+                                   "and report latency (median, p90, p99, min, max) and throughput.")
+    p.add_argument("-m", "--model", required=True, help="the IR .xml (the .bin next to it, or --weights)")
+    p.add_argument("-w", "--weights", help="the IR .bin (default: the .xml name with .bin)")
+    p.add_argument("-d", "--device", default="CPU", help="device (default: CPU)")
+    p.add_argument("-niter", "--niter", type=int, default=200, help="number of requests (default 200)")
+    p.add_argument("-nireq", "--nireq", type=int, default=4, help="requests in flight (default 4)")
+    p.add_argument("-b", "--batch", type=int, help="batch size (default: the IR's)")
+    p.add_argument("-l", "--extension", action="append", default=[],
+                   help="Python file with custom CPU kernels (may be repeated)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per daemon request (default 120)")
+    p.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a tty")
+    p.add_argument("--no-auto-start", action="store_true",
+                   help="never start a daemon: fail if none runs ('mo-core daemon start')")
+    p.set_defaults(func=run)
+
+
+def percentile(sorted_values, q):
+    """Linear-interpolation percentile (numpy's default) of sorted values."""
+    if not sorted_values:
+        return float("nan")
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+class _Progress:
+    def __init__(self, total, enabled, width=40):
+        self.total, self.enabled, self.width = total, enabled, width
+        self._last = -1
+
+    def show(self, done):
+        if not self.enabled or done == self._last:
+            return
+        self._last = done
+        filled = int(self.width * done / self.total) if self.total else self.width
+        sys.stderr.write("\rProgress: [{}{}] {:3d}% {}/{}".format(
+            "#" * filled, "." * (self.width - filled), int(100 * done / self.total) if self.total else 100,
+            done, self.total))
+        sys.stderr.flush()
+
+    def close(self):
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+@guard
+def run(args) -> int:
+    from device_daemons.client import IECore
+    from device_daemons.daemon import normalize_device
+
+    if args.niter < 1:
+        raise Error("-niter must be at least 1, got {}", args.niter)
+    if args.nireq < 1:
+        raise Error("-nireq must be at least 1, got {}", args.nireq)
+    if args.batch is not None and args.batch < 1:
+        raise Error("-b must be at least 1, got {}", args.batch)
+    if args.timeout <= 0:
+        raise Error("--timeout must be > 0 s")
+    device = normalize_device(args.device)
+    ie = IECore(policy="existing" if args.no_auto_start else "auto", timeout=args.timeout)
+    try:
+        print("[ INFO ] Loading network files: {}, {}".format(
+            args.model, args.weights or os.path.splitext(args.model)[0] + ".bin"))
+        net = ie.read_network(args.model, args.weights)
+        if args.batch is not None:
+            net.batch_size = args.batch
+        for ext in args.extension:
+            ie.add_extension(ext, device)
+        t0 = time.perf_counter()
+        exec_net = ie.load_network(net, device, num_requests=args.nireq)
+        print("[ INFO ] Network '{}' loaded on {} in {:.2f} ms (daemon pid {})".format(
+            net.name, device, (time.perf_counter() - t0) * 1e3, ie.daemon_pid(device)))
+        inputs = random_inputs(net, args.seed)
+        batch = next(iter(net.inputs.values()))[0] if net.inputs else 1
+        print("[ INFO ] Random input (seed {}), batch {}: {}".format(
+            args.seed, batch, ", ".join("{} {}".format(n, list(a.shape)) for n, a in inputs.items())))
+        t0 = time.perf_counter()
+        exec_net.infer(inputs)
+        print("[ INFO ] First inference took {:.2f} ms".format((time.perf_counter() - t0) * 1e3))
+
+        latencies = []
+        lock = threading.Lock()
+        state = {"next": 0, "done": 0, "error": None, "end": 0.0}
+
+        def worker(request):
+            while True:
+                with lock:
+                    if state["error"] is not None or state["next"] >= args.niter:
+                        return
+                    state["next"] += 1
+                start = time.perf_counter()
+                try:
+                    request.infer(inputs)
+                except BaseException as exc:  # reported by the main thread
+                    with lock:
+                        if state["error"] is None:
+                            state["error"] = exc
+                    return
+                end = time.perf_counter()
+                with lock:
+                    latencies.append((end - start) * 1e3)
+                    state["done"] += 1
+                    state["end"] = max(state["end"], end)
+
+        progress = _Progress(args.niter, args.progress or sys.stderr.isatty())
+        threads = [threading.Thread(target=worker, args=(exec_net.requests[i],), daemon=True,
+                                    name="benchmark-{}".format(i)) for i in range(args.nireq)]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                progress.show(state["done"])
+                t.join(0.1)
+        duration = state["end"] - start
+        progress.show(state["done"])
+        progress.close()
+        if state["error"] is not None:
+            raise state["error"]
+        exec_net.close()
+    finally:
+        ie.close()
+
+    lat = sorted(latencies)
+    fps = len(lat) * batch / duration if duration > 0 else float("inf")
+    print()
+    print("Count:      {} iterations ({} in flight, batch {})".format(len(lat), args.nireq, batch))
+    print("Duration:   {:.2f} ms".format(duration * 1e3))
+    print("Latency (ms):")
+    header = ("median", "p90", "p99", "min", "max")
+    values = (percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), lat[0], lat[-1])
+    print("    " + "  ".join("{:>9}".format(h) for h in header))
+    print("    " + "  ".join("{:>9.3f}".format(v) for v in values))
+    print("Throughput: {:.2f} FPS".format(fps))
+    return 0

@@ -1,0 +1,209 @@
+"""`mo-core infer`: run an IR once on a device daemon and show (or save) its outputs.
+
+    mo-core infer -m model.xml [-i input.npy|input.npz] [-d CPU] [--top_k N]
+                  [-o outputs.npz] [-l custom_kernels.py] [--no-auto-start]
+"""
+import os
+import tempfile
+import zipfile
+
+from core.errors import Error
+
+RANDOM_SEED = 0
+
+
+def add_parser(sub):
+    p = sub.add_parser("infer", help="run an IR on a device daemon and print its outputs",
+                       description="Run an IR network once on a device daemon (started if none runs) and "
+                                   "print each output's shape and statistics.")
+    p.add_argument("-m", "--model", required=True, help="the IR .xml (the .bin next to it, or --weights)")
+    p.add_argument("-w", "--weights", help="the IR .bin (default: the .xml name with .bin)")
+    p.add_argument("-i", "--input", help=".npy (a network with one input) or .npz keyed by input name; "
+                                         "default: random input (fixed seed, printed)")
+    p.add_argument("-d", "--device", default="CPU", help="device (default: CPU)")
+    p.add_argument("--top_k", "-nt", type=int, help="print the top-k class indices and values of each image")
+    p.add_argument("-o", "--output", help="save the outputs to this .npz, keyed by output layer name")
+    p.add_argument("-l", "--extension", action="append", default=[],
+                   help="Python file with custom CPU kernels (may be repeated)")
+    p.add_argument("--seed", type=int, default=RANDOM_SEED, help="seed of the random input (default 0)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds per daemon request (default 120)")
+    p.add_argument("--no-auto-start", action="store_true",
+                   help="never start a daemon: fail if none runs ('mo-core daemon start')")
+    p.set_defaults(func=run)
+
+
+def guard(fn):
+    """Errors of the transport layer and of files are user errors: `[ ERROR ]`, exit 1."""
+    def run_guarded(args):
+        from core.microkernel import MicrokernelError
+        try:
+            return fn(args)
+        except MicrokernelError as exc:
+            raise Error(str(exc)) from None
+    return run_guarded
+
+
+def load_inputs(path, net):
+    """{input name: array} from a .npy / .npz for `net` (IENetwork)."""
+    import numpy as np
+    names = list(net.inputs)
+    if not os.path.isfile(path):
+        raise Error("cannot find the input file {}", path)
+    try:
+        data = np.load(path, allow_pickle=False)  # never unpickle a user file
+    except (OSError, ValueError) as exc:
+        raise Error("cannot read the input file {}: {} (give a .npy or .npz of numeric arrays)", path, exc) from None
+    if isinstance(data, np.ndarray):
+        if len(names) != 1:
+            raise Error("the network has {} inputs ({}); give an .npz keyed by input name instead of the .npy {}",
+                        len(names), ", ".join(names), path)
+        inputs = {names[0]: data}
+    else:
+        with data:
+            keys = list(data.files)
+            unknown = [k for k in keys if k not in names]
+            missing = [n for n in names if n not in keys]
+            if unknown or missing:
+                parts = []
+                if unknown:
+                    parts.append("it has arrays the network has no input for: " + ", ".join(unknown))
+                if missing:
+                    parts.append("it lacks the inputs " + ", ".join(missing))
+                raise Error("the input file {} does not match the network's inputs ({}): {}", path,
+                            ", ".join(names), "; ".join(parts))
+            inputs = {k: data[k] for k in keys}
+    for name, arr in inputs.items():
+        if arr.dtype.kind not in "fiub":
+            raise Error("input '{}' in {} has dtype {}; give numbers", name, path, arr.dtype)
+    return inputs
+
+
+def fit_batch(inputs, net):
+    """Set the network's batch from the inputs when only dim 0 differs; else error."""
+    expected = net.inputs
+    batches = set()
+    for name, arr in inputs.items():
+        want = list(expected[name])
+        have = list(arr.shape)
+        if have == want:
+            continue
+        if len(have) == len(want) and have[1:] == want[1:]:
+            batches.add(have[0])
+            continue
+        raise Error("input '{}' has shape {} but the network expects {}", name, have, want)
+    if batches:
+        if len(batches) > 1 or any(list(a.shape)[0] != next(iter(batches)) for a in inputs.values()):
+            raise Error("the inputs have different batch sizes: {}",
+                        ", ".join("{} {}".format(n, list(a.shape)) for n, a in inputs.items()))
+        net.batch_size = batches.pop()
+        return net.batch_size
+    return None
+
+
+def random_inputs(net, seed):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    return {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in net.inputs.items()}
+
+
+def save_npz(path, arrays):
+    """Write {name: array} as an .npz atomically (temporary file + rename)."""
+    import numpy as np
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise Error("cannot write {}: the directory {} does not exist", path, directory)
+    if os.path.isdir(path):
+        raise Error("cannot write {}: it is a directory", path)
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+                for name, arr in arrays.items():  # any key works, "file" included
+                    with zf.open(name + ".npy", "w", force_zip64=True) as member:
+                        np.lib.format.write_array(member, np.asarray(arr), allow_pickle=False)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def print_top_k(name, arr, k):
+    import numpy as np
+    if arr.ndim == 0:
+        return
+    flat = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(1, -1)
+    k = min(k, flat.shape[1])
+    print("Top {} results of '{}':".format(k, name))
+    for i, row in enumerate(flat):
+        order = np.argsort(-row, kind="stable")[:k]
+        print("Image {}".format(i))
+        print("classid probability")
+        print("------- -----------")
+        for idx in order:
+            print("{:<7d} {:.7f}".format(int(idx), float(row[idx])))
+        print()
+
+
+@guard
+def run(args) -> int:
+    import numpy as np
+    from device_daemons.client import IECore
+    from device_daemons.daemon import normalize_device
+
+    if args.top_k is not None and args.top_k < 1:
+        raise Error("--top_k must be at least 1, got {}", args.top_k)
+    if args.timeout <= 0:
+        raise Error("--timeout must be > 0 s")
+    ie = IECore(policy="existing" if args.no_auto_start else "auto", timeout=args.timeout)
+    try:
+        args.device = normalize_device(args.device)  # an unknown device fails before anything is read
+        print("[ INFO ] Loading network files: {}, {}".format(
+            args.model, args.weights or os.path.splitext(args.model)[0] + ".bin"))
+        net = ie.read_network(args.model, args.weights)
+        if args.input:
+            inputs = load_inputs(args.input, net)
+            batch = fit_batch(inputs, net)
+            if batch is not None:
+                print("[ INFO ] Batch size set to {} from the input".format(batch))
+        else:
+            inputs = random_inputs(net, args.seed)
+            print("[ INFO ] No input given: random standard normal input, seed {}".format(args.seed))
+        for ext in args.extension:
+            types = ie.add_extension(ext, args.device)
+            print("[ INFO ] Custom kernels from {}: {}".format(ext, ", ".join(types)))
+        exec_net = ie.load_network(net, args.device)
+        print("[ INFO ] Network '{}' loaded on {} (daemon pid {})".format(
+            net.name, exec_net.device, ie.daemon_pid(args.device)))
+        for w in exec_net.warnings:
+            print("[ WARNING ]  " + w)
+        for name, arr in inputs.items():
+            print("Input '{}': shape {}".format(name, list(arr.shape)))
+        outputs = exec_net.infer(inputs)
+        for name, arr in outputs.items():
+            a = np.asarray(arr, dtype=np.float64)
+            print("Output '{}': shape {}, min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}".format(
+                name, list(arr.shape), a.min(), a.max(), a.mean(), a.std()) if a.size else
+                "Output '{}': shape {} (empty)".format(name, list(arr.shape)))
+        if args.top_k:
+            print()
+            for name, arr in outputs.items():
+                print_top_k(name, arr, args.top_k)
+        if args.output:
+            save_npz(args.output, outputs)
+            print("[ INFO ] Outputs saved to {}".format(os.path.abspath(args.output)))
+        exec_net.close()
+    finally:
+        ie.close()
+    return 0

@@ -1,0 +1,332 @@
+"""The ExecutionPlan itself: custom kernels, errors, in-place safety, buffer
+release, output naming, input validation, reshape."""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from device_daemons.cpu import KERNELS, ExecutionPlan, KernelError, add_extension, load_custom_kernels
+from device_daemons.cpu import plan as plan_module
+from ir import Edge, IRError, Layer, Network, Port, read_ir, write_ir
+from tests.cpu.cpu_helpers import single_layer_ir
+
+RNG = np.random.default_rng(11)
+
+CUSTOM = textwrap.dedent('''
+    import numpy as np
+
+    class Interp:
+        """Nearest resize to height x width: the custom layer of the reference guide."""
+        type = "Interp"
+
+        def __init__(self, layer):
+            self.h = int(layer.data["height"])
+            self.w = int(layer.data["width"])
+            self.finalized = []
+
+        def getMemoryShapes(self, inputs):
+            n, c = inputs[0][:2]
+            return [[n, c, self.h, self.w]]
+
+        def finalize(self, layer):
+            self.finalized.append((tuple(layer.inputs[0].dims), tuple(layer.outputs[0].dims)))
+
+        def forward(self, inputs):
+            x = inputs[0]
+            ys = np.arange(self.h) * x.shape[2] // self.h
+            xs = np.arange(self.w) * x.shape[3] // self.w
+            return [x[:, :, ys][:, :, :, xs]]
+
+    class Doubler:
+        layer_type = ["Double", "Twice"]
+
+        def __init__(self, layer):
+            pass
+
+        def getMemoryShapes(self, inputs):
+            return [inputs[0]]
+
+        def forward(self, inputs):
+            return [inputs[0] * 2.0]
+
+    class NotAKernel:
+        pass
+''')
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def interp_ir(tmp_path, layer_type="Interp"):
+    return single_layer_ir(tmp_path, layer_type, {"height": 6, "width": 8}, [(2, 3, 3, 4)], [(2, 3, 6, 8)],
+                           name="interp")
+
+
+def test_unknown_layer_type_names_type_layer_and_the_fix(tmp_path):
+    with pytest.raises(KernelError) as err:
+        ExecutionPlan(interp_ir(tmp_path))
+    text = str(err.value)
+    assert "'Interp'" in text and "'interp'" in text
+    assert "-l FILE" in text and "add_extension" in text
+    assert err.value.layer_name == "interp" and err.value.layer_type == "Interp"
+
+
+def test_custom_kernel_file(tmp_path):
+    kernels = load_custom_kernels(write(tmp_path, "ext.py", CUSTOM))
+    assert sorted(kernels) == ["Double", "Interp", "Twice"]
+    plan = ExecutionPlan(interp_ir(tmp_path), custom_kernels=kernels)
+    x = RNG.standard_normal((2, 3, 3, 4)).astype(np.float32)
+    out = plan.infer({"in0": x})["interp"]
+    np.testing.assert_array_equal(out, x.repeat(2, axis=2).repeat(2, axis=3))
+    kernel = plan.steps[0].kernel
+    assert kernel.finalized == [((2, 3, 3, 4), (2, 3, 6, 8))]
+    plan.reshape({"in0": (1, 3, 3, 4)})
+    assert kernel.finalized[-1] == ((1, 3, 3, 4), (1, 3, 6, 8))
+    assert plan.infer({"in0": x[:1]})["interp"].shape == (1, 3, 6, 8)
+
+
+def test_custom_kernel_replaces_builtin_and_list_types(tmp_path):
+    kernels = load_custom_kernels(write(tmp_path, "ext.py", CUSTOM))
+    net = single_layer_ir(tmp_path, "ReLU", {}, [(2, 5)], [(2, 5)])
+    plan = ExecutionPlan(net, custom_kernels={"ReLU": kernels["Twice"]})
+    x = RNG.standard_normal((2, 5)).astype(np.float32)
+    np.testing.assert_allclose(plan.infer({"in0": x})["layer"], 2 * x)
+
+
+def test_add_extension_registers_for_later_plans(tmp_path, monkeypatch):
+    monkeypatch.setattr(plan_module, "_GLOBAL_CUSTOM", {})
+    add_extension(str(write(tmp_path, "ext.py", CUSTOM)))
+    plan = ExecutionPlan(interp_ir(tmp_path))
+    assert plan.infer({"in0": np.ones((2, 3, 3, 4), np.float32)})["interp"].shape == (2, 3, 6, 8)
+
+
+def test_custom_kernel_file_errors(tmp_path):
+    with pytest.raises(IRError, match="cannot find"):
+        load_custom_kernels(tmp_path / "missing.py")
+    with pytest.raises(IRError, match="ZeroDivisionError"):
+        load_custom_kernels(write(tmp_path, "boom.py", "x = 1 / 0\n"))
+    with pytest.raises(IRError, match="no forward"):
+        load_custom_kernels(write(tmp_path, "half.py", "class K:\n    type = 'K'\n    def getMemoryShapes(self, s):\n"
+                                                        "        return s\n"))
+    with pytest.raises(IRError, match="defines no kernel class"):
+        load_custom_kernels(write(tmp_path, "none.py", "class K:\n    pass\n"))
+
+
+def test_custom_kernel_failures_name_the_layer(tmp_path):
+    class Broken:
+        type = "Interp"
+
+        def __init__(self, layer):
+            pass
+
+        def getMemoryShapes(self, inputs):
+            return [inputs[0]]
+
+        def forward(self, inputs):
+            raise ValueError("bad things")
+
+    class WrongShape(Broken):
+        def forward(self, inputs):
+            return [np.zeros((1, 1), np.float32)]
+
+    plan = ExecutionPlan(interp_ir(tmp_path), custom_kernels={"Interp": WrongShape})
+    assert "computes [2, 3, 3, 4]" in plan.warnings[0]  # its shapes disagree with the IR's port dims
+    with pytest.raises(KernelError, match=r"output shape \[1, 1\] but getMemoryShapes said \[2, 3, 3, 4\]"):
+        plan.infer({"in0": np.zeros((2, 3, 3, 4), np.float32)})
+    plan = ExecutionPlan(interp_ir(tmp_path), custom_kernels={"Interp": Broken})
+    with pytest.raises(KernelError, match=r"layer 'interp' \(type Interp.*ValueError: bad things"):
+        plan.infer({"in0": np.zeros((2, 3, 3, 4), np.float32)})
+
+
+def test_bad_attributes_name_the_layer(tmp_path):
+    data = {"kernel-y": 3, "stride-x": 1, "stride-y": 1, "output": 2}
+    net = single_layer_ir(tmp_path, "Convolution", data, [(1, 1, 4, 4)], [(1, 2, 2, 2)],
+                          blobs={"weights": np.zeros(18, np.float32)})
+    with pytest.raises(KernelError, match=r"layer 'layer' \(type Convolution.*'kernel-x'"):
+        ExecutionPlan(net)
+    net = single_layer_ir(tmp_path, "Pooling", {"kernel-x": "three", "kernel-y": 3, "pool-method": "max"},
+                          [(1, 1, 4, 4)], [(1, 1, 2, 2)])
+    with pytest.raises(KernelError, match=r"'layer' \(type Pooling.*'three'"):
+        ExecutionPlan(net)
+    net = single_layer_ir(tmp_path, "Activation", {"type": "swish"}, [(1, 4)], [(1, 4)])
+    with pytest.raises(KernelError, match="'swish' is not supported"):
+        ExecutionPlan(net)
+
+
+def shared_net(tmp_path):
+    """in -> power(x+1) -> {relu, power2(x*3)}; in -> reshape -> relu2; reshape also -> out_r."""
+    s, r = (2, 6), (3, 4)
+    layers = [
+        Layer(0, "in", "Input", outputs=[Port(0, s)]),
+        Layer(1, "p1", "Power", data={"power": "1", "scale": "1", "shift": "1"}, inputs=[Port(0, s)],
+              outputs=[Port(1, s)]),
+        Layer(2, "relu", "ReLU", inputs=[Port(0, s)], outputs=[Port(1, s)]),
+        Layer(3, "p2", "Power", data={"power": "1", "scale": "3", "shift": "0"}, inputs=[Port(0, s)],
+              outputs=[Port(1, s)]),
+        Layer(4, "p3", "Power", data={"power": "1", "scale": "1", "shift": "-1"}, inputs=[Port(0, s)],
+              outputs=[Port(1, s)]),
+        Layer(5, "reshape", "Reshape", data={"dim": "3,4"}, inputs=[Port(0, s)], outputs=[Port(1, r)]),
+        Layer(6, "relu2", "ReLU", inputs=[Port(0, r)], outputs=[Port(1, r)]),
+        Layer(7, "sig", "Activation", data={"type": "sigmoid"}, inputs=[Port(0, s)], outputs=[Port(1, s)]),
+        Layer(8, "split", "Split", data={"axis": "1"}, inputs=[Port(0, s)],
+              outputs=[Port(1, (2, 2)), Port(2, (2, 4))]),
+    ]
+    edges = [Edge(0, 0, 1, 0), Edge(1, 1, 2, 0), Edge(1, 1, 3, 0), Edge(0, 0, 4, 0), Edge(4, 1, 5, 0),
+             Edge(5, 1, 6, 0), Edge(4, 1, 7, 0), Edge(0, 0, 8, 0)]
+    write_ir(Network("shared", layers, edges), tmp_path / "shared.xml")
+    return read_ir(tmp_path / "shared.xml")
+
+
+def test_inplace_only_when_nobody_else_reads_the_buffer(tmp_path):
+    plan = ExecutionPlan(shared_net(tmp_path))
+    inplace = {step.layer.name: step.kernel.inplace for step in plan.steps if step.kernel.supports_inplace}
+    # p1's output feeds relu and p2; p3's output is viewed by reshape and read by sig; `in` is the user's
+    assert inplace == {"p1": False, "relu": False, "p2": False, "p3": False, "relu2": False, "sig": False}
+    x = RNG.standard_normal((2, 6)).astype(np.float32)
+    keep = x.copy()
+    out = plan.infer({"in": x})
+    np.testing.assert_array_equal(x, keep)  # the caller's array is never written
+    assert sorted(out) == ["p2", "relu", "relu2", "sig", "split.1", "split.2"]
+    np.testing.assert_allclose(out["relu"], np.maximum(x + 1, 0), rtol=1e-6)
+    np.testing.assert_allclose(out["p2"], (x + 1) * 3, rtol=1e-6)
+    np.testing.assert_allclose(out["relu2"], np.maximum(x - 1, 0).reshape(3, 4), rtol=1e-6)
+    np.testing.assert_allclose(out["sig"], 1 / (1 + np.exp(-(x - 1))), rtol=1e-6)
+    np.testing.assert_array_equal(out["split.1"], x[:, :2])
+    np.testing.assert_array_equal(out["split.2"], x[:, 2:])
+
+
+def test_inplace_chain_and_buffers_released(tmp_path):
+    """in -> p (x*2) -> relu -> sig: relu and sig overwrite their input; every
+    buffer is dropped once its last reader ran."""
+    s = (4, 5)
+    layers = [Layer(0, "in", "Input", outputs=[Port(0, s)]),
+              Layer(1, "p", "Power", data={"scale": "2"}, inputs=[Port(0, s)], outputs=[Port(1, s)]),
+              Layer(2, "relu", "ReLU", inputs=[Port(0, s)], outputs=[Port(1, s)]),
+              Layer(3, "sig", "Activation", data={"type": "sigmoid"}, inputs=[Port(0, s)], outputs=[Port(1, s)])]
+    edges = [Edge(0, 0, 1, 0), Edge(1, 1, 2, 0), Edge(2, 1, 3, 0)]
+    plan = ExecutionPlan(Network("chain", layers, edges))
+    assert [step.kernel.inplace for step in plan.steps] == [False, True, True]
+    # each step drops the buffer it read last: the input's, p's, relu's
+    assert [[plan._slot_names[i] for i in step.free] for step in plan.steps] == [["in.0"], ["p.1"], ["relu.1"]]
+    x = RNG.standard_normal(s).astype(np.float32)
+    first = plan.infer({"in": x})["sig"]
+    kept = first.copy()
+    second = plan.infer({"in": -x})["sig"]
+    np.testing.assert_array_equal(first, kept)  # a later call never writes an earlier result
+    np.testing.assert_allclose(first, 1 / (1 + np.exp(-np.maximum(2 * x, 0))), rtol=1e-6)
+    np.testing.assert_allclose(second, 1 / (1 + np.exp(-np.maximum(-2 * x, 0))), rtol=1e-6)
+
+
+def test_input_validation(tmp_path):
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "ReLU", {}, [(2, 3)], [(2, 3)]))
+    with pytest.raises(IRError, match="missing 'in0'"):
+        plan.infer({})
+    with pytest.raises(IRError, match="no input named 'data'"):
+        plan.infer({"in0": np.zeros((2, 3), np.float32), "data": np.zeros(1)})
+    with pytest.raises(IRError, match=r"shape \[4, 3\].*expects \[2, 3\].*reshape"):
+        plan.infer({"in0": np.zeros((4, 3), np.float32)})
+    with pytest.raises(IRError, match="dtype <U1"):
+        plan.infer({"in0": np.full((2, 3), "a")})
+    out = plan.infer({"in0": -np.ones((2, 3), np.float64)})["layer"]  # other numeric types are converted
+    assert out.dtype == np.float32 and not out.any()
+    with pytest.raises(IRError, match="no input named 'x'"):
+        plan.reshape({"x": (1, 3)})
+    plan.reshape({"in0": (4, 3)})
+    assert plan.input_shapes() == {"in0": (4, 3)} and plan.output_shapes() == {"layer": (4, 3)}
+
+
+def test_every_catalog_type_has_a_kernel():
+    catalog = ["Convolution", "Deconvolution", "Pooling", "FullyConnected", "ReLU", "Activation", "Clamp", "PReLU",
+               "Power", "SoftMax", "Norm", "Normalize", "MVN", "GRN", "ScaleShift", "Eltwise", "Concat", "Split",
+               "Reshape", "Flatten", "Crop", "Permute", "Tile", "PriorBox", "PriorBoxClustered", "DetectionOutput",
+               "Proposal", "SimplerNMS", "ROIPooling", "PSROIPooling", "ArgMax", "Resample", "CTCGreedyDecoder",
+               "RegionYolo", "ReorgYolo", "Memory", "BatchNormalization"]
+    assert [t for t in catalog if t not in KERNELS] == []
+    assert "Interp" not in KERNELS  # the custom-layer example: no built-in kernel on purpose
+
+
+def test_kernel_used_directly(tmp_path):
+    """The kernel interface on its own: construct with the layer, ask shapes, forward."""
+    net = single_layer_ir(tmp_path, "Pooling", {"kernel-x": 2, "kernel-y": 2, "stride-x": 2, "stride-y": 2,
+                                                "pool-method": "avg"}, [(1, 2, 4, 4)], [(1, 2, 2, 2)])
+    kernel = KERNELS["Pooling"](net.layer_by_name("layer"))
+    assert kernel.getMemoryShapes([(3, 2, 6, 8)]) == [(3, 2, 3, 4)]
+    x = RNG.standard_normal((3, 2, 6, 8)).astype(np.float32)
+    (out,) = kernel.forward([x])
+    np.testing.assert_allclose(out, x.reshape(3, 2, 3, 2, 4, 2).mean(axis=(3, 5)), rtol=1e-6)
+
+
+def test_cpu_device_imports_neither_the_converter_nor_a_framework():
+    import json
+    import subprocess
+    import sys
+    script = ("import sys, json, device_daemons.cpu\n"
+              "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('core', 'caffe', 'cv2'))))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_every_inplace_kernel_in_a_chain(tmp_path):
+    """in0 -> Power -> ScaleShift -> BatchNormalization -> Eltwise(+ in1) -> PReLU ->
+    Clamp -> Activation(elu) -> SoftMax: every step may overwrite its input."""
+    s = (2, 3, 4)
+    c = 3
+    w, b = RNG.uniform(0.5, 2, c).astype(np.float32), RNG.standard_normal(c).astype(np.float32)
+    mean, var = RNG.standard_normal(c).astype(np.float32), RNG.uniform(0.5, 2, c).astype(np.float32)
+    slope = RNG.uniform(0.1, 0.5, c).astype(np.float32)
+    specs = [("p", "Power", {"scale": "2", "shift": "0.5"}, {}),
+             ("ss", "ScaleShift", {}, {"weights": w, "biases": b}),
+             ("bn", "BatchNormalization", {"epsilon": "0.001"}, {"mean": mean, "variance": var}),
+             ("sum", "Eltwise", {"operation": "sum", "coeff": "1,-3"}, {}),
+             ("prelu", "PReLU", {"channel_shared": "0"}, {"weights": slope}),
+             ("clamp", "Clamp", {"min": "-2", "max": "5"}, {}),
+             ("elu", "Activation", {"type": "elu", "alpha": "0.7"}, {}),
+             ("softmax", "SoftMax", {"axis": "1"}, {})]
+    layers = [Layer(0, "in0", "Input", outputs=[Port(0, s)]), Layer(1, "in1", "Input", outputs=[Port(0, s)])]
+    edges = []
+    prev = 0
+    for i, (name, kind, data, blobs) in enumerate(specs, start=2):
+        n_in = 2 if kind == "Eltwise" else 1
+        layers.append(Layer(i, name, kind, data=data, inputs=[Port(k, s) for k in range(n_in)],
+                            outputs=[Port(n_in, s)], blobs=blobs))
+        edges.append(Edge(prev, 0 if prev < 2 else layers[prev].outputs[0].id, i, 0))
+        if n_in == 2:
+            edges.append(Edge(1, 0, i, 1))
+        prev = i
+    plan = ExecutionPlan(Network("chain", layers, edges))
+    assert [st.kernel.inplace for st in plan.steps] == [False] + [True] * 7
+    x0, x1 = RNG.standard_normal(s).astype(np.float32), RNG.standard_normal(s).astype(np.float32)
+    keep = (x0.copy(), x1.copy())
+    out = plan.infer({"in0": x0, "in1": x1})["softmax"]
+    np.testing.assert_array_equal(x0, keep[0])
+    np.testing.assert_array_equal(x1, keep[1])
+    ch = (1, c, 1)
+    y = (2 * x0.astype(np.float64) + 0.5) * w.reshape(ch) + b.reshape(ch)
+    y = (y - mean.reshape(ch)) / np.sqrt(var.reshape(ch) + 0.001)
+    y = y - 3 * x1
+    y = np.where(y > 0, y, y * slope.reshape(ch))
+    y = np.clip(y, -2, 5)
+    y = np.where(y > 0, y, 0.7 * (np.exp(y) - 1))
+    y = np.exp(y - y.max(axis=1, keepdims=True))
+    y /= y.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(out, y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind,ref", [
+    ("relu6", lambda x: np.clip(x, 0, 6)),
+    ("sigmoid", lambda x: 1 / (1 + np.exp(-x))),
+    ("tanh", np.tanh),
+    ("abs", np.abs),
+    ("elu", lambda x: np.where(x > 0, x, np.exp(x) - 1)),
+])
+def test_activation_types(tmp_path, kind, ref):
+    x = (RNG.standard_normal((2, 3, 5)) * 5).astype(np.float32)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "Activation", {"type": kind}, [x.shape], [x.shape]))
+    np.testing.assert_allclose(plan.infer({"in0": x})["layer"], ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)

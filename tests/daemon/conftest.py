@@ -1,0 +1,245 @@
+"""Fixtures of the device daemon tests: REAL daemon processes over real ZeroMQ.
+
+Every test session gets its own short runtime directory (MO_CORE_RUNTIME_DIR), so
+the tests never see or touch a daemon of the user; tests that start, stop or kill
+daemons get a fresh one of their own (`fresh_runtime`). Models are made with real
+pycaffe and converted with `mo-core convert`.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+from tests.support import REPO, import_caffe, write_text
+
+TINY_PROTO = """name: "tiny"
+input: "data"
+input_shape { dim: 1 dim: 3 dim: 16 dim: 16 }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+        convolution_param { num_output: 8 kernel_size: 3 pad: 1 stride: 1 } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "pool1" type: "Pooling" bottom: "conv1" top: "pool1"
+        pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "fc1" type: "InnerProduct" bottom: "pool1" top: "fc1"
+        inner_product_param { num_output: 10 } }
+layer { name: "prob" type: "Softmax" bottom: "fc1" top: "prob" }
+"""
+
+# A custom CPU kernel (OpenCV style) used by the tests: y = 2x + 1; when the first
+# input value is >= 100 it first sleeps (value - 100) seconds: a slow request.
+SLOW_KERNEL = '''
+import time
+
+
+class SlowOp:
+    type = "SlowOp"
+
+    def __init__(self, layer):
+        self.layer = layer
+
+    def getMemoryShapes(self, input_shapes):
+        return [tuple(input_shapes[0])]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        first = float(x.flat[0])
+        if first >= 100:
+            time.sleep(first - 100)
+        return [x * 2 + 1]
+'''
+
+
+def run_mo(*args, timeout=120, env=None):
+    """`python -m cli ...` in a fresh interpreter: CompletedProcess (text)."""
+    full_env = dict(os.environ, PYTHONPATH=REPO, GLOG_minloglevel="2")
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True,
+                          cwd=REPO, env=full_env, timeout=timeout)
+
+
+def _proc_text(pid: int, name: str) -> bytes:
+    try:
+        with open(f"/proc/{pid}/{name}", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def daemon_processes(runtime: str) -> list[int]:
+    """Pids of live (non-zombie) processes running device_daemons with `runtime` as
+    their runtime directory (in the command line or the environment)."""
+    marker_env = f"MO_CORE_RUNTIME_DIR={runtime}".encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        cmdline = _proc_text(pid, "cmdline")
+        if b"device_daemons" not in cmdline:
+            continue
+        stat = _proc_text(pid, "stat")
+        if not stat or stat[stat.rindex(b")") + 2:].split()[0] == b"Z":
+            continue
+        if runtime.encode() in cmdline or marker_env in _proc_text(pid, "environ").split(b"\0"):
+            out.append(pid)
+    return out
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+def cleanup_runtime(runtime: str) -> list[int]:
+    """Stop every daemon of `runtime` (returns the pids that had to be killed)."""
+    from device_daemons import daemon
+    saved = os.environ.get("MO_CORE_RUNTIME_DIR")
+    os.environ["MO_CORE_RUNTIME_DIR"] = runtime
+    try:
+        for device in daemon.running_devices():
+            try:
+                daemon.stop(device, grace=2.0)
+            except Exception:  # noqa: BLE001 - the kill below is the backstop
+                pass
+    finally:
+        if saved is None:
+            os.environ.pop("MO_CORE_RUNTIME_DIR", None)
+        else:
+            os.environ["MO_CORE_RUNTIME_DIR"] = saved
+    killed = daemon_processes(runtime)
+    for pid in killed:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    _reap_children()
+    return killed
+
+
+def _reap_children() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _new_runtime_dir(prefix: str) -> str:
+    base = tempfile.mkdtemp(prefix=prefix)  # short: ipc paths are limited to 107 bytes
+    return os.path.join(base, "rt")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_runtime():
+    """A private runtime dir for the whole session; every daemon in it is stopped
+    at the end (and the test fails loudly in the log if one had to be killed)."""
+    saved = {k: os.environ.get(k) for k in ("MO_CORE_RUNTIME_DIR", "PYTHONPATH", "GLOG_minloglevel")}
+    runtime = _new_runtime_dir("dd-")
+    os.environ["MO_CORE_RUNTIME_DIR"] = runtime
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, saved["PYTHONPATH"]) if p)
+    os.environ["GLOG_minloglevel"] = "2"
+    yield runtime
+    cleanup_runtime(runtime)
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    shutil.rmtree(os.path.dirname(runtime), ignore_errors=True)
+
+
+@pytest.fixture
+def fresh_runtime(monkeypatch):
+    """A runtime dir of this test only (its daemons are stopped afterwards)."""
+    runtime = _new_runtime_dir("dt-")
+    monkeypatch.setenv("MO_CORE_RUNTIME_DIR", runtime)
+    yield runtime
+    left = cleanup_runtime(runtime)
+    shutil.rmtree(os.path.dirname(runtime), ignore_errors=True)
+    assert not left, f"daemon processes were left behind and had to be killed: {left}"
+
+
+def _fill_he(net, rng):
+    for blobs in net.params.values():
+        w = blobs[0].data
+        fan_in = int(np.prod(w.shape[1:])) or 1
+        w[...] = rng.standard_normal(w.shape) * np.sqrt(2.0 / fan_in)
+        for b in blobs[1:]:
+            b.data[...] = rng.standard_normal(b.data.shape) * 0.1
+
+
+class TinyModel:
+    """The tiny Caffe net converted to IR, with pycaffe as the reference."""
+
+    def __init__(self, directory: str):
+        caffe = import_caffe()
+        self.proto = write_text(os.path.join(directory, "tiny.prototxt"), TINY_PROTO)
+        self.weights = os.path.join(directory, "tiny.caffemodel")
+        net = caffe.Net(self.proto, caffe.TEST)
+        _fill_he(net, np.random.default_rng(7))
+        net.save(self.weights)
+        out = os.path.join(directory, "ir")
+        proc = run_mo("convert", "--input_model", self.weights, "--input_proto", self.proto,
+                      "--output_dir", out, "--silent")
+        assert proc.returncode == 0, proc.stderr
+        self.xml = os.path.join(out, "tiny.xml")
+        self.bin = os.path.join(out, "tiny.bin")
+        self._net = caffe.Net(self.proto, self.weights, caffe.TEST)
+
+    def input(self, seed: int, batch: int = 1) -> np.ndarray:
+        return np.random.default_rng(seed).standard_normal((batch, 3, 16, 16)).astype(np.float32)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        """pycaffe's 'prob' for x (any batch)."""
+        rows = []
+        for i in range(x.shape[0]):
+            self._net.blobs["data"].data[...] = x[i:i + 1]
+            rows.append(self._net.forward()["prob"].copy())
+        return np.concatenate(rows)
+
+
+def assert_close(out: np.ndarray, ref: np.ndarray, rtol: float = 1e-4):
+    """|out - ref| <= rtol * max|ref| everywhere (shapes must agree)."""
+    out = np.asarray(out)
+    assert out.shape == ref.shape, (out.shape, ref.shape)
+    err = float(np.max(np.abs(out.astype(np.float64) - ref)))
+    assert err <= rtol * float(np.max(np.abs(ref))), f"max error {err} vs max |ref| {np.max(np.abs(ref))}"
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory) -> TinyModel:
+    return TinyModel(str(tmp_path_factory.mktemp("tiny")))
+
+
+def write_custom_ir(path_base: str, layer_type: str, shape=(1, 4), name: str = "custom1") -> str:
+    """Input -> one layer of `layer_type` (a type with no built-in kernel); returns the .xml."""
+    from ir import Edge, Layer, Network, Port, write_ir
+    inp = Layer(0, "data", "Input", outputs=[Port(0, shape)])
+    layer = Layer(1, name, layer_type, data={"note": "custom"}, inputs=[Port(0, shape)],
+                  outputs=[Port(1, shape)])
+    write_ir(Network("custom_net", [inp, layer], [Edge(0, 0, 1, 0)]), path_base + ".xml",
+             path_base + ".bin")
+    return path_base + ".xml"
+
+
+@pytest.fixture(scope="session")
+def slow_model(tmp_path_factory):
+    """(xml of Input -> SlowOp, path of the SlowOp kernel file)."""
+    d = tmp_path_factory.mktemp("slow")
+    xml = write_custom_ir(str(d / "slow"), "SlowOp")
+    kernel = write_text(str(d / "slow_kernel.py"), SLOW_KERNEL)
+    return xml, kernel

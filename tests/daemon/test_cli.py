@@ -1,0 +1,139 @@
+"""`mo-core infer` and `mo-core benchmark` (real processes, real daemon)."""
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+from tests.daemon.conftest import assert_close, run_mo
+
+
+def _top_k_block(stdout: str, name: str) -> list[tuple[int, float]]:
+    lines = stdout.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith(f"Top ") and f"'{name}'" in line))
+    rows = []
+    for line in lines[start + 4:]:
+        m = re.fullmatch(r"(\d+)\s+(-?[0-9.]+(?:e[-+]\d+)?)", line.strip())
+        if not m:
+            break
+        rows.append((int(m.group(1)), float(m.group(2))))
+    return rows
+
+
+@pytest.mark.timeout(120)
+def test_infer_npy_top_k_and_npz_output(tiny, tmp_path):
+    x = tiny.input(42)
+    ref = tiny.reference(x)
+    np.save(tmp_path / "x.npy", x)
+    out_path = tmp_path / "out.npz"
+    proc = run_mo("infer", "-m", tiny.xml, "-i", str(tmp_path / "x.npy"), "--top_k", "3", "-o", str(out_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "Output 'prob': shape [1, 10], min " in proc.stdout
+    assert re.search(r"mean [-0-9.e]+, std [-0-9.e]+", proc.stdout)
+    rows = _top_k_block(proc.stdout, "prob")
+    assert [r[0] for r in rows] == list(np.argsort(-ref[0], kind="stable")[:3])
+    np.testing.assert_allclose([r[1] for r in rows], np.sort(ref[0])[::-1][:3], rtol=1e-4)
+    with np.load(out_path) as saved:
+        assert saved.files == ["prob"]
+        assert_close(saved["prob"], ref)
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]  # atomic write left nothing
+
+
+@pytest.mark.timeout(120)
+def test_infer_npz_input_with_another_batch(tiny, tmp_path):
+    x = tiny.input(43, batch=2)
+    np.savez(tmp_path / "in.npz", data=x)
+    proc = run_mo("infer", "-m", tiny.xml, "-i", str(tmp_path / "in.npz"), "--top_k", "2",
+                  "-o", str(tmp_path / "o.npz"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Batch size set to 2" in proc.stdout and "shape [2, 10]" in proc.stdout
+    assert "Image 1" in proc.stdout
+    with np.load(tmp_path / "o.npz") as saved:
+        assert_close(saved["prob"], tiny.reference(x))
+
+
+@pytest.mark.timeout(120)
+def test_infer_random_input_is_reproducible(tiny, tmp_path):
+    a = run_mo("infer", "-m", tiny.xml, "-o", str(tmp_path / "a.npz"))
+    b = run_mo("infer", "-m", tiny.xml, "-o", str(tmp_path / "b.npz"))
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    assert "random standard normal input, seed 0" in a.stdout
+    with np.load(tmp_path / "a.npz") as fa, np.load(tmp_path / "b.npz") as fb:
+        np.testing.assert_array_equal(fa["prob"], fb["prob"])
+    x = np.random.default_rng(0).standard_normal((1, 3, 16, 16), dtype=np.float32)
+    with np.load(tmp_path / "a.npz") as fa:
+        assert_close(fa["prob"], tiny.reference(x))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("case", ["npz_wrong_key", "npy_bad_shape", "missing_input", "missing_model",
+                                  "bad_top_k", "gpu", "pickled"])
+def test_infer_user_errors(tiny, tmp_path, case):
+    args = ["infer", "-m", tiny.xml]
+    expect = ""
+    if case == "npz_wrong_key":
+        np.savez(tmp_path / "in.npz", image=tiny.input(0))
+        args += ["-i", str(tmp_path / "in.npz")]
+        expect = "image"
+    elif case == "npy_bad_shape":
+        np.save(tmp_path / "in.npy", np.zeros((1, 3, 8, 8), np.float32))
+        args += ["-i", str(tmp_path / "in.npy")]
+        expect = "[1, 3, 16, 16]"
+    elif case == "missing_input":
+        args += ["-i", str(tmp_path / "nope.npy")]
+        expect = "cannot find the input file"
+    elif case == "missing_model":
+        args = ["infer", "-m", str(tmp_path / "nope.xml")]
+        expect = "nope.xml"
+    elif case == "bad_top_k":
+        args += ["--top_k", "0"]
+        expect = "--top_k"
+    elif case == "gpu":
+        args += ["-d", "GPU"]
+        expect = "not available yet"
+    elif case == "pickled":
+        np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        args += ["-i", str(tmp_path / "obj.npy")]
+        expect = "cannot read the input file"
+    proc = run_mo(*args)
+    assert proc.returncode == 1, proc.stdout
+    assert "[ ERROR ]" in proc.stderr and expect in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.timeout(180)
+def test_benchmark_prints_the_table(tiny):
+    proc = run_mo("benchmark", "-m", tiny.xml, "-niter", "20", "-nireq", "3")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "Count:      20 iterations (3 in flight, batch 1)" in out
+    lines = out.splitlines()
+    i = lines.index("Latency (ms):")
+    assert lines[i + 1].split() == ["median", "p90", "p99", "min", "max"]
+    median, p90, p99, lo, hi = map(float, lines[i + 2].split())
+    assert 0 < lo <= median <= p90 <= p99 <= hi
+    fps = float(re.search(r"Throughput: ([0-9.]+) FPS", out).group(1))
+    assert fps > 0
+    assert "Progress" not in proc.stderr  # not a tty and no --progress
+
+
+@pytest.mark.timeout(180)
+def test_benchmark_batch_and_progress(tiny):
+    proc = run_mo("benchmark", "-m", tiny.xml, "-niter", "10", "-nireq", "2", "-b", "4", "--progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "batch 4" in proc.stdout
+    assert "Progress: [" in proc.stderr and "10/10" in proc.stderr
+
+
+@pytest.mark.timeout(120)
+def test_benchmark_user_errors(tiny, slow_model):
+    proc = run_mo("benchmark", "-m", tiny.xml, "-niter", "0")
+    assert proc.returncode == 1 and "[ ERROR ]" in proc.stderr and "-niter" in proc.stderr
+    xml, kernel = slow_model
+    proc = run_mo("benchmark", "-m", xml, "-niter", "5")  # custom layer without -l
+    assert proc.returncode == 1 and "SlowOp" in proc.stderr and "-l FILE" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = run_mo("benchmark", "-m", xml, "-niter", "5", "-l", kernel)
+    assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,238 @@
+"""Failures: a daemon killed mid-request, timeouts, malformed messages, custom layers."""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import msgpack
+import numpy as np
+import pytest
+import zmq
+
+from device_daemons.client import (DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout, IECore,
+                                   InferenceError)
+from tests.daemon.conftest import assert_close, daemon_processes, run_mo, wait_until, write_custom_ir
+
+SLOW = np.full((1, 4), 110.0, np.float32)  # the SlowOp kernel sleeps 10 s on it
+FAST = np.arange(4, dtype=np.float32).reshape(1, 4)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode):
+    xml, kernel = slow_model
+    ie = IECore(policy="auto", timeout=60)
+    assert ie.add_extension(kernel, "CPU") == ["SlowOp"]
+    exec_net = ie.load_network(ie.read_network(xml), "CPU")
+    np.testing.assert_array_equal(exec_net.infer({"data": FAST})["custom1"], FAST * 2 + 1)
+    pid = ie.daemon_pid()
+    assert daemon_processes(fresh_runtime) == [pid]
+
+    outcome = {}
+
+    def slow_request():
+        t0 = time.monotonic()
+        try:
+            if mode == "async":
+                exec_net.start_async({"data": SLOW}).wait()
+            else:
+                exec_net.infer({"data": SLOW})
+        except BaseException as exc:  # checked below
+            outcome["error"] = exc
+        outcome["seconds"] = time.monotonic() - t0
+
+    th = threading.Thread(target=slow_request)
+    th.start()
+    time.sleep(1.0)  # the request is in the kernel's sleep now
+    os.kill(pid, signal.SIGKILL)
+    th.join(20)
+    assert not th.is_alive()
+    err = outcome.get("error")
+    assert isinstance(err, DaemonDied), outcome
+    assert outcome["seconds"] < 5  # well within the 60 s timeout (the kernel sleeps 10 s)
+    text = str(err)
+    assert f"pid {pid}" in text and "killed by signal SIGKILL" in text and "'infer'" in text
+    assert "next request starts a new daemon" in text
+
+    # the next request starts a new daemon and loads the network (and kernels) again
+    out = exec_net.infer({"data": FAST})
+    np.testing.assert_array_equal(out["custom1"], FAST * 2 + 1)
+    new_pid = ie.daemon_pid()
+    assert new_pid != pid
+    assert daemon_processes(fresh_runtime) == [new_pid]
+    ie.close()
+
+
+@pytest.mark.timeout(120)
+def test_daemon_killed_with_existing_policy(fresh_runtime, slow_model):
+    xml, kernel = slow_model
+    assert run_mo("daemon", "start").returncode == 0
+    ie = IECore(policy="existing", timeout=60)
+    ie.add_extension(kernel)
+    exec_net = ie.load_network(ie.read_network(xml))
+    pid = ie.daemon_pid()
+    req = exec_net.start_async({"data": SLOW})
+    time.sleep(1.0)
+    os.kill(pid, signal.SIGKILL)
+    t0 = time.monotonic()
+    with pytest.raises(DaemonDied, match="mo-core daemon start") as err:
+        req.wait()
+    assert time.monotonic() - t0 < 5
+    assert f"pid {pid}" in str(err.value)
+    with pytest.raises(DaemonNotRunning, match="mo-core daemon start"):
+        exec_net.infer({"data": FAST})
+    # once someone starts one again, the same exec_net works again
+    assert run_mo("daemon", "start").returncode == 0
+    np.testing.assert_array_equal(exec_net.infer({"data": FAST})["custom1"], FAST * 2 + 1)
+    assert ie.daemon_pid() != pid
+
+
+@pytest.mark.timeout(120)
+def test_timeout_is_a_clear_error(slow_model):
+    xml, kernel = slow_model
+    ie = IECore(timeout=1.5)
+    ie.add_extension(kernel)
+    exec_net = ie.load_network(ie.read_network(xml))
+    t0 = time.monotonic()
+    with pytest.raises(DaemonTimeout, match=r"within 1.5 s.*still running") as err:
+        exec_net.infer({"data": SLOW})
+    assert 1.4 < time.monotonic() - t0 < 4
+    assert isinstance(err.value, TimeoutError)
+    # the daemon goes on serving (the slow request keeps one worker busy meanwhile)
+    np.testing.assert_array_equal(exec_net.infer({"data": FAST})["custom1"], FAST * 2 + 1)
+    with pytest.raises(DaemonTimeout):
+        exec_net.start_async({"data": SLOW}).wait()
+    ie.close()
+
+
+def _raw_socket(endpoint):
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
+    return sock
+
+
+def _reply(sock, timeout_ms=3000):
+    if not sock.poll(timeout_ms):
+        return None
+    frames = sock.recv_multipart()
+    return msgpack.unpackb(frames[0], raw=False)
+
+
+@pytest.mark.timeout(120)
+def test_malformed_messages_get_an_error_or_are_dropped(tiny):
+    ie = IECore()
+    exec_net = ie.load_network(ie.read_network(tiny.xml))
+    endpoint = exec_net._loaded[0].endpoint
+    handle = exec_net._loaded[1]
+    pid = ie.daemon_pid()
+    sock = _raw_socket(endpoint)
+    try:
+        # not msgpack at all, and no recoverable id: dropped
+        sock.send_multipart([b"\xc1\xff garbage \x00", b"more"])
+        sock.send_multipart([b""])
+        # a header declaring a huge array (1 TiB) backed by 16 bytes: error reply
+        huge = {"v": 1, "id": 77, "op": "infer", "args": {"handle": handle, "inputs": {"data": {"$array": 0}}},
+                "arrays": [{"dtype": "<f4", "shape": [1 << 40]}]}
+        sock.send_multipart([msgpack.packb(huge), b"\0" * 16])
+        r = _reply(sock)
+        assert r["id"] == 77 and r["ok"] is False and r["error"]["kind"] == "protocol"
+        # shape/frame mismatch, bad dtype, wrong types: error replies
+        for rid, header, frames in [
+                (78, {"v": 1, "id": 78, "op": "infer", "args": {}, "arrays": [{"dtype": "<f4", "shape": [2]}]}, [b"\0"]),
+                (79, {"v": 1, "id": 79, "op": "infer", "args": {}, "arrays": [{"dtype": "O", "shape": [1]}]}, [b"\0" * 8]),
+                (80, {"v": 1, "id": 80, "op": 12, "args": {}}, []),
+                (81, {"v": 2, "id": 81, "op": "ping"}, [])]:
+            sock.send_multipart([msgpack.packb(header), *frames])
+            r = _reply(sock)
+            assert r is not None and r["id"] == rid and r["ok"] is False, r
+        # well-formed but nonsense for the daemon's verbs: error replies naming the problem
+        for rid, op, args, kind in [
+                (90, "infer", {"handle": "x"}, "handle"),
+                (91, "infer", {"handle": handle, "inputs": 5}, "input"),
+                (92, "infer", {"handle": handle, "shm": b"\xc1"}, "shm"),
+                (93, "infer", {"handle": handle, "shm": msgpack.packb({"slot": 12345, "inputs": {}})}, "shm"),
+                (94, "shm_attach", {"path": "/etc/passwd", "size": 10}, "shm"),
+                (95, "shm_attach", {"path": "/dev/shm/mo-core-../../etc/passwd", "size": 10}, "shm"),
+                (96, "load_network", {"xml": "/nonexistent/net.xml"}, "network"),
+                (97, "load_network", {"xml_text": "<net", "bin_data": None}, "network"),
+                (98, "reshape", {"handle": handle, "shapes": {"data": [0, -1]}}, "input"),
+                (99, "no_such_verb", {}, "unknown_op")]:
+            sock.send_multipart([msgpack.packb({"v": 1, "id": rid, "op": op, "args": args})])
+            r = _reply(sock)
+            assert r is not None and r["id"] == rid and r["ok"] is False, (op, r)
+            assert r["error"]["kind"] == kind, (op, r)
+        # still serving everybody
+        sock.send_multipart([msgpack.packb({"v": 1, "id": 100, "op": "ping"})])
+        assert _reply(sock)["ok"] is True
+    finally:
+        sock.close(0)
+    x = tiny.input(9)
+    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+    assert ie.daemon_pid() == pid
+
+
+@pytest.mark.timeout(120)
+def test_unknown_layer_type_names_the_type_and_dash_l(tmp_path):
+    xml = write_custom_ir(str(tmp_path / "mystery"), "MysteryOp", name="odd_layer")
+    ie = IECore()
+    with pytest.raises(InferenceError) as err:
+        ie.load_network(ie.read_network(xml), "CPU")
+    text = str(err.value)
+    assert "MysteryOp" in text and "odd_layer" in text and "-l FILE" in text
+    assert err.value.kind == "network"
+    proc = run_mo("infer", "-m", xml)
+    assert proc.returncode == 1
+    assert "[ ERROR ]" in proc.stderr and "MysteryOp" in proc.stderr and "-l FILE" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.timeout(120)
+def test_custom_kernel_with_dash_l(slow_model, tmp_path):
+    xml, kernel = slow_model
+    x = np.array([[1.0, -2.0, 3.5, 0.0]], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    proc = run_mo("infer", "-m", xml, "-l", kernel, "-i", str(tmp_path / "x.npy"), "-o", str(tmp_path / "y.npz"))
+    assert proc.returncode == 0, proc.stderr
+    assert "Custom kernels from" in proc.stdout and "SlowOp" in proc.stdout
+    assert "Output 'custom1': shape [1, 4]" in proc.stdout
+    with np.load(tmp_path / "y.npz") as out:
+        np.testing.assert_array_equal(out["custom1"], x * 2 + 1)
+
+
+@pytest.mark.timeout(120)
+def test_bad_custom_kernel_files(tmp_path, slow_model):
+    xml, _ = slow_model
+    ie = IECore()
+    broken = tmp_path / "broken.py"
+    broken.write_text("def oops(:\n")
+    with pytest.raises(InferenceError, match="broken.py.*SyntaxError") as err:
+        ie.add_extension(str(broken))
+    assert err.value.kind == "kernel"
+    empty = tmp_path / "empty.py"
+    empty.write_text("X = 1\n")
+    with pytest.raises(InferenceError, match="defines no kernel class"):
+        ie.add_extension(str(empty))
+    with pytest.raises(InferenceError, match="cannot find"):
+        ie.add_extension(str(tmp_path / "missing.py"))
+    failing = tmp_path / "failing.py"
+    failing.write_text("class Bad:\n    type = 'SlowOp'\n    def __init__(self, layer): pass\n"
+                       "    def getMemoryShapes(self, s): return [tuple(s[0])]\n"
+                       "    def forward(self, inputs): raise RuntimeError('kaboom')\n")
+    ie.add_extension(str(failing))
+    exec_net = ie.load_network(ie.read_network(xml))
+    with pytest.raises(InferenceError, match="kaboom") as err:
+        exec_net.infer({"data": FAST})
+    assert err.value.kind == "kernel"
+    ie.close()
+
+
+@pytest.mark.timeout(60)
+def test_no_daemon_left_by_cli_in_fresh_runtime(fresh_runtime, tiny):
+    """`mo-core infer --no-auto-start` with no daemon: a clear error, nothing started."""
+    proc = run_mo("infer", "-m", tiny.xml, "--no-auto-start")
+    assert proc.returncode == 1
+    assert "[ ERROR ]" in proc.stderr and "mo-core daemon start" in proc.stderr
+    assert daemon_processes(fresh_runtime) == []

@@ -1,0 +1,218 @@
+"""IECore / ExecutableNetwork against a real CPU daemon, checked against pycaffe."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from device_daemons.client import (DaemonError, DaemonNotRunning, IECore, InferenceError, StatusCode)
+from tests.daemon.conftest import assert_close
+
+
+@pytest.fixture(scope="module")
+def ie():
+    core = IECore(policy="auto", timeout=60)
+    yield core
+    core.close()
+
+
+@pytest.mark.timeout(120)
+def test_infer_equals_pycaffe(ie, tiny):
+    net = ie.read_network(model=tiny.xml, weights=tiny.bin)
+    assert net.inputs == {"data": [1, 3, 16, 16]}
+    assert net.outputs == {"prob": [1, 10]}
+    exec_net = ie.load_network(net, "CPU")
+    assert exec_net.inputs == {"data": [1, 3, 16, 16]} and exec_net.outputs == {"prob": [1, 10]}
+    for seed in range(3):
+        x = tiny.input(seed)
+        res = exec_net.infer({"data": x})
+        assert list(res) == ["prob"] and res["prob"].dtype == np.float32
+        assert_close(res["prob"], tiny.reference(x))
+    exec_net.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("options", [dict(shared_memory=False), dict(transfer="content"),
+                                     dict(shared_memory=False, transfer="content")])
+def test_transfer_modes(tiny, options):
+    """Array frames instead of shared memory; IR content instead of paths (remote clients)."""
+    x = tiny.input(11)
+    with IECore(**options) as core:
+        exec_net = core.load_network(core.read_network(tiny.xml), "CPU")
+        assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+        assert exec_net._loaded[0].shm_ok is (False if options.get("shared_memory") is False else True)
+
+
+@pytest.mark.timeout(120)
+def test_start_async_and_request_slots(ie, tiny):
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU", num_requests=3)
+    xs = [tiny.input(20 + i) for i in range(3)]
+    reqs = [exec_net.start_async({"data": x}) for x in xs]
+    for req, x in zip(reqs, xs):
+        assert req.wait() == StatusCode.OK
+        assert_close(req.outputs["prob"], tiny.reference(x))
+        assert req.latency is not None and req.latency > 0
+    # IE's own form: start_async(request_id, inputs) on the request slots
+    for i, x in enumerate(xs):
+        exec_net.start_async(request_id=i, inputs={"data": x})
+    for i, x in enumerate(xs):
+        assert exec_net.requests[i].wait(-1) == StatusCode.OK
+        assert_close(exec_net.requests[i].outputs["prob"], tiny.reference(x))
+    assert_close(exec_net.requests[0].infer({"data": xs[2]})["prob"], tiny.reference(xs[2]))
+
+
+@pytest.mark.timeout(120)
+def test_batch_size(ie, tiny):
+    net = ie.read_network(tiny.xml)
+    net.batch_size = 3
+    assert net.inputs == {"data": [3, 3, 16, 16]} and net.outputs == {"prob": [3, 10]}
+    exec_net = ie.load_network(net, "CPU")
+    assert exec_net.outputs == {"prob": [3, 10]}
+    x = tiny.input(5, batch=3)
+    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+
+
+@pytest.mark.timeout(120)
+def test_loading_the_same_ir_again_is_cached(ie, tiny):
+    first = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    second = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    assert second.cached
+    x = tiny.input(3)
+    assert_close(second.infer({"data": x})["prob"], tiny.reference(x))
+    assert_close(first.infer({"data": x})["prob"], tiny.reference(x))
+    first.close()
+    assert_close(second.infer({"data": x})["prob"], tiny.reference(x))
+
+
+@pytest.mark.timeout(120)
+def test_input_errors_are_clear(ie, tiny):
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    with pytest.raises(InferenceError, match=r"no input named 'image'.*'data'") as err:
+        exec_net.infer({"image": tiny.input(0)})
+    assert err.value.kind == "input"
+    with pytest.raises(InferenceError, match=r"shape \[1, 3, 8, 8\].*\[1, 3, 16, 16\]"):
+        exec_net.infer({"data": np.zeros((1, 3, 8, 8), np.float32)})
+    with pytest.raises(InferenceError, match=r"missing 'data'"):
+        exec_net.infer({})
+    with pytest.raises(InferenceError, match="takes a dict"):
+        exec_net.infer([tiny.input(0)])
+    with pytest.raises(InferenceError, match="dtype"):
+        exec_net.infer({"data": np.array(["a"])})
+    # the daemon is still fine
+    x = tiny.input(4)
+    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+
+
+@pytest.mark.timeout(300)
+def test_eight_threads_share_one_exec_net(ie, tiny):
+    """8 client threads x 200 requests on one ExecutableNetwork: each thread sends its
+    own input and must get its own result back, every time (1600 correct replies)."""
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    inputs = [tiny.input(100 + t) for t in range(8)]
+    refs = [tiny.reference(x) for x in inputs]
+    # the references differ from each other, so a mixed-up reply cannot pass
+    assert min(np.max(np.abs(refs[i] - refs[j])) for i in range(8) for j in range(i)) > 1e-3
+    correct = [0] * 8
+    errors = []
+
+    def worker(t):
+        try:
+            for i in range(200):
+                if i % 4 == 3:  # some requests through the async (shared client) path too
+                    req = exec_net.start_async({"data": inputs[t]})
+                    req.wait()
+                    out = req.outputs["prob"]
+                else:
+                    out = exec_net.infer({"data": inputs[t]})["prob"]
+                assert_close(out, refs[t])
+                correct[t] += 1
+        except BaseException as exc:  # reported below
+            errors.append((t, exc))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[:3]
+    assert sum(correct) == 1600
+
+
+@pytest.mark.timeout(60)
+def test_existing_policy_without_daemon(fresh_runtime, tiny):
+    core = IECore(policy="existing")
+    net = core.read_network(tiny.xml)
+    with pytest.raises(DaemonNotRunning, match="mo-core daemon start"):
+        core.load_network(net, "CPU")
+
+
+@pytest.mark.timeout(60)
+def test_bad_device_and_arguments(ie, tiny):
+    net = ie.read_network(tiny.xml)
+    with pytest.raises(DaemonError, match="GPU.*not available yet"):
+        ie.load_network(net, "GPU")
+    with pytest.raises(DaemonError, match="unknown device 'TPU'"):
+        ie.load_network(net, "TPU")
+    with pytest.raises(Exception, match="policy"):
+        IECore(policy="sometimes")
+    with pytest.raises(Exception, match="batch_size"):
+        net.batch_size = 0
+
+
+@pytest.mark.timeout(60)
+def test_read_network_validates_locally(ie, tmp_path):
+    from ir import IRError
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<net name='x' version='2'><layers><layer id='0'")
+    with pytest.raises(IRError):
+        ie.read_network(str(bad))
+    with pytest.raises(IRError, match="cannot find"):
+        ie.read_network(str(tmp_path / "missing.xml"))
+
+
+@pytest.mark.timeout(60)
+def test_outputs_from_shared_memory_stay_valid(ie, tiny):
+    """Outputs are views of a lent shared-memory slot: later requests must not
+    overwrite outputs the caller still holds."""
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    kept = [(seed, exec_net.infer({"data": tiny.input(seed)})["prob"]) for seed in range(40)]
+    for seed, out in kept:
+        assert_close(out, tiny.reference(tiny.input(seed)))
+    out = kept[0][1]
+    out[...] = 0  # the caller owns it
+    del kept
+    assert_close(exec_net.infer({"data": tiny.input(1)})["prob"], tiny.reference(tiny.input(1)))
+
+
+@pytest.mark.timeout(60)
+def test_reshape_verb_and_status(ie, tiny):
+    """The daemon's reshape verb (per handle: other handles keep their shapes)."""
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    other = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    link = exec_net._link
+    handle = exec_net._loaded[1]
+    result, _ = link.call("reshape", {"handle": handle, "shapes": {"data": [2, 3, 16, 16]}})
+    assert result["handle"] == handle and result["outputs"]["prob"]["shape"] == [2, 10]
+    x = tiny.input(8, batch=2)
+    out, _ = link.call("infer", {"handle": handle, "inputs": {"data": x}})
+    assert_close(out["outputs"]["prob"], tiny.reference(x))
+    x1 = tiny.input(8)
+    assert_close(other.infer({"data": x1})["prob"], tiny.reference(x1))
+    status, _ = link.call("status")
+    assert status["device"] == "CPU" and status["pid"] == ie.daemon_pid() and status["requests"] >= 2
+    handles = {n["handle"]: n for n in status["networks"]}
+    assert handles[handle]["inputs"] == {"data": [2, 3, 16, 16]} and handles[handle]["name"] == "tiny"
+    with pytest.raises(InferenceError, match="no input named 'nope'"):
+        link.call("reshape", {"handle": handle, "shapes": {"nope": [1, 2]}})
+
+
+@pytest.mark.timeout(60)
+def test_world_writable_kernel_file_is_refused(ie, tmp_path, slow_model):
+    import os
+    from tests.daemon.conftest import SLOW_KERNEL
+    path = tmp_path / "kernel.py"
+    path.write_text(SLOW_KERNEL)
+    os.chmod(path, 0o666)
+    with pytest.raises(InferenceError, match="not writable by group or others"):
+        ie.add_extension(str(path))
