@@ -29,6 +29,9 @@ def add_parser(sub):
                                       "non-loopback tcp endpoint")
     s.add_argument("--threads", type=int, help="requests served in parallel (default: CPUs, at most 4)")
     s.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it to start (default 60)")
+    s.add_argument("--caffe-fallback", action="store_true",
+                   help="run layers that have no kernel but that Caffe knows (IR converted with "
+                        "CustomLayersMapping.xml) through a Caffe worker process")
     s.set_defaults(func=run_start)
 
     t = actions.add_parser("stop", help="stop a daemon: shutdown request, then SIGTERM, then SIGKILL")
@@ -63,6 +66,7 @@ def run_start(args) -> int:
     if args.threads is not None and args.threads < 1:
         raise Error("--threads must be at least 1, got {}", args.threads)
     launch = daemon.launch(args.device, endpoint=args.endpoint, key_file=args.key_file,
+                           caffe_fallback=args.caffe_fallback,
                            threads=args.threads, startup_timeout=args.timeout)
     rec = launch.record
     if launch.started:

@@ -113,7 +113,7 @@ class Launch:
 
 
 def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | None = None,
-           threads: int | None = None, startup_timeout: float = 60.0) -> Launch:
+           threads: int | None = None, startup_timeout: float = 60.0, caffe_fallback: bool = False) -> Launch:
     """Start the daemon of `device` unless one runs; returns its record."""
     device = normalize_device(device)
     key_file = os.path.abspath(key_file) if key_file else None
@@ -129,13 +129,13 @@ def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | 
         record = registry.read_record(device, holding_lock=True)
         if record is not None:
             return Launch(record, False)
-        return _spawn(device, endpoint, key_file, key, threads, startup_timeout)
+        return _spawn(device, endpoint, key_file, key, threads, startup_timeout, caffe_fallback)
     finally:
         lock.__exit__(None, None, None)
 
 
 def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes | None,
-           threads: int | None, startup_timeout: float) -> Launch:
+           threads: int | None, startup_timeout: float, caffe_fallback: bool = False) -> Launch:
     try:
         endpoint = endpoint or new_ipc_endpoint(f"daemon-{device.lower()}")
     except MicrokernelError as exc:
@@ -148,6 +148,8 @@ def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes |
         cmd += ["--key-file", key_file]
     if threads:
         cmd += ["--threads", str(threads)]
+    if caffe_fallback:
+        cmd += ["--caffe-fallback"]
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
     # The daemon runs in "/" (it must not pin the caller's directory), so make sure
     # it imports this very installation of mo-core.

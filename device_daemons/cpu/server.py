@@ -81,6 +81,8 @@ from core.microkernel import MicrokernelError, RemoteError, Server, load_key_fil
 from ir import IRError, read_ir
 
 from .. import registry
+from .caffe_backed import CaffeWorkerPool, caffe_backed_kernels
+from .kernels import KERNELS
 
 DEVICE = "CPU"
 log = logging.getLogger("mo_core.daemon.cpu")
@@ -283,8 +285,10 @@ def _shm_view(mm, size: int, offset, shape, where: str) -> np.ndarray:
 class CpuDaemon:
     """State and verbs of the CPU daemon (independent of the socket: testable)."""
 
-    def __init__(self, threads: int = 2, endpoint: str = "") -> None:
+    def __init__(self, threads: int = 2, endpoint: str = "", caffe_fallback: bool = False) -> None:
         self.threads = max(1, threads)
+        # layers only Caffe knows run through a Caffe worker (see caffe_backed.py)
+        self.caffe_pool = CaffeWorkerPool() if caffe_fallback else None
         self.endpoint = endpoint
         self.started = time.time()
         self._t0 = time.monotonic()
@@ -456,6 +460,8 @@ class CpuDaemon:
         def build() -> PlanPool:
             try:
                 network = loader()
+                if self.caffe_pool is not None:
+                    kernels.update(caffe_backed_kernels(network, self.caffe_pool, set(KERNELS) | set(kernels)))
                 names = [layer.name for layer in network.inputs()]
                 resolved = dict(shapes or {})
                 unknown = set(resolved) - set(names)
@@ -629,6 +635,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true",
                         help="do not record this daemon in the runtime directory (a private "
                              "instance that clients do not find by themselves)")
+    parser.add_argument("--caffe-fallback", action="store_true",
+                        help="run layers without a kernel that Caffe knows through a Caffe worker process")
     parser.add_argument("--log-level", default="WARNING")
     opts = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=opts.log_level.upper(),
@@ -649,7 +657,7 @@ def main(argv: list[str] | None = None) -> int:
     except (MicrokernelError, ValueError) as exc:
         print(f"{stamp()} [ ERROR ] cpu daemon: {exc}", file=sys.stderr, flush=True)
         return 1
-    daemon = CpuDaemon(threads=opts.threads, endpoint=server.endpoint)
+    daemon = CpuDaemon(threads=opts.threads, endpoint=server.endpoint, caffe_fallback=opts.caffe_fallback)
     recorded = False
     reason = "failed"
     try:
@@ -665,6 +673,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if recorded:
             registry.remove_record(DEVICE, os.getpid())
+        if daemon.caffe_pool is not None:
+            daemon.caffe_pool.stop()
         server.close()
         print(f"{stamp()} [ cpu ] pid {os.getpid()} stopped: {reason} "
               f"({daemon.requests} inference requests served)", file=sys.stderr, flush=True)
