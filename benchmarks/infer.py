@@ -1,0 +1,198 @@
+"""Inference latency at batch 1 on one model, every engine in the same run:
+
+- mo-core CPU daemon, end to end through ZeroMQ (IECore, a private daemon)
+- the same execution plan in-process (no daemon)
+- pycaffe
+- OpenCV DNN 4.x (readNetFromCaffe)
+- the OpenVINO 2024.6 runtime, f32, on the IR its own `mo` makes from the model
+plus the daemon's round-trip cost for a 1x3x224x224 input on a trivial network
+(Input -> ReLU), daemon minus in-process.
+
+    python benchmarks/infer.py [--model bvlc_googlenet] [--iterations 100]
+
+Runs are interleaved engine by engine after a warm-up; medians are printed with
+ratios. All engines use the machine's cores as they do by default.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.references import HOME, bvlc_model, openvino_mo, openvino_python  # noqa: E402
+
+OPENVINO_SCRIPT = r"""
+import json, sys, time, statistics
+import numpy as np
+import openvino as ov
+xml, iterations = sys.argv[1], int(sys.argv[2])
+core = ov.Core()
+result = {}
+# f32 is the comparison the targets name; the runtime's own default (bf16 on CPUs
+# that have it) is reported beside it
+for key, config in (("f32", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}),
+                    ("default", {"PERFORMANCE_HINT": "LATENCY"})):
+    model = core.compile_model(xml, "CPU", config)
+    request = model.create_infer_request()
+    x = np.random.default_rng(0).standard_normal(tuple(model.inputs[0].shape)).astype(np.float32)
+    for _ in range(10):
+        request.infer({0: x})
+    times = []
+    for _ in range(iterations):
+        t = time.perf_counter(); request.infer({0: x}); times.append(time.perf_counter() - t)
+    precision = model.get_property("INFERENCE_PRECISION_HINT")
+    result[key] = [statistics.median(times), min(times), getattr(precision, "get_type_name", lambda: str(precision))()]
+print(json.dumps(result))
+"""
+
+
+def measure(fn, iterations, warmup=5):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), min(times)
+
+
+def convert_ours(proto, weights, out_dir):
+    subprocess.run([sys.executable, "-m", "cli", "convert", "--input_model", weights, "--input_proto", proto,
+                    "-b", "1", "--output_dir", out_dir, "--model_name", "model", "--silent"], check=True)
+    return os.path.join(out_dir, "model.xml")
+
+
+def openvino_ir(model, proto, weights):
+    out = os.path.join(HOME, "bench-models", "openvino-" + model)
+    xml = os.path.join(out, model + ".xml")
+    if not os.path.isfile(xml):
+        subprocess.run([openvino_mo(), "--input_model", weights, "--input_proto", proto, "--output_dir", out,
+                        "--compress_to_fp16=False", "--silent"], check=True, capture_output=True)
+    return xml
+
+
+def trivial_ir(out_dir):
+    from ir import Edge, Layer, Network, Port, write_ir
+    dims = (1, 3, 224, 224)
+    net = Network(name="relu", layers=[Layer(0, "data", "Input", outputs=[Port(0, dims)]),
+                                       Layer(1, "relu", "ReLU", inputs=[Port(0, dims)], outputs=[Port(1, dims)])],
+                  edges=[Edge(0, 0, 1, 0)])
+    xml = os.path.join(out_dir, "relu.xml")
+    write_ir(net, xml)
+    return xml
+
+
+def run_engine(engine, model, iterations, xml, relu_xml):
+    """One engine, measured alone in this process (prints JSON)."""
+    os.environ.setdefault("GLOG_minloglevel", "2")
+    proto, weights = bvlc_model(model)
+    from ir import read_ir
+    network = read_ir(xml)
+    shape = tuple(network.inputs()[0].outputs[0].dims)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    name = network.inputs()[0].name
+    result = {}
+    if engine == "daemon":
+        from device_daemons.client import IECore
+        ie = IECore(policy="auto")
+        exec_net = ie.load_network(ie.read_network(model=xml), "CPU")
+        result["main"] = measure(lambda: exec_net.infer({name: x}), iterations)
+        relu_net = ie.load_network(ie.read_network(model=relu_xml), "CPU")
+        t = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)
+        result["relu"] = measure(lambda: relu_net.infer({"data": t}), 500)
+    elif engine == "plan":
+        from device_daemons.cpu.plan import ExecutionPlan
+        plan = ExecutionPlan(network)
+        result["main"] = measure(lambda: plan.infer({name: x}), iterations)
+        relu_plan = ExecutionPlan(read_ir(relu_xml))
+        t = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)
+        result["relu"] = measure(lambda: relu_plan.infer({"data": t}), 500)
+    elif engine == "pycaffe":
+        import caffe
+        net = caffe.Net(proto, weights, caffe.TEST)
+        net.blobs[net.inputs[0]].data[...] = x
+        result["main"] = measure(net.forward, iterations)
+    elif engine == "opencv":
+        import cv2
+        cv_net = cv2.dnn.readNetFromCaffe(proto, weights)
+        cv_net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
+        cv_net.setPreferableTarget(cv2.dnn.DNN_TARGET_CPU)
+
+        def cv_forward():
+            cv_net.setInput(x)
+            cv_net.forward()
+        result["main"] = measure(cv_forward, iterations)
+        result["version"] = cv2.__version__
+    print(json.dumps(result))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="bvlc_googlenet")
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--engine", help=argparse.SUPPRESS)
+    parser.add_argument("--xml", help=argparse.SUPPRESS)
+    parser.add_argument("--relu-xml", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.engine:
+        return run_engine(args.engine, args.model, args.iterations, args.xml, args.relu_xml)
+    proto, weights = bvlc_model(args.model)
+    tmp = tempfile.mkdtemp(prefix="mo-infer-")
+    env = dict(os.environ, MO_CORE_RUNTIME_DIR=os.path.join(tmp, "rt"), GLOG_minloglevel="2")
+    results = {}
+    try:
+        xml = convert_ours(proto, weights, tmp)
+        relu_xml = trivial_ir(tmp)
+        # one engine at a time, each in a fresh process: no thread pools of one
+        # engine spinning while another is measured
+        for engine in ("daemon", "plan", "pycaffe", "opencv"):
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--engine", engine, "--model",
+                                   args.model, "--iterations", str(args.iterations), "--xml", xml,
+                                   "--relu-xml", relu_xml], capture_output=True, text=True, env=env)
+            if proc.returncode:
+                raise SystemExit("{} failed:\n{}".format(engine, proc.stderr[-3000:]))
+            results[engine] = json.loads(proc.stdout.strip().splitlines()[-1])
+            if engine == "daemon":
+                subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env,
+                               capture_output=True)
+        ov_xml = openvino_ir(args.model, proto, weights)
+        proc = subprocess.run([openvino_python(), "-c", OPENVINO_SCRIPT, ov_xml, str(args.iterations)],
+                              capture_output=True, text=True, check=True)
+        ov = json.loads(proc.stdout.strip().splitlines()[-1])
+        results["openvino"] = {"main": ov["f32"][:2]}
+        results["openvino_default"] = {"main": ov["default"][:2], "precision": ov["default"][2]}
+    finally:
+        subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    labels = [("daemon", "mo-core CPU daemon (ZeroMQ)"), ("plan", "mo-core plan in-process"), ("pycaffe", "pycaffe"),
+              ("opencv", "OpenCV DNN " + results["opencv"].get("version", "")),
+              ("openvino", "OpenVINO 2024.6 runtime f32"),
+              ("openvino_default", "OpenVINO default ({})".format(results["openvino_default"]["precision"]))]
+    ov_median = results["openvino"]["main"][0]
+    print("model: {}, batch 1, {} iterations each, every engine alone in its own process".format(
+        args.model, args.iterations))
+    print("{:<32}{:>10}{:>10}{:>12}".format("engine", "median ms", "min ms", "vs OpenVINO"))
+    for key, label in labels:
+        median, fastest = results[key]["main"]
+        print("{:<32}{:>10.2f}{:>10.2f}{:>11.2f}x".format(label, median * 1e3, fastest * 1e3, median / ov_median))
+    d, p = results["daemon"]["relu"][0], results["plan"]["relu"][0]
+    print("daemon round trip, 1x3x224x224 Input->ReLU: daemon {:.3f} ms, in-process {:.3f} ms, overhead {:.3f} ms "
+          "(target < 0.3)".format(d * 1e3, p * 1e3, (d - p) * 1e3))
+    ours = results["daemon"]["main"][0]
+    print("targets: daemon within 1.5x of OpenVINO: {}; faster than pycaffe: {}; faster than OpenCV: {}".format(
+        "met" if ours <= 1.5 * ov_median else "NOT met ({:.2f}x)".format(ours / ov_median),
+        "met" if ours < results["pycaffe"]["main"][0] else "NOT met",
+        "met" if ours < results["opencv"]["main"][0] else "NOT met"))
+
+
+if __name__ == "__main__":
+    main()
