@@ -1,5 +1,6 @@
 """Session fixtures: caffemodels of the Caffe sdist's real deploy nets, made once
-per test session with real pycaffe."""
+per test session with real pycaffe (He-scaled random weights, so that outputs
+depend on the input and comparisons with pycaffe mean something)."""
 import os
 
 import pytest
@@ -15,6 +16,6 @@ def bvlc_models(tmp_path_factory):
     for i, name in enumerate(BVLC):
         proto = sdist_prototxt(name)
         weights = os.path.join(out, name + ".caffemodel")
-        make_caffemodel(proto, weights, seed=i)
+        make_caffemodel(proto, weights, seed=i, scale=None)
         models[name] = (proto, weights)
     return models

@@ -21,6 +21,7 @@ def import_caffe():
         import caffe
     except ImportError as exc:  # pragma: no cover - the set-up script builds it
         raise AssertionError("pycaffe is not importable ({}); run ./run test, which builds it".format(exc))
+    caffe.set_mode_cpu()
     return caffe
 
 
@@ -30,18 +31,32 @@ def sdist_prototxt(model: str) -> str:
     return path
 
 
-def make_caffemodel(prototxt: str, path: str, seed: int = 0, scale: float = 0.01, positive=()):
+def fill_he(net, rng):
+    """Weights N(0, 2/fan_in) (He), biases N(0, 0.01^2): activations keep their scale
+    through a whole deep net, so every output depends on the input (plain N(0, 0.01^2)
+    weights make GoogLeNet's classifier input-independent to 1e-7: the biases win)."""
+    for blobs in net.params.values():
+        weights = blobs[0].data
+        fan_in = int(np.prod(weights.shape[1:])) or 1
+        weights[...] = rng.standard_normal(weights.shape) * np.sqrt(2.0 / fan_in)
+        for blob in blobs[1:]:
+            blob.data[...] = rng.standard_normal(blob.data.shape) * 0.01
+
+
+def make_caffemodel(prototxt: str, path: str, seed: int = 0, scale: float | None = 0.01, positive=()):
     """Builds the net with real pycaffe, fills every blob with random values and
-    saves it. Blobs of layers named in `positive` get values in [0.5, 1.5)
-    (variances, scales). Returns the caffe.Net."""
+    saves it: N(0, scale^2), or He scaling when scale is None. Blobs of layers named
+    in `positive` get values in [0.5, 1.5) (variances, scales). Returns the caffe.Net."""
     caffe = import_caffe()
     net = caffe.Net(prototxt, caffe.TEST)
     rng = np.random.default_rng(seed)
+    if scale is None:
+        fill_he(net, rng)
     for name, blobs in net.params.items():
-        for i, blob in enumerate(blobs):
+        for blob in blobs:
             if name in positive:
                 blob.data[...] = rng.uniform(0.5, 1.5, blob.data.shape)
-            else:
+            elif scale is not None:
                 blob.data[...] = rng.normal(0, scale, blob.data.shape)
     net.save(path)
     return net

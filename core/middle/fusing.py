@@ -111,6 +111,9 @@ def _fuse_backward_once(graph) -> bool:
             set_blob(producer, "biases", bias * m)
         else:
             set_blob(producer, "biases", bias + _vec(node, "biases"))
+        if node.out_node(0).soft_get("is_output"):
+            # the network's output keeps the name users know it by (the BN/Scale layer's)
+            producer["name"] = node.soft_get("fused_from") or node.name
         _bypass(node)
         changed = True
     return changed

@@ -32,11 +32,13 @@ def test_fused_weights_equal_numpy(model):
     conv = network.layer_by_name("conv1")
     np.testing.assert_allclose(conv.blobs["weights"], expected_w.ravel(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(conv.blobs["biases"], expected_b, rtol=1e-5, atol=1e-6)
-    # BatchNorm after InnerProduct folds into the FullyConnected (keeps its own name: fc_bn is gone)
+    # BatchNorm after InnerProduct folds into the FullyConnected, which takes the name of the
+    # network's output (fc_bn): users ask for the output by the name they know
     fw, fb = (net.params["fc"][i].data.astype(np.float64) for i in (0, 1))
     m2, v2, f2 = (net.params["fc_bn"][i].data.astype(np.float64) for i in (0, 1, 2))
     k2 = 1 / np.sqrt(v2 / f2[0] + 1e-5)
-    fc = network.layer_by_name("fc")
+    fc = network.layer_by_name("fc_bn")
+    assert fc.type == "FullyConnected" and "fc" not in [layer.name for layer in network.layers]
     np.testing.assert_allclose(fc.blobs["weights"], (fw * k2[:, None]).ravel(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(fc.blobs["biases"], (fb - m2 / f2[0]) * k2, rtol=1e-5, atol=1e-6)
 
@@ -49,7 +51,7 @@ def test_fused_ir_computes_what_caffe_computes(model):
     x = np.random.default_rng(3).normal(size=(1, 3, 10, 10)).astype(np.float32)
     net.blobs["data"].data[...] = x
     ref = net.forward()["fc_bn"].copy()
-    conv, fc = network.layer_by_name("conv1"), network.layer_by_name("fc")
+    conv, fc = network.layer_by_name("conv1"), network.layer_by_name("fc_bn")
     w = conv.blobs["weights"].reshape(6, 3, 3, 3)
     padded = np.pad(x[0], ((0, 0), (1, 1), (1, 1)))
     windows = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(1, 2))  # C,H,W,3,3

@@ -10,19 +10,7 @@ import numpy as np
 
 os.environ.setdefault("GLOG_minloglevel", "2")
 
-MO_HOME = os.environ.get("MO_CORE_HOME", os.path.expanduser("~/.cache/mo-core"))
-SDIST = os.path.join(MO_HOME, "caffe-src", "brocolli-caffe-9.0.2")
-BVLC = ("bvlc_alexnet", "bvlc_googlenet", "bvlc_reference_caffenet")
-
-
-def import_caffe():
-    """pycaffe is a hard requirement: fail, never skip."""
-    try:
-        import caffe
-    except ImportError as exc:  # pragma: no cover - the environment builds it
-        raise AssertionError(f"pycaffe is not importable ({exc}); the CPU tests compare against real Caffe")
-    caffe.set_mode_cpu()
-    return caffe
+from tests.support import BVLC, import_caffe, sdist_prototxt  # noqa: F401  (re-exported for the tests)
 
 
 def rel_err(ours, ref) -> float:
@@ -138,9 +126,3 @@ def run_single(tmp_path, layer_type, data, inputs, out_shapes, blobs=None, preci
     if len(out_shapes) == 1:
         return [result["layer"]], plan
     return [result[f"layer.{len(inputs) + j}"] for j in range(len(out_shapes))], plan
-
-
-def sdist_prototxt(model: str) -> str:
-    path = os.path.join(SDIST, "models", model, "deploy.prototxt")
-    assert os.path.isfile(path), f"the Caffe sdist is missing at {SDIST}"
-    return path
