@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from cli.infer import guard, random_inputs
+from cli.infer import add_model_args, guard, random_inputs
 from core.errors import Error
 
 
@@ -18,9 +18,7 @@ def add_parser(sub):
     p = sub.add_parser("benchmark", help="measure latency and throughput of an IR on a device daemon",
                        description="Run an IR many times on a device daemon with several requests in flight "
                                    "and report latency (median, p90, p99, min, max) and throughput.")
-    p.add_argument("-m", "--model", required=True, help="the IR .xml (the .bin next to it, or --weights)")
-    p.add_argument("-w", "--weights", help="the IR .bin (default: the .xml name with .bin)")
-    p.add_argument("-d", "--device", default="CPU", help="device (default: CPU)")
+    add_model_args(p)
     p.add_argument("-niter", "--niter", type=int, default=200, help="number of requests (default 200)")
     p.add_argument("-nireq", "--nireq", type=int, default=4, help="requests in flight (default 4)")
     p.add_argument("-b", "--batch", type=int, help="batch size (default: the IR's)")

@@ -1,5 +1,4 @@
 """`mo-core convert`: the Model Optimizer's options, Caffe front end."""
-import argparse
 import logging
 import os
 import time

@@ -12,15 +12,20 @@ from core.errors import Error
 RANDOM_SEED = 0
 
 
+def add_model_args(p):
+    """-m/-w/-d, shared by the commands that run an IR on a daemon."""
+    p.add_argument("-m", "--model", required=True, help="the IR .xml (the .bin next to it, or --weights)")
+    p.add_argument("-w", "--weights", help="the IR .bin (default: the .xml name with .bin)")
+    p.add_argument("-d", "--device", default="CPU", help="device (default: CPU)")
+
+
 def add_parser(sub):
     p = sub.add_parser("infer", help="run an IR on a device daemon and print its outputs",
                        description="Run an IR network once on a device daemon (started if none runs) and "
                                    "print each output's shape and statistics.")
-    p.add_argument("-m", "--model", required=True, help="the IR .xml (the .bin next to it, or --weights)")
-    p.add_argument("-w", "--weights", help="the IR .bin (default: the .xml name with .bin)")
+    add_model_args(p)
     p.add_argument("-i", "--input", help=".npy (a network with one input) or .npz keyed by input name; "
                                          "default: random input (fixed seed, printed)")
-    p.add_argument("-d", "--device", default="CPU", help="device (default: CPU)")
     p.add_argument("--top_k", "-nt", type=int, help="print the top-k class indices and values of each image")
     p.add_argument("-o", "--output", help="save the outputs to this .npz, keyed by output layer name")
     p.add_argument("-l", "--extension", action="append", default=[],

@@ -796,7 +796,6 @@ class ExecutableNetwork:
         net = self._network
         if self._core.transfer == "paths" or (self._core.transfer == "auto" and conn.local):
             args = {"xml": net.model, "bin": net.weights}
-            arrays: list = []
         else:
             try:
                 with open(net.model, "rb") as f:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from core.errors import Error
 from core.microkernel import Client, MicrokernelError, check_endpoint, load_key_file, new_ipc_endpoint
 from core.microkernel.endpoints import ipc_path
-from core.microkernel.supervisor import describe_exit
+from core.microkernel.supervisor import describe_exit, read_tail
 
 from . import registry
 
@@ -80,22 +80,6 @@ def check_daemon_endpoint(endpoint: str, have_key: bool) -> None:
         check_endpoint(endpoint, have_key=have_key)
     except MicrokernelError as exc:
         raise DaemonError(str(exc)) from None
-
-
-def read_log_tail(path: str | None, offset: int = 0, max_lines: int = 20) -> str:
-    """The last lines written to a daemon log after `offset`."""
-    if not path:
-        return ""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(offset, size - 16384))
-            data = f.read()
-    except OSError:
-        return ""
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    return "\n".join(lines[-max_lines:]).strip()
 
 
 def _open_log(path: str) -> int:
@@ -178,7 +162,7 @@ def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes |
 
 
 def _exited_error(device, proc, log, offset) -> DaemonError:
-    tail = read_log_tail(log, offset)
+    tail = read_tail(log, 20, offset)
     return DaemonError(f"the {device} daemon {describe_exit(proc.returncode)} while starting"
                        + (f"; its log ({log}) says:\n{tail}" if tail else f" (its log {log} is empty)"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -85,3 +86,13 @@ def run_cli(*args, cwd=None, timeout=300):
 def ir_shapes(network) -> dict[str, list[tuple]]:
     """{layer name: [output dims...]} of an ir.Network."""
     return {layer.name: [tuple(p.dims) for p in layer.outputs] for layer in network.layers}
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
+    """Polls `predicate` until it holds or `timeout` seconds pass; its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()

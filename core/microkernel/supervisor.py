@@ -56,15 +56,16 @@ def describe_exit(returncode: int | None) -> str:
     return f"exited with status {returncode}"
 
 
-def read_tail(path: str | None, max_lines: int = _TAIL_LINES) -> str:
-    """The last lines of a (log) file, decoded leniently; '' if unreadable."""
+def read_tail(path: str | None, max_lines: int = _TAIL_LINES, offset: int = 0) -> str:
+    """The last lines of a (log) file written after `offset`, decoded leniently; ''
+    if unreadable."""
     if not path:
         return ""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
-            f.seek(max(0, size - _TAIL_BYTES))
+            f.seek(max(offset, size - _TAIL_BYTES))
             data = f.read()
     except OSError:
         return ""

@@ -1,5 +1,4 @@
 """Normalizations: SoftMax, Norm (LRN), Normalize (SSD), MVN, GRN, BatchNormalization."""
-import numpy as np
 
 from core.errors import ShapeError
 from core.ops.op import Op, copy_shape_infer

@@ -45,7 +45,6 @@ def test_fused_weights_equal_numpy(model):
 
 def test_fused_ir_computes_what_caffe_computes(model):
     """The fused Conv -> ReLU, loaded back into pycaffe without BN/Scale, gives Caffe's output."""
-    caffe = import_caffe()
     weights, net = model
     network = convert_api(input_model=weights, input_proto=NET)
     x = np.random.default_rng(3).normal(size=(1, 3, 10, 10)).astype(np.float32)

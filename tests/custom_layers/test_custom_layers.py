@@ -5,11 +5,10 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
 from core.errors import Error
-from tests.support import REPO, convert_api, import_caffe, ir_shapes, make_caffemodel, run_cli, write_text
+from tests.support import REPO, convert_api, import_caffe, ir_shapes, make_caffemodel, write_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYLAYERS = os.path.join(HERE, "pylayers")

@@ -13,12 +13,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import pytest
 
-from tests.support import REPO, import_caffe, write_text
+from tests.support import REPO, import_caffe, wait_until, write_text  # noqa: F401  (wait_until: for the tests)
 
 TINY_PROTO = """name: "tiny"
 input: "data"
@@ -91,15 +90,6 @@ def daemon_processes(runtime: str) -> list[int]:
         if runtime.encode() in cmdline or marker_env in _proc_text(pid, "environ").split(b"\0"):
             out.append(pid)
     return out
-
-
-def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 def cleanup_runtime(runtime: str) -> list[int]:

@@ -42,7 +42,7 @@ def test_caffe_backed_layer_runs_on_the_daemon(fresh_runtime, legacy_ir):
     net.blobs["im_info"].data[...] = info
     ref = net.forward()["rois"].copy()
 
-    launched = daemon.launch("CPU", caffe_fallback=True)
+    daemon.launch("CPU", caffe_fallback=True)
     try:
         ie = IECore(policy="existing")
         exec_net = ie.load_network(ie.read_network(model=xml), "CPU")

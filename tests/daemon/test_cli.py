@@ -12,7 +12,7 @@ from tests.daemon.conftest import assert_close, run_mo
 
 def _top_k_block(stdout: str, name: str) -> list[tuple[int, float]]:
     lines = stdout.splitlines()
-    start = lines.index(next(line for line in lines if line.startswith(f"Top ") and f"'{name}'" in line))
+    start = lines.index(next(line for line in lines if line.startswith("Top ") and f"'{name}'" in line))
     rows = []
     for line in lines[start + 4:]:
         m = re.fullmatch(r"(\d+)\s+(-?[0-9.]+(?:e[-+]\d+)?)", line.strip())

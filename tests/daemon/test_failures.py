@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import zmq
 
-from device_daemons.client import (DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout, IECore,
+from device_daemons.client import (DaemonDied, DaemonNotRunning, DaemonTimeout, IECore,
                                    InferenceError)
-from tests.daemon.conftest import assert_close, daemon_processes, run_mo, wait_until, write_custom_ir
+from tests.daemon.conftest import assert_close, daemon_processes, run_mo, write_custom_ir
 
 SLOW = np.full((1, 4), 110.0, np.float32)  # the SlowOp kernel sleeps 10 s on it
 FAST = np.arange(4, dtype=np.float32).reshape(1, 4)

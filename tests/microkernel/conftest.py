@@ -4,9 +4,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 
 import pytest
+
+from tests.support import wait_until  # noqa: F401  (for the tests)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ECHO = "tests.microkernel.echo_worker"
@@ -63,12 +64,3 @@ def process_state(pid: int) -> str | None:
     except OSError:
         return None
     return stat[stat.rindex(")") + 2:].split()[0]
-
-
-def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()

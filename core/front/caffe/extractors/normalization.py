@@ -1,5 +1,4 @@
 """Softmax, LRN, Normalize, MVN, BatchNorm, GRN."""
-import numpy as np
 
 from core.errors import FrameworkError
 from core.front.caffe.extractors.common import layer_blobs
