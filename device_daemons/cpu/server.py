@@ -28,25 +28,13 @@ Verbs (args -> result; arrays travel as raw frames):
   fast path of local clients (below)
 plus the microkernel's built-in hello / ping / shutdown.
 
-Shared-memory fast path: moving a 1x3x224x224 float32 tensor through a ZeroMQ
-ipc socket and back costs ~0.5 ms of socket copies, more than many networks
-take to run. A client on the same machine may instead create a file in
-/dev/shm (mode 0600, random name), `shm_attach` it (the daemon maps it, then the
-client unlinks it: the memory lives while both map it), and send
-`infer {handle, shm: msgpack({slot, inputs: {name: [offset, shape]}, out:
-[offset, capacity]})}`: the inputs are read from the slot and the outputs written
-back to it, the reply is `{outputs_shm: msgpack({name: [offset, shape]})}` (or
-plain `outputs` arrays when they do not fit). Only the small header travels over the socket.
-Slots are per client request slot; the daemon keeps at most `_MAX_SLOTS`
-(least recently used ones are dropped: a client then gets kind "shm" and falls
-back to frames). Remote clients always use frames.
+Shared-memory fast path: a local client's inputs and outputs travel in a /dev/shm
+slot that both processes map; only a small header goes over the socket (the
+protocol: device_daemons/shm_protocol.py; this daemon's side: shm_slots.py).
 
 Threading: the microkernel Server runs handlers on a pool of `--threads` threads
-(default: the number of CPUs, at most 4). An ExecutionPlan is not thread-safe (its
-kernels keep workspaces, e.g. the convolution's column buffer), so each compiled
-network owns a small pool of plan instances: a request borrows an idle instance
-or, when all are busy and fewer than `threads` exist, compiles one more; numpy
-and BLAS release the GIL, so two requests really run in parallel on two cores.
+(default: the number of CPUs, at most 4); each compiled network owns a small pool
+of plan instances, so requests for one network run in parallel (plan_pool.py).
 
 Caching: compiled networks are cached per (xml + bin identity - path, size and
 mtime, or the sha256 of sent content - custom kernel files with their mtimes,
@@ -62,12 +50,10 @@ kernel file is bad or a kernel failed), "input" (bad input name, shape or dtype)
 from __future__ import annotations
 
 import argparse
-import collections
 import contextlib
 import hashlib
 import itertools
 import logging
-import math
 import os
 import sys
 import tempfile
@@ -83,17 +69,14 @@ from ir import IRError, read_ir
 from .. import registry
 from .caffe_backed import CaffeWorkerPool, caffe_backed_kernels
 from .kernels import KERNELS
+from .plan_pool import Handle, PlanPool
+from .shm_slots import ShmSlots, input_views, place_outputs, unpack_shm
 
 DEVICE = "CPU"
 log = logging.getLogger("mo_core.daemon.cpu")
 
 _IDLE_CACHE = 4  # compiled networks kept while no handle uses them
 _MAX_XML_TEXT = 256 << 20
-SHM_DIR = "/dev/shm"
-SHM_PREFIX = "mo-core-"
-_MAX_SLOTS = 256
-_MAX_SLOT_BYTES = 4 << 30
-_ALIGN = 64
 
 
 def _err(kind: str, message: str) -> RemoteError:
@@ -125,163 +108,6 @@ def _shape_list(value, where: str) -> tuple:
     return tuple(value)
 
 
-class PlanPool:
-    """Instances of one compiled network; see the module doc (Threading)."""
-
-    def __init__(self, key: tuple, network, kernels: dict, shapes: dict | None, max_instances: int,
-                 source: str):
-        from .plan import ExecutionPlan
-        self._make = lambda: self._configure(ExecutionPlan(network, kernels))
-        self.key = key
-        self.network = network
-        self.load_args: tuple = ()
-        self.source = source
-        self.name = network.name
-        self._shapes = shapes
-        self._max = max(1, max_instances)
-        first = self._make()  # errors (unknown layer type, bad shapes) surface here
-        self.custom = any(step.is_custom for step in first.steps)
-        self.inputs = {n: {"shape": list(s), "precision": "FP32"} for n, s in first.input_shapes().items()}
-        self.outputs = {n: {"shape": list(s), "precision": "FP32"} for n, s in first.output_shapes().items()}
-        self.warnings = list(first.warnings)
-        self._idle = [first]
-        self._count = 1
-        self._cond = threading.Condition()
-        self.refs = 0
-        self.last_used = time.monotonic()
-
-    def _configure(self, plan):
-        if self._shapes:
-            plan.reshape(self._shapes)
-        return plan
-
-    @property
-    def instances(self) -> int:
-        return self._count
-
-    @contextlib.contextmanager
-    def acquire(self):
-        plan = None
-        with self._cond:
-            while True:
-                if self._idle:
-                    plan = self._idle.pop()
-                    break
-                if self._count < self._max:
-                    self._count += 1
-                    break
-                self._cond.wait()
-        if plan is None:
-            try:
-                plan = self._make()
-            except BaseException:
-                with self._cond:
-                    self._count -= 1
-                    self._cond.notify()
-                raise
-        try:
-            yield plan
-        finally:
-            with self._cond:
-                self._idle.append(plan)
-                self._cond.notify()
-
-
-class _Handle:
-    __slots__ = ("id", "pool", "requests", "created")
-
-    def __init__(self, handle_id: int, pool: PlanPool):
-        self.id = handle_id
-        self.pool = pool
-        self.requests = 0
-        self.created = time.time()
-
-
-class ShmSlots:
-    """Shared-memory slots mapped for clients (see the module doc)."""
-
-    def __init__(self, max_slots: int = _MAX_SLOTS):
-        self._slots: collections.OrderedDict[int, tuple] = collections.OrderedDict()
-        self._lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._max = max_slots
-
-    def __len__(self) -> int:
-        return len(self._slots)
-
-    def attach(self, path, size) -> int:
-        import mmap
-        import stat
-        if not isinstance(path, str) or os.path.dirname(path) != SHM_DIR \
-                or not os.path.basename(path).startswith(SHM_PREFIX):
-            raise _err("shm", f"shared memory files must be {SHM_DIR}/{SHM_PREFIX}*, got {path!r:.100}")
-        if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= _MAX_SLOT_BYTES:
-            raise _err("shm", f"bad shared memory size {size!r:.40}")
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            raise _err("shm", f"cannot open {path}: {exc.strerror}") from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-                raise _err("shm", f"{path} is not a private regular file of ours")
-            if st.st_size != size:
-                raise _err("shm", f"{path} has {st.st_size} bytes, not {size}")
-            mm = mmap.mmap(fd, size)
-        except OSError as exc:
-            raise _err("shm", f"cannot map {path}: {exc}") from None
-        finally:
-            os.close(fd)
-        with self._lock:
-            sid = next(self._ids)
-            self._slots[sid] = (mm, size)
-            while len(self._slots) > self._max:
-                self._slots.popitem(last=False)  # views still in use keep their map alive
-        return sid
-
-    def get(self, sid) -> tuple:
-        with self._lock:
-            entry = self._slots.get(sid) if isinstance(sid, int) else None
-            if entry is None:
-                raise _err("shm", f"no shared memory slot {sid!r:.20} in this daemon (pid {os.getpid()}); "
-                                  f"attach it again")
-            self._slots.move_to_end(sid)
-            return entry
-
-    def detach(self, sid) -> None:
-        with self._lock:
-            self._slots.pop(sid, None)
-
-
-def _unpack_shm(packed) -> dict:
-    """The `shm` argument of infer: msgpack bytes of {slot, inputs: {name: [offset,
-    shape]}, out: [offset, capacity]} (packed, because the protocol's checks walk
-    every element of a nested structure in Python, ~30 us for a few shapes)."""
-    if not isinstance(packed, bytes) or len(packed) > 65536:
-        raise _err("shm", "'shm' must be msgpack bytes of at most 64 KiB")
-    try:
-        shm = msgpack.unpackb(packed, raw=False, strict_map_key=True, max_ext_len=0)
-    except Exception as exc:  # msgpack raises several types
-        raise _err("shm", f"'shm' is not valid msgpack: {exc}") from None
-    if not isinstance(shm, dict) or not isinstance(shm.get("inputs"), dict) \
-            or not all(isinstance(k, str) for k in shm["inputs"]):
-        raise _err("shm", "'shm' must be {slot, inputs: {name: [offset, shape]}, out: [offset, capacity]}")
-    return shm
-
-
-def _shm_view(mm, size: int, offset, shape, where: str) -> np.ndarray:
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 or offset % 4:
-        raise _err("shm", f"{where}: bad offset {offset!r:.40}")
-    shape = tuple(shape) if isinstance(shape, (list, tuple)) else None
-    if shape is None or len(shape) > 8 or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise _err("shm", f"{where}: bad shape")
-    nbytes = 4 * math.prod(shape)
-    if offset + nbytes > size:
-        raise _err("shm", f"{where}: {nbytes} bytes at offset {offset} exceed the slot ({size} bytes)")
-    return np.ndarray(shape, np.float32, buffer=mm, offset=offset)
-
-
 class CpuDaemon:
     """State and verbs of the CPU daemon (independent of the socket: testable)."""
 
@@ -293,7 +119,7 @@ class CpuDaemon:
         self.started = time.time()
         self._t0 = time.monotonic()
         self._lock = threading.Lock()
-        self._handles: dict[int, _Handle] = {}
+        self._handles: dict[int, Handle] = {}
         self._pools: dict[tuple, PlanPool] = {}
         self._building: dict[tuple, threading.Lock] = {}
         self._ids = itertools.count(1)
@@ -439,7 +265,7 @@ class CpuDaemon:
         shapes = {str(k): _shape_list(v, f"the shape of input {k!r}") for k, v in (value or {}).items()}
         return shapes or None
 
-    def _describe(self, handle: _Handle, cached: bool) -> dict:
+    def _describe(self, handle: Handle, cached: bool) -> dict:
         pool = handle.pool
         return {"handle": handle.id, "name": pool.name, "inputs": pool.inputs, "outputs": pool.outputs,
                 "cached": cached, "warnings": pool.warnings, "inline_ok": not pool.custom}
@@ -491,12 +317,12 @@ class CpuDaemon:
         shapes = self._shapes_arg(args.get("shapes"))
         pool, cached = self._get_pool(ident, loader, description, kernel_paths, shapes, batch)
         with self._lock:
-            handle = _Handle(next(self._ids), pool)
+            handle = Handle(next(self._ids), pool)
             self._handles[handle.id] = handle
         log.info("loaded %s as handle %d%s", description, handle.id, " (cached)" if cached else "")
         return self._describe(handle, cached)
 
-    def _handle(self, args: dict) -> _Handle:
+    def _handle(self, args: dict) -> Handle:
         hid = args.get("handle")
         handle = self._handles.get(hid) if isinstance(hid, int) else None
         if handle is None:
@@ -549,13 +375,9 @@ class CpuDaemon:
         shm = args.get("shm")
         slot = None
         if shm is not None:
-            shm = _unpack_shm(shm)
-            mm, size = slot = self.shm.get(shm.get("slot"))
-            inputs = {}
-            for name, spec in shm["inputs"].items():
-                if not isinstance(spec, list) or len(spec) != 2:
-                    raise _err("shm", f"input {name!r}: expected [offset, shape]")
-                inputs[name] = _shm_view(mm, size, spec[0], spec[1], f"input {name!r}")
+            shm = unpack_shm(shm)
+            slot = self.shm.get(shm.get("slot"))
+            inputs = input_views(slot, shm["inputs"])
         else:
             inputs = args.get("inputs")
             if not isinstance(inputs, dict) or not all(isinstance(v, np.ndarray) for v in inputs.values()):
@@ -569,7 +391,7 @@ class CpuDaemon:
                 raise _ir_error(exc, "input") from None
             compute_us = int((time.perf_counter() - t0) * 1e6)
             # (inside the plan's lease: a custom kernel may hand out a buffer it reuses)
-            placed = self._place_outputs(slot, shm.get("out"), outputs) if slot is not None else None
+            placed = place_outputs(slot, shm.get("out"), outputs) if slot is not None else None
             if placed is None and pool.custom:
                 # the reply is sent later by the I/O thread, after this plan may run again
                 outputs = {k: np.array(v, copy=True) for k, v in outputs.items()}
@@ -579,24 +401,6 @@ class CpuDaemon:
         if placed is not None:
             return {"outputs_shm": msgpack.packb(placed), "compute_us": compute_us}
         return {"outputs": outputs, "compute_us": compute_us}
-
-    @staticmethod
-    def _place_outputs(slot: tuple, out, outputs: dict) -> dict | None:
-        """Write the outputs into the client's slot; None when they do not fit."""
-        mm, size = slot
-        if not isinstance(out, list) or len(out) != 2 or not all(
-                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in out):
-            raise _err("shm", "'out' must be [offset, capacity]")
-        pos, end = out[0], min(size, out[0] + out[1])
-        placed = {}
-        for name, arr in outputs.items():
-            pos = -(-pos // _ALIGN) * _ALIGN
-            if pos + arr.nbytes > end:
-                return None
-            np.copyto(np.ndarray(arr.shape, np.float32, buffer=mm, offset=pos), arr, casting="unsafe")
-            placed[name] = [pos, list(arr.shape)]
-            pos += arr.nbytes
-        return placed
 
     # ----------------------------------------------------------------- status
     def status(self, args: dict, arrays: list) -> dict:

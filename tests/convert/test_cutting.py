@@ -89,3 +89,28 @@ def test_missing_inputs_for_the_outputs_are_reported(googlenet):
     with pytest.raises(Error) as err:
         convert_api(**googlenet, batch=1, input="inception_3a/1x1", output="inception_3a/output")
     assert err.value.faq == 26
+
+
+def test_several_inputs_with_shapes(tmp_path):
+    from tests.support import make_caffemodel, write_text
+    proto = write_text(str(tmp_path / "two.prototxt"), """
+input: "a"
+input_shape { dim: 1 dim: 2 dim: 4 dim: 4 }
+input: "b"
+input_shape { dim: 1 dim: 3 }
+layer { name: "conv" type: "Convolution" bottom: "a" top: "conv" convolution_param { num_output: 3 kernel_size: 3 } }
+layer { name: "fc" type: "InnerProduct" bottom: "b" top: "fc" inner_product_param { num_output: 5 } }
+""")
+    weights = str(tmp_path / "two.caffemodel")
+    make_caffemodel(proto, weights)
+    net = convert_api(input_model=weights, input_proto=proto, input="a,b", input_shape="(2,2,6,6),[2,3]")
+    shapes = {layer.name: layer.outputs[0].dims for layer in net.layers}
+    assert shapes == {"a": (2, 2, 6, 6), "b": (2, 3), "conv": (2, 3, 4, 4), "fc": (2, 5)}
+    net = convert_api(input_model=weights, input_proto=proto, input="b,a", input_shape="[4,3],[4,2,5,5]")
+    assert {layer.name: layer.outputs[0].dims for layer in net.layers}["conv"] == (4, 3, 3, 3)
+    with pytest.raises(Error) as err:
+        convert_api(input_model=weights, input_proto=proto, input_shape="(2,2,6,6),[2,3]")
+    assert err.value.faq == 57
+    with pytest.raises(Error) as err:
+        convert_api(input_model=weights, input_proto=proto, input_shape="(2,2,6,6)")
+    assert err.value.faq == 31

@@ -1,0 +1,89 @@
+"""The compiled instances of one network in the CPU daemon (PlanPool) and a
+client's handle on them (Handle).
+
+An ExecutionPlan is not thread-safe (its kernels keep workspaces, e.g. the
+convolution's column buffer), so each compiled network owns a small pool of plan
+instances: a request borrows an idle instance or, when all are busy and fewer
+than `threads` exist, compiles one more; numpy and BLAS release the GIL, so two
+requests really run in parallel on two cores. The daemon (server.py) caches the
+pools and hands out one Handle per load_network.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+
+class PlanPool:
+    """Instances of one compiled network; see the module doc."""
+
+    def __init__(self, key: tuple, network, kernels: dict, shapes: dict | None, max_instances: int,
+                 source: str):
+        from .plan import ExecutionPlan
+        self._make = lambda: self._configure(ExecutionPlan(network, kernels))
+        self.key = key
+        self.network = network
+        self.load_args: tuple = ()
+        self.source = source
+        self.name = network.name
+        self._shapes = shapes
+        self._max = max(1, max_instances)
+        first = self._make()  # errors (unknown layer type, bad shapes) surface here
+        self.custom = any(step.is_custom for step in first.steps)
+        self.inputs = {n: {"shape": list(s), "precision": "FP32"} for n, s in first.input_shapes().items()}
+        self.outputs = {n: {"shape": list(s), "precision": "FP32"} for n, s in first.output_shapes().items()}
+        self.warnings = list(first.warnings)
+        self._idle = [first]
+        self._count = 1
+        self._cond = threading.Condition()
+        self.refs = 0
+        self.last_used = time.monotonic()
+
+    def _configure(self, plan):
+        if self._shapes:
+            plan.reshape(self._shapes)
+        return plan
+
+    @property
+    def instances(self) -> int:
+        return self._count
+
+    @contextlib.contextmanager
+    def acquire(self):
+        plan = None
+        with self._cond:
+            while True:
+                if self._idle:
+                    plan = self._idle.pop()
+                    break
+                if self._count < self._max:
+                    self._count += 1
+                    break
+                self._cond.wait()
+        if plan is None:
+            try:
+                plan = self._make()
+            except BaseException:
+                with self._cond:
+                    self._count -= 1
+                    self._cond.notify()
+                raise
+        try:
+            yield plan
+        finally:
+            with self._cond:
+                self._idle.append(plan)
+                self._cond.notify()
+
+
+class Handle:
+    """A client's handle on a PlanPool (one per load_network; reshape moves it to
+    another pool)."""
+    __slots__ = ("id", "pool", "requests", "created")
+
+    def __init__(self, handle_id: int, pool: PlanPool):
+        self.id = handle_id
+        self.pool = pool
+        self.requests = 0
+        self.created = time.time()
