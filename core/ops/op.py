@@ -44,11 +44,15 @@ class Op:
 
     @classmethod
     def update_node_stat(cls, node: Node, attrs: dict | None = None):
-        """Turns an extracted node into this op: mandatory props, then attrs."""
-        op = cls(node.graph, attrs or {})
+        """Turns an extracted node into this op: mandatory props, then attrs.
+
+        The class registered for the op now is the one used, so a user op that
+        replaces a built-in one takes effect in the built-in extractors too."""
+        target = Op.registered_ops.get(cls.op, cls) if cls.op else cls
+        op = target(node.graph, attrs or {})
         node.attrs.update(op.attrs)
         node["backend_attrs"] = op.backend_attrs()
-        node["op_class"] = cls
+        node["op_class"] = target
 
     def create_node_with_data(self, inputs: list[Node], attrs: dict | None = None,
                               n_outputs: int = 1) -> list[Node]:

@@ -243,3 +243,49 @@ def test_n_fallback_layers_cost_one_round_trip(tmp_path):
                                  custom_layers_mapping=os.path.join(HERE, "fault_mapping.xml")))
     assert ctx.caffe_fallback.stats == {"round_trips": 1, "layers": 6}
     assert [layer.outputs[0].dims for layer in ctx.network.layers][1:] == [(1, 3, 4)] * 6
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("<CustomLayersMapping><CustomLayer NativeType=\"X\" hasParam=\"true\"", "not valid XML"),
+    ("<Mapping/>", "<CustomLayersMapping> root"),
+    ("<CustomLayersMapping><CustomLayer hasParam=\"false\"/></CustomLayersMapping>", "no NativeType"),
+    ("<CustomLayersMapping><CustomLayer NativeType=\"X\" hasParam=\"maybe\"/></CustomLayersMapping>",
+     "hasParam must be"),
+    ("<CustomLayersMapping><CustomLayer NativeType=\"X\" hasParam=\"true\"/></CustomLayersMapping>",
+     "needs protoParamName"),
+    ("<CustomLayersMapping><Layer NativeType=\"X\" hasParam=\"false\"/></CustomLayersMapping>", "only <CustomLayer"),
+    ('<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]>'
+     '<CustomLayersMapping><CustomLayer NativeType="&b;" hasParam="false"/></CustomLayersMapping>', "forbidden XML"),
+])
+def test_bad_mapping_files(ref_model, tmp_path, text, needle):
+    mapping = write_text(str(tmp_path / "m.xml"), text)
+    with pytest.raises(Error) as err:
+        convert_api(input_model=ref_model, input_proto=REF_NET, custom_layers_mapping=mapping,
+                    use_caffe_fallback=True, extensions=EXAMPLE_EXT)
+    assert needle in str(err.value) and "m.xml" in str(err.value)
+
+
+def test_mapping_names_a_missing_param_field(ref_model, tmp_path):
+    mapping = write_text(str(tmp_path / "m.xml"), '<CustomLayersMapping><CustomLayer NativeType="Reduction" '
+                                                  'hasParam="true" protoParamName="reduce_param"/></CustomLayersMapping>')
+    with pytest.raises(Error) as err:
+        convert_api(input_model=ref_model, input_proto=REF_NET, custom_layers_mapping=mapping,
+                    use_caffe_fallback=True, extensions=EXAMPLE_EXT)
+    assert "reduce_param" in str(err.value) and err.value.faq == 1
+
+
+def test_user_op_replaces_a_builtin_for_that_conversion(ref_model, tmp_path):
+    ext = tmp_path / "ext"
+    (ext / "ops").mkdir(parents=True)
+    (ext / "ops" / "my_fc.py").write_text(
+        "from core.ops.fully_connected import FullyConnected\n"
+        "class MyFullyConnected(FullyConnected):\n"
+        "    op = 'FullyConnected'\n"
+        "    def __init__(self, graph, attrs):\n"
+        "        super().__init__(graph, dict(attrs, type='MyFC'))\n")
+    net = convert_api(input_model=ref_model, input_proto=REF_NET, custom_layers_mapping=REF_MAP,
+                      use_caffe_fallback=True, extensions=",".join([EXAMPLE_EXT, str(ext)]))
+    assert net.layer_by_name("fc").type == "MyFC"
+    again = convert_api(input_model=ref_model, input_proto=REF_NET, custom_layers_mapping=REF_MAP,
+                        use_caffe_fallback=True, extensions=EXAMPLE_EXT)
+    assert again.layer_by_name("fc").type == "FullyConnected"  # the built-in is back
