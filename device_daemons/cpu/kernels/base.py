@@ -156,6 +156,22 @@ class Kernel:
             raise self.error(f"missing attributes {x!r} and {y!r}; the IR is incomplete, convert the model again")
         return default
 
+    def window(self) -> tuple[tuple, tuple, tuple, tuple]:
+        """(kernel, stride, pad at the start, pad at the end) of a sliding-window
+        layer; the end pad comes from pad-b/pad-r or pads_end, else equals the start."""
+        kernel = self.spatial("kernel", plural="kernel_size")
+        stride = self.spatial("stride", (1, 1), plural="strides")
+        pad = self.spatial("pad", (0, 0), plural="pads_begin")
+        data = self.layer.data
+        if "pad-b" in data or "pad-r" in data:
+            pad_end = (self.attr_int("pad-b", pad[0]), self.attr_int("pad-r", pad[1]))
+        elif "pads_end" in data:
+            values = self.attr_ints("pads_end")
+            pad_end = (values[-2], values[-1]) if len(values) >= 2 else (values[0], values[0])
+        else:
+            pad_end = pad
+        return kernel, stride, pad, pad_end
+
     def blob(self, name, required: bool = True, size: int | None = None):
         """A blob as a float32 array (float16 IR blobs are converted once)."""
         names = (name,) if isinstance(name, str) else tuple(name)

@@ -15,17 +15,7 @@ from .base import Kernel, register
 
 
 def _conv_params(k: Kernel):
-    k.kernel = k.spatial("kernel", plural="kernel_size")
-    k.stride = k.spatial("stride", (1, 1), plural="strides")
-    k.pad = k.spatial("pad", (0, 0), plural="pads_begin")
-    data = k.layer.data
-    if "pad-b" in data or "pad-r" in data:
-        k.pad_end = (k.attr_int("pad-b", k.pad[0]), k.attr_int("pad-r", k.pad[1]))
-    elif "pads_end" in data:
-        values = k.attr_ints("pads_end")
-        k.pad_end = (values[-2], values[-1]) if len(values) >= 2 else (values[0], values[0])
-    else:
-        k.pad_end = k.pad
+    k.kernel, k.stride, k.pad, k.pad_end = k.window()
     k.dilation = k.spatial("dilation", (1, 1), plural="dilations")
     k.group = k.attr_int("group", 1)
     k.output = k.attr_int("output")

@@ -33,17 +33,7 @@ def pooled_size(size, kernel, stride, pad, pad_end, ceil):
 class Pooling(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.kernel = self.spatial("kernel", plural="kernel_size")
-        self.stride = self.spatial("stride", (1, 1), plural="strides")
-        self.pad = self.spatial("pad", (0, 0), plural="pads_begin")
-        data = layer.data
-        if "pad-b" in data or "pad-r" in data:
-            self.pad_end = (self.attr_int("pad-b", self.pad[0]), self.attr_int("pad-r", self.pad[1]))
-        elif "pads_end" in data:
-            v = self.attr_ints("pads_end")
-            self.pad_end = (v[-2], v[-1]) if len(v) >= 2 else (v[0], v[0])
-        else:
-            self.pad_end = self.pad
+        self.kernel, self.stride, self.pad, self.pad_end = self.window()
         self.method = self.attr_choice(("pool-method", "pool_method"), ("max", "avg"))
         self.exclude_pad = self.attr_bool(("exclude-pad", "exclude_pad"), False)
         self.ceil = self.attr_choice("rounding_type", ("ceil", "floor"), "ceil") == "ceil"
