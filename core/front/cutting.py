@@ -87,8 +87,7 @@ def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: i
         if len(shapes) > 1:
             raise Error("Please provide input layer names for input layer shapes: {} shapes were given but no "
                         "--input.", len(shapes), faq=57)
-        params = graph.op_nodes(op="Parameter") + graph.op_nodes(caffe_type="Input") + \
-            graph.op_nodes(caffe_type="DummyData")
+        params = [node for node in graph.op_nodes() if _is_source(node)]
         if shapes and len(params) != 1:
             raise Error("No or multiple placeholders in the model ({}), but only one shape is provided, cannot set "
                         "it. Name the input with --input.", len(params), faq=31)

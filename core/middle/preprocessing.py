@@ -43,6 +43,11 @@ def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float
                       fusing: bool):
     inputs = graph.op_nodes(op="Parameter")
     known = {p.name for p in inputs}
+    for values, what, faq in ((mean_values, "mean", 60), (scale_values, "scale", 61)):
+        if None in values and len(inputs) > 1:
+            raise Error("You should specify input for each {} value: the model has {} inputs ({}); write "
+                        "name[values] or name them with --input.", what, len(inputs), ", ".join(sorted(known)),
+                        faq=faq)
     for name in list(mean_values) + list(scale_values):
         if name is not None and name not in known:
             raise Error("Input with name {} not found! The inputs are: {}.", name, ", ".join(sorted(known)), faq=82)

@@ -50,6 +50,9 @@ def test_v1_layers_and_input_dim(tmp_path):
     conv = network.layer_by_name("conv1")
     np.testing.assert_array_equal(conv.blobs["weights"], net.params["conv1"][0].data.ravel())
     assert network.layer_by_name("pool1").data["pool-method"] == "avg"
+    # one net-level input: --input_shape alone applies to it
+    other = convert_api(input_model=str(weights), input_proto=proto, input_shape="[1,3,20,20]", output="relu1")
+    assert other.layer_by_name("conv1").outputs[0].dims == (1, 4, 9, 9)
 
 
 def test_fast_protobuf_backend():

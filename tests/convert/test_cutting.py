@@ -114,3 +114,8 @@ layer { name: "fc" type: "InnerProduct" bottom: "b" top: "fc" inner_product_para
     with pytest.raises(Error) as err:
         convert_api(input_model=weights, input_proto=proto, input_shape="(2,2,6,6)")
     assert err.value.faq == 31
+    with pytest.raises(Error) as err:  # two inputs: unnamed mean values are ambiguous
+        convert_api(input_model=weights, input_proto=proto, mean_values="(1,2)")
+    assert err.value.faq == 60
+    net = convert_api(input_model=weights, input_proto=proto, mean_values="a[1,2]", disable_fusing=True)
+    assert [layer.type for layer in net.layers].count("ScaleShift") == 1
