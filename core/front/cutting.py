@@ -142,7 +142,7 @@ def cut_inputs(graph, new_inputs: list[NewInput], infer_shapes_of, inputs_named:
     for spec, data, consumer, port, name in tensors:
         shape = spec.shape if spec.shape is not None else inferred[data.id]
         spec.input_names.append(name)
-        param = graph.add_op(name, caffe_type="Input")
+        param = graph.add_op(name, caffe_type="Input", cut_input=True)
         Parameter.update_node_stat(param, {"shape": np.array(shape, dtype=np.int64)})
         out = graph.add_data(name)
         graph.connect(param, out, out=0)
@@ -163,8 +163,7 @@ def cut_inputs(graph, new_inputs: list[NewInput], infer_shapes_of, inputs_named:
         return
     named = {spec.node.id for spec in new_inputs}
     for node in graph.op_nodes():
-        if _is_source(node) and node.id not in named and not node.name.endswith(
-                tuple("/placeholder_port_{}".format(i) for i in range(64))) and "/output_port_" not in node.name:
+        if _is_source(node) and node.id not in named and not node.soft_get("cut_input"):
             raise Error("--input parameter was provided. Other inputs are needed for output computation: \"{}\". "
                         "Provide more inputs or choose another place to cut the net.", node.name, faq=26)
 
