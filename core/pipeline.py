@@ -58,6 +58,9 @@ class Context:
 # --- passes -------------------------------------------------------------------
 def deduce_framework(ctx):
     o = ctx.options
+    if not o.input_model and not o.input_proto:
+        raise Error("Nothing to convert: give the trained model with --input_model MODEL.caffemodel (and its "
+                    "topology with --input_proto deploy.prototxt).", faq=20)
     if o.framework is None:
         model = o.input_model or ""
         if model.endswith(".caffemodel") or o.input_proto:
