@@ -73,6 +73,8 @@ from .plan_pool import Handle, PlanPool
 from .shm_slots import ShmSlots, input_views, place_outputs, unpack_shm
 
 DEVICE = "CPU"
+# poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
+SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
 log = logging.getLogger("mo_core.daemon.cpu")
 
 _IDLE_CACHE = 4  # compiled networks kept while no handle uses them
@@ -457,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"a CPU daemon already runs (pid {other['pid']} at "
                                  f"{other['endpoint']}); stop it first with 'mo-core daemon stop'")
         server = Server(opts.endpoint, service="cpu", key=key, threads=opts.threads,
-                        parent_pid=opts.parent_pid or None)
+                        parent_pid=opts.parent_pid or None, spin=SPIN_S)
     except (MicrokernelError, ValueError) as exc:
         print(f"{stamp()} [ ERROR ] cpu daemon: {exc}", file=sys.stderr, flush=True)
         return 1
