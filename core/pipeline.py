@@ -167,13 +167,13 @@ def preprocessing(ctx):
 
 
 def lower_batch_norm(ctx):
-    from core.middle.batch_norm import lower_batch_norm as run
+    from core.middle.linear_lowering import lower_batch_norm as run
     run(ctx.graph, fusing=not ctx.options.disable_fusing)
 
 
 def decompose_scale_shift(ctx):
     if not ctx.options.disable_fusing:
-        from core.middle.batch_norm import decompose_scale_shift as run
+        from core.middle.linear_lowering import decompose_scale_shift as run
         run(ctx.graph)
 
 

@@ -96,3 +96,13 @@ def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
             return True
         time.sleep(interval)
     return predicate()
+
+
+def run_in_threads(fn, n: int):
+    """Runs fn(0) .. fn(n-1) on n threads at once and waits for all of them."""
+    import threading
+    threads = [threading.Thread(target=fn, args=(t,)) for t in range(n)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()

@@ -9,7 +9,7 @@ registers it for the framework of its module (`core.front.caffe...`,
 """
 from __future__ import annotations
 
-import numpy as np
+from core.graph.blobs import add_blob
 
 
 class FrontExtractorOp:
@@ -42,12 +42,8 @@ def _framework_of(module: str) -> str:
     return "caffe"
 
 
-def embed_blobs(node, blobs: list[tuple[str, np.ndarray]]):
-    """Attaches constant blobs to an op: they go to the .bin as <weights>, <biases>..."""
-    graph = node.graph
-    first_port = 1 + max([d.get("in", -1) for _, d in node.in_edges_data()] + [-1])
-    for i, (name, value) in enumerate(blobs):
-        if value is None:
-            continue
-        const = graph.add_const("{}/{}".format(node.soft_get("name"), name), np.asarray(value, dtype=np.float32))
-        graph.connect(const, node, inp=first_port + i, bin=name)
+def embed_blobs(node, blobs: list[tuple]):
+    """Attaches (name, array or None) blobs to an op: they go to the .bin as <weights>, <biases>..."""
+    for name, value in blobs:
+        if value is not None:
+            add_blob(node, name, value)

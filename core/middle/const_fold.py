@@ -7,7 +7,7 @@ constant filler is the usual one); front ends that make Const nodes rely on it.
 """
 import numpy as np
 
-from core.middle.blobs import get_blob
+from core.graph.blobs import get_blob
 
 
 def _linear(node, x):

@@ -1,5 +1,5 @@
 """Linear operation fusing, stages 2 and 3 of the reference guide (stage 1,
-decomposing BatchNorm/ScaleShift into Mul -> Add, is core/middle/batch_norm.py):
+decomposing BatchNorm/ScaleShift into Mul -> Add, is core/middle/linear_lowering.py):
 
 2. merge: chains of Mul and Add become a single Mul -> Add;
 3. fuse: Mul/Add go into the Convolution/FullyConnected before them (backward),
@@ -10,7 +10,7 @@ then leftovers become ScaleShift layers.
 """
 import numpy as np
 
-from core.middle.blobs import get_blob, per_channel, set_blob
+from core.graph.blobs import get_blob, per_channel, set_blob
 from core.ops.linear import ScaleShift
 
 FUSABLE = ("Convolution", "FullyConnected")

@@ -9,8 +9,8 @@ convolutions that read the input, or becomes a 1x1 permutation Convolution.
 import numpy as np
 
 from core.errors import Error
-from core.middle.batch_norm import replace_with_linear
-from core.middle.blobs import get_blob, set_blob
+from core.middle.linear_lowering import replace_with_linear
+from core.graph.blobs import get_blob, set_blob
 from core.ops.convolution import Convolution
 from core.ops.identity import Identity
 

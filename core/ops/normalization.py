@@ -72,7 +72,7 @@ class GRN(Op):
 
 class BatchNormalization(Op):
     """Caffe BatchNorm with its stored mean/variance; always lowered to
-    ScaleShift by core/middle/batch_norm.py before emission."""
+    ScaleShift by core/middle/linear_lowering.py before emission."""
     op = "BatchNormalization"
 
     def __init__(self, graph, attrs):

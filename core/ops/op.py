@@ -54,24 +54,6 @@ class Op:
         node["backend_attrs"] = op.backend_attrs()
         node["op_class"] = target
 
-    def create_node_with_data(self, inputs: list[Node], attrs: dict | None = None,
-                              n_outputs: int = 1) -> list[Node]:
-        """Adds this op fed by `inputs` (data nodes); returns its output data nodes."""
-        all_attrs = dict(self.attrs)
-        all_attrs.update(attrs or {})
-        name = all_attrs.get("name") or self.graph.unique_id(self.op or "op")
-        all_attrs["name"] = name
-        node = self.graph.add_op(name, **all_attrs)
-        node["backend_attrs"] = self.backend_attrs()
-        node["op_class"] = type(self)
-        for port, data in enumerate(inputs):
-            self.graph.connect(data, node, inp=port)
-        outs = []
-        for port in range(n_outputs):
-            out = self.graph.add_data(name)
-            self.graph.connect(node, out, out=port)
-            outs.append(out)
-        return outs
 
 
 def copy_shape_infer(node: Node):

@@ -1,13 +1,13 @@
 """IECore / ExecutableNetwork against a real CPU daemon, checked against pycaffe."""
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
 
 from device_daemons.client import (DaemonError, DaemonNotRunning, IECore, InferenceError, StatusCode)
 from tests.daemon.conftest import assert_close
+from tests.support import run_in_threads
 
 
 @pytest.fixture(scope="module")
@@ -130,11 +130,7 @@ def test_eight_threads_share_one_exec_net(ie, tiny):
         except BaseException as exc:  # reported below
             errors.append((t, exc))
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    run_in_threads(worker, 8)
     assert not errors, errors[:3]
     assert sum(correct) == 1600
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import zmq
 
+from tests.support import run_in_threads
 from core.microkernel import (Client, MicrokernelError, MicrokernelTimeout, RemoteError,
                               decode_reply, encode_request)
 
@@ -102,11 +103,7 @@ def test_many_threads_on_one_client_get_their_own_replies(echo_worker):
                     counts[t] += 1
             except Exception as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
-        threads = [threading.Thread(target=run, args=(t,)) for t in range(n_threads)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        run_in_threads(run, n_threads)
     assert not errors, errors[:3]
     assert sum(counts) == n_threads * n_calls == 1600
 
@@ -122,11 +119,7 @@ def test_many_clients_are_not_mixed_up(echo_worker):
                     assert p.result()[0] == {"t": t, "i": i}
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
-    threads = [threading.Thread(target=run, args=(t,)) for t in range(6)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    run_in_threads(run, 6)
     assert not errors, errors[:3]
 
 

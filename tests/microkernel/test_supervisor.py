@@ -15,6 +15,7 @@ import pytest
 
 from core.microkernel import MicrokernelTimeout, RemoteError, WorkerError, WorkerProcess
 
+from tests.support import run_in_threads
 from .conftest import ECHO, REPO, children_of, process_state, wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -223,9 +224,5 @@ def test_concurrent_calls_through_the_supervisor():
                     assert r["t"] == t and np.array_equal(r["a"], a)
             except Exception as exc:  # noqa: BLE001
                 errors.append(exc)
-        threads = [threading.Thread(target=run, args=(t,)) for t in range(4)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
+        run_in_threads(run, 4)
         assert not errors, errors[:3]

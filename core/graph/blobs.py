@@ -11,23 +11,22 @@ def get_blob(node: Node, name: str):
     return None
 
 
+def add_blob(node: Node, name: str, value):
+    """A new constant input of `node` on its next free port, written to the .bin as `name`."""
+    port = 1 + max([d.get("in", -1) for _, d in node.in_edges_data()] + [-1])
+    const = node.graph.add_const("{}/{}".format(node.name, name), np.asarray(value, dtype=np.float32))
+    node.graph.connect(const, node, inp=port, bin=name)
+
+
 def set_blob(node: Node, name: str, value):
+    """Replaces the value of blob `name`, or adds it."""
     value = np.asarray(value, dtype=np.float32)
     for bname, data, _ in node.blob_inputs():
         if bname == name:
             data.value = value
             data.shape = np.array(value.shape, dtype=np.int64)
             return
-    graph = node.graph
-    port = 1 + max([d.get("in", -1) for _, d in node.in_edges_data()] + [-1])
-    const = graph.add_const("{}/{}".format(node.name, name), value)
-    graph.connect(const, node, inp=port, bin=name)
-
-
-def remove_blob(node: Node, name: str):
-    for bname, data, _ in node.blob_inputs():
-        if bname == name:
-            node.graph.remove_node(data.id)
+    add_blob(node, name, value)
 
 
 def per_channel(value, channels: int) -> np.ndarray:

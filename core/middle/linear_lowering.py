@@ -1,12 +1,13 @@
-"""BatchNormalization -> linear ops with precomputed per-channel factors.
+"""Lowering of BatchNormalization and ScaleShift to per-channel linear ops.
 
+BatchNormalization -> linear ops with precomputed per-channel factors:
 y = (x - mean) / sqrt(var + eps) = x * w + b with w = 1/sqrt(var+eps), b = -mean*w.
 With fusing on it becomes Mul -> Add (stage 1 of the reference's linear fusing);
 with --disable_fusing a single ScaleShift.
 """
 import numpy as np
 
-from core.middle.blobs import get_blob, per_channel
+from core.graph.blobs import add_blob, get_blob, per_channel
 from core.ops.linear import Add, Mul, ScaleShift
 
 
@@ -41,9 +42,8 @@ def replace_with_linear(node, w, b, split: bool):
 
 def _wire(graph, src, op, out, blobs):
     graph.connect(src, op, inp=0)
-    for i, (bname, value) in enumerate(blobs, start=1):
-        const = graph.add_const("{}/{}".format(op.name, bname), np.asarray(value, dtype=np.float32))
-        graph.connect(const, op, inp=i, bin=bname)
+    for bname, value in blobs:
+        add_blob(op, bname, value)
     graph.connect(op, out, out=0)
 
 
