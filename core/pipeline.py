@@ -206,7 +206,7 @@ def emit(ctx):
     from core.emit import to_network
     o = ctx.options
     name = o.model_name or os.path.splitext(os.path.basename(o.input_model))[0]
-    ctx.network = to_network(ctx.graph, name)
+    ctx.network = to_network(ctx.graph, name, ctx.warnings)
     # like the legacy tool's <cli_parameters>: where the IR came from. The CPU
     # daemon's Caffe-backed layers find their Caffe definition through it.
     meta = {"generator": "mo-core 0.1.0", "framework": o.framework,
