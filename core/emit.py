@@ -57,14 +57,17 @@ def to_network(graph, name: str, warnings: list | None = None) -> Network:
         for src, attrs in in_edges:
             data = graph.node_obj(src)
             if "bin" in attrs:
-                blobs[attrs["bin"]] = np.ascontiguousarray(data.value, dtype=np.float32).ravel()
+                value = np.asarray(data.value)
+                # float blobs are float32, or float16 after the precision pass
+                blobs[attrs["bin"]] = np.ascontiguousarray(
+                    value if value.dtype in (np.float16, np.float32) else value.astype(np.float32)).ravel()
             else:
                 inputs.append(Port(attrs["in"], tuple(int(d) for d in data.shape)))
         outputs = []
         for port, data in sorted(node.out_nodes().items()):
             outputs.append(Port(n_in + port, tuple(int(d) for d in data.shape)))
             out_port_of[data.id] = (ids[node.id], n_in + port)
-        layers.append(Layer(id=ids[node.id], name=node.name, type=node.type, precision="FP32",
+        layers.append(Layer(id=ids[node.id], name=node.name, type=node.type, precision=node.soft_get("precision") or "FP32",
                             data=_data_attrs(node, warnings), inputs=inputs, outputs=outputs, blobs=blobs))
     for node in ops:
         for src, attrs in node.in_edges_data():

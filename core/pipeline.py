@@ -78,8 +78,8 @@ def deduce_framework(ctx):
     if not o.input_model:
         raise Error("--input_model is required: the .caffemodel with the trained weights (FAQ #2 tells how to make "
                     "one from a prototxt).", faq=20)
-    if o.data_type not in ("FP32", "FP16", "float", "half"):
-        raise Error("--data_type must be FP32 or FP16, got '{}'.", o.data_type)
+    from core.middle.precision import ir_precision
+    ir_precision(o.data_type)  # a bad value fails before any work
 
 
 def load_extensions(ctx):
@@ -202,6 +202,11 @@ def remove_dead_code(ctx):
     cutting.remove_dead(ctx.graph)
 
 
+def set_precision(ctx):
+    from core.middle.precision import set_precision as run
+    run(ctx.graph, ctx.options.data_type, ctx.warnings)
+
+
 def emit(ctx):
     from core.emit import to_network
     o = ctx.options
@@ -235,6 +240,7 @@ PIPELINE = [
     leftover_linear,
     constant_folding,
     remove_dead_code,
+    set_precision,
     emit,
 ]
 
