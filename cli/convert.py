@@ -45,9 +45,11 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from cli.errors import raise_on_sigterm
     from core.pipeline import ConvertOptions, convert
     from ir import write_ir
 
+    raise_on_sigterm()  # a killed convert leaves no temporary files (ir/writer.py cleans up on unwinding)
     logging.basicConfig(level=getattr(logging, args.log_level.replace("WARN", "WARNING").replace(
         "WARNINGING", "WARNING")), format="[ %(levelname)s ] %(message)s")
     start = time.perf_counter()

@@ -138,6 +138,11 @@ def extract(ctx):
     extract_all(ctx.graph, ctx.custom_mapping)
 
 
+def check_blob_values(ctx):
+    from core.middle.blob_values import warn_non_finite
+    warn_non_finite(ctx.graph, ctx.warnings)
+
+
 def set_input_shapes(ctx):
     cutting.set_input_shapes(ctx.graph, ctx.new_inputs, ctx.options.batch)
 
@@ -229,6 +234,7 @@ PIPELINE = [
     cut_outputs,
     cut_inputs,
     extract,
+    check_blob_values,
     set_input_shapes,
     infer_shapes,
     remove_identities,
@@ -258,7 +264,11 @@ def convert(options: ConvertOptions) -> Context:
     try:
         for step in PIPELINE:
             start = time.perf_counter()
-            step(ctx)
+            try:
+                step(ctx)
+            except SystemExit as exc:  # only user code (extensions) can get here
+                from core.extensions import user_exit_error
+                raise user_exit_error(exc, step.__name__) from None
             ctx.timings.append((step.__name__, time.perf_counter() - start))
             log.debug("pass %-24s %.3f s", step.__name__, ctx.timings[-1][1])
     finally:

@@ -99,6 +99,21 @@ def run_cli(*args, cwd=None, timeout=300):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def assert_clean_failure(code, out, err, outdir, *needles):
+    """A user error: exit 1, an [ ERROR ] screen with the needles, no traceback, and
+    nothing left in outdir (files named earlier* are a test's own)."""
+    text = out + err
+    assert code == 1, text
+    assert "[ ERROR ]" in err
+    assert "Traceback" not in text
+    assert len(err.strip().splitlines()) <= 12, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    if os.path.isdir(outdir):
+        leftovers = [f for f in os.listdir(outdir) if not f.startswith("earlier")]
+        assert leftovers == [], leftovers
+
+
 def ir_shapes(network) -> dict[str, list[tuple]]:
     """{layer name: [output dims...]} of an ir.Network."""
     return {layer.name: [tuple(p.dims) for p in layer.outputs] for layer in network.layers}

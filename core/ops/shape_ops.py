@@ -1,4 +1,6 @@
 """Layout and shape ops: Concat, Split, Reshape, Crop, Permute, Tile."""
+import math
+
 import numpy as np
 
 from core.errors import ShapeError
@@ -92,15 +94,15 @@ def resolve_reshape(node, shape, dims, axis=0, num_axes=-1):
         else:
             middle.append(int(d))
     out = [int(x) for x in shape[:axis]] + middle + [int(x) for x in shape[end:]]
-    total = int(np.prod(shape))
+    total = math.prod(int(x) for x in shape)
     if out.count(-1) > 1:
         raise ShapeError("Reshape '{}': more than one -1 in {}.", node.name, list(dims))
     if -1 in out:
-        known = int(np.prod([d for d in out if d != -1]))
+        known = math.prod(d for d in out if d != -1)
         if known == 0 or total % known:
             raise ShapeError("Reshape '{}' cannot reshape {} into {}.", node.name, list(shape), list(dims))
         out[out.index(-1)] = total // known
-    if int(np.prod(out)) != total:
+    if math.prod(out) != total:
         raise ShapeError("Reshape '{}' cannot reshape {} ({} elements) into {}.", node.name, list(shape), total, out)
     return np.array(out, dtype=np.int64)
 
@@ -122,7 +124,8 @@ class Reshape(Op):
         if node.soft_get("flatten"):
             rank = len(shape)
             start, end = int(node.axis) % rank, int(node.end_axis) % rank
-            out = [int(x) for x in shape[:start]] + [int(np.prod(shape[start:end + 1]))] + \
+            # exact (Python int) product: an int64 np.prod would wrap around silently
+            out = [int(x) for x in shape[:start]] + [math.prod(int(x) for x in shape[start:end + 1])] + \
                   [int(x) for x in shape[end + 1:]]
             node.out_node(0).shape = np.array(out, dtype=np.int64)
             return

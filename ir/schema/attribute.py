@@ -177,6 +177,10 @@ class Attr:
         self._check_range(value, self.name)
         return {self.name: fmt_value(value)}
 
+    def validate(self, value):
+        """Raises IRError if a Python value is of the wrong kind or out of range."""
+        self.format(value)
+
     def check_text(self, name: str, text: str):
         """Parses one written attribute as a reader would (IRError if it does not parse)."""
         if self.kind == "yx":

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from tests.caffe_models import make_caffemodel
-from tests.support import run_cli, write_text
+from tests.support import assert_clean_failure, run_cli, write_text
 
 NET = os.path.join(os.path.dirname(__file__), "nets", "conv_bn_scale.prototxt")
 OTHER_NET = os.path.join(os.path.dirname(__file__), "nets", "ssd_small.prototxt")
@@ -18,19 +18,6 @@ def good(tmp_path_factory):
     weights = str(d / "m.caffemodel")
     make_caffemodel(NET, weights, positive=("conv1_bn", "conv1_scale", "fc_bn"))
     return weights
-
-
-def assert_clean_failure(code, out, err, outdir, *needles):
-    text = out + err
-    assert code == 1, text
-    assert "[ ERROR ]" in err
-    assert "Traceback" not in text
-    assert len(err.strip().splitlines()) <= 12, err
-    for needle in needles:
-        assert needle in err, (needle, err)
-    if os.path.isdir(outdir):
-        leftovers = [f for f in os.listdir(outdir) if not f.startswith("earlier")]
-        assert leftovers == [], leftovers
 
 
 def convert(outdir, *args):

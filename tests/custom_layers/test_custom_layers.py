@@ -26,16 +26,23 @@ def python_layers_on_path(monkeypatch):
     monkeypatch.syspath_prepend(PYLAYERS)
 
 
+# Workers started by this test session inherit this variable (through the CLI child
+# too): other sessions' workers on a shared machine are not ours to count.
+SESSION_TAG = "MO_CORE_TEST_SESSION={}-{}".format(os.getpid(), time.monotonic_ns()).encode()
+os.environ["MO_CORE_TEST_SESSION"] = SESSION_TAG.split(b"=", 1)[1].decode()
+
+
 def caffe_workers():
-    """pids of Caffe worker processes still alive."""
+    """pids of Caffe worker processes of this test session still alive."""
     pids = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
                 cmd = open("/proc/{}/cmdline".format(pid), "rb").read()
+                environ = open("/proc/{}/environ".format(pid), "rb").read().split(b"\0")
             except OSError:
                 continue
-            if b"fallback_workers.caffe_worker" in cmd:
+            if b"fallback_workers.caffe_worker" in cmd and SESSION_TAG in environ:
                 pids.append(int(pid))
     return pids
 
