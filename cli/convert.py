@@ -41,6 +41,9 @@ def add_parser(sub):
                    help="write every parameter of a mapped layer, also unset ones without a default")
     c.add_argument("--enable_flattening_nested_params", action="store_true",
                    help="write the fields of a mapped layer's nested parameter messages too")
+    c.add_argument("--interp_zoom_rule", choices=["multiply", "deeplab"], default="multiply",
+                   help="output size of Interp layers with zoom_factor: multiply (in * zoom, the reference's "
+                        "default) or deeplab (in + (in - 1) * (zoom - 1), DeepLab-Caffe's); FAQ #96")
     p.set_defaults(func=run)
 
 
@@ -62,7 +65,8 @@ def run(args) -> int:
         disable_fusing=args.disable_fusing, extensions=args.extensions,
         custom_layers_mapping=args.custom_layers_mapping, use_caffe_fallback=args.use_caffe_fallback,
         disable_omitting_optional=args.disable_omitting_optional,
-        enable_flattening_nested_params=args.enable_flattening_nested_params)
+        enable_flattening_nested_params=args.enable_flattening_nested_params,
+        interp_zoom_rule=args.interp_zoom_rule)
     if not args.silent:
         print("Model Optimizer arguments:")
         for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",

@@ -41,6 +41,7 @@ class ConvertOptions:
     use_caffe_fallback: bool = False
     disable_omitting_optional: bool = False
     enable_flattening_nested_params: bool = False
+    interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
 
 
 @dataclass
@@ -79,7 +80,10 @@ def deduce_framework(ctx):
         raise Error("--input_model is required: the .caffemodel with the trained weights (FAQ #2 tells how to make "
                     "one from a prototxt).", faq=20)
     from core.middle.precision import ir_precision
-    ir_precision(o.data_type)  # a bad value fails before any work
+    from ir.interp import ZOOM_RULES
+    ir_precision(o.data_type)  # bad values fail before any work
+    if o.interp_zoom_rule not in ZOOM_RULES:
+        raise Error("--interp_zoom_rule must be one of {}, got '{}'.", ", ".join(ZOOM_RULES), o.interp_zoom_rule)
 
 
 def load_extensions(ctx):
@@ -98,10 +102,11 @@ def load_model(ctx):
     net = load_prototxt(o.input_proto)
     model = load_caffemodel(o.input_model)
     ctx.graph = build_graph(net, model)
+    ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
     dirs = [os.path.dirname(os.path.abspath(p)) for p in (o.input_proto, o.input_model)]
     ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs)
     ctx.custom_mapping = CustomLayersMapping.load(
-        o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping),
+        o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping), warnings=ctx.warnings,
         disable_omitting_optional=o.disable_omitting_optional,
         enable_flattening_nested_params=o.enable_flattening_nested_params, fallback=ctx.caffe_fallback)
     if o.use_caffe_fallback and ctx.custom_mapping is None:

@@ -5,6 +5,7 @@ import numpy as np
 
 from core.errors import ShapeError
 from core.ops.op import Op, ir_attrs
+from core.ops.resize import zoom_rule_hint
 
 
 def _axis(node, rank, attr="axis"):
@@ -30,8 +31,8 @@ class Concat(Op):
         node.axis = axis
         for s in shapes[1:]:
             if len(s) != len(shapes[0]) or not np.array_equal(np.delete(s, axis), np.delete(shapes[0], axis)):
-                raise ShapeError("Concat '{}' inputs {} differ outside the concatenation axis {}.", node.name,
-                                 ", ".join(str(list(x)) for x in shapes), axis)
+                raise ShapeError("Concat '{}' inputs {} differ outside the concatenation axis {}.{}", node.name,
+                                 ", ".join(str(list(x)) for x in shapes), axis, zoom_rule_hint(node))
         out = np.array(shapes[0], dtype=np.int64)
         out[axis] = sum(int(s[axis]) for s in shapes)
         node.out_node(0).shape = out

@@ -58,7 +58,7 @@ def test_unknown_layer_type(tmp_path, good):
         'type: "ReLU"', 'type: "MyMagicActivation"'))
     res = convert(tmp_path / "out", "--input_model", good, "--input_proto", bad)
     assert_clean_failure(*res, tmp_path / "out", "conv1_relu", "MyMagicActivation", "CustomLayersMapping.xml",
-                         "--extensions", "#45")
+                         "--extensions", "#44")
 
 
 def test_every_unsupported_layer_is_reported_at_once(tmp_path, good):
@@ -69,7 +69,7 @@ def test_every_unsupported_layer_is_reported_at_once(tmp_path, good):
     text += 'layer { name: "tail" type: "FancyNorm" bottom: "fc_bn" top: "tail" }\n'
     bad = write_text(str(tmp_path / "custom.prototxt"), text)
     code, out, err = convert(tmp_path / "out", "--input_model", good, "--input_proto", bad)
-    assert_clean_failure(code, out, err, tmp_path / "out", "CustomLayersMapping.xml", "--extensions", "#45")
+    assert_clean_failure(code, out, err, tmp_path / "out", "CustomLayersMapping.xml", "--extensions", "#44")
     assert "does not support 4 layers of 3 types in this model" in err
     assert '  MyMagicActivation (2 layers): "conv1_relu", "fc_bn"' in err
     assert '  FancyNorm (1 layer): "tail"' in err
