@@ -16,7 +16,8 @@ def conv2d(x, w, b=None, stride=1, pad=0, dilation=1):
     out = np.zeros((n, o, oh, ow))
     for i in range(kh):
         for j in range(kw):
-            patch = x[:, :, i * dilation:i * dilation + stride * oh:stride, j * dilation:j * dilation + stride * ow:stride]
+            y0, x0 = i * dilation, j * dilation
+            patch = x[:, :, y0:y0 + stride * oh:stride, x0:x0 + stride * ow:stride]
             out += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
     if b is not None:
         out += np.asarray(b, np.float64).reshape(1, -1, 1, 1)

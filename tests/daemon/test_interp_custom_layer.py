@@ -74,14 +74,16 @@ def test_interp_through_the_cli(interp_model, tmp_path):
 # --- encoder-decoder: Interp zoom + skip Eltwise ---------------------------------------------
 ENC_DEC = """name: "encdec"
 layer {{ name: "data" type: "Input" top: "data" input_param {{ shape {{ dim: 1 dim: 3 dim: {h} dim: {w} }} }} }}
-layer {{ name: "enc" type: "Convolution" bottom: "data" top: "enc" convolution_param {{ num_output: 6 kernel_size: 3 pad: 1 }} }}
+layer {{ name: "enc" type: "Convolution" bottom: "data" top: "enc"
+  convolution_param {{ num_output: 6 kernel_size: 3 pad: 1 }} }}
 layer {{ name: "enc_relu" type: "ReLU" bottom: "enc" top: "enc" }}
 layer {{ name: "down" type: "Convolution" bottom: "enc" top: "down"
   convolution_param {{ num_output: 6 kernel_size: 3 stride: 2 pad: 1 }} }}
 layer {{ name: "down_relu" type: "ReLU" bottom: "down" top: "down" }}
 layer {{ name: "up" type: "Interp" bottom: "down" top: "up" interp_param {{ zoom_factor: 2 }} }}
 layer {{ name: "skip" type: "Eltwise" bottom: "up" bottom: "enc" top: "skip" }}
-layer {{ name: "score" type: "Convolution" bottom: "skip" top: "score" convolution_param {{ num_output: 2 kernel_size: 1 }} }}
+layer {{ name: "score" type: "Convolution" bottom: "skip" top: "score"
+  convolution_param {{ num_output: 2 kernel_size: 1 }} }}
 """
 
 
@@ -99,42 +101,45 @@ def numpy_encoder_decoder(x, blobs):
     return conv2d(up + enc, *blobs["score"])
 
 
-def run_on_daemon(xml, x):
+def assert_daemon_equals_numpy(xml, blobs, h, w, seed):
+    """Runs the IR on the CPU daemon; its output equals the numpy reference. Returns (x, output)."""
     from device_daemons.client import IECore
+    x = np.random.default_rng(seed).standard_normal((1, 3, h, w)).astype(np.float32)
     ie = IECore(policy="auto")
     exec_net = ie.load_network(ie.read_network(model=xml), "CPU")
     try:
-        return exec_net.infer({"data": x})["score"]
+        out = exec_net.infer({"data": x})["score"]
     finally:
         exec_net.close()
+    ref = numpy_encoder_decoder(x, blobs)
+    assert out.shape == ref.shape == (1, 2, h, w)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    return x, out
+
+
+def convert_encoder_decoder(tmp_path, proto, weights, *extra):
+    return run_mo("convert", "--input_model", weights, "--input_proto", proto, "--output_dir", str(tmp_path / "ir"),
+                  *extra)
 
 
 def test_encoder_decoder_with_the_reference_zoom_rule(tmp_path):
     """16x24 -> 8x12 -> zoom 2 -> 16x24: in * zoom, the reference's default."""
     proto, weights, blobs = encoder_decoder(tmp_path, 16, 24)
-    res = run_mo("convert", "--input_model", weights, "--input_proto", proto, "--output_dir", str(tmp_path / "ir"))
+    res = convert_encoder_decoder(tmp_path, proto, weights)
     assert res.returncode == 0, res.stderr
-    x = np.random.default_rng(6).standard_normal((1, 3, 16, 24)).astype(np.float32)
-    out = run_on_daemon(str(tmp_path / "ir" / "encdec.xml"), x)
-    ref = numpy_encoder_decoder(x, blobs)
-    assert out.shape == ref.shape == (1, 2, 16, 24)
-    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    assert_daemon_equals_numpy(str(tmp_path / "ir" / "encdec.xml"), blobs, 16, 24, seed=6)
 
 
 def test_encoder_decoder_made_for_deeplab(tmp_path):
     """15x23 -> 8x12 -> zoom 2 -> 15x23 only with DeepLab's (in - 1) * zoom + 1."""
     proto, weights, blobs = encoder_decoder(tmp_path, 15, 23)
-    res = run_mo("convert", "--input_model", weights, "--input_proto", proto, "--output_dir", str(tmp_path / "ir"))
+    res = convert_encoder_decoder(tmp_path, proto, weights)
     assert res.returncode == 1 and "Traceback" not in res.stderr
     assert "Eltwise 'skip' inputs have different shapes: [1, 6, 16, 24], [1, 6, 15, 23]" in res.stderr
     assert "--interp_zoom_rule deeplab (FAQ #96)" in res.stderr
-    res = run_mo("convert", "--input_model", weights, "--input_proto", proto, "--output_dir", str(tmp_path / "ir"),
-                 "--interp_zoom_rule", "deeplab")
+    res = convert_encoder_decoder(tmp_path, proto, weights, "--interp_zoom_rule", "deeplab")
     assert res.returncode == 0, res.stderr
-    x = np.random.default_rng(7).standard_normal((1, 3, 15, 23)).astype(np.float32)
-    out = run_on_daemon(str(tmp_path / "ir" / "encdec.xml"), x)
-    ref = numpy_encoder_decoder(x, blobs)
-    assert out.shape == ref.shape == (1, 2, 15, 23)
-    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    x, out = assert_daemon_equals_numpy(str(tmp_path / "ir" / "encdec.xml"), blobs, 15, 23, seed=7)
     # OpenCV DNN sizes Interp zooms the DeepLab way too
-    np.testing.assert_allclose(out, opencv_reference(proto, weights, x), rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    ref = opencv_reference(proto, weights, x)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
