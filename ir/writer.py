@@ -259,6 +259,14 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str = "FP32") -> 
         err.where = err.where or where
         raise
 
+    write_pair_atomically(xml_path, bin_path, xml_bytes, plan.chunks)
+    return plan.warnings
+
+
+def write_pair_atomically(xml_path: Path, bin_path: Path, xml_bytes: bytes, chunks) -> None:
+    """Writes the .bin (the chunks back to back) and the .xml so that both appear at
+    once: a failure leaves neither and never damages an earlier pair at these paths."""
+    where = str(xml_path)
     for directory in {xml_path.parent, bin_path.parent}:
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -271,7 +279,7 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str = "FP32") -> 
     try:
         tmp_bin, f = _create_temp(bin_path.parent, bin_path.name)
         with f:
-            for chunk in plan.chunks:
+            for chunk in chunks:
                 _write_chunk(f, chunk)
             f.flush()
             os.fsync(f.fileno())
@@ -312,4 +320,3 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str = "FP32") -> 
         _remove_quietly(tmp_bin)
         _remove_quietly(tmp_xml)
         _remove_quietly(backup)
-    return plan.warnings

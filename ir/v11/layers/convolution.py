@@ -1,0 +1,63 @@
+"""Convolution -> Convolution / GroupConvolution (+ Add of the biases);
+Deconvolution -> ConvolutionBackpropData / GroupConvolutionBackpropData (+ Add).
+
+IR v2 weights: Convolution (O, I/g, kh, kw), Deconvolution Caffe's (I, O/g, kh, kw).
+OpenVINO's layouts: Convolution [O, I, kh, kw], GroupConvolution [g, O/g, I/g, kh, kw],
+ConvolutionBackpropData [I, O, kh, kw], GroupConvolutionBackpropData
+[g, I/g, O/g, kh, kw]: each is a reshape of ours, no transposition.
+"""
+from __future__ import annotations
+
+from .base import Mapping, channel_shape, maps
+
+
+def _window_attrs(m: Mapping):
+    kernel, stride, pad, pad_end = m.attrs.window()
+    dilation = m.attrs.spatial("dilation", (1, 1), plural="dilations")
+    if min(dilation) <= 0:
+        raise m.attrs.error(f"dilation {list(dilation)} must be positive")
+    attrs = {"strides": stride, "dilations": dilation, "pads_begin": pad, "pads_end": pad_end, "auto_pad": "explicit"}
+    return kernel, attrs
+
+
+def _with_biases(m: Mapping, type_: str, weights, attrs, out) -> list:
+    biases = m.attrs.blob("biases", required=False, size=out[1])
+    y = m.op(type_, [m.inputs[0], weights], out, None if biases is None else "WithoutBiases", attrs=attrs)
+    if biases is not None:
+        bias = m.const(biases.reshape(channel_shape(len(out), out[1])), "biases")
+        y = m.op("Add", [y, bias], out, attrs={"auto_broadcast": "numpy"})
+    return [y]
+
+
+@maps("Convolution")
+def convolution(m: Mapping):
+    (kh, kw), attrs = _window_attrs(m)
+    out = m.out_dims()
+    c = m.in_dims()[1]
+    group = m.attrs.int("group", 1)
+    o = out[1]
+    if group <= 0 or c % group or o % group:
+        raise m.attrs.error(f"{c} input channels and {o} outputs cannot be split into {group} groups")
+    w = m.attrs.blob("weights", size=o * (c // group) * kh * kw)
+    if group == 1:
+        return _with_biases(m, "Convolution", m.const(w.reshape(o, c, kh, kw), "weights"), attrs, out)
+    weights = m.const(w.reshape(group, o // group, c // group, kh, kw), "weights")
+    return _with_biases(m, "GroupConvolution", weights, attrs, out)
+
+
+@maps("Deconvolution")
+def deconvolution(m: Mapping):
+    (kh, kw), attrs = _window_attrs(m)
+    attrs["output_padding"] = [0, 0]
+    out = m.out_dims()
+    c = m.in_dims()[1]
+    group = m.attrs.int("group", 1)
+    o = out[1]
+    if group <= 0 or c % group or o % group:
+        raise m.attrs.error(f"{c} input channels and {o} outputs cannot be split into {group} groups")
+    w = m.attrs.blob("weights", size=c * (o // group) * kh * kw)
+    if group == 1:
+        weights = m.const(w.reshape(c, o, kh, kw), "weights")
+        return _with_biases(m, "ConvolutionBackpropData", weights, attrs, out)
+    weights = m.const(w.reshape(group, c // group, o // group, kh, kw), "weights")
+    return _with_biases(m, "GroupConvolutionBackpropData", weights, attrs, out)
