@@ -41,6 +41,8 @@ class ConvertOptions:
     use_caffe_fallback: bool = False
     disable_omitting_optional: bool = False
     enable_flattening_nested_params: bool = False
+    ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
+    ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Context:
     options: ConvertOptions
     graph: object = None
     network: object = None
+    v11_model: object = None                     # ir.v11.Model when --ir_version 11
     new_inputs: list = field(default_factory=list)
     custom_mapping: object = None
     caffe_fallback: object = None
@@ -80,6 +83,10 @@ def deduce_framework(ctx):
                     "one from a prototxt).", faq=20)
     if o.data_type not in ("FP32", "FP16", "float", "half"):
         raise Error("--data_type must be FP32 or FP16, got '{}'.", o.data_type)
+    if o.ir_version not in (2, 11):
+        raise Error("--ir_version must be 2 or 11, got '{}'.", o.ir_version)
+    if o.ov_extension_ops and o.ir_version != 11:
+        raise Error("--ov_extension_ops names OpenVINO extension operations for IR version 11; add --ir_version 11.")
 
 
 def load_extensions(ctx):
@@ -217,6 +224,18 @@ def emit(ctx):
     ctx.network.meta = meta
 
 
+def emit_ir_v11(ctx):
+    # the same network mapped to opset operations; layers with no opset equivalent
+    # are reported here, before anything is written
+    if ctx.options.ir_version == 11:
+        from ir.v11 import build_model, parse_extension_ops
+        o = ctx.options
+        data_type = {"float": "FP32", "half": "FP16"}.get(o.data_type, o.data_type)
+        ctx.v11_model, warnings = build_model(ctx.network, data_type=data_type,
+                                              extension_ops=parse_extension_ops(o.ov_extension_ops))
+        ctx.warnings += warnings
+
+
 PIPELINE = [
     deduce_framework,
     load_extensions,
@@ -236,6 +255,7 @@ PIPELINE = [
     constant_folding,
     remove_dead_code,
     emit,
+    emit_ir_v11,
 ]
 
 

@@ -123,3 +123,20 @@ def v11_case(core, tmp_path, layers: str, inputs: dict, *, seed=0, scale=0.5, po
     if input_values is None:
         input_values = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in inputs.items()}
     return V11Case(net, network, run, input_values)
+
+
+def assert_outputs_close(ours: dict, ref: dict, tol: float) -> float:
+    """Every reference output (by layer name) against ours; detection outputs compare
+    the rows the reference kept (the IR pads to N * keep_top_k, ending with image -1)."""
+    worst = 0.0
+    for name, want in ref.items():
+        assert name in ours, f"OpenVINO outputs {sorted(ours)} have no {name!r}"
+        got = ours[name]
+        if got.ndim == 4 and got.shape[-1] == 7 and got.shape[2] != want.shape[2]:
+            kept = want.shape[2]
+            assert got[0, 0, kept, 0] == -1, "the detections do not end where the reference's end"
+            got = got[:, :, :kept]
+        err = rel_err(got, want)
+        assert err <= tol, f"{name}: max |diff| / max |ref| = {err:.3g} > {tol}"
+        worst = max(worst, err)
+    return worst
