@@ -87,7 +87,7 @@ def run(args) -> int:
         write_model(ctx.v11_model, xml_path, bin_path)
         warnings = ctx.warnings
     else:
-        warnings = write_ir(ctx.network, xml_path, bin_path, precision=options.data_type)
+        warnings = ctx.warnings + write_ir(ctx.network, xml_path, bin_path)
     for w in warnings:
         print("[ WARNING ]  " + w)
     if not args.silent:

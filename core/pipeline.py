@@ -81,8 +81,8 @@ def deduce_framework(ctx):
     if not o.input_model:
         raise Error("--input_model is required: the .caffemodel with the trained weights (FAQ #2 tells how to make "
                     "one from a prototxt).", faq=20)
-    if o.data_type not in ("FP32", "FP16", "float", "half"):
-        raise Error("--data_type must be FP32 or FP16, got '{}'.", o.data_type)
+    from core.middle.precision import ir_precision
+    ir_precision(o.data_type)  # a bad value fails before any work
     if o.ir_version not in (2, 11):
         raise Error("--ir_version must be 2 or 11, got '{}'.", o.ir_version)
     if o.ov_extension_ops and o.ir_version != 11:
@@ -209,11 +209,16 @@ def remove_dead_code(ctx):
     cutting.remove_dead(ctx.graph)
 
 
+def set_precision(ctx):
+    from core.middle.precision import set_precision as run
+    run(ctx.graph, ctx.options.data_type, ctx.warnings)
+
+
 def emit(ctx):
     from core.emit import to_network
     o = ctx.options
     name = o.model_name or os.path.splitext(os.path.basename(o.input_model))[0]
-    ctx.network = to_network(ctx.graph, name)
+    ctx.network = to_network(ctx.graph, name, ctx.warnings)
     # like the legacy tool's <cli_parameters>: where the IR came from. The CPU
     # daemon's Caffe-backed layers find their Caffe definition through it.
     meta = {"generator": "mo-core 0.1.0", "framework": o.framework,
@@ -254,6 +259,7 @@ PIPELINE = [
     leftover_linear,
     constant_folding,
     remove_dead_code,
+    set_precision,
     emit,
     emit_ir_v11,
 ]

@@ -3,9 +3,7 @@ a Convert to f32 marked `decompression` in its rt_info, so the runtime computes 
 f32 (or keeps the weights f16 where it can) and the .bin is half the size."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
-from ..writer import _to_fp16
+from ..precision import to_float16
 from .model import Model, Op, Tensor
 
 
@@ -23,7 +21,7 @@ def decompress_f16_constants(model: Model, compress: bool) -> list[str]:
         if op.out.element_type == "f32":
             if not compress:
                 continue
-            op.value = _to_fp16(op.value, SimpleNamespace(name=op.name), warnings)
+            op.value = to_float16(op.value, op.name, warnings)
             op.out.element_type = "f16"
         convert = Op("Convert", "opset1", op.name, {"destination_type": "f32"}, [op.out], rt_info=["decompression"])
         convert.outputs = [Tensor(convert, 0, "f32", op.out.shape, op.out.names)]

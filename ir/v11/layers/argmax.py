@@ -26,9 +26,7 @@ def _top_k(m: Mapping, x, axis: int, k: int, suffix: str):
 def argmax(m: Mapping):
     a = m.attrs
     x = m.inputs[0]
-    k = a.int("top_k", 1)
-    out_max_val = a.bool("out_max_val", False)
-    axis = a.int("axis", None)
+    k, out_max_val, axis = a["top_k"], a["out_max_val"], a["axis"]
     out = m.out_dims()
     if axis is not None:
         axis = axis + len(x.shape) if axis < 0 else axis

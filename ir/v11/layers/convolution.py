@@ -12,12 +12,10 @@ from .base import Mapping, channel_shape, maps
 
 
 def _window_attrs(m: Mapping):
-    kernel, stride, pad, pad_end = m.attrs.window()
-    dilation = m.attrs.spatial("dilation", (1, 1), plural="dilations")
-    if min(dilation) <= 0:
-        raise m.attrs.error(f"dilation {list(dilation)} must be positive")
-    attrs = {"strides": stride, "dilations": dilation, "pads_begin": pad, "pads_end": pad_end, "auto_pad": "explicit"}
-    return kernel, attrs
+    a = m.attrs
+    attrs = {"strides": a["stride"], "dilations": a["dilation"], "pads_begin": a["pad"], "pads_end": a["pad_end"],
+             "auto_pad": "explicit"}
+    return a["kernel"], attrs
 
 
 def _with_biases(m: Mapping, type_: str, weights, attrs, out) -> list:
@@ -34,9 +32,9 @@ def convolution(m: Mapping):
     (kh, kw), attrs = _window_attrs(m)
     out = m.out_dims()
     c = m.in_dims()[1]
-    group = m.attrs.int("group", 1)
+    group = m.attrs["group"]
     o = out[1]
-    if group <= 0 or c % group or o % group:
+    if c % group or o % group:
         raise m.attrs.error(f"{c} input channels and {o} outputs cannot be split into {group} groups")
     w = m.attrs.blob("weights", size=o * (c // group) * kh * kw)
     if group == 1:
@@ -51,9 +49,9 @@ def deconvolution(m: Mapping):
     attrs["output_padding"] = [0, 0]
     out = m.out_dims()
     c = m.in_dims()[1]
-    group = m.attrs.int("group", 1)
+    group = m.attrs["group"]
     o = out[1]
-    if group <= 0 or c % group or o % group:
+    if c % group or o % group:
         raise m.attrs.error(f"{c} input channels and {o} outputs cannot be split into {group} groups")
     w = m.attrs.blob("weights", size=c * (o // group) * kh * kw)
     if group == 1:

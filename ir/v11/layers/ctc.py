@@ -18,5 +18,5 @@ def ctc_greedy_decoder(m: Mapping):
         indicators = m.reshape(m.inputs[1], (t, n), "indicators")
     else:
         indicators = m.const(np.ones((t, n), np.float32), "indicators")
-    attrs = {"ctc_merge_repeated": m.attrs.bool("ctc_merge_repeated", True)}
+    attrs = {"ctc_merge_repeated": m.attrs["ctc_merge_repeated"]}
     return [m.op("CTCGreedyDecoder", [probs, indicators], m.out_dims(), attrs=attrs)]

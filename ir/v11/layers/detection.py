@@ -13,33 +13,28 @@ import numpy as np
 from ...priors import prior_box_sizes
 from .base import Mapping, Unmappable, maps
 
-_CODE_TYPES = {"CORNER": "CORNER", "CENTER_SIZE": "CENTER_SIZE", "CORNER_SIZE": "CORNER_SIZE"}
-_CODE_TYPES.update({f"caffe.PriorBoxParameter.{k}": k for k in list(_CODE_TYPES)})
-_CODE_TYPES.update({k.lower(): v for k, v in list(_CODE_TYPES.items())})
-
-
 def _priors(m: Mapping, sizes: list[tuple[float, float]]):
     a = m.attrs
     feat = m.in_dims(0)
     if len(feat) != 4:
         raise a.error(f"needs a 4-D feature map input, got {list(feat)}")
-    img_h, img_w = a.int("img_h", 0), a.int("img_w", 0)
-    if not (img_h and img_w) and a.int("img_size", 0):
-        img_h = img_w = a.int("img_size")
+    img_h, img_w = a["img_h"], a["img_w"]
+    if not (img_h and img_w) and a.values.get("img_size"):
+        img_h = img_w = a["img_size"]
     if not (img_h and img_w):
         if len(m.layer.inputs) < 2 or len(m.in_dims(1)) < 4:
             raise a.error("has no img_h/img_w (or img_size) and no image input to take the size from")
         img_h, img_w = m.in_dims(1)[2:4]
-    step_h, step_w = a.float("step_h", 0.0), a.float("step_w", 0.0)
+    step_h, step_w = a["step_h"], a["step_w"]
     if not (step_h and step_w):
-        step_h = step_w = a.float("step", 0.0)
+        step_h = step_w = a["step"]
     if not (step_h and step_w):
         step_h, step_w = img_h / feat[2], img_w / feat[3]
-    variance = a.floats("variance", None) or [0.1]
+    variance = a["variance"] or [0.1]
     if len(variance) not in (1, 4):
         raise a.error(f"variance has {len(variance)} values; give 1 or 4")
-    attrs = {"width": [w for w, _ in sizes], "height": [h for _, h in sizes], "clip": a.bool("clip", False),
-             "step_w": step_w, "step_h": step_h, "step": 0.0, "offset": a.float("offset", 0.5),
+    attrs = {"width": [w for w, _ in sizes], "height": [h for _, h in sizes], "clip": a["clip"],
+             "step_w": step_w, "step_h": step_h, "step": 0.0, "offset": a["offset"],
              "variance": variance * 4 if len(variance) == 1 else variance}
     out = m.out_dims()
     boxes = m.op("PriorBoxClustered", [m.ints(feat[2:4], "output_size"), m.ints([img_h, img_w], "image_size")],
@@ -50,21 +45,18 @@ def _priors(m: Mapping, sizes: list[tuple[float, float]]):
 @maps("PriorBox")
 def prior_box(m: Mapping):
     a = m.attrs
-    min_size = a.floats("min_size")
-    max_size = a.floats("max_size", None) or []
-    scale_all = a.bool("scale_all_sizes", True)
+    min_size, max_size, scale_all = a["min_size"], a["max_size"] or [], a["scale_all_sizes"]
     if not min_size or min(min_size) <= 0:
         raise a.error(f"min_size {min_size} must list positive sizes")
     if scale_all and max_size and len(max_size) != len(min_size):
         raise a.error(f"has {len(max_size)} max_size values for {len(min_size)} min_size values")
-    sizes = prior_box_sizes(min_size, max_size, a.floats("aspect_ratio", None) or [], a.bool("flip", False),
-                            scale_all)
+    sizes = prior_box_sizes(min_size, max_size, a["aspect_ratio"] or [], a["flip"], scale_all)
     return _priors(m, sizes)
 
 
 @maps("PriorBoxClustered")
 def prior_box_clustered(m: Mapping):
-    widths, heights = m.attrs.floats("width"), m.attrs.floats("height")
+    widths, heights = m.attrs["width"], m.attrs["height"]
     if len(widths) != len(heights) or not widths:
         raise m.attrs.error(f"needs as many widths as heights (got {len(widths)} and {len(heights)})")
     return _priors(m, list(zip(widths, heights)))
@@ -78,20 +70,17 @@ def _rows(m: Mapping, x, suffix):
 @maps("DetectionOutput")
 def detection_output(m: Mapping):
     a = m.attrs
-    if a.float("eta", 1.0) != 1.0:
+    if a["eta"] != 1.0:
         raise Unmappable("adaptive NMS (eta < 1)")
-    code = a.choice("code_type", _CODE_TYPES, "caffe.PriorBoxParameter.CORNER")
-    threshold = a.float("confidence_threshold", float(np.finfo(np.float32).min))
-    if not np.isfinite(threshold):
+    threshold = a["confidence_threshold"]
+    if not np.isfinite(threshold):  # Caffe's "no threshold"; OpenVINO reads finite numbers only
         threshold = float(np.finfo(np.float32).min)
-    attrs = {"num_classes": a.int("num_classes"), "background_label_id": a.int("background_label_id", 0),
-             "top_k": a.int("top_k", -1), "variance_encoded_in_target": a.bool("variance_encoded_in_target", False),
-             "keep_top_k": [a.int("keep_top_k", -1)], "code_type": f"caffe.PriorBoxParameter.{code}",
-             "share_location": a.bool("share_location", True), "nms_threshold": a.float("nms_threshold", 0.3),
-             "confidence_threshold": threshold, "clip_after_nms": False, "clip_before_nms": False,
-             "decrease_label_id": False, "normalized": a.bool("normalized", True),
-             "input_height": a.int("input_height", 1), "input_width": a.int("input_width", 1),
-             "objectness_score": a.float("objectness_score", 0.0)}
+    attrs = {"num_classes": a["num_classes"], "background_label_id": a["background_label_id"], "top_k": a["top_k"],
+             "variance_encoded_in_target": a["variance_encoded_in_target"], "keep_top_k": [a["keep_top_k"]],
+             "code_type": a["code_type"], "share_location": a["share_location"],
+             "nms_threshold": a["nms_threshold"], "confidence_threshold": threshold, "clip_after_nms": False,
+             "clip_before_nms": False, "decrease_label_id": False, "normalized": a["normalized"],
+             "input_height": a["input_height"], "input_width": a["input_width"], "objectness_score": 0.0}
     loc, conf = _rows(m, m.inputs[0], "loc"), _rows(m, m.inputs[1], "conf")
     inputs = [loc, conf] + list(m.inputs[2:])
     out = m.out_dims()

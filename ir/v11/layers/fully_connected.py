@@ -13,12 +13,11 @@ def fully_connected(m: Mapping):
     a = m.attrs
     x = m.inputs[0]
     out = m.out_dims()
-    o = a.int(("out-size", "out_size", "num_output"))
+    o = a["out-size"]
     rank = len(x.shape)
-    axis = a.int("axis", 1)
-    axis = axis + rank if axis < 0 else axis
+    axis = a["axis"] + rank if a["axis"] < 0 else a["axis"]
     if not 0 <= axis < rank:
-        raise a.error(f"axis {a.int('axis', 1)} is out of range for a {rank}-D input")
+        raise a.error(f"axis {a['axis']} is out of range for a {rank}-D input")
     lead = tuple(x.shape[:axis])
     in_size = int(np.prod(x.shape[axis:]))
     w = a.blob("weights", size=o * in_size)

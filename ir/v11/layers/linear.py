@@ -7,7 +7,6 @@ import numpy as np
 from .base import Mapping, maps, per_channel
 
 _NUMPY = {"auto_broadcast": "numpy"}
-_OPERATIONS = {"sum": "sum", "add": "sum", "mul": "mul", "prod": "mul", "max": "max"}
 
 
 @maps("ScaleShift")
@@ -32,11 +31,7 @@ def scale_shift(m: Mapping):
 @maps("Eltwise")
 def eltwise(m: Mapping):
     a = m.attrs
-    operation = a.str("operation", "sum").lower()
-    if operation not in _OPERATIONS:
-        raise a.error(f"operation {operation!r} is not supported; use sum, mul or max")
-    operation = _OPERATIONS[operation]
-    coeff = a.floats("coeff", None)
+    operation, coeff = a["operation"], a["coeff"]
     xs = list(m.inputs)
     shape = m.out_dims()
     if coeff is not None:

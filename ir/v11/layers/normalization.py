@@ -18,7 +18,7 @@ def _axis(m: Mapping, axis: int, rank: int) -> int:
 @maps("SoftMax", "Softmax")
 def softmax(m: Mapping):
     x = m.inputs[0]
-    axis = _axis(m, m.attrs.int("axis", 1), len(x.shape))
+    axis = _axis(m, m.attrs["axis"], len(x.shape))
     return [m.op("SoftMax", [x], x.shape, version="opset8", attrs={"axis": axis})]
 
 
@@ -29,12 +29,11 @@ def lrn(m: Mapping):
     size^len(axes), so both are LRN with their axes."""
     a = m.attrs
     x = m.inputs[0]
-    size = a.int(("local-size", "local_size", "size"))
-    if size <= 0 or size % 2 == 0:
-        raise a.error(f"local-size {size} must be a positive odd number")
-    region = a.choice("region", {"across": "across", "same": "same"}, "across")
-    axes, bias = ([1], a.float(("k", "bias"), 1.0)) if region == "across" else ([2, 3], 1.0)
-    attrs = {"alpha": a.float("alpha"), "beta": a.float("beta"), "bias": bias, "size": size}
+    size = a["local-size"]
+    if size % 2 == 0:
+        raise a.error(f"local-size {size} must be odd")
+    axes, bias = ([1], a["k"]) if a["region"] == "across" else ([2, 3], 1.0)
+    attrs = {"alpha": a["alpha"], "beta": a["beta"], "bias": bias, "size": size}
     return [m.op("LRN", [x, m.ints(axes, "axes")], x.shape, attrs=attrs)]
 
 
@@ -46,11 +45,10 @@ def normalize(m: Mapping):
     rank = len(x.shape)
     if rank < 2:
         raise a.error(f"needs an input with a channel axis, got shape {list(x.shape)}")
-    axes = list(range(1, rank)) if a.bool("across_spatial", False) else [1]
-    norm = m.op("NormalizeL2", [x, m.ints(axes, "axes")], x.shape, "l2",
-                attrs={"eps": a.float("eps", 1e-10), "eps_mode": "add"})
+    axes = list(range(1, rank)) if a["across_spatial"] else [1]
+    norm = m.op("NormalizeL2", [x, m.ints(axes, "axes")], x.shape, "l2", attrs={"eps": a["eps"], "eps_mode": "add"})
     scale = a.blob("weights")
-    if a.bool("channel_shared", False) or scale.size == 1:
+    if a["channel_shared"] or scale.size == 1:
         scale = scale[:1].reshape((1,) * rank)
     elif scale.size != x.shape[1]:
         raise a.error(f"the scale blob 'weights' has {scale.size} values for {x.shape[1]} channels")
@@ -68,16 +66,15 @@ def mvn(m: Mapping):
     rank = len(x.shape)
     if rank < 2:
         raise a.error(f"needs at least a 2-D input, got {list(x.shape)}")
-    axes = list(range(1 if a.bool("across_channels", False) else 2, rank))
-    attrs = {"eps": a.float("eps", 1e-9), "normalize_variance": a.bool("normalize_variance", True),
-             "eps_mode": "outside_sqrt"}
+    axes = list(range(1 if a["across_channels"] else 2, rank))
+    attrs = {"eps": a["eps"], "normalize_variance": a["normalize_variance"], "eps_mode": "outside_sqrt"}
     return [m.op("MVN", [x, m.ints(axes, "axes")], x.shape, version="opset6", attrs=attrs)]
 
 
 @maps("GRN")
 def grn(m: Mapping):
     x = m.inputs[0]
-    return [m.op("GRN", [x], x.shape, attrs={"bias": m.attrs.float("bias", 0.0)})]
+    return [m.op("GRN", [x], x.shape, attrs={"bias": m.attrs["bias"]})]
 
 
 @maps("BatchNormalization")
@@ -95,4 +92,4 @@ def batch_norm(m: Mapping):
     inputs = [x] + [m.const(v, what) for v, what in ((gamma, "gamma"), (beta, "beta"), (mean, "mean"),
                                                       (var, "variance"))]
     return [m.op("BatchNormInference", inputs, x.shape, version="opset5",
-                 attrs={"epsilon": a.float(("epsilon", "eps"), 1e-5)})]
+                 attrs={"epsilon": a["epsilon"]})]

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 from .base import Mapping, maps
 
-_METHODS = {"max": "max", "avg": "avg", "ave": "avg"}
-
-
 def _end_pads(size, kernel, stride, pad, pad_end, out):
     """Per axis: the end padding that makes floor rounding give `out` windows."""
     result = []
@@ -29,9 +26,8 @@ def _end_pads(size, kernel, stride, pad, pad_end, out):
 @maps("Pooling")
 def pooling(m: Mapping):
     a = m.attrs
-    kernel, stride, pad, pad_end = a.window()
-    method = a.choice(("pool-method", "pool_method"), _METHODS)
-    exclude_pad = a.bool(("exclude-pad", "exclude_pad"), False)
+    kernel, stride, pad, pad_end = a["kernel"], a["stride"], a["pad"], a["pad_end"]
+    method, exclude_pad = a["pool-method"], a["exclude-pad"]
     n, c, h, w = m.in_dims()
     out = m.out_dims()
     ends = _end_pads((h, w), kernel, stride, pad, pad_end, out[2:])

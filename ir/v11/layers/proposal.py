@@ -48,18 +48,15 @@ def proposal(m: Mapping):
     scores, deltas, info = m.inputs
     if scores.shape[1] > deltas.shape[1]:  # 2 scores and 4 deltas per anchor: order them by size
         scores, deltas = deltas, scores
-    ratios, scales = a.floats("ratio"), a.floats("scale")
+    ratios, scales = a["ratio"], a["scale"]
     if not ratios or not scales:
         raise a.error("needs non-empty ratio and scale lists")
-    anchors = proposal_anchors(a.int("base_size"), ratios, scales)
+    anchors = proposal_anchors(a["base_size"], ratios, scales)
     n_a = len(anchors)
     n, _, h, w = scores.shape
     if len(scores.shape) != 4 or scores.shape[1] != 2 * n_a or deltas.shape != (n, 4 * n_a, h, w):
         raise a.error(f"inputs {list(scores.shape)} and {list(deltas.shape)} do not match {n_a} anchors")
-    post, pre = a.int("post_nms_topn"), a.int("pre_nms_topn")
-    if post <= 0:
-        raise a.error(f"post_nms_topn {post} must be positive")
-    stride = a.int("feat_stride")
+    post, pre, stride = a["post_nms_topn"], a["pre_nms_topn"], a["feat_stride"]
     count = h * w * n_a
     o = _Ops(m)
     f32 = np.float32
@@ -103,7 +100,7 @@ def proposal(m: Mapping):
     y2 = o.clip(o.binary("Add", pcy, half_h, rows), max_y, rows)
 
     # boxes smaller than min_size keep their place with score 0
-    min_box = o.const(float(a.int("min_size")))
+    min_box = o.const(float(a["min_size"]))
     big = [o.binary("GreaterEqual", o.binary("Add", o.binary("Subtract", hi, lo, rows), o.const(1.0), rows),
                     min_box, rows, "boolean") for lo, hi in ((x1, x2), (y1, y2))]
     ok = m.op("Convert", [o.binary("LogicalAnd", big[0], big[1], rows, "boolean")], rows, "big_enough",
@@ -116,7 +113,7 @@ def proposal(m: Mapping):
                  (n, count, 4), "boxes", attrs={"axis": 2})
 
     # the best pre_nms_topn (stable: equal scores keep their order), then NMS
-    k = min(pre, count) if pre > 0 else count
+    k = min(pre, count)
     top = m.model.add("TopK", [score, m.model.const(k, name=m.name("top/k"), element_type="i64")],
                       [(n, k), (n, k)], name=m.name("top"), version="opset11", element_types=["f32", "i32"],
                       attrs={"axis": 1, "mode": "max", "sort": "value", "index_element_type": "i32", "stable": True})
@@ -131,7 +128,7 @@ def proposal(m: Mapping):
     nms_inputs = [o.binary("Add", top_boxes, o.const([0, 0, 1, 1]), (n, k, 4)),
                   m.reshape(top_scores, (n, 1, k), "nms/scores"),
                   m.model.const(post, name=m.name("nms/max_boxes"), element_type="i64"),
-                  m.const(np.float32(a.float("nms_thresh")), "nms/iou"),
+                  m.const(np.float32(a["nms_thresh"]), "nms/iou"),
                   m.const(np.finfo(f32).min, "nms/min_score")]
     nms = m.model.add("NonMaxSuppression", nms_inputs, [(-1, 3), (-1, 3), (1,)], name=m.name("nms"),
                       version="opset9", element_types=["i64", "f32", "i64"],

@@ -5,11 +5,6 @@ from __future__ import annotations
 
 from .base import Mapping, Unmappable, maps
 
-_RESAMPLE = {"caffe.ResampleParameter.NEAREST": "nearest", "NEAREST": "nearest", "nearest": "nearest",
-             "caffe.ResampleParameter.LINEAR": "linear", "LINEAR": "linear", "linear": "linear",
-             "bilinear": "linear"}
-
-
 def _interpolate(m: Mapping, x, out, mode: str, transform: str, suffix=None):
     attrs = {"mode": mode, "shape_calculation_mode": "sizes", "coordinate_transformation_mode": transform,
              "nearest_mode": "floor", "antialias": False, "pads_begin": [0] * len(out), "pads_end": [0] * len(out),
@@ -21,16 +16,18 @@ def _interpolate(m: Mapping, x, out, mode: str, transform: str, suffix=None):
 @maps("Resample")
 def resample(m: Mapping):
     a = m.attrs
-    kind = a.choice("type", _RESAMPLE, "caffe.ResampleParameter.NEAREST")
+    kind = a["type"].rsplit(".", 1)[-1]
     x = m.inputs[0]
     out = m.out_dims()
     if len(out) != 4:
         raise a.error(f"needs a 4-D input, got {list(x.shape)}")
-    if a.bool("antialias", False) and (out[2] < x.shape[2] or out[3] < x.shape[3]):
+    if a["antialias"] and (out[2] < x.shape[2] or out[3] < x.shape[3]):
         raise Unmappable("antialiased downscaling")
-    if kind == "nearest":
+    if kind == "NEAREST":
         return [_interpolate(m, x, out, "nearest", "asymmetric")]
-    return [_interpolate(m, x, out, "linear_onnx", "half_pixel")]
+    if kind == "LINEAR":
+        return [_interpolate(m, x, out, "linear_onnx", "half_pixel")]
+    raise Unmappable(f"resample type {kind}")
 
 
 @maps("Interp")
@@ -38,7 +35,7 @@ def interp(m: Mapping):
     a = m.attrs
     x = m.inputs[0]
     out = m.out_dims()
-    pad_beg, pad_end = a.int("pad_beg", 0), a.int("pad_end", 0)
+    pad_beg, pad_end = a["pad_beg"], a["pad_end"]
     if pad_beg > 0 or pad_end > 0:
         raise a.error(f"pad_beg {pad_beg} and pad_end {pad_end} must not be positive (Caffe crops with them)")
     n, c, h, w = x.shape

@@ -2,7 +2,7 @@
 ROIs input is [R, 5] rows [batch index, x1, y1, x2, y2]."""
 from __future__ import annotations
 
-from .base import Mapping, maps
+from .base import Mapping, Unmappable, maps
 
 
 def _rois(m: Mapping):
@@ -15,16 +15,18 @@ def _rois(m: Mapping):
 @maps("ROIPooling")
 def roi_pooling(m: Mapping):
     a = m.attrs
-    method = a.choice("method", {"max": "max"}, "max")
-    attrs = {"pooled_h": a.int("pooled_h"), "pooled_w": a.int("pooled_w"), "spatial_scale": a.float("spatial_scale"),
-             "method": method}
+    if a["method"] != "max":
+        raise Unmappable(f"method {a['method']} (only max is checked against a reference)")
+    attrs = {"pooled_h": a["pooled_h"], "pooled_w": a["pooled_w"], "spatial_scale": a["spatial_scale"],
+             "method": "max"}
     return [m.op("ROIPooling", [m.inputs[0], _rois(m)], m.out_dims(), version="opset2", attrs=attrs)]
 
 
 @maps("PSROIPooling")
 def psroi_pooling(m: Mapping):
     a = m.attrs
-    mode = a.choice("mode", {"average": "average"}, "average")
-    attrs = {"output_dim": a.int("output_dim"), "group_size": a.int("group_size"),
-             "spatial_scale": a.float("spatial_scale"), "mode": mode, "spatial_bins_x": 1, "spatial_bins_y": 1}
+    if a["mode"] != "average":
+        raise Unmappable(f"mode {a['mode']} (only average is checked against a reference)")
+    attrs = {"output_dim": a["output_dim"], "group_size": a["group_size"], "spatial_scale": a["spatial_scale"],
+             "mode": "average", "spatial_bins_x": 1, "spatial_bins_y": 1}
     return [m.op("PSROIPooling", [m.inputs[0], _rois(m)], m.out_dims(), attrs=attrs)]

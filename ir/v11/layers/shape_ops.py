@@ -17,14 +17,14 @@ def _axis(m: Mapping, axis: int, rank: int) -> int:
 @maps("Concat")
 def concat(m: Mapping):
     rank = len(m.inputs[0].shape)
-    axis = _axis(m, m.attrs.int("axis", 1), rank)
+    axis = _axis(m, m.attrs["axis"], rank)
     return [m.op("Concat", m.inputs, m.out_dims(), attrs={"axis": axis})]
 
 
 @maps("Split", "Slice")
 def split(m: Mapping):
     x = m.inputs[0]
-    axis = _axis(m, m.attrs.int("axis", 1), len(x.shape))
+    axis = _axis(m, m.attrs["axis"], len(x.shape))
     shapes = [tuple(p.dims) for p in m.layer.outputs]
     sizes = [s[axis] if len(s) == len(x.shape) else -1 for s in shapes]
     if -1 in sizes or sum(sizes) != x.shape[axis]:
@@ -59,12 +59,12 @@ def crop(m: Mapping):
     a = m.attrs
     x = m.inputs[0]
     rank = len(x.shape)
-    axes = [_axis(m, v, rank) for v in a.ints("axis")]
+    axes = [_axis(m, v, rank) for v in a["axis"]]
     out = m.out_dims()
-    if "crop_begin" in m.layer.data:
-        begin = a.ints("crop_begin")
+    if a["crop_begin"] is not None:
+        begin = a["crop_begin"]
     else:
-        begin = a.ints("offset", None) or [0]
+        begin = a["offset"] or [0]
         if len(begin) == 1:
             begin = begin * len(axes)
     if len(begin) != len(axes):
@@ -81,17 +81,17 @@ def crop(m: Mapping):
 def permute(m: Mapping):
     x = m.inputs[0]
     rank = len(x.shape)
-    order = [o + rank if o < 0 else o for o in m.attrs.ints("order")]
+    order = [o + rank if o < 0 else o for o in m.attrs["order"]]
     order += [i for i in range(rank) if i not in order]  # Caffe fills up with the axes not named
     if sorted(order) != list(range(rank)):
-        raise m.attrs.error(f"order {m.attrs.ints('order')} is not a permutation of {rank} axes")
+        raise m.attrs.error(f"order {m.attrs['order']} is not a permutation of {rank} axes")
     return [m.op("Transpose", [x, m.ints(order, "order")], m.out_dims())]
 
 
 @maps("Tile")
 def tile(m: Mapping):
     x = m.inputs[0]
-    axis = _axis(m, m.attrs.int("axis", 1), len(x.shape))
+    axis = _axis(m, m.attrs["axis"], len(x.shape))
     repeats = [1] * len(x.shape)
-    repeats[axis] = m.attrs.int("tiles")
+    repeats[axis] = m.attrs["tiles"]
     return [m.op("Tile", [x, m.ints(repeats, "repeats")], m.out_dims())]

@@ -13,15 +13,12 @@ from .base import Mapping, maps
 def region_yolo(m: Mapping):
     a = m.attrs
     x = m.inputs[0]
-    attrs = {"coords": a.int("coords", 4), "classes": a.int("classes"), "num": a.int("num"),
-             "do_softmax": a.bool("do_softmax", True), "mask": a.ints("mask", None) or [],
-             "axis": a.int("axis", 1), "end_axis": a.int("end_axis", -1), "anchors": a.floats("anchors", None) or []}
+    attrs = {"coords": a["coords"], "classes": a["classes"], "num": a["num"], "do_softmax": a["do_softmax"],
+             "mask": a["mask"] or [], "axis": a["axis"], "end_axis": a["end_axis"], "anchors": a["anchors"] or []}
     return [m.op("RegionYolo", [x], m.out_dims(), attrs=attrs)]
 
 
 @maps("ReorgYolo")
 def reorg_yolo(m: Mapping):
-    stride = m.attrs.int("stride")
-    if stride <= 0:
-        raise m.attrs.error(f"stride {stride} must be positive")
+    stride = m.attrs["stride"]
     return [m.op("SpaceToDepth", [m.inputs[0]], m.out_dims(), attrs={"mode": "blocks_first", "block_size": stride})]
