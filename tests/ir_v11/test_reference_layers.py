@@ -9,7 +9,7 @@ import pytest
 
 from tests.cpu.cpu_helpers import single_layer_ir
 from tests.cpu.test_cpu_reference_layers import (
-    ctc_ref, cv_resize, prior_clustered_ref, psroi_ref, rand, region_yolo_ref, reorg_ref, roi_pool_ref,
+    ctc_ref, cv_resize, memory_net, prior_clustered_ref, psroi_ref, rand, region_yolo_ref, reorg_ref, roi_pool_ref,
 )
 from tests.ir_v11.v11_helpers import assert_close, compile_v11
 
@@ -89,7 +89,9 @@ def test_batch_normalization(ov_core, tmp_path, names):
     ("caffe.ResampleParameter.NEAREST", cv2.INTER_NEAREST, (7, 9), {"factor": 0, "height": 7, "width": 9}),
     ("caffe.ResampleParameter.LINEAR", cv2.INTER_LINEAR, (10, 14), {"factor": 2}),
     ("caffe.ResampleParameter.LINEAR", cv2.INTER_LINEAR, (13, 4), {"factor": 0, "height": 13, "width": 4}),
-], ids=["nearest_x2", "nearest_size", "linear_x2", "linear_size"])
+    ("caffe.ResampleParameter.CUBIC", cv2.INTER_CUBIC, (10, 14), {"factor": 2}),
+    ("caffe.ResampleParameter.CUBIC", cv2.INTER_CUBIC, (13, 9), {"factor": 0, "height": 13, "width": 9}),
+], ids=["nearest_x2", "nearest_size", "linear_x2", "linear_size", "cubic_x2", "cubic_size"])
 def test_resample_matches_opencv(ov_core, tmp_path, kind, interp, size, data):
     x = rand(2, 3, 5, 7)
     (out,) = run_v11(ov_core, tmp_path, "Resample", dict(data, type=kind, antialias=0), [x], [(2, 3) + size])
@@ -151,3 +153,19 @@ def test_flatten_and_split_types(ov_core, tmp_path):
     outs = run_v11(ov_core, tmp_path, "Split", {"axis": 1}, [x], [(2, 1, 4, 5), (2, 2, 4, 5)])
     np.testing.assert_array_equal(outs[0], x[:, :1])
     np.testing.assert_array_equal(outs[1], x[:, 1:])
+
+
+def test_memory_keeps_state_between_calls(ov_core, tmp_path):
+    """The Memory pair as a ReadValue/Assign variable: out = 2 * (sum of the inputs
+    so far), per infer request, back to zeros after reset_state()."""
+    run = compile_v11(ov_core, memory_net(tmp_path), tmp_path)
+    assert [op.type for op in run.model.ops if op.type in ("ReadValue", "Assign")] == ["ReadValue", "Assign"]
+    request = run.compiled.create_infer_request()
+    xs = [rand(1, 4) for _ in range(3)]
+    total = np.zeros((1, 4), np.float32)
+    for x in xs:
+        total = total + x
+        out = request.infer({"in0": x})
+        np.testing.assert_allclose(out["out"], 2 * total, rtol=1e-6)
+    request.reset_state()
+    np.testing.assert_allclose(request.infer({"in0": xs[0]})["out"], 2 * xs[0], rtol=1e-6)

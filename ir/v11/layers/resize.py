@@ -1,5 +1,5 @@
-"""Resizing: Resample (nearest: floor(dst * in/out); linear: half-pixel centres,
-clamped at the borders) and Caffe Interp (bilinear with aligned corners, after
+"""Resizing: Resample (nearest: floor(dst * in/out); linear and cubic: half-pixel
+centres, clamped at the borders) and Caffe Interp (bilinear with aligned corners, after
 cropping by its non-positive pad_beg/pad_end) -> Interpolate-11 to the port's size."""
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def resample(m: Mapping):
         return [_interpolate(m, x, out, "nearest", "asymmetric")]
     if kind == "LINEAR":
         return [_interpolate(m, x, out, "linear_onnx", "half_pixel")]
-    raise Unmappable(f"resample type {kind}")
+    return [_interpolate(m, x, out, "cubic", "half_pixel")]  # Keys' a = -0.75, as OpenCV's INTER_CUBIC
 
 
 @maps("Interp")
