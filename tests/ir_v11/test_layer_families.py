@@ -7,7 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.cpu.test_cpu_caffe_layers import ARGMAX, CASES, PRIOR_BOX, SSD_HEAD, conv, one
+from tests.cpu.test_cpu_caffe_layers import (
+    ARGMAX, BN_SCALE, BN_SCALE_INPUTS, BN_SCALE_POSITIVE, CASES, FCN_HEAD, PRIOR_BOX, PRIOR_BOX_INPUTS, PROPOSAL,
+    SSD_HEAD_CASES, SSD_HEAD_IDS, check_batchnorm_scale, check_detections, check_rois, one, prior_box_layer,
+    proposal_inputs, ssd_head,
+)
 from tests.ir_v11.v11_helpers import assert_close, v11_case
 
 
@@ -32,73 +36,31 @@ def test_argmax_matches_pycaffe(ov_core, tmp_path, params, shape):
 
 @pytest.mark.parametrize("fusing", [True, False], ids=["fusing", "no_fusing"])
 def test_batchnorm_scale_matches_pycaffe(ov_core, tmp_path, fusing):
-    layers = (conv("conv", "data", "c", "num_output: 6 kernel_size: 3 pad: 1")
-              + 'layer { name: "bn" type: "BatchNorm" bottom: "c" top: "c" '
-                'batch_norm_param { use_global_stats: true eps: 0.001 } }\n'
-              + 'layer { name: "sc" type: "Scale" bottom: "c" top: "c" scale_param { bias_term: true } }\n'
-              + 'layer { name: "relu" type: "ReLU" bottom: "c" top: "c" }\n'
-              + 'layer { name: "bn2" type: "BatchNorm" bottom: "data" top: "d" '
-                'batch_norm_param { use_global_stats: true } }\n'
-              + 'layer { name: "sc2" type: "Scale" bottom: "d" top: "d" scale_param { bias_term: true } }\n'
-              + conv("conv2", "d", "e", "num_output: 4 kernel_size: 1"))
-    c = v11_case(ov_core, tmp_path, layers, {"data": (2, 3, 6, 5)}, positive=("bn", "bn2"),
-                 disable_fusing=not fusing)
+    c = v11_case(ov_core, tmp_path, BN_SCALE, BN_SCALE_INPUTS, positive=BN_SCALE_POSITIVE, disable_fusing=not fusing)
     assert ("ScaleShift" in [layer.type for layer in c.network.layers]) != fusing
-    ours, ref = c.outputs()
-    assert_close(ours["relu"], ref["c"], 1e-4, "conv+bn+scale+relu")
-    assert_close(ours["conv2"], ref["e"], 1e-4, "bn+scale+conv")
+    check_batchnorm_scale(*c.outputs())
 
 
 @pytest.mark.parametrize("params", [p[1] for p in PRIOR_BOX], ids=[p[0] for p in PRIOR_BOX])
 def test_priorbox_matches_pycaffe(ov_core, tmp_path, params):
-    layers = ('layer { name: "t" type: "PriorBox" bottom: "feat" bottom: "data" top: "out" '
-              f'prior_box_param {{ {params} }} }}\n')
-    c = v11_case(ov_core, tmp_path, layers, {"feat": (1, 2, 4, 5), "data": (1, 3, 32, 30)})
-    ours, ref = c.outputs()
+    ours, ref = v11_case(ov_core, tmp_path, prior_box_layer(params), PRIOR_BOX_INPUTS).outputs()
     assert_close(ours["t"], ref["out"], 1e-5, "priorbox")
 
 
-@pytest.mark.parametrize("batch,scale,threshold", [(1, 0.3, 0.2), (2, 0.3, 0.2), (2, 0.1, 0.5)],
-                         ids=["b1_keep_top_k_cut", "b2_keep_top_k_cut", "b2_padded"])
+@pytest.mark.parametrize("batch,scale,threshold", SSD_HEAD_CASES, ids=SSD_HEAD_IDS)
 def test_ssd_head_matches_pycaffe(ov_core, tmp_path, batch, scale, threshold):
-    head = SSD_HEAD.replace("confidence_threshold: 0.2", f"confidence_threshold: {threshold}")
-    c = v11_case(ov_core, tmp_path, head, {"data": (batch, 3, 32, 32)}, scale=scale)
+    c = v11_case(ov_core, tmp_path, ssd_head(threshold), {"data": (batch, 3, 32, 32)}, scale=scale)
     ours, ref = c.outputs()
-    det, want = ours["det"], ref["det"]
-    assert det.shape == (1, 1, batch * 40, 7)
-    kept = want.shape[2]
-    assert 5 < kept <= batch * 40, kept  # the case must exercise NMS with real detections
-    assert_close(det[:, :, :kept], want, 1e-4, "detections")
-    if kept < batch * 40:
-        assert det[0, 0, kept, 0] == -1  # the end of the detections
+    check_detections(ours["det"], ref["det"], batch, threshold)
 
 
 def test_proposal_matches_pycaffe(ov_core, tmp_path):
-    h = w = 6
-    a = 9
-    rng = np.random.default_rng(3)
-    scores = rng.uniform(0.01, 1.0, (1, 2 * a, h, w)).astype(np.float32)
-    deltas = (rng.standard_normal((1, 4 * a, h, w)) * 0.2).astype(np.float32)
-    info = np.array([[h * 16, w * 16, 1.0]], np.float32)
-    layers = ('layer { name: "t" type: "Proposal" bottom: "cls" bottom: "bbox" bottom: "info" top: "rois" '
-              'proposal_param { feat_stride: 16 base_size: 16 min_size: 4 ratio: 0.5 ratio: 1 ratio: 2 '
-              'scale: 2 scale: 4 scale: 8 pre_nms_topn: 200 post_nms_topn: 40 nms_thresh: 0.6 } }\n')
-    c = v11_case(ov_core, tmp_path, layers, {"cls": scores.shape, "bbox": deltas.shape, "info": info.shape},
-                 input_values={"cls": scores, "bbox": deltas, "info": info})
+    values = proposal_inputs()
+    c = v11_case(ov_core, tmp_path, PROPOSAL, {k: v.shape for k, v in values.items()}, input_values=values)
     ours, ref = c.outputs()
-    rois, want = ours["t"], ref["rois"]
-    assert rois.shape == (40, 5)
-    n = want.shape[0]
-    assert 10 < n <= 40
-    assert_close(rois[:n], want, 1e-4, "rois")
+    check_rois(ours["t"], ref["rois"])
 
 
 def test_fcn_deconv_crop_matches_pycaffe(ov_core, tmp_path):
-    layers = (conv("score", "data", "score", "num_output: 4 kernel_size: 3 stride: 2")
-              + conv("up", "score", "up", "num_output: 4 kernel_size: 4 stride: 2 bias_term: false",
-                     kind="Deconvolution")
-              + 'layer { name: "crop" type: "Crop" bottom: "up" bottom: "data" top: "out" '
-                'crop_param { axis: 2 offset: 1 } }\n')
-    c = v11_case(ov_core, tmp_path, layers, {"data": (1, 3, 17, 15)})
-    ours, ref = c.outputs()
+    ours, ref = v11_case(ov_core, tmp_path, FCN_HEAD, {"data": (1, 3, 17, 15)}).outputs()
     assert_close(ours["crop"], ref["out"], 1e-4, "crop")

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tests.cpu.cpu_helpers import assert_close, fill_params, input_layer, rel_err  # noqa: F401 (re-exported)
-from tests.support import convert_api, import_caffe
+from tests.cpu.cpu_helpers import assert_close, case_model, random_inputs, rel_err  # noqa: F401 (re-exported)
+from tests.support import convert_api
 
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}
 
@@ -103,26 +103,13 @@ class V11Case:
 
 def v11_case(core, tmp_path, layers: str, inputs: dict, *, seed=0, scale=0.5, positive=(), input_values=None,
              data_type="FP32", **options) -> V11Case:
-    """A net of Input layers (`inputs`: name -> shape) + `layers` (prototxt text) with
-    random weights, made by pycaffe, converted (options: ConvertOptions), written as
-    IR v11 and compiled by OpenVINO."""
-    caffe = import_caffe()
-    proto = os.path.join(str(tmp_path), "net.prototxt")
-    with open(proto, "w") as f:
-        f.write('name: "case"\n')
-        for name, shape in inputs.items():
-            f.write(input_layer(name, shape))
-        f.write(layers)
-    net = caffe.Net(proto, caffe.TEST)
-    rng = np.random.default_rng(seed)
-    fill_params(net, rng, scale=scale, positive=positive)
-    weights = os.path.join(str(tmp_path), "net.caffemodel")
-    net.save(weights)
+    """The CPU tests' case_model (Input layers + `layers`, random weights, made by
+    pycaffe) converted (options: ConvertOptions), written as IR v11 and compiled by
+    OpenVINO."""
+    proto, weights, net, rng = case_model(tmp_path, layers, inputs, seed=seed, scale=scale, positive=positive)
     network = convert_api(input_model=weights, input_proto=proto, **options)
     run = compile_v11(core, network, tmp_path, data_type=data_type)
-    if input_values is None:
-        input_values = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in inputs.items()}
-    return V11Case(net, network, run, input_values)
+    return V11Case(net, network, run, random_inputs(rng, inputs) if input_values is None else input_values)
 
 
 def assert_outputs_close(ours: dict, ref: dict, tol: float) -> float:

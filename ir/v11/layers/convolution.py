@@ -8,6 +8,8 @@ ConvolutionBackpropData [I, O, kh, kw], GroupConvolutionBackpropData
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .base import Mapping, channel_shape, maps
 
 
@@ -27,35 +29,30 @@ def _with_biases(m: Mapping, type_: str, weights, attrs, out) -> list:
     return [y]
 
 
-@maps("Convolution")
-def convolution(m: Mapping):
+def _convolution(m: Mapping, transposed: bool):
     (kh, kw), attrs = _window_attrs(m)
     out = m.out_dims()
-    c = m.in_dims()[1]
-    group = m.attrs["group"]
-    o = out[1]
+    c, o, group = m.in_dims()[1], out[1], m.attrs["group"]
     if c % group or o % group:
         raise m.attrs.error(f"{c} input channels and {o} outputs cannot be split into {group} groups")
-    w = m.attrs.blob("weights", size=o * (c // group) * kh * kw)
+    if transposed:
+        attrs["output_padding"] = [0, 0]
+        types = ("ConvolutionBackpropData", "GroupConvolutionBackpropData")
+        shape, grouped = (c, o, kh, kw), (group, c // group, o // group, kh, kw)
+    else:
+        types = ("Convolution", "GroupConvolution")
+        shape, grouped = (o, c, kh, kw), (group, o // group, c // group, kh, kw)
+    w = m.attrs.blob("weights", size=int(np.prod(grouped)))
     if group == 1:
-        return _with_biases(m, "Convolution", m.const(w.reshape(o, c, kh, kw), "weights"), attrs, out)
-    weights = m.const(w.reshape(group, o // group, c // group, kh, kw), "weights")
-    return _with_biases(m, "GroupConvolution", weights, attrs, out)
+        return _with_biases(m, types[0], m.const(w.reshape(shape), "weights"), attrs, out)
+    return _with_biases(m, types[1], m.const(w.reshape(grouped), "weights"), attrs, out)
+
+
+@maps("Convolution")
+def convolution(m: Mapping):
+    return _convolution(m, transposed=False)
 
 
 @maps("Deconvolution")
 def deconvolution(m: Mapping):
-    (kh, kw), attrs = _window_attrs(m)
-    attrs["output_padding"] = [0, 0]
-    out = m.out_dims()
-    c = m.in_dims()[1]
-    group = m.attrs["group"]
-    o = out[1]
-    if c % group or o % group:
-        raise m.attrs.error(f"{c} input channels and {o} outputs cannot be split into {group} groups")
-    w = m.attrs.blob("weights", size=c * (o // group) * kh * kw)
-    if group == 1:
-        weights = m.const(w.reshape(c, o, kh, kw), "weights")
-        return _with_biases(m, "ConvolutionBackpropData", weights, attrs, out)
-    weights = m.const(w.reshape(group, c // group, o // group, kh, kw), "weights")
-    return _with_biases(m, "GroupConvolutionBackpropData", weights, attrs, out)
+    return _convolution(m, transposed=True)

@@ -12,21 +12,22 @@ def _rois(m: Mapping):
     return m.reshape(rois, (rois.shape[0], 5), "rois")
 
 
+def _pooling(m: Mapping, type_: str, version: str, mode_attr: str, mode: str, attrs: dict):
+    a = m.attrs
+    if a[mode_attr] != mode:
+        raise Unmappable(f"{mode_attr} {a[mode_attr]} (only {mode} is checked against a reference)")
+    attrs = {**attrs, "spatial_scale": a["spatial_scale"], mode_attr: mode}
+    return [m.op(type_, [m.inputs[0], _rois(m)], m.out_dims(), version=version, attrs=attrs)]
+
+
 @maps("ROIPooling")
 def roi_pooling(m: Mapping):
     a = m.attrs
-    if a["method"] != "max":
-        raise Unmappable(f"method {a['method']} (only max is checked against a reference)")
-    attrs = {"pooled_h": a["pooled_h"], "pooled_w": a["pooled_w"], "spatial_scale": a["spatial_scale"],
-             "method": "max"}
-    return [m.op("ROIPooling", [m.inputs[0], _rois(m)], m.out_dims(), version="opset2", attrs=attrs)]
+    return _pooling(m, "ROIPooling", "opset2", "method", "max", {"pooled_h": a["pooled_h"], "pooled_w": a["pooled_w"]})
 
 
 @maps("PSROIPooling")
 def psroi_pooling(m: Mapping):
     a = m.attrs
-    if a["mode"] != "average":
-        raise Unmappable(f"mode {a['mode']} (only average is checked against a reference)")
-    attrs = {"output_dim": a["output_dim"], "group_size": a["group_size"], "spatial_scale": a["spatial_scale"],
-             "mode": "average", "spatial_bins_x": 1, "spatial_bins_y": 1}
-    return [m.op("PSROIPooling", [m.inputs[0], _rois(m)], m.out_dims(), attrs=attrs)]
+    attrs = {"output_dim": a["output_dim"], "group_size": a["group_size"], "spatial_bins_x": 1, "spatial_bins_y": 1}
+    return _pooling(m, "PSROIPooling", "opset1", "mode", "average", attrs)
