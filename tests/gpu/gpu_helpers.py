@@ -1,0 +1,39 @@
+"""Helpers of the GPU plugin tests: one-layer IRs run by the GPU plan and by the
+CPU plan (the reference kernels), and the comparison of their outputs."""
+from __future__ import annotations
+
+import numpy as np
+
+from tests.cpu.cpu_helpers import rel_err, single_layer_ir
+
+TOL = {"FP32": 1e-5, "FP16": 3e-3}
+
+
+def rand(rng, *shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def both_plans(network, device, **gpu_options):
+    from device_daemons.cpu import ExecutionPlan
+    from device_daemons.gpu import GpuPlan
+    return ExecutionPlan(network), GpuPlan(network, device, **gpu_options)
+
+
+def compare_layer(tmp_path, device, layer_type, data, inputs, out_shapes, blobs=None, precision="FP32",
+                  rtol=None, name="layer"):
+    """Builds the one-layer IR, runs it on both plans and checks every output;
+    returns (gpu outputs, gpu plan)."""
+    network = single_layer_ir(tmp_path, layer_type, data, [x.shape for x in inputs], out_shapes, blobs, precision,
+                              name=name)
+    cpu, gpu = both_plans(network, device)
+    assert gpu.warnings == [], gpu.warnings
+    feed = {f"in{i}": x for i, x in enumerate(inputs)}
+    ref = cpu.infer(feed)
+    ours = gpu.infer(feed)
+    assert sorted(ours) == sorted(ref)
+    tol = TOL[precision] if rtol is None else rtol
+    for key in ref:
+        assert ours[key].dtype == np.float32
+        err = rel_err(ours[key], ref[key])
+        assert err <= tol, f"{layer_type} {key}: max |diff| / max |ref| = {err:.3g} > {tol}"
+    return ours, gpu
