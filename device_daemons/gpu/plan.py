@@ -54,12 +54,22 @@ def network_precision(network) -> str:
     return "FP16" if precisions == {"FP16"} else "FP32"
 
 
-class EngineContext:
-    """What GPU kernels use to reach the device: programs, uploads, work-group sizes."""
+STYLES = ("simt", "simd")
 
-    def __init__(self, device, half: bool):
+
+class EngineContext:
+    """What GPU kernels use to reach the device: programs, uploads, work-group sizes,
+    and the style of kernels that suits it: "simt" for GPUs (many scalar work
+    items, neighbours reading neighbouring addresses), "simd" for CPU OpenCL
+    devices such as PoCL (vectors inside a work item; they run a work group as a
+    loop and often do not vectorize across its work items)."""
+
+    def __init__(self, device, half: bool, style: str | None = None):
         self.device = device
         self.half = half
+        self.style = style or ("simt" if device.is_gpu else "simd")
+        if self.style not in STYLES:
+            raise IRError(f"kernel style {self.style!r} is not one of {', '.join(STYLES)}")
         self.dtype = np.dtype(np.float16 if half else np.float32)
         self._ints: dict[bytes, cl.Buffer] = {}
         self.dummy = self.upload(np.zeros(1, np.float32))
@@ -104,15 +114,16 @@ class _Step:
 
 class GpuPlan:
     def __init__(self, network, device=None, custom_layers=None, precision: str | None = None,
-                 extra_outputs=None):
+                 extra_outputs=None, style: str | None = None):
         """custom_layers: a CustomLayers (custom.py) of GPU custom kernels, or None.
-        extra_outputs: names of layers whose outputs infer() also returns."""
+        extra_outputs: names of layers whose outputs infer() also returns.
+        style: "simt" or "simd" kernels (EngineContext); default: by device type."""
         self.network = network
         self.device = device if device is not None else open_device("GPU")
         self.precision = precision or network_precision(network)
         if self.precision not in ("FP32", "FP16"):
             raise IRError(f"precision {self.precision!r} is not supported by the GPU plugin; use FP32 or FP16")
-        self.ctx = EngineContext(self.device, self.precision == "FP16")
+        self.ctx = EngineContext(self.device, self.precision == "FP16", style)
         self.custom_layers = custom_layers
         self.warnings: list[str] = []
 

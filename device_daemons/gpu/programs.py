@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import warnings
 
 import pyopencl as cl
 
@@ -55,7 +56,9 @@ def build(device, source: str, options: tuple = (), what: str = "") -> cl.Progra
         return program
     program = cl.Program(device.context, source)
     try:
-        program.build(options=list(options), devices=[device.cl_device])
+        with warnings.catch_warnings():  # pyopencl's "non-empty compiler output": warnings are not errors
+            warnings.simplefilter("ignore")
+            program.build(options=list(options), devices=[device.cl_device])
     except cl.Error as exc:
         log = _build_log(program, device.cl_device) or str(exc)
         raise BuildError(f"the OpenCL program {what or '(built-in)'} does not compile on {device.full_name} "

@@ -2,6 +2,8 @@
 CPU plan (the reference kernels), and the comparison of their outputs."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from tests.cpu.cpu_helpers import rel_err, single_layer_ir
@@ -20,12 +22,13 @@ def both_plans(network, device, **gpu_options):
 
 
 def compare_layer(tmp_path, device, layer_type, data, inputs, out_shapes, blobs=None, precision="FP32",
-                  rtol=None, name="layer"):
+                  rtol=None, name="layer", style=None):
     """Builds the one-layer IR, runs it on both plans and checks every output;
-    returns (gpu outputs, gpu plan)."""
+    returns (gpu outputs, gpu plan). style: the GPU kernels' "simt" / "simd"
+    variants (default: the device's)."""
     network = single_layer_ir(tmp_path, layer_type, data, [x.shape for x in inputs], out_shapes, blobs, precision,
                               name=name)
-    cpu, gpu = both_plans(network, device)
+    cpu, gpu = both_plans(network, device, style=style)
     assert gpu.warnings == [], gpu.warnings
     feed = {f"in{i}": x for i, x in enumerate(inputs)}
     ref = cpu.infer(feed)
@@ -37,3 +40,19 @@ def compare_layer(tmp_path, device, layer_type, data, inputs, out_shapes, blobs=
         err = rel_err(ours[key], ref[key])
         assert err <= tol, f"{layer_type} {key}: max |diff| / max |ref| = {err:.3g} > {tol}"
     return ours, gpu
+
+
+def chain_ir(tmp_path, input_shape, layers, precision="FP32", name="chain"):
+    """An IR: Input "data" -> layers in a chain. layers: [(name, type, data, blobs, out_shape)]."""
+    from ir import Edge, Layer, Network, Port, read_ir, write_ir
+    built = [Layer(0, "data", "Input", outputs=[Port(0, tuple(input_shape))])]
+    edges, shape = [], tuple(input_shape)
+    for i, (lname, ltype, data, blobs, out_shape) in enumerate(layers, start=1):
+        built.append(Layer(i, lname, ltype, data={k: str(v) for k, v in (data or {}).items()},
+                           inputs=[Port(0, shape)], outputs=[Port(1, tuple(out_shape))],
+                           blobs={k: np.asarray(v, np.float32).ravel() for k, v in (blobs or {}).items()}))
+        edges.append(Edge(i - 1, 0 if i == 1 else 1, i, 0))
+        shape = tuple(out_shape)
+    xml = os.path.join(str(tmp_path), f"{name}_{precision}.xml")
+    write_ir(Network(name, built, edges, batch=int(input_shape[0])), xml, precision=precision)
+    return read_ir(xml)

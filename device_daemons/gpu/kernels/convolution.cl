@@ -129,3 +129,62 @@ __kernel void deconv(__global const T* x, __global const T* w, __global const T*
     }
     EPILOGUE(n, g * OCg + b * OCB, OCg - b * OCB, oy * OW + ox, OH * OW, O)
 }
+
+// --- the "simd" style (CPU-like OpenCL devices): im2col + a register-tiled GEMM
+// whose work item computes MR output channels x 8 pixels with 8-wide vectors
+// (PoCL does not vectorize the kernels above across work items).
+#define MR 8
+
+// col[(image*C + c)*KH*KW + ky*KW + kx][p] = x[image][c][oy*SH - PH + ky*DH][ox*SW - PW + kx*DW]
+// (0 in the padding). global: (OH*OW rounded up, KH*KW, N*C)
+__kernel void im2col(__global const T* x, __global T* col, int H, int W, int OH, int OW, int KH, int KW,
+                     int SH, int SW, int PH, int PW, int DH, int DW)
+{
+    int p = get_global_id(0), t = get_global_id(1), z = get_global_id(2);
+    int P = OH * OW;
+    if (p >= P) return;
+    int oy = p / OW, ox = p % OW, ky = t / KW, kx = t % KW;
+    int iy = oy * SH - PH + ky * DH, ix = ox * SW - PW + kx * DW;
+    float v = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? LD(x, (z * H + iy) * W + ix) : 0.0f;
+    ST(col, (z * KH * KW + t) * P + p, v);
+}
+
+// out[image][g*M + m][p] = sum_k w[g][m][k] * B[z][k][p] (+ bias, activation) for
+// z = image*G + g; B is the im2col columns, or the input itself for a 1x1 kernel
+// with stride 1 and no padding. global: (ceil(N/8), ceil(M/MR), images*G)
+__kernel void conv_gemm(__global const T* w, __global const T* B, __global const T* bias, __global T* out,
+                        int M, int N, int K, int G, int has_bias, int act, float act_a, float act_b)
+{
+    int n0 = get_global_id(0) * 8, m0 = get_global_id(1) * MR, z = get_global_id(2);
+    int g = z % G;
+    __global const T* A = w + g * M * K;
+    __global const T* Bz = B + z * K * N;
+    __global T* C = out + z * M * N;
+    int rows = min(MR, M - m0), cols = min(8, N - n0);
+    float8 acc[MR];
+    for (int r = 0; r < MR; ++r) acc[r] = 0.0f;
+    if (cols == 8 && rows == MR) {
+        for (int k = 0; k < K; ++k) {
+            float8 bv = LD8(Bz, k * N + n0);
+            for (int r = 0; r < MR; ++r) acc[r] = mad((float8)(LD(A, (m0 + r) * K + k)), bv, acc[r]);
+        }
+    } else {
+        for (int k = 0; k < K; ++k) {
+            float t[8];
+            for (int j = 0; j < 8; ++j) t[j] = j < cols ? LD(Bz, k * N + n0 + j) : 0.0f;
+            float8 bv = vload8(0, t);
+            for (int r = 0; r < rows; ++r) acc[r] = mad((float8)(LD(A, (m0 + r) * K + k)), bv, acc[r]);
+        }
+    }
+    for (int r = 0; r < rows; ++r) {
+        int m = m0 + r;
+        float8 v = activate8(acc[r] + (has_bias ? LD(bias, g * M + m) : 0.0f), act, act_a, act_b);
+        if (cols == 8) {
+            ST8(C, m * N + n0, v);
+        } else {
+            float t[8];
+            vstore8(v, 0, t);
+            for (int j = 0; j < cols; ++j) ST(C, m * N + n0 + j, t[j]);
+        }
+    }
+}

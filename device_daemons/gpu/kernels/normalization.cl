@@ -27,7 +27,7 @@ __kernel void lrn_across(__global const T* x, __global T* out, int C, int plane,
     float s = 0.0f;
     for (int j = lo; j <= hi; ++j) { float v = LD(xn, j * plane); s = mad(v, v, s); }
     float v = LD(xn, c * plane);
-    ST(out, (n * C + c) * plane + p, v * pow(mad(alpha_n, s, k), -beta));
+    ST(out, (n * C + c) * plane + p, v * pow_neg(mad(alpha_n, s, k), beta));
 }
 
 // LRN within a channel (Caffe WITHIN_CHANNEL): a size x size zero-padded window,
@@ -44,7 +44,7 @@ __kernel void lrn_within(__global const T* x, __global T* out, int H, int W, int
             float v = LD(xc, yy * W + x2);
             s = mad(v, v, s);
         }
-    ST(out, (z * H + y) * W + xx, LD(xc, y * W + xx) * pow(mad(alpha_n, s, 1.0f), -beta));
+    ST(out, (z * H + y) * W + xx, LD(xc, y * W + xx) * pow_neg(mad(alpha_n, s, 1.0f), beta));
 }
 
 // Normalize per pixel: y = x / sqrt(sum_c x^2 + eps) * scale[c]. global: (inner rounded up, N)
