@@ -18,20 +18,26 @@
         }                                                                                  \
     }
 
+// A work item of conv_direct / deconv: output pixel (ox, oy), block b of OCB
+// output channels of group g, image n; acc the OCB sums; xg / wb the group's
+// input planes and the block's packed weights.
+#define BLOCK_PROLOGUE                                                           \
+    int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);     \
+    if (ox >= OW) return;                                                        \
+    int b = z % blocks, t = z / blocks, g = t % G, n = t / G;                    \
+    float acc[OCB];                                                              \
+    for (int i = 0; i < OCB; ++i) acc[i] = 0.0f;                                 \
+    __global const T* xg = x + (n * C + g * ICg) * H * W;                       \
+    __global const T* wb = w + (g * blocks + b) * ICg * KH * KW * OCB;
+
 // global: (OW rounded up, OH, N * G * blocks)
 __kernel void conv_direct(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
                           int C, int H, int W, int O, int OH, int OW, int G, int ICg, int OCg, int blocks,
                           int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW,
                           int has_bias, int act, float act_a, float act_b)
 {
-    int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
-    if (ox >= OW) return;
-    int b = z % blocks, t = z / blocks, g = t % G, n = t / G;
-    float acc[OCB];
-    for (int i = 0; i < OCB; ++i) acc[i] = 0.0f;
+    BLOCK_PROLOGUE
     int iy0 = oy * SH - PH, ix0 = ox * SW - PW;
-    __global const T* xg = x + (n * C + g * ICg) * H * W;
-    __global const T* wb = w + (g * blocks + b) * ICg * KH * KW * OCB;
     for (int ic = 0; ic < ICg; ++ic) {
         __global const T* xc = xg + ic * H * W;
         for (int ky = 0; ky < KH; ++ky) {
@@ -103,13 +109,7 @@ __kernel void deconv(__global const T* x, __global const T* w, __global const T*
                      int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW,
                      int has_bias, int act, float act_a, float act_b)
 {
-    int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
-    if (ox >= OW) return;
-    int b = z % blocks, t = z / blocks, g = t % G, n = t / G;
-    float acc[OCB];
-    for (int i = 0; i < OCB; ++i) acc[i] = 0.0f;
-    __global const T* xg = x + (n * C + g * ICg) * H * W;
-    __global const T* wb = w + (g * blocks + b) * ICg * KH * KW * OCB;
+    BLOCK_PROLOGUE
     for (int ky = 0; ky < KH; ++ky) {
         int ty = oy + PH - ky * DH;
         if (ty < 0 || ty % SH) continue;
