@@ -17,6 +17,7 @@ MIDDLE = {"bvlc_googlenet": "inception_4e/output", "bvlc_alexnet": "pool5", "bvl
 def gpu_plan(proto, weights, tmp_path, gpu_device, model, **options):
     from device_daemons.gpu import GpuPlan
     from ir import read_ir, write_ir
+    options.setdefault("batch", 1)  # the sdist's AlexNet/CaffeNet deploy nets say 10: 1 keeps the suite fast
     network = convert_api(input_model=weights, input_proto=proto, **options)
     xml = str(tmp_path / "model.xml")
     write_ir(network, xml, precision=options.get("data_type", "FP32"))
@@ -58,7 +59,7 @@ def test_batch_reshape_and_concurrent_requests(bvlc_models, gpu_device, tmp_path
     re-done), run from two threads at once (one queue and arena per request)."""
     from tests.support import run_in_threads
     proto, weights = bvlc_models["bvlc_googlenet"]
-    plan = gpu_plan(proto, weights, tmp_path, gpu_device, "bvlc_googlenet", batch=1)
+    plan = gpu_plan(proto, weights, tmp_path, gpu_device, "bvlc_googlenet")
     plan.reshape({"data": (3, 3, 224, 224)})
     assert plan.output_shapes()["prob"] == (3, 1000)
     x = np.random.default_rng(4).standard_normal((3, 3, 224, 224)).astype(np.float32)
