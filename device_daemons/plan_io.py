@@ -40,6 +40,26 @@ def output_ports(network, extra_outputs=()) -> list[tuple[str, object, object]]:
     return result
 
 
+class PlanShapes:
+    """The names and current shapes of a plan's inputs and outputs, from its
+    `_input_slots` ({input name: slot}), `_outputs` ([(key, slot)]) and `shapes`
+    (per slot)."""
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self._input_slots)
+
+    @property
+    def output_names(self) -> list[str]:
+        return [k for k, _ in self._outputs]
+
+    def input_shapes(self) -> dict[str, tuple]:
+        return {name: self.shapes[s] for name, s in self._input_slots.items()}
+
+    def output_shapes(self) -> dict[str, tuple]:
+        return {name: self.shapes[s] for name, s in self._outputs}
+
+
 def _names(names) -> str:
     return ", ".join(map(repr, names)) or "none"
 

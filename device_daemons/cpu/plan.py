@@ -54,7 +54,7 @@ import numpy as np
 
 from ir import IRError, Network
 
-from ..plan_io import check_inputs, check_reshape, execution_order, output_ports
+from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, output_ports
 from .kernels import KERNELS, KernelError
 from .kernels.base import describe
 
@@ -156,7 +156,7 @@ class _Step:
     is_custom: bool
 
 
-class ExecutionPlan:
+class ExecutionPlan(PlanShapes):
     def __init__(self, network: Network, custom_kernels: dict[str, type] | None = None,
                  extra_outputs=None):
         """extra_outputs: names of layers whose outputs infer() also returns (as an
@@ -271,20 +271,6 @@ class ExecutionPlan:
                                      f"{type(err).__name__}: {err}") from err
 
     # --- shapes ----------------------------------------------------------------------
-    @property
-    def input_names(self) -> list[str]:
-        return list(self._input_slots)
-
-    @property
-    def output_names(self) -> list[str]:
-        return [k for k, _ in self._outputs]
-
-    def input_shapes(self) -> dict[str, tuple]:
-        return {name: self.shapes[s] for name, s in self._input_slots.items()}
-
-    def output_shapes(self) -> dict[str, tuple]:
-        return {name: self.shapes[s] for name, s in self._outputs}
-
     def reshape(self, input_shapes: dict[str, tuple]):
         """Re-infers every shape for new input shapes (e.g. another batch); inputs not
         named keep their current shape. Memory states are reset."""

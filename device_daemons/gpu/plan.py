@@ -37,7 +37,7 @@ import pyopencl as cl
 from ir import IRError
 
 from ..cpu.kernels import KernelError
-from ..plan_io import check_inputs, check_reshape, execution_order, output_ports
+from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, output_ports
 from .device import open_device
 from .kernels import GPU_KERNELS
 from .kernels.activation import activation_code
@@ -112,7 +112,7 @@ class _Step:
     scratch: list = field(default_factory=list)  # slots of this step's scratch buffers
 
 
-class GpuPlan:
+class GpuPlan(PlanShapes):
     def __init__(self, network, device=None, custom_layers=None, precision: str | None = None,
                  extra_outputs=None, style: str | None = None):
         """custom_layers: a CustomLayers (custom.py) of GPU custom kernels, or None.
@@ -210,20 +210,6 @@ class GpuPlan:
             st.fused = True
 
     # --- shapes and memory -----------------------------------------------------------
-    @property
-    def input_names(self) -> list[str]:
-        return list(self._input_slots)
-
-    @property
-    def output_names(self) -> list[str]:
-        return [k for k, _ in self._outputs]
-
-    def input_shapes(self) -> dict[str, tuple]:
-        return {name: self.shapes[s] for name, s in self._input_slots.items()}
-
-    def output_shapes(self) -> dict[str, tuple]:
-        return {name: self.shapes[s] for name, s in self._outputs}
-
     def reshape(self, input_shapes: dict):
         """Re-infers every shape for new input shapes (e.g. another batch) and re-plans
         the memory; inputs not named keep their current shape. Requests made before

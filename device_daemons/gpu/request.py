@@ -28,7 +28,7 @@ class InferRequest:
         groups = plan._groups
         by_root = {root: self.arena.get_sub_region(b.offset, b.size) for root, b in plan._blocks.items()}
         by_root.update(plan._constants)
-        self.buffers = [by_root.get(groups.find(s)) for s in range(groups.parent.__len__())]
+        self.buffers = [by_root.get(groups.find(s)) for s in range(len(groups.parent))]
         self.actions: list = []
         for step in plan.steps:
             if step.fused or step.kernel.view or step.kernel.constant:

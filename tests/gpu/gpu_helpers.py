@@ -56,3 +56,24 @@ def chain_ir(tmp_path, input_shape, layers, precision="FP32", name="chain"):
     xml = os.path.join(str(tmp_path), f"{name}_{precision}.xml")
     write_ir(Network(name, built, edges, batch=int(input_shape[0])), xml, precision=precision)
     return read_ir(xml)
+
+
+def branch_ir(tmp_path, shape, second, tail):
+    """data -> "a" (ReLU) and "b" (second = (type, data)) -> "cat" (Concat, axis 1);
+    then tail = (name, type, data, id of the layer it reads, its output shapes)."""
+    from ir import Edge, Layer, Network, Port, read_ir, write_ir
+    s = tuple(shape)
+    joined = (s[0], 2 * s[1]) + s[2:]
+    name, ltype, data, source, outs = tail
+    in_shape = joined if source == 3 else s
+    layers = [Layer(0, "data", "Input", outputs=[Port(0, s)]),
+              Layer(1, "a", "ReLU", inputs=[Port(0, s)], outputs=[Port(1, s)]),
+              Layer(2, "b", second[0], data=dict(second[1]), inputs=[Port(0, s)], outputs=[Port(1, s)]),
+              Layer(3, "cat", "Concat", data={"axis": "1"}, inputs=[Port(0, s), Port(1, s)], outputs=[Port(2, joined)]),
+              Layer(4, name, ltype, data=dict(data), inputs=[Port(0, in_shape)],
+                    outputs=[Port(1 + i, tuple(o)) for i, o in enumerate(outs)])]
+    edges = [Edge(0, 0, 1, 0), Edge(0, 0, 2, 0), Edge(1, 1, 3, 0), Edge(2, 1, 3, 1), Edge(source, 2 if source == 3 else 1,
+                                                                                          4, 0)]
+    xml = os.path.join(str(tmp_path), "branches.xml")
+    write_ir(Network("branches", layers, edges), xml)
+    return read_ir(xml)

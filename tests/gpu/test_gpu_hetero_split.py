@@ -90,18 +90,10 @@ def test_affinity_errors(tmp_path):
 def test_branches_share_the_network_input_and_cross_twice(tmp_path, gpu_device):
     """data feeds a GPU branch and a CPU branch (MVN); both meet in a GPU Concat;
     a second network output is computed on the CPU."""
-    from ir import Edge, Layer, Network, Port, read_ir, write_ir
+    from tests.gpu.gpu_helpers import branch_ir
     rng = np.random.default_rng(3)
     s = (1, 3, 5, 4)
-    layers = [Layer(0, "data", "Input", outputs=[Port(0, s)]),
-              Layer(1, "a", "ReLU", inputs=[Port(0, s)], outputs=[Port(1, s)]),
-              Layer(2, "b", "MVN", data={"eps": "1e-9"}, inputs=[Port(0, s)], outputs=[Port(1, s)]),
-              Layer(3, "cat", "Concat", data={"axis": "1"}, inputs=[Port(0, s), Port(1, s)],
-                    outputs=[Port(2, (1, 6, 5, 4))]),
-              Layer(4, "grn", "GRN", data={"bias": "1"}, inputs=[Port(0, s)], outputs=[Port(1, s)])]
-    edges = [Edge(0, 0, 1, 0), Edge(0, 0, 2, 0), Edge(1, 1, 3, 0), Edge(2, 1, 3, 1), Edge(1, 1, 4, 0)]
-    write_ir(Network("branches", layers, edges), str(tmp_path / "b.xml"))
-    network = read_ir(str(tmp_path / "b.xml"))
+    network = branch_ir(tmp_path, s, ("MVN", {"eps": "1e-9"}), ("grn", "GRN", {"bias": "1"}, 1, [s]))
     split, _ = run_hetero(network, gpu_device, rand(rng, *s))
     devices = [p.device for p in split.parts]
     assert devices == ["GPU", "CPU", "GPU"] and sorted(split.results) == ["cat", "grn"]

@@ -89,20 +89,12 @@ def test_a_network_input_is_never_overwritten_in_place(tmp_path, gpu_device):
 def test_branches_concat_and_split(tmp_path, gpu_device):
     """Two branches of the same input (the input read twice, a buffer freed only
     after its last reader), re-joined by Concat, then split again."""
-    from ir import Edge, Layer, Network, Port, read_ir, write_ir
-    from tests.gpu.gpu_helpers import both_plans
+    from tests.gpu.gpu_helpers import branch_ir
     rng = np.random.default_rng(4)
     s = (2, 3, 5, 4)
-    layers = [Layer(0, "data", "Input", outputs=[Port(0, s)]),
-              Layer(1, "a", "ReLU", inputs=[Port(0, s)], outputs=[Port(1, s)]),
-              Layer(2, "b", "Power", data={"power": "2"}, inputs=[Port(0, s)], outputs=[Port(1, s)]),
-              Layer(3, "cat", "Concat", data={"axis": "1"}, inputs=[Port(0, s), Port(1, s)],
-                    outputs=[Port(2, (2, 6, 5, 4))]),
-              Layer(4, "split", "Split", data={"axis": "1"}, inputs=[Port(0, (2, 6, 5, 4))],
-                    outputs=[Port(1, (2, 2, 5, 4)), Port(2, (2, 4, 5, 4))])]
-    edges = [Edge(0, 0, 1, 0), Edge(0, 0, 2, 0), Edge(1, 1, 3, 0), Edge(2, 1, 3, 1), Edge(3, 2, 4, 0)]
-    write_ir(Network("branches", layers, edges), str(tmp_path / "b.xml"))
-    cpu, gpu = both_plans(read_ir(str(tmp_path / "b.xml")), gpu_device)
+    network = branch_ir(tmp_path, s, ("Power", {"power": "2"}),
+                        ("split", "Split", {"axis": "1"}, 3, [(2, 2, 5, 4), (2, 4, 5, 4)]))
+    cpu, gpu = both_plans(network, gpu_device)
     x = rand(rng, *s)
     ref, ours = cpu.infer({"data": x}), gpu.infer({"data": x})
     assert sorted(ours) == ["split.1", "split.2"]
