@@ -123,6 +123,7 @@ class CpuDaemon:
         self._kernel_lock = threading.Lock()
         self.shm = ShmSlots()
         self.requests = 0
+        self.fast_requests = 0
 
     def register(self, server: Server) -> None:
         server.handle("load_network", self.load_network)
@@ -232,7 +233,7 @@ class CpuDaemon:
     def _describe(self, handle: Handle, cached: bool) -> dict:
         pool = handle.pool
         return {"handle": handle.id, "name": pool.name, "inputs": pool.inputs, "outputs": pool.outputs,
-                "cached": cached, "warnings": pool.warnings, "inline_ok": not pool.custom}
+                "cached": cached, "warnings": pool.warnings, "fast_ok": not pool.custom}
 
     def _get_pool(self, ident: tuple, loader, description: str, kernel_paths: list,
                   shapes: dict | None, batch: int | None) -> tuple[PlanPool, bool]:
@@ -340,6 +341,7 @@ class CpuDaemon:
         daemon measured to compute in less than FAST_LANE_MAX_US, so that no request
         holds the lane longer; others are refused with kind "not_fast"."""
         handle = self._handle(args)
+        self.fast_requests += 1  # a statistic (status): racing updates only blur it
         if not handle.pool.fast_ok:
             raise _err("not_fast", f"network {handle.pool.name!r} is not served on the fast lane (it has custom "
                                    f"kernels, or it computes in more than {FAST_LANE_MAX_US} us, or it "
@@ -392,7 +394,8 @@ class CpuDaemon:
         return {"device": DEVICE, "pid": os.getpid(), "started": self.started,
                 "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
                 "version": registry.package_version(), "threads": self.threads,
-                "requests": requests, "networks": networks, "cached_plans": cached,
+                "requests": requests, "fast_requests": self.fast_requests, "networks": networks,
+                "cached_plans": cached,
                 "extensions": extensions, "shm_slots": len(self.shm)}
 
 
