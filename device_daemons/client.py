@@ -59,7 +59,7 @@ from ir import read_ir
 
 from . import daemon as _daemon
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
-from .contract import FAST_LANE_MAX_US
+from .contract import fast_lane_max_us
 from .errors import InferenceError, remote_error
 from .infer_job import InferJob
 from .shm_protocol import align
@@ -310,7 +310,7 @@ class ExecutableNetwork:
 
     def observe(self, compute_us) -> None:
         """Track how long the daemon computes this network (moving average): a network
-        that takes less than FAST_LANE_MAX_US goes to the daemon's fast lane (a thread
+        that takes less than contract.fast_lane_max_us() goes to the daemon's fast lane (a thread
         that receives, computes and replies with no hand-off), saving the two thread
         hand-offs of its worker pool (they cost more than such a network takes);
         slower ones keep the pool (parallel). Networks with custom kernels always use
@@ -321,7 +321,7 @@ class ExecutableNetwork:
         avg = self._compute_us
         avg = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
         self._compute_us = avg
-        self._fast = self._fast_ok and avg < FAST_LANE_MAX_US
+        self._fast = self._fast_ok and avg < fast_lane_max_us()
 
     def forget(self, conn: Connection, handle: int) -> None:
         with self._lock:
