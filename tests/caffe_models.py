@@ -163,6 +163,17 @@ def _shapes(layer, ltype, bottoms):
 
 def blob_shapes(net: pb.NetParameter) -> dict[str, list[tuple]]:
     """{layer name: shapes of its trained blobs} by Caffe's rules."""
+    return walk(net)[1]
+
+
+def top_shapes(net: pb.NetParameter) -> dict[str, list[int] | None]:
+    """{top name: shape} by Caffe's rules (None where a layer's output is unknown);
+    an in-place top keeps the last shape given to it."""
+    return walk(net)[0]
+
+
+def walk(net: pb.NetParameter):
+    """(top shapes, trained blob shapes) of a net, layer by layer."""
     shapes = {}
     if net.input:
         dims = [list(s.dim) for s in net.input_shape] or \
@@ -188,7 +199,7 @@ def blob_shapes(net: pb.NetParameter) -> dict[str, list[tuple]]:
             shapes[top] = shape
         if params:
             result[layer.name] = [tuple(int(d) for d in s) for s in params]
-    return result
+    return shapes, result
 
 
 def make_caffemodel(prototxt: str, path: str, seed: int = 0, scale: float | None = 0.01, positive=(),

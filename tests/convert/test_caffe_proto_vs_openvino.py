@@ -12,6 +12,7 @@ the Caffe sdist's (tests/convert/test_schema.py): they are listed in KNOWN with 
 reason, and the test fails on any difference not listed (or listed but gone)."""
 import os
 
+import pytest
 from google.protobuf import descriptor_pb2
 
 from tests.support import REPO
@@ -149,6 +150,7 @@ def differences(theirs_file, ours_file):
     return problems, found
 
 
+@pytest.mark.openvino_dev
 def test_ours_accepts_every_field_of_openvino_mos_caffe_proto(tmp_path):
     theirs = compile_schema(mo_proto_dir(), "mo_caffe.proto", str(tmp_path / "mo.pb"))
     ours = compile_schema(OURS, "mo_caffe.proto", str(tmp_path / "ours.pb"))

@@ -2,10 +2,10 @@
 every message, field number, label, type and default of the Caffe sdist's
 caffe.proto must be in it unchanged (fork additions come on top)."""
 import os
-import subprocess
 
 from google.protobuf import descriptor_pb2
 
+from core.front.caffe.user_proto import run_protoc
 from tests.support import REPO, SDIST
 
 OURS = os.path.join(REPO, "core", "front", "caffe", "proto")
@@ -13,7 +13,7 @@ THEIRS = os.path.join(SDIST, "src", "caffe", "proto")
 
 
 def descriptor_set(proto_dir, name, out):
-    subprocess.run(["protoc", "--proto_path=" + proto_dir, "--descriptor_set_out=" + out, name], check=True)
+    run_protoc(["--proto_path=" + proto_dir, "--descriptor_set_out=" + out, name])  # grpcio-tools' protoc
     fds = descriptor_pb2.FileDescriptorSet()
     fds.ParseFromString(open(out, "rb").read())
     return fds.file[0]
