@@ -11,27 +11,23 @@ from tests import caffe_models
 from tests.support import BVLC, make_caffemodel, sdist_prototxt
 
 
-@pytest.fixture(scope="session")
-def bvlc_models(tmp_path_factory):
-    """{name: (prototxt, caffemodel)} for bvlc_alexnet, bvlc_googlenet, bvlc_reference_caffenet."""
-    out = tmp_path_factory.mktemp("bvlc")
+def _sdist_models(out, make) -> dict:
     models = {}
     for i, name in enumerate(BVLC):
         proto = sdist_prototxt(name)
         weights = os.path.join(out, name + ".caffemodel")
-        make_caffemodel(proto, weights, seed=i, scale=None)
+        make(proto, weights, seed=i, scale=None)
         models[name] = (proto, weights)
     return models
+
+
+@pytest.fixture(scope="session")
+def bvlc_models(tmp_path_factory):
+    """{name: (prototxt, caffemodel)} for bvlc_alexnet, bvlc_googlenet, bvlc_reference_caffenet."""
+    return _sdist_models(tmp_path_factory.mktemp("bvlc"), make_caffemodel)
 
 
 @pytest.fixture(scope="session")
 def own_models(tmp_path_factory):
     """{name: (prototxt, caffemodel)} of the same nets, made without pycaffe (tests/caffe_models.py)."""
-    out = tmp_path_factory.mktemp("own")
-    models = {}
-    for i, name in enumerate(BVLC):
-        proto = sdist_prototxt(name)
-        weights = os.path.join(out, name + ".caffemodel")
-        caffe_models.make_caffemodel(proto, weights, seed=i, scale=None)
-        models[name] = (proto, weights)
-    return models
+    return _sdist_models(tmp_path_factory.mktemp("own"), caffe_models.make_caffemodel)

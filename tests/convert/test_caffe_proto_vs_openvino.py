@@ -15,7 +15,7 @@ import os
 import pytest
 from google.protobuf import descriptor_pb2
 
-from tests.support import REPO
+from tests.support import REPO, descriptor_set
 
 OURS = os.path.join(REPO, "core", "front", "caffe", "proto")
 
@@ -68,16 +68,6 @@ def mo_proto_dir() -> str:
                                    "front", "caffe", "proto", "mo_caffe.proto"))
     assert found, "openvino-dev's mo_caffe.proto is missing from " + OPENVINO_VENV
     return os.path.dirname(found[0])
-
-
-def compile_schema(proto_dir: str, name: str, out: str):
-    """FileDescriptorProto of a .proto, with the protoc grpcio-tools ships."""
-    from core.front.caffe.user_proto import run_protoc
-    run_protoc(["--proto_path=" + proto_dir, "--descriptor_set_out=" + out, name])
-    files = descriptor_pb2.FileDescriptorSet()
-    with open(out, "rb") as f:
-        files.ParseFromString(f.read())
-    return files.file[0]
 
 
 def index(file_proto):
@@ -152,8 +142,8 @@ def differences(theirs_file, ours_file):
 
 @pytest.mark.openvino_dev
 def test_ours_accepts_every_field_of_openvino_mos_caffe_proto(tmp_path):
-    theirs = compile_schema(mo_proto_dir(), "mo_caffe.proto", str(tmp_path / "mo.pb"))
-    ours = compile_schema(OURS, "mo_caffe.proto", str(tmp_path / "ours.pb"))
+    theirs = descriptor_set(mo_proto_dir(), "mo_caffe.proto", str(tmp_path / "mo.pb"))
+    ours = descriptor_set(OURS, "mo_caffe.proto", str(tmp_path / "ours.pb"))
     problems, found = differences(theirs, ours)
     assert problems == []
     assert sorted(found - KNOWN, key=str) == [], "differences not explained in KNOWN"

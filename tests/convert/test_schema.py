@@ -5,18 +5,10 @@ import os
 
 from google.protobuf import descriptor_pb2
 
-from core.front.caffe.user_proto import run_protoc
-from tests.support import REPO, SDIST
+from tests.support import REPO, SDIST, descriptor_set
 
 OURS = os.path.join(REPO, "core", "front", "caffe", "proto")
 THEIRS = os.path.join(SDIST, "src", "caffe", "proto")
-
-
-def descriptor_set(proto_dir, name, out):
-    run_protoc(["--proto_path=" + proto_dir, "--descriptor_set_out=" + out, name])  # grpcio-tools' protoc
-    fds = descriptor_pb2.FileDescriptorSet()
-    fds.ParseFromString(open(out, "rb").read())
-    return fds.file[0]
 
 
 def messages(file_proto):
