@@ -43,6 +43,8 @@ class ConvertOptions:
     enable_flattening_nested_params: bool = False
     interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
     caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
+    ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
+    ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
 
 
 @dataclass
@@ -50,6 +52,7 @@ class Context:
     options: ConvertOptions
     graph: object = None
     network: object = None
+    v11_model: object = None                     # ir.v11.Model when --ir_version 11
     new_inputs: list = field(default_factory=list)
     custom_mapping: object = None
     caffe_fallback: object = None
@@ -85,6 +88,10 @@ def deduce_framework(ctx):
     ir_precision(o.data_type)  # bad values fail before any work
     if o.interp_zoom_rule not in ZOOM_RULES:
         raise Error("--interp_zoom_rule must be one of {}, got '{}'.", ", ".join(ZOOM_RULES), o.interp_zoom_rule)
+    if o.ir_version not in (2, 11):
+        raise Error("--ir_version must be 2 or 11, got '{}'.", o.ir_version)
+    if o.ov_extension_ops and o.ir_version != 11:
+        raise Error("--ov_extension_ops names OpenVINO extension operations for IR version 11; add --ir_version 11.")
 
 
 def load_extensions(ctx):
@@ -237,6 +244,18 @@ def emit(ctx):
     ctx.network.meta = meta
 
 
+def emit_ir_v11(ctx):
+    # the same network mapped to opset operations; layers with no opset equivalent
+    # are reported here, before anything is written
+    if ctx.options.ir_version == 11:
+        from ir.v11 import build_model, parse_extension_ops
+        o = ctx.options
+        data_type = {"float": "FP32", "half": "FP16"}.get(o.data_type, o.data_type)
+        ctx.v11_model, warnings = build_model(ctx.network, data_type=data_type,
+                                              extension_ops=parse_extension_ops(o.ov_extension_ops))
+        ctx.warnings += warnings
+
+
 PIPELINE = [
     deduce_framework,
     load_extensions,
@@ -258,6 +277,7 @@ PIPELINE = [
     remove_dead_code,
     set_precision,
     emit,
+    emit_ir_v11,
 ]
 
 

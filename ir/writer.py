@@ -286,6 +286,14 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None
         err.where = err.where or where
         raise
 
+    write_pair_atomically(xml_path, bin_path, xml_bytes, plan.chunks)
+    return plan.warnings
+
+
+def write_pair_atomically(xml_path: Path, bin_path: Path, xml_bytes: bytes, chunks) -> None:
+    """Writes the .bin (the chunks back to back) and the .xml so that both appear at
+    once: a failure leaves neither and never damages an earlier pair at these paths."""
+    where = str(xml_path)
     for directory in {xml_path.parent, bin_path.parent}:
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -300,7 +308,7 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None
     try:
         tmp_bin, f = _create_temp(bin_path.parent, bin_path.name)
         with f:
-            for chunk in plan.chunks:
+            for chunk in chunks:
                 _write_chunk(f, chunk)
             f.flush()
             os.fsync(f.fileno())
@@ -341,4 +349,3 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None
         _remove_quietly(tmp_bin)
         _remove_quietly(tmp_xml)
         _remove_quietly(backup)
-    return plan.warnings

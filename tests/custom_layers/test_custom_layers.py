@@ -19,32 +19,44 @@ FRCNN = os.path.join(HERE, "faster_rcnn_head.prototxt")
 PROPOSAL_EXT = os.path.join(HERE, "proposal_ext")
 
 
+# Marks the processes this test session starts (workers inherit the environment),
+# so that caffe_workers() never counts another run's workers on the same machine.
+RUN_MARK = "MO_CORE_TEST_RUN={}-{}".format(os.getpid(), time.time_ns())
+
+
 @pytest.fixture(autouse=True)
 def python_layers_on_path(monkeypatch):
     """pycaffe imports `Python` layer modules from sys.path / PYTHONPATH (the worker inherits it)."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([PYLAYERS, REPO]))
     monkeypatch.syspath_prepend(PYLAYERS)
-
-
-# Workers started by this test session inherit this variable (through the CLI child
-# too): other sessions' workers on a shared machine are not ours to count.
-SESSION_TAG = "MO_CORE_TEST_SESSION={}-{}".format(os.getpid(), time.monotonic_ns()).encode()
-os.environ["MO_CORE_TEST_SESSION"] = SESSION_TAG.split(b"=", 1)[1].decode()
+    monkeypatch.setenv(*RUN_MARK.split("=", 1))
 
 
 def caffe_workers():
-    """pids of Caffe worker processes of this test session still alive."""
+    """pids of the Caffe worker processes of this test session still alive."""
     pids = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
                 cmd = open("/proc/{}/cmdline".format(pid), "rb").read()
-                environ = open("/proc/{}/environ".format(pid), "rb").read().split(b"\0")
+                env = open("/proc/{}/environ".format(pid), "rb").read().split(b"\0")
             except OSError:
                 continue
-            if b"fallback_workers.caffe_worker" in cmd and SESSION_TAG in environ:
+            if b"fallback_workers.caffe_worker" in cmd and RUN_MARK.encode() in env:
                 pids.append(int(pid))
     return pids
+
+
+def test_caffe_workers_sees_this_sessions_workers():
+    """caffe_workers() is what the tests below use to prove no worker is left over:
+    it must find a worker this session starts (and only while it runs)."""
+    from core.microkernel import WorkerProcess
+    worker = WorkerProcess("fallback_workers.caffe_worker", name="caffe", startup_timeout=120).start()
+    try:
+        assert caffe_workers() == [worker.pid]
+    finally:
+        worker.stop()
+    assert caffe_workers() == []
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.priors import prior_box_aspect_ratios
+from ir.priors import prior_box_sizes, proposal_anchors
 
 from .base import Kernel, register
 
@@ -121,23 +121,10 @@ class PriorBox(_PriorBase):
             self.max_size = []
         if self.max_size and len(self.max_size) != len(self.min_size):
             raise self.error(f"has {len(self.max_size)} max_size values for {len(self.min_size)} min_size values")
-        self.ratios = prior_box_aspect_ratios(self.aspect_ratio, self.flip)
 
     def boxes_wh(self):
-        wh = []
-        last = len(self.min_size) - 1
-        for i, s in enumerate(self.min_size):
-            wh.append((s, s))
-            if self.max_size:
-                m = np.sqrt(s * self.max_size[i])
-                wh.append((m, m))
-            if self.scale_all_sizes or i == last:
-                base = s if self.scale_all_sizes else self.min_size[0]
-                for ar in self.ratios:
-                    if abs(ar - 1.0) < 1e-6:
-                        continue
-                    wh.append((base * np.sqrt(ar), base / np.sqrt(ar)))
-        return np.asarray(wh, np.float64)
+        sizes = prior_box_sizes(self.min_size, self.max_size, self.aspect_ratio, self.flip, self.scale_all_sizes)
+        return np.asarray(sizes, np.float64)
 
     def num_priors(self):
         return len(self.boxes_wh())
@@ -344,23 +331,7 @@ class Proposal(Kernel):
         self.ratio, self.scale = a["ratio"], a["scale"]
         if not self.ratio or not self.scale:
             raise self.error("needs non-empty ratio and scale lists")
-        self.anchors = self._anchors()
-
-    def _anchors(self):
-        f32 = np.float32
-        base = self.base_size
-        area = f32(base * base)
-        center = f32(0.5) * f32(base - 1)
-        anchors = []
-        for r in self.ratio:
-            rw = f32(np.sqrt(area / f32(r)))
-            rh = f32(rw * f32(r))
-            for s in self.scale:
-                # (int)(x + 0.5) of a double, as the reference layer rounds
-                sw = f32(0.5) * f32(np.trunc(float(f32(rw * f32(s))) / base - 1 + 0.5))
-                sh = f32(0.5) * f32(np.trunc(float(f32(rh * f32(s))) / base - 1 + 0.5))
-                anchors.append((center - sw, center - sh, center + sw, center + sh))
-        return np.asarray(anchors, np.float32)
+        self.anchors = proposal_anchors(self.base_size, self.ratio, self.scale)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 3)
