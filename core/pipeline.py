@@ -42,6 +42,7 @@ class ConvertOptions:
     disable_omitting_optional: bool = False
     enable_flattening_nested_params: bool = False
     interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
+    caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
     ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
     ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
 
@@ -106,7 +107,11 @@ def load_model(ctx):
     from core.front.caffe.fallback import CaffeFallback
     from core.front.caffe.loader import load_caffemodel, load_prototxt
     o = ctx.options
-    net = load_prototxt(o.input_proto)
+    if o.caffe_proto:
+        from core.front.caffe.user_proto import load_schema
+        net = load_prototxt(o.input_proto, load_schema(o.caffe_proto), schema_path=o.caffe_proto)
+    else:
+        net = load_prototxt(o.input_proto)
     model = load_caffemodel(o.input_model)
     ctx.graph = build_graph(net, model)
     ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
