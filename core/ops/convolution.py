@@ -5,6 +5,20 @@ from core.errors import ShapeError
 from core.ops.op import Op
 
 
+def pad_end(node) -> np.ndarray:
+    """Bottom/right padding: `pad_end` where a front end set it (TensorFlow's SAME pads more at
+    the end), else the same as the top/left `pad`."""
+    value = node.soft_get("pad_end")
+    return np.asarray(node.pad if value is None else value, dtype=np.int64)
+
+
+def end_pad_attrs():
+    """pad-b / pad-r, written only when they differ from pad-y / pad-x."""
+    def get(axis):
+        return lambda n: None if np.array_equal(pad_end(n), n.pad) else int(pad_end(n)[axis])
+    return [("pad-b", get(0)), ("pad-r", get(1))]
+
+
 def spatial_attrs():
     """IR v2 writes each 2-D parameter as -x/-y pairs plus the 4-D `stride`."""
     return [
@@ -12,6 +26,7 @@ def spatial_attrs():
         "group",
         ("kernel-x", lambda n: n.kernel[1]), ("kernel-y", lambda n: n.kernel[0]),
         "output",
+        *end_pad_attrs(),
         ("pad-x", lambda n: n.pad[1]), ("pad-y", lambda n: n.pad[0]),
         ("stride", lambda n: "1,1,{},{}".format(n.stride[0], n.stride[1])),
         ("stride-x", lambda n: n.stride[1]), ("stride-y", lambda n: n.stride[0]),
@@ -52,7 +67,7 @@ class Convolution(Op):
                 "channels per group x kernel {}). The input shape does not agree with the weights: check "
                 "--input_shape.", node.name, have, list(shape), expected, out_c, shape[1] // group, list(k))
         extent = d * (k - 1) + 1
-        spatial = (shape[2:] + 2 * p - extent) // s + 1
+        spatial = (shape[2:] + p + pad_end(node) - extent) // s + 1
         if np.any(spatial <= 0):
             raise ShapeError("Convolution '{}': input {} is smaller than the kernel extent {}.", node.name,
                              list(shape), list(extent))
@@ -79,5 +94,5 @@ class Deconvolution(Op):
         if have is not None and have != expected:
             raise ShapeError("Deconvolution '{}' has {} weights but an input of shape {} needs {}.",
                              node.name, have, list(shape), expected)
-        spatial = s * (shape[2:] - 1) + d * (k - 1) + 1 - 2 * p
+        spatial = s * (shape[2:] - 1) + d * (k - 1) + 1 - p - pad_end(node)
         node.out_node(0).shape = np.array([shape[0], out_c, *spatial], dtype=np.int64)
