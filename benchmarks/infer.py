@@ -5,6 +5,8 @@
 - pycaffe
 - OpenCV DNN 4.x (readNetFromCaffe)
 - the OpenVINO 2024.6 runtime, f32, on the IR its own `mo` makes from the model
+- the current OpenVINO runtime (the project's venv), f32, on mo-core's IR v11
+  (`--ir_version 11`) and on that same `mo` IR: the same runtime on both IRs
 plus the daemon's round-trip cost for a 1x3x224x224 input on a trivial network
 (Input -> ReLU), daemon minus in-process.
 
@@ -33,8 +35,9 @@ import json, sys, time, statistics
 import numpy as np
 import openvino as ov
 xml, iterations = sys.argv[1], int(sys.argv[2])
+save = sys.argv[3] if len(sys.argv) > 3 else None  # the f32 run's first output goes there
 core = ov.Core()
-result = {}
+result = {"version": ov.__version__.split("-")[0]}
 # f32 is the comparison the targets name; the runtime's own default (bf16 on CPUs
 # that have it) is reported beside it
 for key, config in (("f32", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}),
@@ -47,6 +50,8 @@ for key, config in (("f32", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HIN
     times = []
     for _ in range(iterations):
         t = time.perf_counter(); request.infer({0: x}); times.append(time.perf_counter() - t)
+    if save and key == "f32":
+        np.save(save, request.infer({0: x})[0])
     precision = model.get_property("INFERENCE_PRECISION_HINT")
     result[key] = [statistics.median(times), min(times), getattr(precision, "get_type_name", lambda: str(precision))()]
 print(json.dumps(result))
@@ -64,10 +69,18 @@ def measure(fn, iterations, warmup=5):
     return statistics.median(times), min(times)
 
 
-def convert_ours(proto, weights, out_dir):
+def convert_ours(proto, weights, out_dir, *options):
     subprocess.run([sys.executable, "-m", "cli", "convert", "--input_model", weights, "--input_proto", proto,
-                    "-b", "1", "--output_dir", out_dir, "--model_name", "model", "--silent"], check=True)
+                    "-b", "1", "--output_dir", out_dir, "--model_name", "model", "--silent", *options], check=True)
     return os.path.join(out_dir, "model.xml")
+
+
+def run_openvino(python, xml, iterations, save=None):
+    proc = subprocess.run([python, "-c", OPENVINO_SCRIPT, xml, str(iterations)] + ([save] if save else []),
+                          capture_output=True, text=True)
+    if proc.returncode:
+        raise SystemExit("OpenVINO ({}) on {} failed:\n{}".format(python, xml, proc.stderr[-3000:]))
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def openvino_ir(model, proto, weights):
@@ -164,26 +177,37 @@ def main():
                 subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env,
                                capture_output=True)
         ov_xml = openvino_ir(args.model, proto, weights)
-        proc = subprocess.run([openvino_python(), "-c", OPENVINO_SCRIPT, ov_xml, str(args.iterations)],
-                              capture_output=True, text=True, check=True)
-        ov = json.loads(proc.stdout.strip().splitlines()[-1])
-        results["openvino"] = {"main": ov["f32"][:2]}
+        ov = run_openvino(openvino_python(), ov_xml, args.iterations)
+        results["openvino"] = {"main": ov["f32"][:2], "version": ov["version"]}
         results["openvino_default"] = {"main": ov["default"][:2], "precision": ov["default"][2]}
+        # the current runtime on our IR v11 and on mo's IR: same runtime, same weights and input
+        v11_xml = convert_ours(proto, weights, os.path.join(tmp, "v11"), "--ir_version", "11")
+        outs = [os.path.join(tmp, name + ".npy") for name in ("v11", "mo")]
+        for key, xml_path, save in (("ov_v11", v11_xml, outs[0]), ("ov_mo", ov_xml, outs[1])):
+            run = run_openvino(sys.executable, xml_path, args.iterations, save)
+            results[key] = {"main": run["f32"][:2], "version": run["version"]}
+        a, b = (np.load(path).astype(np.float64) for path in outs)
+        agreement = float(np.abs(a - b).max() / np.abs(b).max())
     finally:
         subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
 
     labels = [("daemon", "mo-core CPU daemon (ZeroMQ)"), ("plan", "mo-core plan in-process"), ("pycaffe", "pycaffe"),
               ("opencv", "OpenCV DNN " + results["opencv"].get("version", "")),
-              ("openvino", "OpenVINO 2024.6 runtime f32"),
+              ("openvino", "OpenVINO {} f32, mo's IR".format(results["openvino"]["version"])),
+              ("ov_mo", "OpenVINO {} f32, mo's IR".format(results["ov_mo"]["version"])),
+              ("ov_v11", "OpenVINO {} f32, IR v11 ours".format(results["ov_v11"]["version"])),
               ("openvino_default", "OpenVINO default ({})".format(results["openvino_default"]["precision"]))]
     ov_median = results["openvino"]["main"][0]
-    print("model: {}, batch 1, {} iterations each, every engine alone in its own process".format(
-        args.model, args.iterations))
-    print("{:<32}{:>10}{:>10}{:>12}".format("engine", "median ms", "min ms", "vs OpenVINO"))
+    print("model: {}, batch 1, FP32 weights, input N(0, 1) from seed 0, {} iterations each, every engine alone in "
+          "its own process".format(args.model, args.iterations))
+    print("{:<40}{:>10}{:>10}{:>12}".format("engine", "median ms", "min ms", "vs OpenVINO"))
     for key, label in labels:
         median, fastest = results[key]["main"]
-        print("{:<32}{:>10.2f}{:>10.2f}{:>11.2f}x".format(label, median * 1e3, fastest * 1e3, median / ov_median))
+        print("{:<40}{:>10.2f}{:>10.2f}{:>11.2f}x".format(label, median * 1e3, fastest * 1e3, median / ov_median))
+    print("IR v11 ours vs mo's IR on OpenVINO {} (f32): outputs agree to {:.2g} (max |diff| / max |mo's|); "
+          "latency ratio {:.2f}".format(results["ov_v11"]["version"], agreement,
+                                        results["ov_v11"]["main"][0] / results["ov_mo"]["main"][0]))
     d, p = results["daemon"]["relu"][0], results["plan"]["relu"][0]
     print("daemon round trip, 1x3x224x224 Input->ReLU: daemon {:.3f} ms, in-process {:.3f} ms, overhead {:.3f} ms "
           "(target < 0.3)".format(d * 1e3, p * 1e3, (d - p) * 1e3))

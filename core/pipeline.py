@@ -43,6 +43,9 @@ class ConvertOptions:
     enable_flattening_nested_params: bool = False
     input_model_is_text: bool = False            # TensorFlow
     disable_nhwc_to_nchw: bool = False
+    interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
+    ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
+    ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
 
 
 @dataclass
@@ -51,6 +54,7 @@ class Context:
     front: object = None        # the framework's front end (core/front/<framework>/frontend.py)
     graph: object = None
     network: object = None
+    v11_model: object = None                     # ir.v11.Model when --ir_version 11
     new_inputs: list = field(default_factory=list)
     custom_mapping: object = None
     caffe_fallback: object = None
@@ -89,8 +93,15 @@ def deduce_framework(ctx):
                     "(--framework tf) models.", o.framework, faq=15)
     ctx.front = front_end(o.framework)
     ctx.front.check_options(o)
-    if o.data_type not in ("FP32", "FP16", "float", "half"):
-        raise Error("--data_type must be FP32 or FP16, got '{}'.", o.data_type)
+    from core.middle.precision import ir_precision
+    from ir.interp import ZOOM_RULES
+    ir_precision(o.data_type)  # bad values fail before any work
+    if o.interp_zoom_rule not in ZOOM_RULES:
+        raise Error("--interp_zoom_rule must be one of {}, got '{}'.", ", ".join(ZOOM_RULES), o.interp_zoom_rule)
+    if o.ir_version not in (2, 11):
+        raise Error("--ir_version must be 2 or 11, got '{}'.", o.ir_version)
+    if o.ov_extension_ops and o.ir_version != 11:
+        raise Error("--ov_extension_ops names OpenVINO extension operations for IR version 11; add --ir_version 11.")
 
 
 def load_extensions(ctx):
@@ -128,6 +139,11 @@ def cut_inputs(ctx):
 
 def extract(ctx):
     ctx.front.extract(ctx.graph, ctx)
+
+
+def check_blob_values(ctx):
+    from core.middle.blob_values import warn_non_finite
+    warn_non_finite(ctx.graph, ctx.warnings)
 
 
 def set_input_shapes(ctx):
@@ -206,11 +222,16 @@ def remove_dead_code(ctx):
     cutting.remove_dead(ctx.graph)
 
 
+def set_precision(ctx):
+    from core.middle.precision import set_precision as run
+    run(ctx.graph, ctx.options.data_type, ctx.warnings)
+
+
 def emit(ctx):
     from core.emit import to_network
     o = ctx.options
     name = o.model_name or os.path.splitext(os.path.basename(o.input_model))[0]
-    ctx.network = to_network(ctx.graph, name)
+    ctx.network = to_network(ctx.graph, name, ctx.warnings)
     # like the legacy tool's <cli_parameters>: where the IR came from. The CPU
     # daemon's Caffe-backed layers find their Caffe definition through it.
     meta = {"generator": "mo-core 0.1.0", "framework": o.framework, **ctx.front.source_files(o)}
@@ -220,6 +241,18 @@ def emit(ctx):
     ctx.network.meta = meta
 
 
+def emit_ir_v11(ctx):
+    # the same network mapped to opset operations; layers with no opset equivalent
+    # are reported here, before anything is written
+    if ctx.options.ir_version == 11:
+        from ir.v11 import build_model, parse_extension_ops
+        o = ctx.options
+        data_type = {"float": "FP32", "half": "FP16"}.get(o.data_type, o.data_type)
+        ctx.v11_model, warnings = build_model(ctx.network, data_type=data_type,
+                                              extension_ops=parse_extension_ops(o.ov_extension_ops))
+        ctx.warnings += warnings
+
+
 PIPELINE = [
     deduce_framework,
     load_extensions,
@@ -227,6 +260,7 @@ PIPELINE = [
     cut_outputs,
     cut_inputs,
     extract,
+    check_blob_values,
     set_input_shapes,
     infer_shapes,
     replace_patterns,
@@ -240,7 +274,9 @@ PIPELINE = [
     leftover_linear,
     constant_folding,
     remove_dead_code,
+    set_precision,
     emit,
+    emit_ir_v11,
 ]
 
 
@@ -257,7 +293,11 @@ def convert(options: ConvertOptions) -> Context:
     try:
         for step in PIPELINE:
             start = time.perf_counter()
-            step(ctx)
+            try:
+                step(ctx)
+            except SystemExit as exc:  # only user code (extensions) can get here
+                from core.extensions import user_exit_error
+                raise user_exit_error(exc, step.__name__) from None
             ctx.timings.append((step.__name__, time.perf_counter() - start))
             log.debug("pass %-24s %.3f s", step.__name__, ctx.timings[-1][1])
     finally:

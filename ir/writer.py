@@ -20,6 +20,7 @@ import numpy as np
 
 from .errors import IRError
 from .model import PRECISION_DTYPES, Layer, Network, describe_layer
+from .precision import to_float16
 from .validate import validate_network
 
 SUPPORTED_VERSIONS = (2, 3)
@@ -55,31 +56,15 @@ def _escape_attr(value: str, what: str) -> str:
     return _ATTR_ESCAPE_RE.sub(lambda m: _ATTR_ESCAPES[m.group()], value)
 
 
-def _check_precision(precision: str) -> None:
-    if precision not in PRECISION_DTYPES:
+def _check_precision(precision: str | None) -> None:
+    if precision is not None and precision not in PRECISION_DTYPES:
         raise IRError(f"unknown IR precision {precision!r}; use one of {', '.join(PRECISION_DTYPES)}")
 
 
-def _layer_precision(layer: Layer, precision: str) -> str:
-    # --data_type FP16 makes the whole IR FP16; otherwise each layer keeps its own.
-    return "FP16" if precision == "FP16" else layer.precision
-
-
-def _to_fp16(values: np.ndarray, layer: Layer, warnings: list[str]) -> np.ndarray:
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        converted = values.astype(np.float16)
-        clipped_inf = int(np.count_nonzero(np.isfinite(values) & np.isinf(converted)))
-        clipped_zero = int(np.count_nonzero((values != 0) & (converted == 0)))
-    # Wording of the reference FAQ #75 / #76 so users can look the message up.
-    if clipped_inf:
-        warnings.append(f"{clipped_inf} elements of {values.size} were clipped to infinity while converting "
-                        f"a blob for node [{layer.name}] to float16. For more information please refer to "
-                        "Model Optimizer FAQ, question #75.")
-    if clipped_zero:
-        warnings.append(f"{clipped_zero} elements of {values.size} were clipped to zero while converting "
-                        f"a blob for node [{layer.name}] to float16. For more information please refer to "
-                        "Model Optimizer FAQ, question #76.")
-    return converted
+def _layer_precision(layer: Layer, precision: str | None) -> str:
+    # A forced precision applies to every layer; otherwise each layer keeps its own
+    # (the converter's precision pass sets them, and converts the blobs, already).
+    return precision or layer.precision
 
 
 def _blob_as_stored(layer: Layer, blob_name: str, blob, precision: str, warnings: list[str]) -> np.ndarray:
@@ -89,7 +74,7 @@ def _blob_as_stored(layer: Layer, blob_name: str, blob, precision: str, warnings
     if kind == "f":
         target = PRECISION_DTYPES[_layer_precision(layer, precision)]
         if target == np.float16 and values.dtype != np.float16:
-            values = _to_fp16(values, layer, warnings)
+            values = to_float16(values, layer.name, warnings)
         else:
             values = values.astype(target, copy=False)
     elif kind not in "iu":
@@ -192,7 +177,7 @@ def _check_network(net: Network, precision: str) -> None:
     validate_network(net)
 
 
-def to_xml_string(net: Network, precision: str = "FP32") -> str:
+def to_xml_string(net: Network, precision: str | None = None) -> str:
     """The .xml text write_ir would produce (blob offsets included)."""
     _check_network(net, precision)
     return _render_xml(net, precision, _plan_bin(net, precision))
@@ -205,13 +190,53 @@ def _write_chunk(f, chunk: np.ndarray) -> None:
     f.write(memoryview(chunk))
 
 
+def _side_name(final_name: str, suffix: str) -> str:
+    """A hidden name next to the final file: `.<name>.<pid>.<12 hex>.<tmp|old>`. The
+    pid tells a later run whether the writer that left it is still alive."""
+    return f".{final_name}.{os.getpid()}.{secrets.token_hex(6)}.{suffix}"
+
+
+def remove_stale_side_files(directory: Path, final_name: str) -> list[Path]:
+    """Removes temp/backup files of `final_name` that a killed writer left behind
+    (its pid is gone). Files of writers still running are kept. Returns the removed."""
+    pattern = re.compile(rf"\.{re.escape(final_name)}\.(\d+)\.[0-9a-f]{{12}}\.(tmp|old)")
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match and not _alive(int(match.group(1))):
+            path = directory / name
+            try:
+                if path.is_file() and not path.is_symlink():
+                    path.unlink()
+                    removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process (or a bogus pid): leave its files alone
+    return True
+
+
 def _create_temp(directory: Path, final_name: str):
     """A new file next to the final one (same filesystem, so os.replace is atomic).
 
     Not tempfile: that creates mode 0600, the IR should get the usual umask mode.
     """
     while True:
-        path = directory / f".{final_name}.{secrets.token_hex(6)}.tmp"
+        path = directory / _side_name(final_name, "tmp")
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
@@ -240,10 +265,12 @@ def _remove_quietly(path: Path | None) -> None:
             pass
 
 
-def write_ir(net: Network, xml_path, bin_path=None, precision: str = "FP32") -> list[str]:
+def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None) -> list[str]:
     """Write `net` as xml_path + bin_path (default: xml_path with suffix .bin).
 
-    precision "FP16" converts float blobs to float16 and marks every layer FP16.
+    Each layer is written in its own precision, float blobs stored in its dtype.
+    `precision` ("FP32"/"FP16") forces one precision on every layer of a network
+    built by hand (the converter's precision pass already did that for its own).
     Returns the warnings (float16 clipping, FAQ #75/#76).
     """
     xml_path = Path(xml_path)
@@ -259,6 +286,14 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str = "FP32") -> 
         err.where = err.where or where
         raise
 
+    write_pair_atomically(xml_path, bin_path, xml_bytes, plan.chunks)
+    return plan.warnings
+
+
+def write_pair_atomically(xml_path: Path, bin_path: Path, xml_bytes: bytes, chunks) -> None:
+    """Writes the .bin (the chunks back to back) and the .xml so that both appear at
+    once: a failure leaves neither and never damages an earlier pair at these paths."""
+    where = str(xml_path)
     for directory in {xml_path.parent, bin_path.parent}:
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -267,11 +302,13 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str = "FP32") -> 
                           "Make sure you have permission to create it or choose another output directory",
                           faq=21) from None
 
+    for directory, final in ((bin_path.parent, bin_path.name), (xml_path.parent, xml_path.name)):
+        remove_stale_side_files(directory, final)
     tmp_xml = tmp_bin = backup = None
     try:
         tmp_bin, f = _create_temp(bin_path.parent, bin_path.name)
         with f:
-            for chunk in plan.chunks:
+            for chunk in chunks:
                 _write_chunk(f, chunk)
             f.flush()
             os.fsync(f.fileno())
@@ -284,7 +321,7 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str = "FP32") -> 
         # that if the .xml rename fails the old pair can be put back together.
         had_bin = bin_path.exists()
         if had_bin:
-            backup = bin_path.parent / f".{bin_path.name}.{secrets.token_hex(6)}.old"
+            backup = bin_path.parent / _side_name(bin_path.name, "old")
             try:
                 os.link(bin_path, backup)
             except OSError:
@@ -312,4 +349,3 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str = "FP32") -> 
         _remove_quietly(tmp_bin)
         _remove_quietly(tmp_xml)
         _remove_quietly(backup)
-    return plan.warnings

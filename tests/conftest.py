@@ -5,7 +5,9 @@ import os
 
 import pytest
 
-from tests.support import BVLC, make_caffemodel, sdist_prototxt
+from tests.support import BVLC, REPO, make_caffemodel, sdist_prototxt
+
+NETS = os.path.join(REPO, "tests", "convert", "nets")
 
 
 @pytest.fixture(scope="session")
@@ -19,3 +21,15 @@ def bvlc_models(tmp_path_factory):
         make_caffemodel(proto, weights, seed=i, scale=None)
         models[name] = (proto, weights)
     return models
+
+
+@pytest.fixture(scope="session")
+def small_nets(tmp_path_factory):
+    """{name: (prototxt, caffemodel)} for the converter issue's SSD-style net and the
+    Conv-BatchNorm-Scale net (positive variances and scales)."""
+    d = tmp_path_factory.mktemp("small")
+    ssd = os.path.join(NETS, "ssd_small.prototxt")
+    fuse = os.path.join(NETS, "conv_bn_scale.prototxt")
+    make_caffemodel(ssd, str(d / "ssd.caffemodel"), scale=None)
+    make_caffemodel(fuse, str(d / "fuse.caffemodel"), scale=0.3, positive=("conv1_bn", "conv1_scale", "fc_bn"))
+    return {"ssd_small": (ssd, str(d / "ssd.caffemodel")), "conv_bn_scale": (fuse, str(d / "fuse.caffemodel"))}

@@ -8,7 +8,7 @@ model output) becomes a Const layer: no input, one output, its value in the blob
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
 class Const(Op):
@@ -16,6 +16,9 @@ class Const(Op):
 
     def __init__(self, graph, attrs):
         super().__init__(graph, {"type": "Const", "op": self.op, "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return ir_attrs("Const")
 
     @staticmethod
     def infer(node):

@@ -2,7 +2,9 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op
+from core.ops.op import Op, check_ranges, ir_attrs
+
+_WINDOW = ("kernel", "stride", "pad", "pad_end", "dilation", "group", "output")
 
 
 def pad_end(node) -> np.ndarray:
@@ -12,25 +14,10 @@ def pad_end(node) -> np.ndarray:
     return np.asarray(node.pad if value is None else value, dtype=np.int64)
 
 
-def end_pad_attrs():
-    """pad-b / pad-r, written only when they differ from pad-y / pad-x."""
-    def get(axis):
-        return lambda n: None if np.array_equal(pad_end(n), n.pad) else int(pad_end(n)[axis])
-    return [("pad-b", get(0)), ("pad-r", get(1))]
-
-
-def spatial_attrs():
-    """IR v2 writes each 2-D parameter as -x/-y pairs plus the 4-D `stride`."""
-    return [
-        ("dilation-x", lambda n: n.dilation[1]), ("dilation-y", lambda n: n.dilation[0]),
-        "group",
-        ("kernel-x", lambda n: n.kernel[1]), ("kernel-y", lambda n: n.kernel[0]),
-        "output",
-        *end_pad_attrs(),
-        ("pad-x", lambda n: n.pad[1]), ("pad-y", lambda n: n.pad[0]),
-        ("stride", lambda n: "1,1,{},{}".format(n.stride[0], n.stride[1])),
-        ("stride-x", lambda n: n.stride[1]), ("stride-y", lambda n: n.stride[0]),
-    ]
+def end_pad_getter(node):
+    """pad-b / pad-r are written only when they differ from pad-y / pad-x."""
+    end = pad_end(node)
+    return None if np.array_equal(end, node.pad) else end
 
 
 def _weights_count(node):
@@ -47,13 +34,14 @@ class Convolution(Op):
         super().__init__(graph, {"type": "Convolution", "op": self.op, "group": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return spatial_attrs()
+        return ir_attrs(self.op, pad_end=end_pad_getter)
 
     @staticmethod
     def infer(node):
         shape = node.in_node(0).shape
         if len(shape) != 4:
             raise ShapeError("Convolution '{}' needs a 4-D input, got shape {}.", node.name, list(shape))
+        check_ranges(node, "Convolution", _WINDOW)
         k, s, p, d = (np.asarray(node[a], dtype=np.int64) for a in ("kernel", "stride", "pad", "dilation"))
         group, out_c = int(node.group), int(node.output)
         if shape[1] % group or out_c % group:
@@ -81,11 +69,14 @@ class Deconvolution(Op):
         super().__init__(graph, {"type": "Deconvolution", "op": self.op, "group": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return spatial_attrs()
+        return ir_attrs(self.op, pad_end=end_pad_getter)
 
     @staticmethod
     def infer(node):
         shape = node.in_node(0).shape
+        if len(shape) != 4:
+            raise ShapeError("Deconvolution '{}' needs a 4-D input, got shape {}.", node.name, list(shape))
+        check_ranges(node, "Deconvolution", _WINDOW)
         k, s, p, d = (np.asarray(node[a], dtype=np.int64) for a in ("kernel", "stride", "pad", "dilation"))
         group, out_c = int(node.group), int(node.output)
         # Caffe keeps deconvolution weights as (C_in, C_out/group, kh, kw)

@@ -13,7 +13,7 @@ the catalog's Resample LINEAR, which front ends use instead.
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
 class Interpolate(Op):
@@ -24,7 +24,7 @@ class Interpolate(Op):
                                  "half_pixel_centers": False, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["mode", "align_corners", "half_pixel_centers", "height", "width"]
+        return ir_attrs("Interpolate")
 
     @staticmethod
     def infer(node):

@@ -3,7 +3,8 @@ linear fusing works on (core/middle/fusing.py)."""
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, copy_shape_infer
+from core.ops.op import Op, copy_shape_infer, ir_attrs
+from core.ops.resize import zoom_rule_hint
 
 
 def _channel_blob_check(node):
@@ -51,15 +52,15 @@ class Eltwise(Op):
         super().__init__(graph, {"type": "Eltwise", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["operation", ("coeff", lambda n: n.soft_get("coeff"))]
+        return ir_attrs("Eltwise")
 
     @staticmethod
     def infer(node):
         shapes = [d.shape for d in node.data_inputs()]
         for s in shapes[1:]:
             if not np.array_equal(s, shapes[0]):
-                raise ShapeError("Eltwise '{}' inputs have different shapes: {}.", node.name,
-                                 ", ".join(str(list(x)) for x in shapes))
+                raise ShapeError("Eltwise '{}' inputs have different shapes: {}.{}", node.name,
+                                 ", ".join(str(list(x)) for x in shapes), zoom_rule_hint(node))
         coeff = node.soft_get("coeff")
         if coeff is not None and len(coeff) != len(shapes):
             raise ShapeError("Eltwise '{}' has {} coefficients for {} inputs.", node.name, len(coeff), len(shapes))

@@ -8,7 +8,7 @@ into the convolution (or pooling) after it where that is exact.
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, attr_getter
+from core.ops.op import Op, ir_attrs
 
 PAD_MODES = ("constant", "reflect", "symmetric")
 
@@ -21,9 +21,7 @@ class Pad(Op):
                                  "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return [("pads_begin", lambda n: attr_getter(n, "pads_begin")),
-                ("pads_end", lambda n: attr_getter(n, "pads_end")), "pad_mode",
-                ("pad_value", lambda n: float(n.pad_value) if n.pad_mode == "constant" else None)]
+        return ir_attrs("Pad", pad_value=lambda n: float(n.pad_value) if n.pad_mode == "constant" else None)
 
     @staticmethod
     def infer(node):

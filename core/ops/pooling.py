@@ -2,8 +2,8 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.convolution import end_pad_attrs, pad_end
-from core.ops.op import Op
+from core.ops.convolution import end_pad_getter, pad_end
+from core.ops.op import Op, check_ranges, ir_attrs
 
 
 def pooled_size(size, kernel, stride, pad, rounding, end=None):
@@ -26,17 +26,10 @@ class Pooling(Op):
 
     def __init__(self, graph, attrs):
         super().__init__(graph, {"type": "Pooling", "op": self.op, "rounding_type": "ceil",
-                                 "global_pool": False, "exclude-pad": "false", "infer": self.infer}, attrs)
+                                 "global_pool": False, "exclude-pad": False, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return [
-            ("kernel-x", lambda n: n.kernel[1]), ("kernel-y", lambda n: n.kernel[0]),
-            *end_pad_attrs(),
-            ("pad-x", lambda n: n.pad[1]), ("pad-y", lambda n: n.pad[0]),
-            ("stride", lambda n: "1,1,{},{}".format(n.stride[0], n.stride[1])),
-            ("stride-x", lambda n: n.stride[1]), ("stride-y", lambda n: n.stride[0]),
-            "pool-method", "exclude-pad", "rounding_type",
-        ]
+        return ir_attrs("Pooling", pad_end=end_pad_getter)
 
     @staticmethod
     def infer(node):
@@ -49,6 +42,7 @@ class Pooling(Op):
             node.pad = np.zeros(2, dtype=np.int64)
             node.pad_end = None
             node.stride = np.ones(2, dtype=np.int64)
+        check_ranges(node, "Pooling", ("kernel", "stride", "pad", "pad_end"))
         if np.any(np.maximum(node.pad, pad_end(node)) >= np.asarray(node.kernel)):
             raise ShapeError("Pooling '{}': padding {} must be smaller than the kernel {}.", node.name,
                              list(node.pad), list(node.kernel))

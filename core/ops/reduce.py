@@ -8,7 +8,7 @@ use Pooling instead where the reduction is a global average/max over H and W.
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, attr_getter
+from core.ops.op import Op, ir_attrs
 
 
 class _Reduce(Op):
@@ -16,7 +16,7 @@ class _Reduce(Op):
         super().__init__(graph, {"type": self.op, "op": self.op, "keep_dims": False, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return [("axes", lambda n: attr_getter(n, "axes")), "keep_dims"]
+        return ir_attrs(self.op)
 
     @staticmethod
     def infer(node):

@@ -9,7 +9,7 @@ masks and negative indices into these before writing it.
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, attr_getter
+from core.ops.op import Op, ir_attrs
 
 
 class CropRange(Op):
@@ -20,8 +20,7 @@ class CropRange(Op):
         super().__init__(graph, {"type": "Crop", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return [("axis", lambda n: attr_getter(n, "axis")), ("crop_begin", lambda n: attr_getter(n, "crop_begin")),
-                ("crop_end", lambda n: attr_getter(n, "crop_end"))]
+        return ir_attrs("Crop")
 
     @staticmethod
     def infer(node):
@@ -41,8 +40,7 @@ class StridedSlice(Op):
         super().__init__(graph, {"type": "StridedSlice", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return [("begin", lambda n: attr_getter(n, "begin")), ("stride", lambda n: attr_getter(n, "stride")),
-                ("size", lambda n: attr_getter(n, "size"))]
+        return ir_attrs("StridedSlice")
 
     @staticmethod
     def infer(node):

@@ -2,14 +2,10 @@
 equal pycaffe's forward: the sdist's AlexNet, GoogLeNet and CaffeNet, the
 SSD-style net and the Conv-BatchNorm-Scale net, with fusing on and off (1e-4
 relative, max over outputs), and FP16 IRs within 1e-2."""
-import os
-
 import numpy as np
 import pytest
 
-from tests.support import BVLC, REPO, convert_api, import_caffe, make_caffemodel
-
-NETS = os.path.join(REPO, "tests", "convert", "nets")
+from tests.support import BVLC, convert_api, import_caffe
 
 
 def rel_err(ours, ref):
@@ -20,16 +16,6 @@ def rel_err(ours, ref):
 def ie():
     from device_daemons.client import IECore
     return IECore(policy="auto")
-
-
-@pytest.fixture(scope="module")
-def small_nets(tmp_path_factory):
-    d = tmp_path_factory.mktemp("small")
-    ssd = os.path.join(NETS, "ssd_small.prototxt")
-    fuse = os.path.join(NETS, "conv_bn_scale.prototxt")
-    make_caffemodel(ssd, str(d / "ssd.caffemodel"), scale=None)
-    make_caffemodel(fuse, str(d / "fuse.caffemodel"), scale=0.3, positive=("conv1_bn", "conv1_scale", "fc_bn"))
-    return {"ssd_small": (ssd, str(d / "ssd.caffemodel")), "conv_bn_scale": (fuse, str(d / "fuse.caffemodel"))}
 
 
 def run_on_daemon(ie, proto, weights, tmp_path, **options):

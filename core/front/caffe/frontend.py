@@ -31,10 +31,11 @@ class CaffeFrontEnd:
         net = load_prototxt(o.input_proto)
         model = load_caffemodel(o.input_model)
         ctx.graph = build_graph(net, model)
+        ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
         dirs = [os.path.dirname(os.path.abspath(p)) for p in (o.input_proto, o.input_model)]
         ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs)
         ctx.custom_mapping = CustomLayersMapping.load(
-            o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping),
+            o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping), warnings=ctx.warnings,
             disable_omitting_optional=o.disable_omitting_optional,
             enable_flattening_nested_params=o.enable_flattening_nested_params, fallback=ctx.caffe_fallback)
         if o.use_caffe_fallback and ctx.custom_mapping is None:

@@ -2,7 +2,7 @@
 `KERNELS` ({IR layer type: kernel class}); see base.py for the interface."""
 from . import (  # noqa: F401
     activation, argmax, batch_norm, const, convolution, ctc, detection, fully_connected, interpolate, linear,
-    memory, normalization, pad, pooling, reduce, resample, roi_pooling, shape_ops, slicing, yolo,
+    memory, normalization, pad, pooling, reduce, resize, roi_pooling, shape_ops, slicing, yolo,
 )
 from .base import KERNELS, Kernel, KernelError, register
 

@@ -11,6 +11,10 @@ target or in the priors), per-class NMS (score > confidence_threshold, top_k, th
 adaptive eta), keep_top_k over all classes. Output [1, 1, N*keep_top_k, 7] rows
 [image_id, label, score, xmin, ymin, xmax, ymax] per image, by label then score;
 rows after the last detection are padded with image_id -1 (legacy Inference Engine).
+With normalized: false (R-FCN: the priors are the Proposal's ROIs reshaped to
+[1, 1, R*5], [batch, x1, y1, x2, y2] in pixels) the prior boxes are divided by
+input_width/input_height first, as OpenVINO's DetectionOutput does, so the
+detections come out normalized too.
 
 Proposal: the anchor enumeration, min-size filter (boxes too small get score 0),
 score sort, NMS (pixel IoU, +1 areas) and post_nms_topn of the Caffe/Inference
@@ -27,21 +31,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.priors import prior_box_aspect_ratios
+from ir.priors import prior_box_sizes, proposal_anchors
 
 from .base import Kernel, register
 
 
 class _PriorBase(Kernel):
     def _common(self):
-        self.clip = self.attr_bool("clip", False)
-        self.offset = self.attr_float("offset", 0.5)
-        self.step = self.attr_float("step", 0.0)
-        self.step_h = self.attr_float("step_h", 0.0)
-        self.step_w = self.attr_float("step_w", 0.0)
-        self.img_h = self.attr_int("img_h", 0)
-        self.img_w = self.attr_int("img_w", 0)
-        variance = self.attr_floats("variance", None) or [0.1]
+        a = self.attrs
+        self.clip, self.offset = a["clip"], a["offset"]
+        self.step, self.step_h, self.step_w = a["step"], a["step_h"], a["step_w"]
+        self.img_h, self.img_w = a["img_h"], a["img_w"]
+        variance = a["variance"] or [0.1]
         if len(variance) not in (1, 4):
             raise self.error(f"variance has {len(variance)} values; give 1 or 4")
         self.variance = variance * 4 if len(variance) == 1 else variance
@@ -109,35 +110,21 @@ class PriorBox(_PriorBase):
     def __init__(self, layer):
         super().__init__(layer)
         self._common()
-        self.min_size = self.attr_floats("min_size")
-        self.max_size = self.attr_floats("max_size", None) or []
-        self.aspect_ratio = self.attr_floats("aspect_ratio", None) or []
-        self.flip = self.attr_bool("flip", False)
-        self.img_size = self.attr_int("img_size", 0)
-        self.scale_all_sizes = self.attr_bool("scale_all_sizes", True)
+        a = self.attrs
+        self.min_size = a["min_size"]
+        self.max_size = a["max_size"] or []
+        self.aspect_ratio = a["aspect_ratio"] or []
+        self.flip, self.img_size, self.scale_all_sizes = a["flip"], a["img_size"], a["scale_all_sizes"]
         if not self.min_size or min(self.min_size) <= 0:
             raise self.error(f"min_size {self.min_size} must list positive sizes")
         if not self.scale_all_sizes:
             self.max_size = []
         if self.max_size and len(self.max_size) != len(self.min_size):
             raise self.error(f"has {len(self.max_size)} max_size values for {len(self.min_size)} min_size values")
-        self.ratios = prior_box_aspect_ratios(self.aspect_ratio, self.flip)
 
     def boxes_wh(self):
-        wh = []
-        last = len(self.min_size) - 1
-        for i, s in enumerate(self.min_size):
-            wh.append((s, s))
-            if self.max_size:
-                m = np.sqrt(s * self.max_size[i])
-                wh.append((m, m))
-            if self.scale_all_sizes or i == last:
-                base = s if self.scale_all_sizes else self.min_size[0]
-                for ar in self.ratios:
-                    if abs(ar - 1.0) < 1e-6:
-                        continue
-                    wh.append((base * np.sqrt(ar), base / np.sqrt(ar)))
-        return np.asarray(wh, np.float64)
+        sizes = prior_box_sizes(self.min_size, self.max_size, self.aspect_ratio, self.flip, self.scale_all_sizes)
+        return np.asarray(sizes, np.float64)
 
     def num_priors(self):
         return len(self.boxes_wh())
@@ -148,8 +135,8 @@ class PriorBoxClustered(_PriorBase):
     def __init__(self, layer):
         super().__init__(layer)
         self._common()
-        self.widths = self.attr_floats("width")
-        self.heights = self.attr_floats("height")
+        self.widths = self.attrs["width"]
+        self.heights = self.attrs["height"]
         if len(self.widths) != len(self.heights) or not self.widths:
             raise self.error(f"needs as many widths as heights (got {len(self.widths)} and {len(self.heights)})")
 
@@ -161,13 +148,6 @@ class PriorBoxClustered(_PriorBase):
 
 
 # --- DetectionOutput ------------------------------------------------------------------
-_CODE_TYPES = {"caffe.PriorBoxParameter.CORNER": "corner", "CORNER": "corner", "corner": "corner",
-               "caffe.PriorBoxParameter.CENTER_SIZE": "center_size", "CENTER_SIZE": "center_size",
-               "center_size": "center_size",
-               "caffe.PriorBoxParameter.CORNER_SIZE": "corner_size", "CORNER_SIZE": "corner_size",
-               "corner_size": "corner_size"}
-
-
 def jaccard(box, boxes):
     """Caffe's normalized JaccardOverlap of one box (4,) with boxes (K, 4)."""
     iw = np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0])
@@ -209,21 +189,17 @@ def nms_fast(boxes, scores, threshold, nms_threshold, eta, top_k):
 class DetectionOutput(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.num_classes = self.attr_int("num_classes")
-        self.share_location = self.attr_bool("share_location", True)
-        self.background = self.attr_int("background_label_id", 0)
-        self.nms_threshold = self.attr_float("nms_threshold", 0.3)
-        self.top_k = self.attr_int("top_k", -1)
-        self.eta = self.attr_float("eta", 1.0)
-        code = self.attr_str("code_type", "caffe.PriorBoxParameter.CORNER")
-        if code not in _CODE_TYPES:
-            raise self.error(f"code_type {code!r} is not one of CORNER, CENTER_SIZE, CORNER_SIZE")
-        self.code_type = _CODE_TYPES[code]
-        self.variance_in_target = self.attr_bool("variance_encoded_in_target", False)
-        self.keep_top_k = self.attr_int("keep_top_k", -1)
-        self.confidence_threshold = self.attr_float("confidence_threshold", -np.inf)
-        if self.num_classes <= 0:
-            raise self.error(f"num_classes {self.num_classes} must be positive")
+        a = self.attrs
+        self.num_classes, self.share_location = a["num_classes"], a["share_location"]
+        self.background, self.nms_threshold, self.top_k, self.eta = (
+            a["background_label_id"], a["nms_threshold"], a["top_k"], a["eta"])
+        self.code_type = a["code_type"].rsplit(".", 1)[-1].lower()  # corner, center_size, corner_size
+        self.variance_in_target = a["variance_encoded_in_target"]
+        self.keep_top_k, self.confidence_threshold = a["keep_top_k"], a["confidence_threshold"]
+        # normalized: false (R-FCN): priors are [batch, x1, y1, x2, y2] in pixels of input_width x input_height
+        self.prior_size = 4 if a["normalized"] else 5
+        self.pixel_scale = None if a["normalized"] else np.array(
+            [a["input_width"], a["input_height"], a["input_width"], a["input_height"]], np.float64)
         if not 0 < self.eta <= 1:
             raise self.error(f"eta {self.eta} must be in (0, 1]")
 
@@ -238,7 +214,9 @@ class DetectionOutput(Kernel):
         self.expect_inputs(input_shapes, (3, 5))
         loc, conf, prior = input_shapes[:3]
         n = loc[0]
-        priors = prior[-1] // 4
+        if prior[-1] % self.prior_size:
+            raise self.error(f"the priors input {list(prior)} does not hold {self.prior_size}-value priors")
+        priors = prior[-1] // self.prior_size
         loc_classes = 1 if self.share_location else self.num_classes
         if int(np.prod(loc[1:])) != priors * loc_classes * 4:
             raise self.error(f"{int(np.prod(loc[1:]))} location values per image do not match {priors} priors")
@@ -269,13 +247,16 @@ class DetectionOutput(Kernel):
     def forward(self, inputs):
         loc_in, conf_in, prior_in = inputs[:3]
         n = loc_in.shape[0]
-        priors = prior_in.shape[-1] // 4
+        size = self.prior_size
+        priors = prior_in.shape[-1] // size
         c = self.num_classes
         loc_classes = 1 if self.share_location else c
         prior_flat = prior_in.reshape(-1)
-        prior_boxes = prior_flat[:priors * 4].reshape(priors, 4).astype(np.float64)
-        if prior_flat.size >= priors * 8:
-            variances = prior_flat[priors * 4:priors * 8].reshape(priors, 4).astype(np.float64)
+        prior_boxes = prior_flat[:priors * size].reshape(priors, size)[:, size - 4:].astype(np.float64)
+        if self.pixel_scale is not None:
+            prior_boxes = prior_boxes / self.pixel_scale  # decoded boxes come out normalized
+        if prior_flat.size >= priors * (size + 4):
+            variances = prior_flat[priors * size:priors * (size + 4)].reshape(priors, 4).astype(np.float64)
         elif self.variance_in_target:
             variances = np.ones((priors, 4))
         else:
@@ -344,35 +325,13 @@ def _greedy_nms(boxes, threshold, max_out):
 class Proposal(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.base_size = self.attr_int("base_size")
-        self.feat_stride = self.attr_int("feat_stride")
-        self.min_size = self.attr_int("min_size")
-        self.nms_thresh = self.attr_float("nms_thresh")
-        self.pre_nms_topn = self.attr_int("pre_nms_topn")
-        self.post_nms_topn = self.attr_int("post_nms_topn")
-        self.ratio = self.attr_floats("ratio")
-        self.scale = self.attr_floats("scale")
+        a = self.attrs
+        self.base_size, self.feat_stride, self.min_size = a["base_size"], a["feat_stride"], a["min_size"]
+        self.nms_thresh, self.pre_nms_topn, self.post_nms_topn = a["nms_thresh"], a["pre_nms_topn"], a["post_nms_topn"]
+        self.ratio, self.scale = a["ratio"], a["scale"]
         if not self.ratio or not self.scale:
             raise self.error("needs non-empty ratio and scale lists")
-        if self.post_nms_topn <= 0:
-            raise self.error(f"post_nms_topn {self.post_nms_topn} must be positive")
-        self.anchors = self._anchors()
-
-    def _anchors(self):
-        f32 = np.float32
-        base = self.base_size
-        area = f32(base * base)
-        center = f32(0.5) * f32(base - 1)
-        anchors = []
-        for r in self.ratio:
-            rw = f32(np.sqrt(area / f32(r)))
-            rh = f32(rw * f32(r))
-            for s in self.scale:
-                # (int)(x + 0.5) of a double, as the reference layer rounds
-                sw = f32(0.5) * f32(np.trunc(float(f32(rw * f32(s))) / base - 1 + 0.5))
-                sh = f32(0.5) * f32(np.trunc(float(f32(rh * f32(s))) / base - 1 + 0.5))
-                anchors.append((center - sw, center - sh, center + sw, center + sh))
-        return np.asarray(anchors, np.float32)
+        self.anchors = proposal_anchors(self.base_size, self.ratio, self.scale)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 3)
@@ -432,12 +391,10 @@ class Proposal(Kernel):
 class SimplerNMS(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.min_bbox_size = self.attr_int("min_bbox_size")
-        self.feat_stride = self.attr_int("feat_stride")
-        self.pre_nms_topn = self.attr_int("pre_nms_topn")
-        self.post_nms_topn = self.attr_int("post_nms_topn")
-        self.iou_threshold = self.attr_float("iou_threshold")
-        self.scale = self.attr_floats("scale")
+        a = self.attrs
+        self.min_bbox_size, self.feat_stride = a["min_bbox_size"], a["feat_stride"]
+        self.pre_nms_topn, self.post_nms_topn = a["pre_nms_topn"], a["post_nms_topn"]
+        self.iou_threshold, self.scale = a["iou_threshold"], a["scale"]
         if not self.scale:
             raise self.error("needs a non-empty scale list")
         self.anchors = self._anchors()

@@ -38,13 +38,9 @@ def linear_weights(size_in, size_out, align_corners, half_pixel):
 class Interpolate(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.mode = self.attr_choice("mode", ("nearest", "linear"))
-        self.align_corners = self.attr_bool("align_corners", False)
-        self.half_pixel = self.attr_bool("half_pixel_centers", False)
-        self.height = self.attr_int("height")
-        self.width = self.attr_int("width")
-        if self.height <= 0 or self.width <= 0:
-            raise self.error(f"output size {self.height}x{self.width} must be positive")
+        a = self.attrs
+        self.mode, self.align_corners, self.half_pixel = a["mode"], a["align_corners"], a["half_pixel_centers"]
+        self.height, self.width = a["height"], a["width"]
         self._key = None
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802

@@ -13,12 +13,10 @@ _NUMPY_MODE = {"constant": "constant", "reflect": "reflect", "symmetric": "symme
 class Pad(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.begin = self.attr_ints("pads_begin")
-        self.end = self.attr_ints("pads_end")
-        self.mode = self.attr_choice("pad_mode", tuple(_NUMPY_MODE), "constant")
-        self.value = self.attr_float("pad_value", 0.0)
-        if len(self.begin) != len(self.end) or min(self.begin + self.end, default=0) < 0:
-            raise self.error(f"pads_begin {self.begin} and pads_end {self.end} must be non-negative, one per axis")
+        a = self.attrs
+        self.begin, self.end, self.mode, self.value = a["pads_begin"], a["pads_end"], a["pad_mode"], a["pad_value"]
+        if len(self.begin) != len(self.end):
+            raise self.error(f"pads_begin {self.begin} and pads_end {self.end} must have one value per axis")
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)

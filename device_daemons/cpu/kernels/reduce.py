@@ -14,8 +14,7 @@ _FUNCS = {"ReduceMean": np.mean, "ReduceSum": np.sum, "ReduceMax": np.max, "Redu
 class Reduce(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.axes = self.attr_ints("axes")
-        self.keep_dims = self.attr_bool("keep_dims", False)
+        self.axes, self.keep_dims = self.attrs["axes"], self.attrs["keep_dims"]
         self.func = _FUNCS[layer.type]
         if not self.axes:
             raise self.error("has no axes to reduce")

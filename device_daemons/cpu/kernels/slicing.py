@@ -11,13 +11,11 @@ class StridedSlice(Kernel):
 
     def __init__(self, layer):
         super().__init__(layer)
-        self.begin = self.attr_ints("begin")
-        self.stride = self.attr_ints("stride")
-        self.size = self.attr_ints("size")
+        self.begin, self.stride, self.size = self.attrs["begin"], self.attrs["stride"], self.attrs["size"]
         if not len(self.begin) == len(self.stride) == len(self.size):
             raise self.error("begin, stride and size must have one value per axis")
-        if 0 in self.stride or min(self.size, default=1) <= 0:
-            raise self.error(f"stride {self.stride} must not be 0 and size {self.size} must be positive")
+        if 0 in self.stride:
+            raise self.error(f"stride {self.stride} must not be 0")
         # an axis taken whole in the IR stays whole for another batch
         ir_in = tuple(layer.inputs[0].dims) if layer.inputs else ()
         self.whole = [len(ir_in) == len(self.begin) and b == 0 and s == 1 and n == ir_in[a]

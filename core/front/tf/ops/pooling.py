@@ -51,7 +51,7 @@ class Pool(TFOp):
     @staticmethod
     def lower(node, lw):
         lw.keep_inputs(node, node.data_inputs()[0])
-        exclude = "false" if node.tf.get("padded_zeros") else "true"
+        exclude = not node.tf.get("padded_zeros")
         lw.retype(node, Pooling, {
             "kernel": np.asarray(node.tf["kernel"], np.int64), "stride": np.asarray(node.tf["strides"], np.int64),
             "pad": node.tf["pad_begin"], "pad_end": node.tf["pad_end"], "rounding_type": "floor",

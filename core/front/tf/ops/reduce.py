@@ -74,7 +74,7 @@ def _global_pooling(node, lw, op, shape, keep):
     h, w = int(shape[1]), int(shape[2])
     lw.retype(node, Pooling, {"kernel": np.array([h, w], np.int64), "stride": np.ones(2, np.int64),
                               "pad": np.zeros(2, np.int64), "rounding_type": "floor",
-                              "pool-method": "max" if op == "Max" else "avg", "exclude-pad": "false"})
+                              "pool-method": "max" if op == "Max" else "avg", "exclude-pad": False})
     pooled = np.array([shape[0], 1, 1, shape[3]], np.int64)
     name, last = node.name, node
     if op == "Sum":
