@@ -237,7 +237,9 @@ def test_caffe_hang(tmp_path):
     good = BASE + 'layer { name: "stuck" type: "ReLU" bottom: "data" top: "s" }\n'
     proc, out, took = _cli_fault(tmp_path, text, env={"MO_CORE_FALLBACK_TIMEOUT": "3"},
                                  weights_from=write_text(str(tmp_path / "g.prototxt"), good))
-    assert_fault(proc, out, "stuck")
+    # the message says the layer timed out, after the time given, and how to give more
+    assert_fault(proc, out, "layer(s) stuck failed", "did not answer within 3 s ('infer_shapes'); it was killed",
+                 "MO_CORE_FALLBACK_TIMEOUT=SECONDS (now 3)", "#13")
     assert took < 60
 
 
