@@ -39,9 +39,10 @@ reused only after they are garbage; outputs that came as frames are read-only
 arrays over the received message buffers (`.copy()` one to modify it).
 
 This module holds the user API; the machinery behind it: transport.py (the link
-to a daemon: connections, failure detection, restarts and reconnects, the fast
-call path), infer_job.py (one inference request on the wire), shm_client.py and
-shm_protocol.py (shared memory), errors.py (InferenceError, daemon error replies).
+to a daemon: connections, failure detection, restarts and reconnects, the daemon's
+fast lane), infer_job.py (one inference request on the wire), contract.py (what
+every request and reply must be), shm_client.py and shm_protocol.py (shared
+memory), errors.py (InferenceError, daemon error replies).
 """
 from __future__ import annotations
 

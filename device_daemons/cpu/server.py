@@ -291,12 +291,12 @@ class CpuDaemon:
         daemon measured to compute in less than fast_lane_max_us(), so that no request
         holds the lane longer; others are refused with kind "not_fast"."""
         handle = self._handle(args)
-        self.fast_requests += 1  # a statistic (status): racing updates only blur it
         if not handle.pool.fast_ok:
             raise _err(contract.NOT_FAST, f"network {handle.pool.name!r} is not served on the fast lane (it has "
                                           f"custom kernels, or it computes in more than "
                                           f"{contract.fast_lane_max_us():g} us, or it was not measured yet); "
                                           f"send it to the main endpoint")
+        self.fast_requests += 1  # served here (a statistic: racing updates only blur it)
         return self.infer(args, arrays)
 
     def infer(self, args: dict, arrays: list):
