@@ -228,13 +228,26 @@ def set_precision(ctx):
     run(ctx.graph, ctx.options.data_type, ctx.warnings)
 
 
+def keep_caffe_definitions(ctx):
+    # a layer that keeps its Caffe type (CustomLayersMapping) carries its own Caffe
+    # definition in the IR, so the daemon runs it without the source files
+    if ctx.custom_mapping is None:
+        return
+    from core.front.caffe.fallback import layer_definition
+    from core.services.caffe_worker import DEFINITION_ATTR
+    for node in ctx.graph.op_nodes():
+        if ctx.custom_mapping.handles(node) and node.soft_get("type") == node.caffe_type and "pb" in node:
+            node["caffe_definition"] = layer_definition(node.pb)
+            node["backend_attrs"] = list(node.backend_attrs) + [(DEFINITION_ATTR, lambda n: n.caffe_definition)]
+
+
 def emit(ctx):
     from core.emit import to_network
     o = ctx.options
     name = o.model_name or os.path.splitext(os.path.basename(o.input_model))[0]
     ctx.network = to_network(ctx.graph, name, ctx.warnings)
-    # like the legacy tool's <cli_parameters>: where the IR came from. The CPU
-    # daemon's Caffe-backed layers find their Caffe definition through it.
+    # like the legacy tool's <cli_parameters>: where the IR came from (information
+    # only: nothing reads these paths back)
     meta = {"generator": "mo-core 0.1.0", "framework": o.framework, **ctx.front.source_files(o)}
     for key, value in sorted(vars(o).items()):
         if key not in meta and value not in (None, False, "") and not (key == "output_dir"):
@@ -276,6 +289,7 @@ PIPELINE = [
     constant_folding,
     remove_dead_code,
     set_precision,
+    keep_caffe_definitions,
     emit,
     emit_ir_v11,
 ]
