@@ -50,6 +50,9 @@ def add_parser(sub):
                    help="write every parameter of a mapped layer, also unset ones without a default")
     c.add_argument("--enable_flattening_nested_params", action="store_true",
                    help="write the fields of a mapped layer's nested parameter messages too")
+    c.add_argument("--caffe_proto", metavar="caffe.proto",
+                   help="the schema of the Caffe fork the model comes from (compiled at run time; its extra fields "
+                        "reach extractors and CustomLayersMapping rules)")
     c.add_argument("--interp_zoom_rule", choices=["multiply", "deeplab"], default="multiply",
                    help="output size of Interp layers with zoom_factor: multiply (in * zoom, the reference's "
                         "default) or deeplab (in + (in - 1) * (zoom - 1), DeepLab-Caffe's); FAQ #96")
@@ -81,15 +84,15 @@ def run(args) -> int:
         custom_layers_mapping=args.custom_layers_mapping, use_caffe_fallback=args.use_caffe_fallback,
         disable_omitting_optional=args.disable_omitting_optional,
         enable_flattening_nested_params=args.enable_flattening_nested_params,
-        interp_zoom_rule=args.interp_zoom_rule, ir_version=args.ir_version,
+        interp_zoom_rule=args.interp_zoom_rule, caffe_proto=args.caffe_proto, ir_version=args.ir_version,
         ov_extension_ops=args.ov_extension_ops,
         input_model_is_text=args.input_model_is_text, disable_nhwc_to_nchw=args.disable_nhwc_to_nchw)
     if not args.silent:
         print("Model Optimizer arguments:")
         for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",
                     "batch", "mean_values", "scale_values", "scale", "reverse_input_channels", "data_type",
-                    "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback", "ir_version",
-                    "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw"):
+                    "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback", "caffe_proto",
+                    "ir_version", "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw"):
             value = getattr(args, key)
             if value not in (None, False):
                 print("\t- {:<26}{}".format(key + ":", value))

@@ -44,6 +44,7 @@ class ConvertOptions:
     input_model_is_text: bool = False            # TensorFlow
     disable_nhwc_to_nchw: bool = False
     interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
+    caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
     ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
     ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
 

@@ -28,7 +28,11 @@ class CaffeFrontEnd:
         from core.front.caffe.fallback import CaffeFallback
         from core.front.caffe.loader import load_caffemodel, load_prototxt
         o = ctx.options
-        net = load_prototxt(o.input_proto)
+        if o.caffe_proto:
+            from core.front.caffe.user_proto import load_schema
+            net = load_prototxt(o.input_proto, load_schema(o.caffe_proto), schema_path=o.caffe_proto)
+        else:
+            net = load_prototxt(o.input_proto)
         model = load_caffemodel(o.input_model)
         ctx.graph = build_graph(net, model)
         ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
