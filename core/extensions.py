@@ -1,4 +1,4 @@
-"""--extensions DIR[,DIR]: user ops (ops/*.py) and extractors (front/caffe/*.py).
+"""--extensions DIR[,DIR]: user ops (ops/*.py) and extractors (front/caffe/*.py, front/tf/*.py).
 
 Modules are imported from the files under each directory; defining an Op or
 FrontExtractorOp subclass registers it, and a user class with the op name of a
@@ -13,13 +13,14 @@ import sys
 
 from core.errors import Error
 
-_SUBDIRS = ("ops", os.path.join("front", "caffe"), "front")
+_SUBDIRS = ("ops", os.path.join("front", "caffe"), os.path.join("front", "tf"), "front")
+_PREFIX = "mo_user_ext_"  # module names of imported extension files
 
 
 def _import_file(path: str, framework_hint: str):
     digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:10]
     # the module path carries the framework so extractors register for it
-    name = "mo_user_ext_{}.{}.{}".format(digest, framework_hint, os.path.splitext(os.path.basename(path))[0])
+    name = "{}{}.{}.{}".format(_PREFIX, digest, framework_hint, os.path.splitext(os.path.basename(path))[0])
     # imported afresh each time: defining the classes is what registers them
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -28,10 +29,32 @@ def _import_file(path: str, framework_hint: str):
         spec.loader.exec_module(module)
     except Error:
         raise
+    except SystemExit as exc:  # user code must not end the conversion quietly (exit 0, no IR)
+        sys.modules.pop(name, None)
+        raise Error("The extension module '{}' called sys.exit({}) while being imported. Extensions must define "
+                    "classes, not end the program; remove the call.", path, _code(exc)) from None
     except Exception as exc:
         sys.modules.pop(name, None)
         raise Error("Cannot load the extension module '{}': {}: {}", path, type(exc).__name__, exc) from exc
     return module
+
+
+def _code(exc: SystemExit):
+    return "" if exc.code is None else repr(exc.code)
+
+
+def user_exit_error(exc: SystemExit, step: str) -> Error:
+    """sys.exit() called by an extension's code during a conversion pass: an error
+    naming the extension file and line (found in the traceback), not a silent exit."""
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith(_PREFIX):
+            where = "{}, line {}".format(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return Error("{} called sys.exit({}) during the conversion step '{}'. Extensions must report problems by "
+                 "raising core.errors.Error, not end the program.", "The extension code at " + where if where
+                 else "Code outside mo-core (an extension)", _code(exc), step)
 
 
 def load_extension_dirs(dirs: list[str]):
@@ -44,7 +67,7 @@ def load_extension_dirs(dirs: list[str]):
             folder = os.path.join(d, sub)
             if not os.path.isdir(folder):
                 continue
-            hint = "caffe" if sub.endswith("caffe") else "common"
+            hint = "caffe" if sub.endswith("caffe") else "tf" if sub.endswith("tf") else "common"
             for fname in sorted(os.listdir(folder)):
                 if fname.endswith(".py") and not fname.startswith("_"):
                     _import_file(os.path.join(folder, fname), hint)

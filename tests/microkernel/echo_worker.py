@@ -61,8 +61,25 @@ def raise_internal(args, arrays):
     return {"value": 1 / 0}
 
 
-def setup(server: Server) -> None:
-    for fn in (echo, add, sleep, crash, write_stderr, raise_user_error, raise_internal):
+def raise_base(args, arrays):
+    """User code that raises what `except Exception` does not catch."""
+    raise {"KeyboardInterrupt": KeyboardInterrupt, "SystemExit": SystemExit,
+           "GeneratorExit": GeneratorExit}[args.get("what", "KeyboardInterrupt")]()
+
+
+def say(args, arrays):
+    print(args.get("text", ""), file=sys.stderr, flush=True)
+    return {}
+
+
+def whoami(args, arrays):
+    return {"pid": os.getpid(), "executable": sys.executable, "sys_path": sys.path[:3],
+            "wrapper": os.environ.get("MO_CORE_TEST_WRAPPER")}
+
+
+def setup(server: Server, opts) -> None:
+    for fn in (echo, add, sleep, crash, write_stderr, raise_user_error, raise_internal, raise_base, say,
+               whoami):
         server.handle(fn.__name__, fn)
 
 
