@@ -37,6 +37,21 @@ def add_parser(sub):
                         "OpenVINO extension you load at run time (VERSION default: extension)")
     g.add_argument("--extensions", help="comma-separated directories with ops/, front/caffe/ and front/tf/ "
                    "extension modules")
+    g.add_argument("--fallback_input", metavar="x.npy|x.npz",
+                   help="a sample input (.npy: the only input; .npz: input name -> array; the framework's layout) "
+                        "the Caffe/TensorFlow shape-inference fallbacks run the model on, for shapes that depend on "
+                        "the data (default: seeded noise)")
+    g.add_argument("--validate", action="store_true",
+                   help="after writing the IR, run the model in its framework (Caffe/TensorFlow worker) and the IR on "
+                        "the CPU daemon on the same input and report the errors per output; exit 1 above the "
+                        "tolerance")
+    g.add_argument("--validate_input", metavar="x.npy|x.npz",
+                   help="the input of --validate (default: seeded standard normal noise)")
+    g.add_argument("--validate_tolerance", type=float, metavar="REL",
+                   help="largest accepted relative error of --validate (default 1e-4 for FP32, 1e-2 for FP16)")
+    g.add_argument("--validate_layers", action="store_true",
+                   help="with --validate: compare every tensor the IR and the framework both have and name the "
+                        "first layer that diverges")
     g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
     g.add_argument("--silent", action="store_true", help="print only errors")
     c = p.add_argument_group("Caffe-specific parameters")
@@ -67,6 +82,14 @@ def add_parser(sub):
     t.add_argument("--input_meta_graph", help="a TF1 .meta graph, frozen with its checkpoint by the TensorFlow worker")
     t.add_argument("--input_checkpoint", help="the checkpoint of --input_meta_graph (default: its path without "
                    ".meta) or of a non-frozen --input_model")
+    t.add_argument("--tensorflow_subgraph_patterns", metavar="REGEX,...",
+                   help="offload to TensorFlow the nodes whose names match (whole name); each pattern makes one "
+                        "TFCustomSubgraphCall layer (CPU only, run by a TF worker of the daemon)")
+    t.add_argument("--tensorflow_operation_patterns", metavar="REGEX,...",
+                   help="offload to TensorFlow the nodes whose op types match; all matches of a pattern make one "
+                        "TFCustomSubgraphCall layer")
+    t.add_argument("--offload_unsupported_operations_to_tf", action="store_true",
+                   help="offload every connected sub-graph of ops the converter does not support to TensorFlow")
     p.set_defaults(func=run)
 
 
@@ -94,14 +117,21 @@ def run(args) -> int:
         ov_extension_ops=args.ov_extension_ops,
         input_model_is_text=args.input_model_is_text, disable_nhwc_to_nchw=args.disable_nhwc_to_nchw,
         saved_model_dir=args.saved_model_dir, saved_model_tags=args.saved_model_tags,
-        input_meta_graph=args.input_meta_graph, input_checkpoint=args.input_checkpoint)
+        input_meta_graph=args.input_meta_graph, input_checkpoint=args.input_checkpoint,
+        tensorflow_subgraph_patterns=args.tensorflow_subgraph_patterns,
+        tensorflow_operation_patterns=args.tensorflow_operation_patterns,
+        offload_unsupported_operations_to_tf=args.offload_unsupported_operations_to_tf,
+        fallback_input=args.fallback_input)
     if not args.silent:
         print("Model Optimizer arguments:")
         for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",
                     "batch", "mean_values", "scale_values", "scale", "reverse_input_channels", "data_type",
                     "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback", "caffe_proto",
                     "ir_version", "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw",
-                    "saved_model_dir", "saved_model_tags", "input_meta_graph", "input_checkpoint"):
+                    "saved_model_dir", "saved_model_tags", "input_meta_graph", "input_checkpoint",
+                    "tensorflow_subgraph_patterns", "tensorflow_operation_patterns",
+                    "offload_unsupported_operations_to_tf", "fallback_input", "validate", "validate_input",
+                    "validate_tolerance", "validate_layers"):
             value = getattr(args, key)
             if value not in (None, False):
                 print("\t- {:<26}{}".format(key + ":", value))

@@ -51,6 +51,10 @@ class ConvertOptions:
     caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
     ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
     ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
+    tensorflow_subgraph_patterns: str | None = None   # offload to TensorFlow (core/front/tf/offload.py)
+    tensorflow_operation_patterns: str | None = None
+    offload_unsupported_operations_to_tf: bool = False
+    fallback_input: str | None = None            # .npy/.npz the shape-inference fallbacks run the framework on
 
 
 @dataclass

@@ -399,6 +399,8 @@ def _setup(server: Server, opts: argparse.Namespace):
             registry.remove_record(DEVICE, os.getpid())
         if daemon.caffe_pool is not None:
             daemon.caffe_pool.stop()
+        from .tf_backed import stop_worker
+        stop_worker()
         daemon.shm.close()
         _say(f"pid {os.getpid()} stopped: {reason} ({daemon.requests} inference requests served)")
     return cleanup

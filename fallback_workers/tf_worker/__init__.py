@@ -1,2 +1,3 @@
 """The TensorFlow worker: real TensorFlow in its own process (the core never imports
-it). Its verbs, launch and errors: contract.py; the handlers: service.py."""
+it). Its verbs, launch and errors: core/services/tf_worker.py; the handlers:
+service.py (freezing.py, subgraphs.py)."""

@@ -15,7 +15,7 @@ from core.front.extractor import FrontExtractorOp
 from core.front.tf.ops import TF_OPS
 
 
-def _unsupported_error(nodes) -> Error:
+def unsupported_ops_error(nodes) -> Error:
     counts = Counter(n.tf_op for n in nodes)
     lines = []
     for op, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -26,12 +26,19 @@ def _unsupported_error(nodes) -> Error:
         "List of operations that cannot be converted to the IR ({} node{} of {} type{}):\n  {}\n"
         " Part of the nodes was not translated to IR. Stopped. Ways out: write an extension for these ops "
         "(--extensions DIR with ops/ and front/tf/ modules: an Op with its shape function and a FrontExtractorOp), "
-        "or cut them off with --input/--output.",
+        "offload them to TensorFlow (--offload_unsupported_operations_to_tf, --tensorflow_operation_patterns, "
+        "--tensorflow_subgraph_patterns), or cut them off with --input/--output.",
         len(nodes), "s" if len(nodes) > 1 else "", len(counts), "s" if len(counts) > 1 else "",
         "\n  ".join(lines), faq=23)
 
 
-def extract_all(graph):
+def unsupported_nodes(graph) -> list:
+    return [node for node in graph.op_nodes() if not node.has("op") and node.soft_get("tf_class") is None]
+
+
+def extract_all(graph, report_unsupported: bool = True):
+    """Extracts every node. Nodes no extractor knows stay as they are; with
+    report_unsupported they are one error."""
     user = FrontExtractorOp.extractors_for("tf")
     missing = []
     for node in graph.op_nodes():
@@ -50,8 +57,8 @@ def extract_all(graph):
         cls.extract(node)
         node["tf_class"] = cls
         node["infer"] = cls.infer
-    if missing:
-        raise _unsupported_error(missing)
+    if missing and report_unsupported:
+        raise unsupported_ops_error(missing)
 
 
 def _run_user_extractor(node, extractor):

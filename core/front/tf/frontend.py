@@ -4,7 +4,10 @@ load: a frozen GraphDef (.pb, or .pbtxt with --input_model_is_text) read with ou
 own schema, no TensorFlow (a SavedModel, a meta graph or a graph with a checkpoint
 is frozen by the TF worker first: core/front/tf/freeze.py); extract: every node gets its TensorFlow semantics
 (core/front/tf/ops) or a user extension's op, all unsupported ops reported at
-once; shape inference then runs in TensorFlow's layout; replace_patterns:
+once; the offload options turn sub-graphs into TFCustomSubgraphCall nodes
+(core/front/tf/offload.py); shape inference then runs in TensorFlow's layout,
+asking the TF worker for the nodes only TensorFlow can compute
+(core/front/tf/fallback.py); replace_patterns:
 sub-graphs that are one IR layer (core/front/tf/patterns.py); lower: TF ops ->
 IR layers, NHWC -> NCHW (core/front/tf/lowering.py).
 """
@@ -52,10 +55,28 @@ class TFFrontEnd:
         else:
             graph_def = load_graph_def(o.input_model, o.input_model_is_text)
         ctx.graph = build_graph(graph_def, o.input_model or o.saved_model_dir or o.input_meta_graph)
+        # the TF worker's fallback: the model's own NodeDefs (and function library) rebuild what it computes
+        from core.front.tf.fallback import TFShapeFallback
+        ctx.graph.graph["tf_graph_def"] = graph_def
+        ctx.graph.graph["shape_fallback"] = TFShapeFallback(source=o.fallback_input)
 
     def extract(self, graph, ctx):
-        from core.front.tf.extract import extract_all
-        extract_all(graph)
+        from core.front.tf.extract import extract_all, unsupported_nodes
+        from core.front.tf.offload import offload_by_patterns, offload_unsupported
+        o = ctx.options
+        self._sample_input(graph, o)
+        offload_by_patterns(graph, o.tensorflow_subgraph_patterns, o.tensorflow_operation_patterns)
+        extract_all(graph, report_unsupported=not o.offload_unsupported_operations_to_tf)
+        if o.offload_unsupported_operations_to_tf:
+            offload_unsupported(graph, unsupported_nodes(graph))
+
+    @staticmethod
+    def _sample_input(graph, o):
+        fallback = graph.graph.get("shape_fallback")
+        if o.fallback_input and fallback is not None:
+            from core.front.sample_input import load_sample_inputs
+            names = [n.name for n in graph.op_nodes(op="Parameter")]
+            fallback.given = load_sample_inputs(o.fallback_input, "--fallback_input", names)
 
     def replace_patterns(self, ctx):
         from core.front.tf.patterns import replace_patterns
