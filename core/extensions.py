@@ -1,5 +1,6 @@
 """--extensions DIR[,DIR|FILE.py]: user ops (ops/*.py), extractors
-(front/caffe/*.py) and front replacers (front/*.py, front/caffe/*.py).
+(front/caffe/*.py, front/tf/*.py) and front replacers (front/*.py, front/caffe/*.py,
+front/tf/*.py).
 
 Modules are imported from the files under each directory (ops/, front/caffe/,
 front/, in that order; files by name), or from a Python file given directly (one
@@ -20,7 +21,7 @@ import sys
 
 from core.errors import Error
 
-_SUBDIRS = ("ops", os.path.join("front", "caffe"), "front")
+_SUBDIRS = ("ops", os.path.join("front", "caffe"), os.path.join("front", "tf"), "front")
 _PREFIX = "mo_user_ext_"  # module names of imported extension files
 
 
@@ -103,7 +104,7 @@ def load_extension_dirs(dirs: list[str]):
             folder = os.path.join(d, sub)
             if not os.path.isdir(folder):
                 continue
-            hint = "caffe" if sub.endswith("caffe") else "common"
+            hint = "caffe" if sub.endswith("caffe") else "tf" if sub.endswith("tf") else "common"
             for fname in sorted(os.listdir(folder)):
                 if fname.endswith(".py") and not fname.startswith("_"):
                     _import_file(os.path.join(folder, fname), hint)
