@@ -154,7 +154,7 @@ def front_replacements(ctx):
     ctx.graph.graph["cmd_params"] = o
     ctx.stop_message = run_front_replacements(ctx.graph, o.framework,
                                               split_names(o.tensorflow_use_custom_operations_config),
-                                              o.tensorflow_custom_operations_config_update)
+                                              o.tensorflow_custom_operations_config_update, ctx.warnings)
 
 
 def report_unsupported(ctx):

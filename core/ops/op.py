@@ -130,6 +130,14 @@ def _node_attr(name):
     return lambda node: node.soft_get(name)
 
 
+def feature_axis(node: Node) -> int:
+    """The channel axis of the node's tensors: 1 in IR layout (NCHW), the last one
+    while a TensorFlow graph is still in its own layout (graph.graph["layout"] is
+    "NHWC" until lowering), so IR ops that a front replacer puts in a TF graph
+    check their channels right in both phases."""
+    return -1 if node.graph.graph.get("layout") == "NHWC" else 1
+
+
 def copy_shape_infer(node: Node):
     """Output shape equals input shape (activations, normalizations)."""
     shape = node.in_node(0).shape

@@ -7,6 +7,7 @@ pycaffe and converted with `mo-core convert`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -131,6 +132,28 @@ def _reap_children() -> None:
 def _new_runtime_dir(prefix: str) -> str:
     base = tempfile.mkdtemp(prefix=prefix)  # short: ipc paths are limited to 107 bytes
     return os.path.join(base, "rt")
+
+
+@contextlib.contextmanager
+def private_iecore(prefix: str):
+    """An IECore whose daemons live in a runtime directory of their own (so the tests
+    never see a daemon of the user), stopped and removed afterwards: the session
+    fixtures of other test folders use it."""
+    from device_daemons.client import IECore
+    saved = {k: os.environ.get(k) for k in ("MO_CORE_RUNTIME_DIR", "PYTHONPATH")}
+    runtime = _new_runtime_dir(prefix)
+    os.environ["MO_CORE_RUNTIME_DIR"] = runtime
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, saved["PYTHONPATH"]) if p)
+    try:
+        yield IECore(policy="auto")
+    finally:
+        cleanup_runtime(runtime)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(os.path.dirname(runtime), ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -21,7 +21,6 @@ import tempfile
 
 import pytest
 
-from tests.daemon.conftest import _new_runtime_dir, cleanup_runtime
 from tests.support import MO_HOME, REPO
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,11 +38,12 @@ def _tensorflow_version() -> str:
                                  "models (run ./run test, which installs it)".format(sys.prefix)) from None
 
 
-def built(builder: str, timeout: float = 1800) -> str:
-    """The output directory of tests/tf/<builder>.py, built once and cached."""
+def built(builder: str, timeout: float = 1800, directory: str = HERE) -> str:
+    """The output directory of <directory>/<builder>.py (default tests/tf/), built once
+    and cached. Builders elsewhere import tf_build from tests/tf."""
     digest = hashlib.sha256()
-    for name in (builder + ".py", "tf_build.py"):
-        with open(os.path.join(HERE, name), "rb") as f:
+    for path in (os.path.join(directory, builder + ".py"), os.path.join(HERE, "tf_build.py")):
+        with open(path, "rb") as f:
             digest.update(f.read())
     digest.update(_tensorflow_version().encode())
     final = os.path.join(CACHE, "{}-{}".format(builder, digest.hexdigest()[:16]))
@@ -52,7 +52,7 @@ def built(builder: str, timeout: float = 1800) -> str:
     os.makedirs(CACHE, exist_ok=True)
     work = tempfile.mkdtemp(prefix=builder + "-", dir=CACHE)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO, CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, os.path.join(HERE, builder + ".py"), work], capture_output=True,
+    proc = subprocess.run([sys.executable, os.path.join(directory, builder + ".py"), work], capture_output=True,
                           text=True, env=env, timeout=timeout)
     if proc.returncode != 0:
         shutil.rmtree(work, ignore_errors=True)
@@ -97,17 +97,6 @@ def keras_apps() -> Models:
 @pytest.fixture(scope="session")
 def ie():
     """IECore on a CPU daemon of this session (its own runtime directory)."""
-    from device_daemons.client import IECore
-    saved = {k: os.environ.get(k) for k in ("MO_CORE_RUNTIME_DIR", "PYTHONPATH")}
-    runtime = _new_runtime_dir("tf-")
-    os.environ["MO_CORE_RUNTIME_DIR"] = runtime
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, saved["PYTHONPATH"]) if p)
-    core = IECore(policy="auto")
-    yield core
-    cleanup_runtime(runtime)
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    shutil.rmtree(os.path.dirname(runtime), ignore_errors=True)
+    from tests.daemon.conftest import private_iecore
+    with private_iecore("tf-") as core:
+        yield core

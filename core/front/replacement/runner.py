@@ -40,7 +40,8 @@ log = logging.getLogger("mo_core")
 _CONFIG_CLASSES = (FrontReplacementFromConfigFileSubGraph, FrontReplacementFromConfigFileGeneral)
 
 
-def run_front_replacements(graph, framework: str, configs: list[str], update: str | None = None) -> str | None:
+def run_front_replacements(graph, framework: str, configs: list[str], update: str | None = None,
+                           warnings: list | None = None) -> str | None:
     """Runs every replacer on the graph. With `update`, fills in the `inputs` and
     `outputs` of that file's scope descriptions instead and returns a message: the
     conversion stops there, as the reference tool's does."""
@@ -54,7 +55,7 @@ def run_front_replacements(graph, framework: str, configs: list[str], update: st
                     update, ", ".join("'{}'".format(i) for i in updated) or "no description (all had them)", update))
     graph.graph[DESCRIPTIONS] = {d.id: d for d in descriptions}
     for replacer in plan(framework, descriptions):
-        run_replacer(graph, replacer)
+        run_replacer(graph, replacer, warnings if warnings is not None else [])
     del graph.graph[DESCRIPTIONS]
     from_front_view(graph)
     return None
@@ -126,7 +127,7 @@ def _user_line(exc: BaseException, cls) -> str:
     return "" if line is None else ", line {}".format(line)
 
 
-def run_replacer(graph, replacer):
+def run_replacer(graph, replacer, warnings: list):
     log.debug("front replacer %s", _label(replacer))
     try:
         replacer.find_and_replace_pattern(graph)
@@ -139,10 +140,18 @@ def run_replacer(graph, replacer):
     except Exception as exc:
         raise Error("Exception occurred during running replacer {}: {}: {}", _label(replacer, exc),
                     type(exc).__name__, exc) from exc
-    for node_id, attrs in graph.nodes(data=True):
-        if attrs.get("op") == OUTPUT_OP and graph.in_degree(node_id) == 0:
-            raise Error("The replacer {} removed the node that produced a model output ({}) without connecting a "
-                        "new one to its consumers.", _label(replacer), attrs.get("name"))
+    # a model output whose producer went unmapped is no output any more (the guide's SSD
+    # case: only detection_boxes is mapped to DetectionOutput); none left is an error
+    sinks = [(n, a) for n, a in graph.nodes(data=True) if a.get("op") == OUTPUT_OP]
+    lost = [(n, a) for n, a in sinks if graph.in_degree(n) == 0]
+    if lost and len(lost) == len(sinks):
+        raise Error("The replacer {} removed the nodes producing every model output ({}) without connecting new "
+                    "ones: map them in output_edges_match (or return them from replace_op).", _label(replacer),
+                    ", ".join(a["name"].rsplit("/sink_port_", 1)[0] for _, a in lost))
+    for node_id, attrs in lost:
+        warnings.append("The replacer {} removed the model output '{}' (nothing produces it any more).".format(
+            _label(replacer), attrs["name"].rsplit("/sink_port_", 1)[0]))
+        graph.remove_node(node_id)
     remove_dead_nodes(graph)
 
 
