@@ -137,54 +137,44 @@ HEADER = ("from core.front.replacement import FrontReplacementOp\n"
           "from core.ops.activation import Power\n\n\n")
 
 
-def test_replace_op_returning_too_few_outputs_names_the_replacer(hard_swish, tmp_path):
-    proto, weights, _, _ = hard_swish
-    path = write_ext(tmp_path / "ext", "front/hs.py", HEADER + (
+def hs_replacer(tmp_path, body: str, folder: str = "front", imports: str = "") -> str:
+    """An extension dir with an op replacer of HardSwish whose replace_op is `body`; the file's path."""
+    return write_ext(tmp_path / "ext", folder + "/hs.py", HEADER + imports + (
         "class HS(FrontReplacementOp):\n"
         "    op = 'HardSwish'\n\n"
-        "    def replace_op(self, graph, node):\n"
-        "        return []\n"))
+        "    def replace_op(self, graph, node):\n") + body)
+
+
+def conversion_error(hard_swish, tmp_path) -> str:
+    proto, weights, _, _ = hard_swish
     with pytest.raises(Error) as info:
         convert_api(input_model=weights, input_proto=proto, extensions=str(tmp_path / "ext"))
-    assert "replace_op returned 0 output(s) for 'hswish'" in str(info.value)
-    assert "HS in {}".format(path) in str(info.value)
+    return str(info.value)
+
+
+def test_replace_op_returning_too_few_outputs_names_the_replacer(hard_swish, tmp_path):
+    path = hs_replacer(tmp_path, "        return []\n")
+    text = conversion_error(hard_swish, tmp_path)
+    assert "replace_op returned 0 output(s) for 'hswish'" in text and "HS in {}".format(path) in text
 
 
 def test_a_replacer_that_raises_is_named_with_its_file_and_line(hard_swish, tmp_path):
-    proto, weights, _, _ = hard_swish
-    path = write_ext(tmp_path / "ext", "front/caffe/hs.py", HEADER + (
-        "class HS(FrontReplacementOp):\n"
-        "    op = 'HardSwish'\n\n"
-        "    def replace_op(self, graph, node):\n"
-        "        scale = node.alpha * 2\n"
-        "        return [Power(graph, dict(scale=scale)).create_node([node.in_node(0)]).id]\n"))
-    with pytest.raises(Error) as info:
-        convert_api(input_model=weights, input_proto=proto, extensions=str(tmp_path / "ext"))
-    text = str(info.value)
+    path = hs_replacer(tmp_path, "        scale = node.alpha * 2\n"
+                                 "        return [Power(graph, dict(scale=scale)).create_node([node.in_node(0)]).id]\n",
+                       folder="front/caffe")
+    text = conversion_error(hard_swish, tmp_path)
     assert "Exception occurred during running replacer HS in {}, line 9: AttributeError:".format(path) in text
     assert "has no attribute 'alpha'" in text
 
 
 def test_a_replacer_that_exits_is_an_error(hard_swish, tmp_path):
-    proto, weights, _, _ = hard_swish
-    path = write_ext(tmp_path / "ext", "front/hs.py", HEADER + (
-        "import sys\n\n\n"
-        "class HS(FrontReplacementOp):\n"
-        "    op = 'HardSwish'\n\n"
-        "    def replace_op(self, graph, node):\n"
-        "        sys.exit(3)\n"))
-    with pytest.raises(Error) as info:
-        convert_api(input_model=weights, input_proto=proto, extensions=str(tmp_path / "ext"))
-    assert "The replacer HS in {}, line 12 called sys.exit(3)".format(path) in str(info.value)
+    path = hs_replacer(tmp_path, "        sys.exit(3)\n", imports="import sys\n\n\n")
+    assert "The replacer HS in {}, line 12 called sys.exit(3)".format(path) in conversion_error(hard_swish, tmp_path)
 
 
 def test_cli_user_replacement_that_raises_is_a_clean_error(hard_swish, tmp_path):
     proto, weights, _, _ = hard_swish
-    path = write_ext(tmp_path / "ext", "front/hs.py", HEADER + (
-        "class HS(FrontReplacementOp):\n"
-        "    op = 'HardSwish'\n\n"
-        "    def replace_op(self, graph, node):\n"
-        "        raise ValueError('no HardSwish today')\n"))
+    path = hs_replacer(tmp_path, "        raise ValueError('no HardSwish today')\n")
     out = tmp_path / "out"
     code, stdout, stderr = run_cli("convert", "--input_model", weights, "--input_proto", proto, "--output_dir",
                                    str(out), "--extensions", str(tmp_path / "ext"))

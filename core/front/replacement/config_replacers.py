@@ -26,27 +26,24 @@ from core.ops.op import Op
 DESCRIPTIONS = "custom_replacements"   # graph.graph key: {id: CustomReplacementDescriptor}
 
 
-def descriptions_of(graph, replacement_id):
-    desc = graph.graph.get(DESCRIPTIONS, {}).get(replacement_id)
-    return [desc] if desc is not None else []
-
-
-class FrontReplacementFromConfigFileSubGraph(FrontReplacementSubgraph):
-    _api_base = True
+class _FromConfigFile:
+    """A replacer that implements the configuration files' descriptions of one id."""
+    _registers_when_set = "replacement_id"
     replacement_id: str | None = None
 
-    @classmethod
-    def runnable(cls) -> bool:
-        return cls.replacement_id is not None
+    def descriptions(self, graph) -> list:
+        desc = graph.graph.get(DESCRIPTIONS, {}).get(self.replacement_id)
+        return [desc] if desc is not None else []
+
+
+class FrontReplacementFromConfigFileSubGraph(_FromConfigFile, FrontReplacementSubgraph):
+    _api_base = True
 
     def find_and_replace_pattern(self, graph):
         for desc in self.descriptions(graph):
             for match in matches_of(graph, desc):
                 if all(n in graph for n in match.matched_nodes_names()):
                     self.replace_sub_graph(graph, match)
-
-    def descriptions(self, graph):
-        return descriptions_of(graph, self.replacement_id)
 
 
 class FrontReplacementFromConfigFileOp(FrontReplacementFromConfigFileSubGraph):
@@ -99,16 +96,11 @@ def _common_scope(graph, match) -> str:
     return "/".join(prefix)
 
 
-class FrontReplacementFromConfigFileGeneral(FrontReplacementPattern):
+class FrontReplacementFromConfigFileGeneral(_FromConfigFile, FrontReplacementPattern):
     _api_base = True
-    replacement_id: str | None = None
-
-    @classmethod
-    def runnable(cls) -> bool:
-        return cls.replacement_id is not None
 
     def find_and_replace_pattern(self, graph):
-        for desc in descriptions_of(graph, self.replacement_id):
+        for desc in self.descriptions(graph):
             self.transform_graph(graph, desc.custom_attributes)
 
     def transform_graph(self, graph, replacement_descriptions: dict):

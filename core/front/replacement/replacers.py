@@ -30,6 +30,7 @@ class FrontReplacementPattern:
     enabled = True
     framework: str | None = None
     registered: list[type] = []     # runnable subclasses, in definition order
+    _registers_when_set: str | None = None  # the class attribute that makes a subclass runnable (op, replacement_id)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -38,6 +39,8 @@ class FrontReplacementPattern:
 
     @classmethod
     def runnable(cls) -> bool:
+        if cls._registers_when_set:
+            return getattr(cls, cls._registers_when_set) is not None
         return cls.find_and_replace_pattern is not FrontReplacementPattern.find_and_replace_pattern
 
     @classmethod
@@ -61,6 +64,8 @@ class FrontReplacementSubgraph(FrontReplacementPattern):
     _api_base = True
     @classmethod
     def runnable(cls) -> bool:
+        if cls._registers_when_set:
+            return super().runnable()
         return (cls.pattern is not FrontReplacementSubgraph.pattern
                 or cls.find_and_replace_pattern is not FrontReplacementSubgraph.find_and_replace_pattern)
 
@@ -101,11 +106,8 @@ class FrontReplacementSubgraph(FrontReplacementPattern):
 
 class FrontReplacementOp(FrontReplacementSubgraph):
     _api_base = True
+    _registers_when_set = "op"
     op: str | None = None
-
-    @classmethod
-    def runnable(cls) -> bool:
-        return cls.op is not None
 
     def pattern(self) -> dict:
         return dict(nodes=[("op", dict(op=self.op))], edges=[])
