@@ -17,7 +17,8 @@ in definition order). After each replacer, dead code is eliminated: what no mode
 output depends on any more goes. The graph then gets its data nodes back.
 
 A replacer's error stops the conversion with an [ ERROR ] naming the replacer
-class and the file (and line) it came from.
+class and the file (and line) it came from. With no replacer to run (no
+configuration file, no extension defines one) the step leaves the graph as it is.
 """
 from __future__ import annotations
 
@@ -46,6 +47,9 @@ def run_front_replacements(graph, framework: str, configs: list[str], update: st
     `outputs` of that file's scope descriptions instead and returns a message: the
     conversion stops there, as the reference tool's does."""
     descriptions = load_custom_replacement_configs(configs) if configs else []
+    steps = [] if update else plan(framework, descriptions)
+    if not steps and not update:
+        return None  # nothing to run: the graph need not change form
     to_front_view(graph)
     graph.graph["fw"] = framework
     if update:
@@ -54,7 +58,7 @@ def run_front_replacements(graph, framework: str, configs: list[str], update: st
                 "--tensorflow_use_custom_operations_config {}.".format(
                     update, ", ".join("'{}'".format(i) for i in updated) or "no description (all had them)", update))
     graph.graph[DESCRIPTIONS] = {d.id: d for d in descriptions}
-    for replacer in plan(framework, descriptions):
+    for replacer in steps:
         run_replacer(graph, replacer, warnings if warnings is not None else [])
     del graph.graph[DESCRIPTIONS]
     from_front_view(graph)

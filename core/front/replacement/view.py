@@ -39,20 +39,21 @@ def framework_type(attrs: dict):
 def to_front_view(graph):
     """Turns the op/data graph into the op-only form, in place."""
     tensors = {}
+    pred, succ = graph.pred, graph.succ
     for data_id, attrs in list(graph.nodes(data=True)):
         if attrs.get("kind") != "data":
             continue
-        producers = list(graph.in_edges(data_id, data=True))
+        producers = [(u, e) for u, keyed in pred[data_id].items() for e in keyed.values()]
         if not producers:
             _data_to_const(graph, data_id)
             continue
-        src, _, producer_edge = producers[0]
+        src, producer_edge = producers[0]
         port = producer_edge.get("out", 0)
-        consumer_edges = list(graph.out_edges(data_id, data=True))
         keep = {k: v for k, v in attrs.items() if k not in ("kind", "is_output")}
         tensors[(src, port)] = (data_id, keep, {k: v for k, v in producer_edge.items() if k != "out"})
-        for _, dst, edge in consumer_edges:
-            graph.add_edge(src, dst, **{**edge, "out": port})
+        for dst, keyed in list(succ[data_id].items()):
+            for edge in list(keyed.values()):
+                graph.add_edge(src, dst, **{**edge, "out": port})
         if attrs.get("is_output"):
             sink = graph.unique_id((attrs.get("name") or str(data_id)) + "/sink_port_{}".format(port))
             graph.add_node(sink, kind="op", op=OUTPUT_OP, type=OUTPUT_OP, name=sink)
@@ -71,8 +72,9 @@ def _data_to_const(graph, data_id):
     attrs.pop("is_output", None)
     attrs.update(kind="op", op="Const", type="Const")
     attrs[_CONST] = True
-    for _, _, edge in graph.out_edges(data_id, data=True):
-        edge.setdefault("out", 0)
+    for keyed in graph.succ[data_id].values():
+        for edge in keyed.values():
+            edge.setdefault("out", 0)
 
 
 def is_output_sink(node: Node) -> bool:
@@ -95,7 +97,7 @@ def _is_const(graph, node_id, attrs) -> bool:
     if attrs.get(_CONST):
         return True
     return (attrs.get("op") == "Const" and attrs.get("value") is not None and attrs.get("tf_class") is None
-            and graph.in_degree(node_id) == 0)
+            and not graph.pred[node_id])
 
 
 def from_front_view(graph):
@@ -111,8 +113,9 @@ def from_front_view(graph):
             _const_to_data(graph, node_id, attrs)
             continue
         by_port: dict[int, list] = {}
-        for _, dst, key, edge in list(graph.out_edges(node_id, keys=True, data=True)):
-            by_port.setdefault(edge.get("out", 0), []).append((dst, key, edge))
+        for dst, keyed in graph.succ[node_id].items():
+            for key, edge in keyed.items():
+                by_port.setdefault(edge.get("out", 0), []).append((dst, key, edge))
         for port, edges in sorted(by_port.items()):
             data_id, data_attrs, producer_edge = tensors.get((node_id, port), (None, {}, {}))
             if data_id is None or data_id in graph:
