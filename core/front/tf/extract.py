@@ -38,7 +38,8 @@ def unsupported_nodes(graph) -> list:
 
 def extract_all(graph, report_unsupported: bool = True):
     """Extracts every node. Nodes no extractor knows stay as they are; with
-    report_unsupported they are one error."""
+    report_unsupported they are one error (the pipeline reports them after the front
+    replacements, which may replace them)."""
     user = FrontExtractorOp.extractors_for("tf")
     missing = []
     for node in graph.op_nodes():

@@ -21,7 +21,10 @@ from core.errors import Error
 class TFFrontEnd:
     name = "tf"
 
+    offload_unsupported = False
+
     def check_options(self, o):
+        self.offload_unsupported = bool(o.offload_unsupported_operations_to_tf)
         if o.input_proto:
             raise Error("--input_proto is a Caffe option; a TensorFlow model is one file (--input_model) or a "
                         "SavedModel directory (--saved_model_dir).")
@@ -60,15 +63,26 @@ class TFFrontEnd:
         ctx.graph.graph["tf_graph_def"] = graph_def
         ctx.graph.graph["shape_fallback"] = TFShapeFallback(source=o.fallback_input)
 
-    def extract(self, graph, ctx):
-        from core.front.tf.extract import extract_all, unsupported_nodes
-        from core.front.tf.offload import offload_by_patterns, offload_unsupported
+    def extract(self, graph, ctx, report_unsupported: bool = True):
+        from core.front.tf.extract import extract_all
+        from core.front.tf.offload import offload_by_patterns
         o = ctx.options
         self._sample_input(graph, o)
         offload_by_patterns(graph, o.tensorflow_subgraph_patterns, o.tensorflow_operation_patterns)
-        extract_all(graph, report_unsupported=not o.offload_unsupported_operations_to_tf)
-        if o.offload_unsupported_operations_to_tf:
-            offload_unsupported(graph, unsupported_nodes(graph))
+        extract_all(graph, report_unsupported=False)
+        if report_unsupported:
+            self.report_unsupported(graph)
+
+    def report_unsupported(self, graph):
+        """Nodes still without TensorFlow semantics or an op after the front replacements: one error for all,
+        or, with --offload_unsupported_operations_to_tf, TFCustomSubgraphCall nodes."""
+        from core.front.tf.extract import unsupported_nodes, unsupported_ops_error
+        left = unsupported_nodes(graph)
+        if left and self.offload_unsupported:
+            from core.front.tf.offload import offload_unsupported
+            offload_unsupported(graph, left)
+        elif left:
+            raise unsupported_ops_error(left)
 
     @staticmethod
     def _sample_input(graph, o):
