@@ -30,7 +30,7 @@ import numpy as np
 from core.microkernel import MicrokernelError, MicrokernelTimeout, RemoteError, WorkerError, WorkerProcess
 from core.services import tf_worker as contract
 
-from .kernels.base import Kernel, KernelError, register
+from .kernels.base import Kernel, register
 
 RESTART_BUDGET = 5
 

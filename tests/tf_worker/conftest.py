@@ -7,8 +7,11 @@ import os
 
 import pytest
 
+from tests.tf import conftest as tf_fixtures
 from tests.tf.built_models import Models, built
-from tests.tf.conftest import ie, keras_apps  # noqa: F401  (shared session fixtures)
+
+ie = tf_fixtures.ie                    # a CPU daemon of this session (private runtime directory)
+keras_apps = tf_fixtures.keras_apps    # tests/tf's Keras applications
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

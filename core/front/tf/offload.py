@@ -261,3 +261,50 @@ def lower_subgraph_call(node, lw):
     lw.retype(node, TFCustomSubgraphCall, {
         "graph_def": builder.to_bytes(), "input_nodes_names": placeholders, "output_tensors_names": outputs,
         "real_input_dims": dims, "ir_output_shapes": shapes, "framework_infer": False})
+
+
+# --------------------------------------------------------------------------- sub-graph replacement
+def match_subgraph(graph, match) -> TFSubgraph:
+    """The TFSubgraph of a sub-graph replacement's match (front form: op nodes joined
+    by edges with `out`/`in` ports), for a replacing op without a shape function:
+    TensorFlow then computes its shapes from the nodes it replaces (the reference
+    guide's InceptionBlock). Its inputs and outputs are the match's, in order;
+    constant producers the matched nodes read from outside go inside."""
+    members = list(match.matched_nodes_names())
+    member_set = set(members)
+    missing = [graph.nodes[m].get("name", m) for m in members if graph.nodes[m].get("pb") is None]
+    if missing:
+        raise Error("The replaced sub-graph holds '{}', which has no TensorFlow definition: TensorFlow cannot compute "
+                    "the shapes of the op replacing it. Give the op a shape function (infer).", missing[0])
+    inputs, consumed = [], set()
+    for i in range(match.inputs_count()):
+        readers = match.input_nodes(i)
+        node, port = readers[0]
+        inputs.append(_front_input_key(node, port))
+        consumed |= {(n.id, p) for n, p in readers}
+    constants = []
+    for m in members:
+        for src, _, attrs in graph.in_edges(m, data=True):
+            if src in member_set or (m, attrs.get("in")) in consumed:
+                continue
+            ops = [a for a in nx.ancestors(graph, src)] + [src]
+            if any(graph.nodes[a].get("op") == "Parameter" or graph.nodes[a].get("pb") is None for a in ops):
+                raise Error("Node '{}' of the replaced sub-graph reads '{}', which is not one of the match's inputs "
+                            "and not a constant.", graph.nodes[m].get("name", m), graph.nodes[src].get("name", src))
+            constants += [a for a in nx.topological_sort(graph.subgraph(ops)) if a not in constants]
+    order = [n for n in nx.topological_sort(graph.subgraph(members))]
+    nodes = [graph.nodes[c]["pb"] for c in constants] + [graph.nodes[m]["pb"] for m in order]
+    outputs = []
+    for i in range(match.outputs_count()):
+        node, port = match.output_node(i)
+        outputs.append((node.pb.name, port))
+    return TFSubgraph(nodes, inputs, outputs)
+
+
+def _front_input_key(node, port: int):
+    """The TensorFlow tensor a node's NodeDef reads on data input `port`."""
+    from core.front.tf.tf_subgraph import tensor_key
+    texts = [t for t in node.pb.input if not t.startswith("^")]
+    if port >= len(texts):
+        raise Error("Node '{}' has no TensorFlow input {}.", node.soft_get("name"), port)
+    return tensor_key(texts[port])
