@@ -76,6 +76,13 @@ class TFShapeFallback:
         from core.middle.shape_infer import uses_fallback
         return [n for n in graph.topological_ops() if n.soft_get(RESULT) is None and uses_fallback(n)]
 
+    def compute(self, node):
+        """Asks TensorFlow for this one node now, its inputs as they are (Placeholders of
+        their shapes, constants): a node the converter cannot lower, offloaded while
+        lowering (its neighbours may be IR layers already)."""
+        request = _Request(node.graph, {}, inputs_only=True)
+        self._finish(request, [node])
+
     def _round_trip(self, graph, first):
         request = _Request(graph, self.given)
         targets = []
@@ -90,6 +97,10 @@ class TFShapeFallback:
                 continue
             request.commit()
             targets.append(node)
+        self._finish(request, targets)
+
+    def _finish(self, request, targets):
+        request.include_all(targets)
         outputs, owners = [], []
         for node in targets:
             source = node_source(node)
@@ -150,9 +161,10 @@ class _Request:
     """The GraphDef of one round trip, built node by node (a node that must wait is
     rolled back)."""
 
-    def __init__(self, graph, given):
+    def __init__(self, graph, given, inputs_only: bool = False):
         self.graph = graph
         self.given = given
+        self.inputs_only = inputs_only   # the targets' inputs come in as they are: no walk upstream
         self.builder = GraphDefBuilder(graph)
         for node in graph.op_nodes():
             source = node_source(node)
@@ -176,6 +188,10 @@ class _Request:
         self.builder._names, self.refs, self.included, self.placeholders = names, refs, included, placeholders
         self._mark()
 
+    def include_all(self, nodes):
+        for node in nodes:
+            self.include(node)
+
     def include(self, node):
         if node.id in self.included:
             return
@@ -184,19 +200,27 @@ class _Request:
         if sorted(inputs) != list(range(len(source.inputs))):
             raise Error("Node '{}' reads {} tensors, but its TensorFlow definition has {} inputs.", node.name,
                         len(inputs), len(source.inputs))
-        refs = [self.ref(inputs[port]) for port in range(len(source.inputs))]
+        refs = [self.ref(inputs[port], as_is=self.inputs_only) for port in range(len(source.inputs))]
         self.builder.add_subgraph(source, refs)
         self.included.add(node.id)
 
-    def ref(self, data) -> str:
+    def ref(self, data, as_is: bool = False) -> str:
         if data.id in self.refs:
             return self.refs[data.id]
         producer = data.producer()
         value = data.soft_get("value")
+        dtype = None
+        if producer is not None and producer.has_valid("pb") and hasattr(producer.pb, "attr"):
+            dtype = output_dtype(producer.pb, _port_of(producer, data))
         if value is not None:
-            port = _port_of(producer, data) if producer is not None else 0
-            dtype = output_dtype(producer.pb, port) if producer is not None and producer.has_valid("pb") else None
-            ref = self.builder.add_const(_base(data.name) + "/value", value, dtype)
+            ref = self.builder.add_const(_base(data.name) + "/value", value, np.bool_ if np.asarray(
+                value).dtype == np.bool_ else dtype)
+        elif as_is:
+            shape = data["tf_shape"] if "tf_shape" in data.attrs else data.soft_get("shape")
+            if shape is None:
+                raise Error("Internal error: tensor '{}' has no shape when TensorFlow is asked about its reader.",
+                            data.name)
+            ref = self.builder.add_placeholder(_base(data.name) + "/tensor", shape, dtype or np.float32)
         elif producer is None:
             raise Error("The tensor '{}' has neither a producer nor a value.", data.name)
         elif producer.soft_get("op") == "Parameter":

@@ -67,6 +67,7 @@ class TFFrontEnd:
         from core.front.tf.extract import extract_all
         from core.front.tf.offload import offload_by_patterns
         o = ctx.options
+        graph.graph["offload_unsupported"] = o.offload_unsupported_operations_to_tf
         self._sample_input(graph, o)
         offload_by_patterns(graph, o.tensorflow_subgraph_patterns, o.tensorflow_operation_patterns)
         extract_all(graph, report_unsupported=False)

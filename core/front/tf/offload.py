@@ -308,3 +308,17 @@ def _front_input_key(node, port: int):
     if port >= len(texts):
         raise Error("Node '{}' has no TensorFlow input {}.", node.soft_get("name"), port)
     return tensor_key(texts[port])
+
+
+def offload_unlowerable(node, lw):
+    """--offload_unsupported_operations_to_tf for a node lowering cannot turn into IR layers
+    in the form the model uses it (an op the converter computes only at conversion time,
+    working on the data; a variant its lowering does not know): it becomes a
+    TFCustomSubgraphCall of its own, TensorFlow gives its output types (one round trip),
+    and it is lowered as such."""
+    from core.front.tf.fallback import shape_fallback
+    log.warning("%s cannot be converted in the form the model uses it: it is offloaded to TensorFlow.",
+                "Node '{}' ({})".format(node.name, node.soft_get("tf_op")))
+    new = merge_nodes(lw.graph, [node.id])
+    shape_fallback(lw.graph).compute(new)
+    lower_subgraph_call(new, lw)

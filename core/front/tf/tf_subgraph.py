@@ -30,6 +30,9 @@ TF_DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float64): 2, np.dtype(np.int32
 DT_FLOAT = 1
 # attributes that give the type of an op's output, in the order they are looked for
 _OUTPUT_TYPE_ATTRS = ("DstT", "out_type", "output_type", "dtype", "T", "Tout")
+# ops whose output is bool whatever their T
+_BOOL_OUTPUTS = {"Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr",
+                 "LogicalNot", "IsNan", "IsInf", "IsFinite", "InTopK", "InTopKV2", "All", "Any", "ApproximateEqual"}
 
 
 def tensor_ref(name: str, port: int) -> str:
@@ -66,7 +69,9 @@ def node_source(node):
 
 
 def output_dtype(pb, port: int = 0):
-    """The numpy dtype of a NodeDef's output as its attributes say (None if they do not)."""
+    """The numpy dtype of a NodeDef's output as its op and attributes say (None if they do not)."""
+    if pb.op in _BOOL_OUTPUTS:
+        return np.dtype(np.bool_)
     for name in _OUTPUT_TYPE_ATTRS:
         if name in pb.attr:
             value = pb.attr[name]
