@@ -100,6 +100,26 @@ def _(rng, x):
     return tf.matmul(y, w(rng, 32, 5))
 
 
+def heavy(x, rounds=40):
+    """Seconds of TensorFlow work (1200x1200 matmuls), for the tests that kill the worker mid-request."""
+    with tf.name_scope("heavy"):
+        y = tf.tile(x, [1200, 150])
+        for _ in range(rounds):
+            y = tf.tanh(tf.matmul(y, y) * (1.0 / 1200))
+        return tf.reduce_mean(y[:, :8], axis=0, keepdims=True)
+
+
+@case("heavy", (1, 8))
+def _(rng, x):
+    return heavy(x) + x
+
+
+@case("heavy_where", (1, 8))
+def _(rng, x):
+    # the Where's shape depends on the data: TensorFlow runs the heavy part at conversion
+    return tf.cast(tf.where(heavy(x) + x > 0.0), tf.float32)
+
+
 def build(writer):
     for name, fn, shapes, kw in CASES:
         seed = zlib.crc32(name.encode())

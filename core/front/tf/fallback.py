@@ -130,7 +130,7 @@ class TFShapeFallback:
                  if name in request.placeholders}
         args, arrays = contract.infer_subgraph_request(graph_bytes, outputs, given)
         result, values = worker.call(contract.INFER_SUBGRAPH, args, arrays,
-                                     "while inferring the output shapes of {}".format(names),
+                                     "inferring the output shapes of {}".format(names),
                                      failed="TensorFlow could not compute the output shapes of {}".format(names))
         try:
             described = contract.check_infer_subgraph_result(result, values, outputs)
