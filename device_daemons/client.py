@@ -55,13 +55,14 @@ import numpy as np
 
 from core.errors import Error
 from core.microkernel import MicrokernelError, RemoteError, is_loopback
-from ir import read_ir
+from ir import IRError, read_ir
 
 from . import daemon as _daemon
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
 from .contract import fast_lane_max_us
 from .errors import InferenceError, remote_error
 from .infer_job import InferJob
+from .plan_io import output_ports
 from .shm_protocol import align
 from .transport import Connection, Link, LinkSettings
 
@@ -78,16 +79,9 @@ class StatusCode:
 
 # --------------------------------------------------------------------------- network
 
-def _output_names(network) -> dict[str, list]:
-    """{output name: dims} named as the CPU plan names them ("layer" / "layer.port")."""
-    per_layer: dict[int, list] = {}
-    for layer, port in network.outputs():
-        per_layer.setdefault(layer.id, []).append((layer, port))
-    out = {}
-    for items in per_layer.values():
-        for layer, port in items:
-            out[layer.name if len(items) == 1 else f"{layer.name}.{port.id}"] = list(port.dims)
-    return out
+def _output_names(network, extra=()) -> dict[str, list]:
+    """{output name: dims} named as the plans name them ("layer" / "layer.port")."""
+    return {key: list(port.dims) for key, _, port in output_ports(network, extra)}
 
 
 class IENetwork:
@@ -105,6 +99,17 @@ class IENetwork:
         self._ir_batch = first[0] if first else self._ir.batch
         self._batch: int | None = None
         self._shapes: dict[str, list] = {}
+        self._extra: list[str] = []
+        self.affinity: dict[str, str] = {}  # layer name -> device, for HETERO (IE's layer.affinity)
+
+    def add_outputs(self, names) -> None:
+        """Return the outputs of these layers too (IE's IENetwork.add_outputs)."""
+        names = [names] if isinstance(names, str) else list(names)
+        try:
+            self._ir_outputs = _output_names(self._ir, self._extra + names)
+        except IRError as exc:
+            raise Error("add_outputs: {}", exc.message) from None
+        self._extra += [n for n in names if n not in self._extra]
 
     @property
     def inputs(self) -> dict[str, list]:
@@ -162,6 +167,8 @@ class IENetwork:
             args["batch"] = self._batch
         if self._shapes:
             args["shapes"] = {k: list(v) for k, v in self._shapes.items()}
+        if self._extra:
+            args["outputs"] = list(self._extra)
         return args
 
     def __repr__(self) -> str:
@@ -250,22 +257,8 @@ class ExecutableNetwork:
 
     # ----------------------------------------------------------------- loading
     def _source_args(self, conn: Connection) -> tuple[dict, list]:
-        net = self._network
-        if self._core.transfer == "paths" or (self._core.transfer == "auto" and conn.local):
-            args = {"xml": net.model, "bin": net.weights}
-        else:
-            try:
-                with open(net.model, "rb") as f:
-                    xml_text = f.read()
-                with open(net.weights, "rb") as f:
-                    bin_data = np.frombuffer(f.read(), np.uint8)
-            except OSError as exc:
-                raise Error("cannot read the IR to send it to the daemon: {}", exc) from None
-            args = {"xml_text": xml_text, "bin_data": bin_data}
+        args = self._core._ir_args(self._network, conn, self.link.device)
         args.update(self._args)
-        kernels = self._core._extensions.get(self.link.device, [])
-        if kernels:
-            args["kernels"] = list(kernels)
         return args, []
 
     def loaded(self, deadline: float) -> tuple[Connection, int]:
@@ -462,11 +455,47 @@ class IECore:
         return list(result.get("types", []))
 
     def load_network(self, network: IENetwork, device_name: str = "CPU", config: dict | None = None,
-                     num_requests: int = 1) -> ExecutableNetwork:
+                     num_requests: int = 1):
+        """An ExecutableNetwork on the device's daemon; for "HETERO:DEV1,DEV2" a
+        HeteroExecutableNetwork (device_daemons/hetero): each layer on the first
+        device that supports it (network.affinity overrides per layer), one
+        sub-network per run of layers on one device."""
         if not isinstance(network, IENetwork):
             raise Error("load_network takes an IENetwork (from IECore.read_network), got {}",
                         type(network).__name__)
+        if str(device_name).strip().upper().startswith("HETERO"):
+            from .hetero.network import HeteroExecutableNetwork
+            return HeteroExecutableNetwork(self, network, device_name, num_requests)
         return ExecutableNetwork(self, network, self._link(device_name), num_requests)
+
+    def query_network(self, network: IENetwork, device_name: str = "CPU") -> dict[str, str]:
+        """{layer name: device} for the layers the device runs (IE's query_network;
+        the extensions added for the device count). For HETERO: the affinity."""
+        if str(device_name).strip().upper().startswith("HETERO"):
+            from .hetero.network import hetero_affinity
+            return hetero_affinity(self, network, device_name)
+        link = self._link(device_name)
+        result, _ = link.call("query_network", self._ir_args(network, link.connection(), link.device))
+        return dict(result.get("supported", {}))
+
+    def _ir_args(self, network: IENetwork, conn: Connection, device: str) -> dict:
+        """How a request names the IR: its paths (a local daemon) or its content, and
+        the device's extension files."""
+        if self.transfer == "paths" or (self.transfer == "auto" and conn.local):
+            args = {"xml": network.model, "bin": network.weights}
+        else:
+            try:
+                with open(network.model, "rb") as f:
+                    xml_text = f.read()
+                with open(network.weights, "rb") as f:
+                    bin_data = np.frombuffer(f.read(), np.uint8)
+            except OSError as exc:
+                raise Error("cannot read the IR to send it to the daemon: {}", exc) from None
+            args = {"xml_text": xml_text, "bin_data": bin_data}
+        kernels = self._extensions.get(device, [])
+        if kernels:
+            args["kernels"] = list(kernels)
+        return args
 
     def get_versions(self, device_name: str = "CPU") -> dict:
         link = self._link(device_name)

@@ -1,0 +1,510 @@
+"""What every device daemon does the same way (the CPU and the GPU daemon are
+subclasses): the verbs, the cache of compiled networks, handles, the shared-memory
+fast path, status, and the command-line entry over the microkernel's serve_main.
+
+Verbs (args -> result; arrays travel as raw frames):
+
+* load_network {xml, bin | xml_text, bin_data (uint8 array), kernels: [paths],
+  batch, shapes: {input: dims}, outputs: [layer names]} -> {handle, name, inputs:
+  {name: {shape, precision}}, outputs: {...}, cached, warnings, fast_ok}. Paths are
+  read by the daemon (same machine); xml_text + bin_data let a client on another
+  machine send the IR itself. `kernels` are the device's extension files on the
+  daemon's machine (CPU: Python kernel classes; GPU: custom layer .xml files).
+  `outputs` names layers whose outputs are returned too (IE's add_outputs;
+  HETERO's sub-networks hand tensors on this way).
+* infer {handle, inputs: {name: array} | shm} -> {outputs: {name: array} |
+  outputs_shm, compute_us}; on the fast lane (the endpoint `hello` gives as
+  lanes.fast) the same, for networks measured below contract.fast_lane_max_us()
+  and without extensions (others get kind "not_fast")
+* reshape {handle, shapes: {input: dims}} -> like load_network (same handle)
+* unload {handle} -> {}
+* add_extension {path, check_only} -> {path, types: [...]}: register an extension
+  file for every later load (check_only: just load it and report its types)
+* query_network {xml, bin | xml_text, bin_data, kernels} -> {supported: {layer
+  name: device}}: the layers this device runs (the Inference Engine's QueryNetwork;
+  HETERO's affinity)
+* status {} -> {device, pid, started, uptime, endpoint, version, threads,
+  requests, networks: [...], cached_plans, extensions, shm_slots, ...}
+* shm_create {size} -> {slot, path, name}; shm_detach {slot} -> {}: the
+  shared-memory fast path of local clients (shm_protocol.py; the daemon's side:
+  cpu/shm_slots.py)
+plus the microkernel's built-in hello / ping / shutdown.
+
+Caching: compiled networks are cached per (xml + bin identity - path, size and
+mtime, or the sha256 of sent content - extension files with their mtimes, batch,
+input shapes). Loading the same IR again returns a new handle on the cached plans
+at once; up to `IDLE_CACHE` networks no handle uses stay cached. Handles are per
+load, so reshaping one client's handle never changes another's.
+
+Errors a client can fix come back as RemoteError kinds: "network" (the IR cannot
+be read or compiled, e.g. a layer type without a kernel), "kernel" (an extension
+file is bad or a kernel failed), "input" (bad input name, shape or dtype),
+"handle" (unknown handle: the daemon was restarted; the client re-loads).
+
+A subclass sets DEVICE and implements load_extension(path) (-> {type: anything}),
+make_pool(key, network, extensions, shapes, description, extra_outputs) (-> a
+pool with the interface of cpu/plan_pool.PlanPool) and query(network,
+extensions); it may add status_extra() and cleanup().
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import math
+import os
+import stat
+import sys
+import threading
+import time
+
+import msgpack
+import numpy as np
+
+from core.microkernel import RemoteError, Server, serve_main
+from ir import IRError
+
+from . import registry
+from .contract import MAX_TENSOR_ELEMENTS, fast_lane_max_us
+from .cpu.ir_source import IRSource
+from .cpu.plan_pool import Handle
+from .cpu.shm_slots import ShmSlots, input_views, place_outputs, unpack_shm
+
+# poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
+SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
+IDLE_CACHE = 4  # compiled networks kept while no handle uses them
+log = logging.getLogger("mo_core.daemon")
+
+
+def err(kind: str, message: str) -> RemoteError:
+    return RemoteError(kind, message)
+
+
+def ir_error(exc: IRError, default_kind: str) -> RemoteError:
+    """The RemoteError of an IRError: its own `kind` when it has one (a GPU build
+    error is "kernel", an unsupported layer "network"), "kernel" for a kernel that
+    failed, else `default_kind`."""
+    from .cpu.kernels import KernelError
+    kind = getattr(exc, "kind", None)
+    if kind is None:
+        kind = "kernel" if isinstance(exc, KernelError) and "no kernel for layer type" not in exc.message \
+            else default_kind
+    return RemoteError(kind, str(exc), exc.faq)
+
+
+def shape_list(value, where: str) -> tuple:
+    if not isinstance(value, (list, tuple)) or not value or len(value) > 8 or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
+        raise err("input", f"{where} must be a list of 1 to 8 positive integers, got {value!r:.80}")
+    if math.prod(value) > MAX_TENSOR_ELEMENTS:
+        raise err("input", f"{where} {list(value)!r:.80} has {math.prod(value)} elements, more than "
+                           f"this daemon's limit of {MAX_TENSOR_ELEMENTS}")
+    return tuple(value)
+
+
+class DeviceDaemon:
+    """State and verbs of a device daemon (independent of the socket: testable)."""
+
+    DEVICE = ""
+    EXTENSION = "extension file"   # how messages name the device's extension files
+
+    def __init__(self, threads: int = 2, endpoint: str = "") -> None:
+        self.threads = max(1, threads)
+        self.endpoint = endpoint
+        self.started = time.time()
+        self._t0 = time.monotonic()
+        self._lock = threading.Lock()
+        self._handles: dict[int, Handle] = {}
+        self._pools: dict[tuple, object] = {}
+        self._building: dict[tuple, threading.Lock] = {}
+        self._ids = itertools.count(1)
+        self._extensions: list[str] = []  # registered with add_extension, in order
+        self._extension_files: dict[tuple, dict] = {}  # file identity -> {type: ...}
+        self._extension_lock = threading.Lock()
+        self.shm = ShmSlots()
+        self.requests = 0
+        self.fast_requests = 0
+
+    # ----------------------------------------------------------------- device hooks
+    def load_extension(self, path: str) -> dict:
+        """{type: ...} of an extension file (IRError when it is bad)."""
+        raise NotImplementedError
+
+    def make_pool(self, key: tuple, network, extensions: list, shapes: dict | None, description: str,
+                  extra_outputs=None):
+        """The compiled network (a PlanPool-like pool) for these extension mappings."""
+        raise NotImplementedError
+
+    def query(self, network, extensions: list) -> dict[str, str]:
+        raise NotImplementedError
+
+    def status_extra(self) -> dict:
+        return {}
+
+    def cleanup(self) -> None:
+        self.shm.close()
+
+    def register(self, server: Server) -> None:
+        server.handle("load_network", self.load_network)
+        server.handle("infer", self.infer)
+        server.handle("infer", self.infer_fast, lane="fast")
+        server.handle("reshape", self.reshape)
+        server.handle("unload", self.unload, inline=True)
+        server.handle("add_extension", self.add_extension)
+        server.handle("query_network", self.query_network)
+        server.handle("status", self.status, inline=True)
+        server.handle("shm_create", self.shm_create)
+        server.handle("shm_detach", self.shm_detach, inline=True)
+
+    # ----------------------------------------------------------------- extensions
+    def _extension(self, path: str) -> tuple[tuple, dict]:
+        """(identity, {type: ...}) of an extension file, loaded once per version."""
+        what = self.EXTENSION
+        if not isinstance(path, str) or not path:
+            raise err("kernel", f"a {what} must be a path, got {path!r:.80}")
+        path = os.path.abspath(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise err("kernel", f"cannot find the {what} {path} on the daemon's machine; "
+                                f"check the path given to add_extension / the command line") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise err("kernel", f"the {what} {path} is not a regular file (a FIFO, device or directory)")
+        if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
+            # the daemon runs this code: never a file another local user could have
+            # written (a loopback tcp endpoint lets other local users connect)
+            raise err("kernel", f"refusing the {what} {path}: it must be owned by the "
+                                f"daemon's user (or root) and not writable by group or others")
+        ident = (path, st.st_size, st.st_mtime_ns)
+        with self._extension_lock:
+            found = self._extension_files.get(ident)
+            if found is None:
+                try:
+                    found = self.load_extension(path)
+                except IRError as exc:
+                    raise err("kernel", str(exc)) from None
+                except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt, SystemExit at import
+                    raise err("kernel", f"loading the {what} {path} raised "
+                                        f"{type(exc).__name__}: {exc}") from None
+                self._extension_files[ident] = found
+        return ident, found
+
+    def add_extension(self, args: dict, arrays: list) -> dict:
+        path = args.get("path")
+        ident, found = self._extension(path)
+        if not args.get("check_only"):
+            with self._lock:
+                if ident[0] not in self._extensions:
+                    self._extensions.append(ident[0])
+        return {"path": ident[0], "types": sorted(found)}
+
+    def _extension_list(self, paths: list) -> tuple[list, list]:
+        """(identities, mappings) of the registered extensions then `paths` (later override earlier)."""
+        with self._lock:
+            paths = list(self._extensions) + [p for p in paths if p not in self._extensions]
+        ids, found = [], []
+        for path in paths:
+            ident, mapping = self._extension(path)
+            ids.append(ident)
+            found.append(mapping)
+        return ids, found
+
+    @staticmethod
+    def _outputs_arg(args: dict) -> tuple:
+        names = args.get("outputs") or []
+        if not isinstance(names, list) or len(names) > 100000 or not all(isinstance(n, str) for n in names):
+            raise err("input", "'outputs' must be a list of layer names")
+        return tuple(names)
+
+    @staticmethod
+    def _paths_arg(args: dict) -> list:
+        paths = args.get("kernels") or []
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            raise err("kernel", "'kernels' must be a list of file paths")
+        return [os.path.abspath(p) for p in paths]
+
+    # ----------------------------------------------------------------- networks
+    def _source(self, args: dict, arrays: list) -> IRSource:
+        """The IR a request names (files, or content it sends)."""
+        if args.get("xml") is not None:
+            return IRSource.from_files(args.get("xml"), args.get("bin"))
+        if args.get("xml_text") is None:
+            raise err("network", "the request needs 'xml' (+ 'bin') paths or 'xml_text' + 'bin_data'")
+        return IRSource.from_content(args.get("xml_text"), args.get("bin_data"))
+
+    def _pool_for(self, key: tuple, build):
+        """The cached pool for `key`, or a new one (built once even if asked twice)."""
+        with self._lock:
+            pool = self._pools.get(key)
+            if pool is not None:
+                pool.refs += 1
+                return pool, True
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                pool = self._pools.get(key)
+                if pool is not None:
+                    pool.refs += 1
+                    return pool, True
+            try:
+                pool = build()
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
+            with self._lock:
+                pool.refs += 1
+                self._pools[key] = pool
+                self._evict()
+            return pool, False
+
+    def _evict(self) -> None:
+        idle = sorted((p for p in self._pools.values() if p.refs == 0), key=lambda p: p.last_used)
+        for pool in idle[:max(0, len(idle) - IDLE_CACHE)]:
+            self._pools.pop(pool.key, None)
+
+    def _release(self, pool) -> None:
+        with self._lock:
+            pool.refs -= 1
+            pool.last_used = time.monotonic()
+            self._evict()
+
+    def _shapes_arg(self, value) -> dict | None:
+        if value is not None and not isinstance(value, dict):
+            raise err("input", "'shapes' must be a map {input name: dims}")
+        shapes = {str(k): shape_list(v, f"the shape of input {k!r}") for k, v in (value or {}).items()}
+        return shapes or None
+
+    def _describe(self, handle: Handle, cached: bool) -> dict:
+        pool = handle.pool
+        return {"handle": handle.id, "name": pool.name, "inputs": pool.inputs, "outputs": pool.outputs,
+                "cached": cached, "warnings": pool.warnings, "fast_ok": not pool.custom}
+
+    def _get_pool(self, ident: tuple, loader, description: str, paths: list, shapes: dict | None,
+                  batch: int | None, extra_outputs: tuple = ()):
+        """The compiled network for this request (cached by what the request asks)."""
+        ext_ids, extensions = self._extension_list(paths)
+        key = (ident, tuple(ext_ids), batch, tuple(sorted(shapes.items())) if shapes else None, extra_outputs)
+
+        def build():
+            try:
+                network = loader()
+                names = [layer.name for layer in network.inputs()]
+                resolved = dict(shapes or {})
+                unknown = set(resolved) - set(names)
+                if unknown:
+                    raise err("input", f"no input named {', '.join(sorted(map(repr, unknown)))}; the "
+                                       f"network's inputs are {', '.join(map(repr, names)) or 'none'}")
+                if batch is not None:  # the batch applies to every input
+                    for layer in network.inputs():
+                        dims = resolved.get(layer.name, tuple(layer.outputs[0].dims))
+                        resolved[layer.name] = (batch,) + tuple(dims[1:])
+                pool = self.make_pool(key, network, extensions, resolved or None, description,
+                                      list(extra_outputs) or None)
+            except IRError as exc:
+                raise ir_error(exc, "network") from None
+            except MemoryError:
+                raise err("network", f"{description}: not enough memory to compile the network at "
+                                     f"these shapes") from None
+            pool.load_args = (ident, description, paths, extra_outputs)
+            return pool
+        return self._pool_for(key, build)
+
+    def load_network(self, args: dict, arrays: list) -> dict:
+        paths = self._paths_arg(args)
+        batch = args.get("batch")
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1
+                                  or batch > MAX_TENSOR_ELEMENTS):
+            raise err("input", f"batch must be a positive integer, got {batch!r:.40}")
+        shapes = self._shapes_arg(args.get("shapes"))
+        extra = self._outputs_arg(args)
+        source = self._source(args, arrays)
+        try:
+            pool, cached = self._get_pool(source.ident, source.load, source.description, paths, shapes, batch,
+                                          extra)
+        finally:
+            source.close()
+        with self._lock:
+            handle = Handle(next(self._ids), pool)
+            self._handles[handle.id] = handle
+        log.info("loaded %s as handle %d%s", source.description, handle.id, " (cached)" if cached else "")
+        return self._describe(handle, cached)
+
+    def query_network(self, args: dict, arrays: list) -> dict:
+        paths = self._paths_arg(args)
+        source = self._source(args, arrays)
+        try:
+            network = source.load()
+        except IRError as exc:
+            raise ir_error(exc, "network") from None
+        finally:
+            source.close()
+        _, extensions = self._extension_list(paths)
+        return {"supported": self.query(network, extensions)}
+
+    def _handle(self, args: dict) -> Handle:
+        hid = args.get("handle")
+        handle = self._handles.get(hid) if isinstance(hid, int) else None
+        if handle is None:
+            raise err("handle", f"no network with handle {hid!r:.20} is loaded in this daemon "
+                                f"(pid {os.getpid()}); it may have been restarted: load the network again")
+        return handle
+
+    def reshape(self, args: dict, arrays: list) -> dict:
+        handle = self._handle(args)
+        shapes = self._shapes_arg(args.get("shapes"))
+        if not shapes:
+            raise err("input", "reshape needs 'shapes': {input name: dims}")
+        old = handle.pool
+        unknown = set(shapes) - set(old.inputs)
+        if unknown:
+            raise err("input", f"reshape: no input named {', '.join(sorted(map(repr, unknown)))}; the "
+                               f"network's inputs are {', '.join(map(repr, old.inputs))}")
+        merged = {n: tuple(shapes.get(n, info["shape"])) for n, info in old.inputs.items()}
+        ident, description, paths, extra = old.load_args
+        network = old.network
+        pool, cached = self._get_pool(ident, lambda: network, description, paths, merged, None, extra)
+        handle.pool = pool
+        self._release(old)
+        return self._describe(handle, cached)
+
+    def unload(self, args: dict, arrays: list) -> dict:
+        handle = self._handle(args)
+        with self._lock:
+            self._handles.pop(handle.id, None)
+        self._release(handle.pool)
+        return {}
+
+    # ----------------------------------------------------------------- inference
+    def shm_create(self, args: dict, arrays: list) -> dict:
+        return self.shm.create(args.get("size"))
+
+    def shm_detach(self, args: dict, arrays: list) -> dict:
+        self.shm.detach(args.get("slot"))
+        return {}
+
+    def infer_fast(self, args: dict, arrays: list):
+        """`infer` on the fast lane (its own thread, no hand-off): only for networks the
+        daemon measured to compute in less than fast_lane_max_us(), so that no request
+        holds the lane longer; others are refused with kind "not_fast"."""
+        handle = self._handle(args)
+        self.fast_requests += 1  # a statistic (status): racing updates only blur it
+        if not handle.pool.fast_ok:
+            raise err("not_fast", f"network {handle.pool.name!r} is not served on the fast lane (it has "
+                                  f"extensions, or it computes in more than {fast_lane_max_us():g} us, or it "
+                                  f"was not measured yet); send it to the main endpoint")
+        return self.infer(args, arrays)
+
+    def infer(self, args: dict, arrays: list):
+        handle = self._handle(args)
+        shm = args.get("shm")
+        slot = None
+        if shm is not None:
+            shm = unpack_shm(shm)
+            slot = self.shm.get(shm.get("slot"))
+            inputs = input_views(slot, shm["inputs"])
+        else:
+            inputs = args.get("inputs")
+            if not isinstance(inputs, dict) or not all(isinstance(v, np.ndarray) for v in inputs.values()):
+                raise err("input", "'inputs' must be a map {input name: array}")
+        pool = handle.pool
+        with pool.acquire() as plan:
+            t0 = time.perf_counter()
+            try:
+                outputs = plan.infer(inputs)
+            except IRError as exc:
+                raise ir_error(exc, "input") from None
+            compute_us = int((time.perf_counter() - t0) * 1e6)
+            pool.observe(compute_us)
+            # (inside the plan's lease: a custom kernel may hand out a buffer it reuses)
+            placed = place_outputs(slot, shm.get("out"), outputs) if slot is not None else None
+            if placed is None and pool.custom:
+                # the reply is sent later by the I/O thread, after this plan may run again
+                outputs = {k: np.array(v, copy=True) for k, v in outputs.items()}
+        handle.requests += 1  # not atomic across threads: a statistic only
+        with self._lock:
+            self.requests += 1
+        if placed is not None:
+            return {"outputs_shm": msgpack.packb(placed), "compute_us": compute_us}
+        return {"outputs": outputs, "compute_us": compute_us}
+
+    # ----------------------------------------------------------------- status
+    def status(self, args: dict, arrays: list) -> dict:
+        with self._lock:
+            handles = list(self._handles.values())
+            cached = len(self._pools)
+            extensions = list(self._extensions)
+            requests = self.requests
+        networks = [{"handle": h.id, "name": h.pool.name, "source": h.pool.source,
+                     "inputs": {n: i["shape"] for n, i in h.pool.inputs.items()},
+                     "requests": h.requests, "instances": h.pool.instances} for h in handles]
+        result = {"device": self.DEVICE, "pid": os.getpid(), "started": self.started,
+                  "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
+                  "version": registry.package_version(), "threads": self.threads,
+                  "requests": requests, "fast_requests": self.fast_requests, "networks": networks,
+                  "cached_plans": cached, "extensions": extensions, "shm_slots": len(self.shm)}
+        result.update(self.status_extra())
+        return result
+
+
+# --------------------------------------------------------------------------- the process
+
+def _stderr_file() -> str | None:
+    try:
+        path = os.readlink("/proc/self/fd/2")
+    except OSError:
+        return None
+    return path if path.startswith("/") and os.path.isfile(path) else None
+
+
+def serve_daemon(argv, name: str, make_daemon, *, add_arguments=None, before_bind=None,
+                 description: str = "") -> int:
+    """`python -m device_daemons.<name>`: serve_main with the daemons' options
+    (--no-record) and life: refuse to start twice, record pid and endpoint in the
+    runtime directory, remove the record when serving ends.
+    make_daemon(server, opts) -> a DeviceDaemon; the record is named after
+    opts.device when the daemon has that option (GPU.N), else after `name`;
+    before_bind(opts) may refuse to start (ValueError: one `[ ERROR ]` line)."""
+    def say(text: str) -> None:
+        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [ {name} ] {text}", file=sys.stderr, flush=True)
+
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--no-record", action="store_true",
+                            help="do not record this daemon in the runtime directory (a private "
+                                 "instance that clients do not find by themselves)")
+        if add_arguments is not None:
+            add_arguments(parser)
+
+    def check(opts: argparse.Namespace) -> None:
+        if opts.threads < 1:
+            raise ValueError("--threads must be >= 1")
+        if before_bind is not None:
+            before_bind(opts)
+        opts.device_name = getattr(opts, "device", None) or name.upper()
+        if not opts.no_record:
+            other = registry.read_record(opts.device_name)
+            if other is not None and other["pid"] != os.getpid():
+                raise ValueError(f"a {opts.device_name} daemon already runs (pid {other['pid']} at "
+                                 f"{other['endpoint']}); stop it first with 'mo-core daemon stop'")
+
+    def setup(server: Server, opts: argparse.Namespace):
+        daemon = make_daemon(server, opts)
+        daemon.register(server)
+        device = opts.device_name
+        recorded = False
+        if not opts.no_record:
+            registry.write_record(device, os.getpid(), server.endpoint, key_file=opts.key_file,
+                                  log=_stderr_file(), started=daemon.started)
+            recorded = True
+        say(f"pid {os.getpid()} serving {device} at {server.endpoint} ({opts.threads} threads, version "
+            f"{registry.package_version()})")
+
+        def cleanup(reason: str) -> None:
+            if recorded:
+                registry.remove_record(device, os.getpid())
+            daemon.cleanup()
+            say(f"pid {os.getpid()} stopped: {reason} ({daemon.requests} inference requests served)")
+        return cleanup
+
+    return serve_main(argv, name, setup, add_arguments=arguments, before_bind=check,
+                      threads=min(4, os.cpu_count() or 1), parent_pid=0, spin=SPIN_S, timestamps=True,
+                      description=description or f"mo-core {name.upper()} inference daemon")
