@@ -51,7 +51,7 @@ def load_on_device(ie, net, args, num_requests=1):
     devices = device_list(args.device)
     hetero = args.device.strip().upper().startswith("HETERO")
     device = "HETERO:" + ",".join(devices) if hetero else devices[0]
-    for option, files, family, what in (("-l", args.extension, ("CPU",), "Custom CPU kernels"),
+    for option, files, family, what in (("-l", args.extension, ("CPU",), "Custom kernels"),
                                         ("-c", args.config, ("GPU",), "GPU custom layers")):
         targets = [d for d in devices if d.split(".")[0] in family]
         if files and not targets:

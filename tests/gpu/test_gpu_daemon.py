@@ -137,7 +137,7 @@ def test_cli_gpu_hetero_and_custom_layers(mvn_net, tiny, tmp_path, fresh_runtime
     proc = run_mo("infer", "-m", tiny.xml, "-d", "GPU", "-c", os.path.join(DATA, "relu.xml"), "--top_k", "2")
     assert proc.returncode == 0 and "GPU custom layers from" in proc.stdout and "ReLU" in proc.stdout, proc.stderr
     proc = run_mo("infer", "-m", tiny.xml, "-d", "GPU", "-l", os.path.join(DATA, "relu.xml"))
-    assert proc.returncode == 1 and "[ ERROR ]" in proc.stderr and "-l gives custom cpu kernels for CPU only" \
+    assert proc.returncode == 1 and "[ ERROR ]" in proc.stderr and "-l gives custom kernels for CPU only" \
         in proc.stderr
     proc = run_mo("benchmark", "-m", tiny.xml, "-d", "GPU", "-niter", "8", "-nireq", "2", timeout=300)
     assert proc.returncode == 0, proc.stderr
