@@ -2,33 +2,14 @@
 subclasses): the verbs, the cache of compiled networks, handles, the shared-memory
 fast path, status, and the command-line entry over the microkernel's serve_main.
 
-Verbs (args -> result; arrays travel as raw frames):
-
-* load_network {xml, bin | xml_text, bin_data (uint8 array), kernels: [paths],
-  batch, shapes: {input: dims}, outputs: [layer names]} -> {handle, name, inputs:
-  {name: {shape, precision}}, outputs: {...}, cached, warnings, fast_ok}. Paths are
-  read by the daemon (same machine); xml_text + bin_data let a client on another
-  machine send the IR itself. `kernels` are the device's extension files on the
-  daemon's machine (CPU: Python kernel classes; GPU: custom layer .xml files).
-  `outputs` names layers whose outputs are returned too (IE's add_outputs;
-  HETERO's sub-networks hand tensors on this way).
-* infer {handle, inputs: {name: array} | shm} -> {outputs: {name: array} |
-  outputs_shm, compute_us}; on the fast lane (the endpoint `hello` gives as
-  lanes.fast) the same, for networks measured below contract.fast_lane_max_us()
-  and without extensions (others get kind "not_fast")
-* reshape {handle, shapes: {input: dims}} -> like load_network (same handle)
-* unload {handle} -> {}
-* add_extension {path, check_only} -> {path, types: [...]}: register an extension
-  file for every later load (check_only: just load it and report its types)
-* query_network {xml, bin | xml_text, bin_data, kernels} -> {supported: {layer
-  name: device}}: the layers this device runs (the Inference Engine's QueryNetwork;
-  HETERO's affinity)
-* status {} -> {device, pid, started, uptime, endpoint, version, threads,
-  requests, networks: [...], cached_plans, extensions, shm_slots, ...}
-* shm_create {size} -> {slot, path, name}; shm_detach {slot} -> {}: the
-  shared-memory fast path of local clients (shm_protocol.py; the daemon's side:
-  cpu/shm_slots.py)
-plus the microkernel's built-in hello / ping / shutdown.
+Verbs, their arguments, results and error kinds: device_daemons/contract.py
+(every request is parsed with it). `infer` is also served on the fast lane (the
+endpoint `hello` gives as lanes.fast): a thread of its own with no hand-off, for
+networks the daemon measured below contract.fast_lane_max_us() and without
+extensions (whose time may depend on the data); others get kind "not_fast".
+Shared memory: a local client's inputs and outputs travel in a sealed memfd slot
+the daemon makes (shm_protocol.py; the daemon's side: cpu/shm_slots.py). IR files
+are opened safely (cpu/ir_source.py).
 
 Caching: compiled networks are cached per (xml + bin identity - path, size and
 mtime, or the sha256 of sent content - extension files with their mtimes, batch,
@@ -51,7 +32,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import logging
-import math
 import os
 import stat
 import sys
@@ -64,11 +44,10 @@ import numpy as np
 from core.microkernel import RemoteError, Server, serve_main
 from ir import IRError
 
-from . import registry
-from .contract import MAX_TENSOR_ELEMENTS, fast_lane_max_us
+from . import contract, registry
 from .cpu.ir_source import IRSource
 from .cpu.plan_pool import Handle
-from .cpu.shm_slots import ShmSlots, input_views, place_outputs, unpack_shm
+from .cpu.shm_slots import ShmSlots, input_views, place_outputs
 
 # poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
@@ -90,16 +69,6 @@ def ir_error(exc: IRError, default_kind: str) -> RemoteError:
         kind = "kernel" if isinstance(exc, KernelError) and "no kernel for layer type" not in exc.message \
             else default_kind
     return RemoteError(kind, str(exc), exc.faq)
-
-
-def shape_list(value, where: str) -> tuple:
-    if not isinstance(value, (list, tuple)) or not value or len(value) > 8 or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
-        raise err("input", f"{where} must be a list of 1 to 8 positive integers, got {value!r:.80}")
-    if math.prod(value) > MAX_TENSOR_ELEMENTS:
-        raise err("input", f"{where} {list(value)!r:.80} has {math.prod(value)} elements, more than "
-                           f"this daemon's limit of {MAX_TENSOR_ELEMENTS}")
-    return tuple(value)
 
 
 class DeviceDaemon:
@@ -124,6 +93,7 @@ class DeviceDaemon:
         self.shm = ShmSlots()
         self.requests = 0
         self.fast_requests = 0
+        self.plans_built = 0  # networks compiled (a cache hit compiles nothing)
 
     # ----------------------------------------------------------------- device hooks
     def load_extension(self, path: str) -> dict:
@@ -145,23 +115,21 @@ class DeviceDaemon:
         self.shm.close()
 
     def register(self, server: Server) -> None:
-        server.handle("load_network", self.load_network)
-        server.handle("infer", self.infer)
-        server.handle("infer", self.infer_fast, lane="fast")
-        server.handle("reshape", self.reshape)
-        server.handle("unload", self.unload, inline=True)
-        server.handle("add_extension", self.add_extension)
-        server.handle("query_network", self.query_network)
-        server.handle("status", self.status, inline=True)
-        server.handle("shm_create", self.shm_create)
-        server.handle("shm_detach", self.shm_detach, inline=True)
+        server.handle(contract.LOAD_NETWORK, self.load_network)
+        server.handle(contract.INFER, self.infer)
+        server.handle(contract.INFER, self.infer_fast, lane="fast")
+        server.handle(contract.RESHAPE, self.reshape)
+        server.handle(contract.UNLOAD, self.unload, inline=True)
+        server.handle(contract.ADD_EXTENSION, self.add_extension)
+        server.handle(contract.QUERY_NETWORK, self.query_network)
+        server.handle(contract.STATUS, self.status, inline=True)
+        server.handle(contract.SHM_CREATE, self.shm_create)
+        server.handle(contract.SHM_DETACH, self.shm_detach, inline=True)
 
     # ----------------------------------------------------------------- extensions
     def _extension(self, path: str) -> tuple[tuple, dict]:
         """(identity, {type: ...}) of an extension file, loaded once per version."""
         what = self.EXTENSION
-        if not isinstance(path, str) or not path:
-            raise err("kernel", f"a {what} must be a path, got {path!r:.80}")
         path = os.path.abspath(path)
         try:
             st = os.stat(path)
@@ -190,9 +158,9 @@ class DeviceDaemon:
         return ident, found
 
     def add_extension(self, args: dict, arrays: list) -> dict:
-        path = args.get("path")
+        path, check_only = contract.parse_add_extension(args)
         ident, found = self._extension(path)
-        if not args.get("check_only"):
+        if not check_only:
             with self._lock:
                 if ident[0] not in self._extensions:
                     self._extensions.append(ident[0])
@@ -209,28 +177,12 @@ class DeviceDaemon:
             found.append(mapping)
         return ids, found
 
-    @staticmethod
-    def _outputs_arg(args: dict) -> tuple:
-        names = args.get("outputs") or []
-        if not isinstance(names, list) or len(names) > 100000 or not all(isinstance(n, str) for n in names):
-            raise err("input", "'outputs' must be a list of layer names")
-        return tuple(names)
-
-    @staticmethod
-    def _paths_arg(args: dict) -> list:
-        paths = args.get("kernels") or []
-        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            raise err("kernel", "'kernels' must be a list of file paths")
-        return [os.path.abspath(p) for p in paths]
-
     # ----------------------------------------------------------------- networks
-    def _source(self, args: dict, arrays: list) -> IRSource:
+    @staticmethod
+    def _source(req: contract.LoadArgs) -> IRSource:
         """The IR a request names (files, or content it sends)."""
-        if args.get("xml") is not None:
-            return IRSource.from_files(args.get("xml"), args.get("bin"))
-        if args.get("xml_text") is None:
-            raise err("network", "the request needs 'xml' (+ 'bin') paths or 'xml_text' + 'bin_data'")
-        return IRSource.from_content(args.get("xml_text"), args.get("bin_data"))
+        return IRSource.from_files(req.xml, req.bin) if req.xml is not None else \
+            IRSource.from_content(req.xml_text, req.bin_data)
 
     def _pool_for(self, key: tuple, build):
         """The cached pool for `key`, or a new one (built once even if asked twice)."""
@@ -268,16 +220,10 @@ class DeviceDaemon:
             pool.last_used = time.monotonic()
             self._evict()
 
-    def _shapes_arg(self, value) -> dict | None:
-        if value is not None and not isinstance(value, dict):
-            raise err("input", "'shapes' must be a map {input name: dims}")
-        shapes = {str(k): shape_list(v, f"the shape of input {k!r}") for k, v in (value or {}).items()}
-        return shapes or None
-
     def _describe(self, handle: Handle, cached: bool) -> dict:
         pool = handle.pool
-        return {"handle": handle.id, "name": pool.name, "inputs": pool.inputs, "outputs": pool.outputs,
-                "cached": cached, "warnings": pool.warnings, "fast_ok": not pool.custom}
+        return contract.network_result(handle.id, pool.name, pool.inputs, pool.outputs, cached, pool.warnings,
+                                       not pool.custom)
 
     def _get_pool(self, ident: tuple, loader, description: str, paths: list, shapes: dict | None,
                   batch: int | None, extra_outputs: tuple = ()):
@@ -300,6 +246,7 @@ class DeviceDaemon:
                         resolved[layer.name] = (batch,) + tuple(dims[1:])
                 pool = self.make_pool(key, network, extensions, resolved or None, description,
                                       list(extra_outputs) or None)
+                self.plans_built += 1
             except IRError as exc:
                 raise ir_error(exc, "network") from None
             except MemoryError:
@@ -310,17 +257,12 @@ class DeviceDaemon:
         return self._pool_for(key, build)
 
     def load_network(self, args: dict, arrays: list) -> dict:
-        paths = self._paths_arg(args)
-        batch = args.get("batch")
-        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1
-                                  or batch > MAX_TENSOR_ELEMENTS):
-            raise err("input", f"batch must be a positive integer, got {batch!r:.40}")
-        shapes = self._shapes_arg(args.get("shapes"))
-        extra = self._outputs_arg(args)
-        source = self._source(args, arrays)
+        req = contract.parse_load(args)
+        paths = [os.path.abspath(p) for p in req.kernels]
+        source = self._source(req)
         try:
-            pool, cached = self._get_pool(source.ident, source.load, source.description, paths, shapes, batch,
-                                          extra)
+            pool, cached = self._get_pool(source.ident, source.load, source.description, paths, req.shapes,
+                                          req.batch, req.outputs)
         finally:
             source.close()
         with self._lock:
@@ -330,20 +272,20 @@ class DeviceDaemon:
         return self._describe(handle, cached)
 
     def query_network(self, args: dict, arrays: list) -> dict:
-        paths = self._paths_arg(args)
-        source = self._source(args, arrays)
+        req = contract.parse_load(args)
+        source = self._source(req)
         try:
             network = source.load()
         except IRError as exc:
-            raise ir_error(exc, "network") from None
+            raise ir_error(exc, contract.NETWORK) from None
         finally:
             source.close()
-        _, extensions = self._extension_list(paths)
+        _, extensions = self._extension_list([os.path.abspath(p) for p in req.kernels])
         return {"supported": self.query(network, extensions)}
 
     def _handle(self, args: dict) -> Handle:
-        hid = args.get("handle")
-        handle = self._handles.get(hid) if isinstance(hid, int) else None
+        hid = contract.handle(args)
+        handle = self._handles.get(hid)
         if handle is None:
             raise err("handle", f"no network with handle {hid!r:.20} is loaded in this daemon "
                                 f"(pid {os.getpid()}); it may have been restarted: load the network again")
@@ -351,7 +293,7 @@ class DeviceDaemon:
 
     def reshape(self, args: dict, arrays: list) -> dict:
         handle = self._handle(args)
-        shapes = self._shapes_arg(args.get("shapes"))
+        shapes = contract.shapes(args.get("shapes"))
         if not shapes:
             raise err("input", "reshape needs 'shapes': {input name: dims}")
         old = handle.pool
@@ -376,56 +318,51 @@ class DeviceDaemon:
 
     # ----------------------------------------------------------------- inference
     def shm_create(self, args: dict, arrays: list) -> dict:
-        return self.shm.create(args.get("size"))
+        return self.shm.create(contract.parse_shm_create(args))
 
     def shm_detach(self, args: dict, arrays: list) -> dict:
-        self.shm.detach(args.get("slot"))
+        self.shm.detach(contract.parse_shm_detach(args))
         return {}
 
     def infer_fast(self, args: dict, arrays: list):
         """`infer` on the fast lane (its own thread, no hand-off): only for networks the
-        daemon measured to compute in less than fast_lane_max_us(), so that no request
+        daemon measured to compute in less than contract.fast_lane_max_us(), so that no request
         holds the lane longer; others are refused with kind "not_fast"."""
         handle = self._handle(args)
-        self.fast_requests += 1  # a statistic (status): racing updates only blur it
         if not handle.pool.fast_ok:
-            raise err("not_fast", f"network {handle.pool.name!r} is not served on the fast lane (it has "
-                                  f"extensions, or it computes in more than {fast_lane_max_us():g} us, or it "
-                                  f"was not measured yet); send it to the main endpoint")
+            raise err(contract.NOT_FAST, f"network {handle.pool.name!r} is not served on the fast lane (it has "
+                                         f"extensions, or it computes in more than "
+                                         f"{contract.fast_lane_max_us():g} us, or it was not measured yet); "
+                                         f"send it to the main endpoint")
+        self.fast_requests += 1  # served here (a statistic: racing updates only blur it)
         return self.infer(args, arrays)
 
     def infer(self, args: dict, arrays: list):
+        req = contract.parse_infer(args)
         handle = self._handle(args)
-        shm = args.get("shm")
         slot = None
-        if shm is not None:
-            shm = unpack_shm(shm)
-            slot = self.shm.get(shm.get("slot"))
-            inputs = input_views(slot, shm["inputs"])
-        else:
-            inputs = args.get("inputs")
-            if not isinstance(inputs, dict) or not all(isinstance(v, np.ndarray) for v in inputs.values()):
-                raise err("input", "'inputs' must be a map {input name: array}")
+        inputs = req.inputs
+        if req.shm is not None:
+            slot = self.shm.get(req.shm["slot"])
+            inputs = input_views(slot, req.shm["inputs"])
         pool = handle.pool
         with pool.acquire() as plan:
             t0 = time.perf_counter()
             try:
                 outputs = plan.infer(inputs)
             except IRError as exc:
-                raise ir_error(exc, "input") from None
+                raise ir_error(exc, contract.INPUT) from None
             compute_us = int((time.perf_counter() - t0) * 1e6)
             pool.observe(compute_us)
             # (inside the plan's lease: a custom kernel may hand out a buffer it reuses)
-            placed = place_outputs(slot, shm.get("out"), outputs) if slot is not None else None
+            placed = place_outputs(slot, req.shm["out"], outputs) if slot is not None else None
             if placed is None and pool.custom:
                 # the reply is sent later by the I/O thread, after this plan may run again
                 outputs = {k: np.array(v, copy=True) for k, v in outputs.items()}
         handle.requests += 1  # not atomic across threads: a statistic only
         with self._lock:
             self.requests += 1
-        if placed is not None:
-            return {"outputs_shm": msgpack.packb(placed), "compute_us": compute_us}
-        return {"outputs": outputs, "compute_us": compute_us}
+        return contract.infer_result(outputs, msgpack.packb(placed) if placed is not None else None, compute_us)
 
     # ----------------------------------------------------------------- status
     def status(self, args: dict, arrays: list) -> dict:
@@ -441,7 +378,8 @@ class DeviceDaemon:
                   "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
                   "version": registry.package_version(), "threads": self.threads,
                   "requests": requests, "fast_requests": self.fast_requests, "networks": networks,
-                  "cached_plans": cached, "extensions": extensions, "shm_slots": len(self.shm)}
+                  "cached_plans": cached, "plans_built": self.plans_built, "extensions": extensions,
+                  "shm_slots": len(self.shm)}
         result.update(self.status_extra())
         return result
 

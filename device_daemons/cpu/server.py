@@ -2,7 +2,8 @@
 clients, over the microkernel protocol (core/microkernel).
 
     python -m device_daemons.cpu --endpoint EP [--parent-pid PID|0] [--key-file F]
-                                 [--threads N] [--no-record] [--caffe-fallback]
+                                 [--threads N] [--no-record] [--caffe-fallback
+                                 [--python-path DIR ...]]
 
 The verbs, caching, handles, shared memory and errors are every daemon's
 (device_daemons/service.py). The CPU's own parts: extensions are custom CPU
@@ -16,6 +17,7 @@ kernel (built-in, custom, or Caffe-backed).
 from __future__ import annotations
 
 import argparse
+import os
 
 from ..service import DeviceDaemon, serve_daemon
 from .caffe_backed import CaffeWorkerPool, caffe_backed_kernels
@@ -31,10 +33,11 @@ class CpuDaemon(DeviceDaemon):
     DEVICE = DEVICE
     EXTENSION = "custom kernel file"
 
-    def __init__(self, threads: int = 2, endpoint: str = "", caffe_fallback: bool = False) -> None:
+    def __init__(self, threads: int = 2, endpoint: str = "", caffe_fallback: bool = False,
+                 python_path: list[str] | None = None) -> None:
         super().__init__(threads, endpoint)
         # layers only Caffe knows run through a Caffe worker (see caffe_backed.py)
-        self.caffe_pool = CaffeWorkerPool() if caffe_fallback else None
+        self.caffe_pool = CaffeWorkerPool(python_path) if caffe_fallback else None
 
     def load_extension(self, path: str) -> dict:
         from .plan import load_custom_kernels
@@ -66,9 +69,24 @@ class CpuDaemon(DeviceDaemon):
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--caffe-fallback", action="store_true",
                         help="run layers without a kernel that Caffe knows through a Caffe worker process")
+    parser.add_argument("--python-path", action="append", default=[], metavar="DIR",
+                        help="with --caffe-fallback: a directory Caffe Python layers may be imported from "
+                             "(may be repeated; no other module is imported for them)")
+
+
+def _check_options(opts: argparse.Namespace) -> None:
+    if opts.python_path and not opts.caffe_fallback:
+        raise ValueError("--python-path is for Caffe Python layers: it needs --caffe-fallback")
+    for directory in opts.python_path:
+        if not os.path.isdir(directory):
+            raise ValueError(f"--python-path {directory} is not a directory")
+
+
+def _daemon(server, opts) -> CpuDaemon:
+    return CpuDaemon(threads=opts.threads, endpoint=server.endpoint, caffe_fallback=opts.caffe_fallback,
+                     python_path=[os.path.abspath(p) for p in opts.python_path])
 
 
 def main(argv: list[str] | None = None) -> int:
-    return serve_daemon(argv, "cpu", lambda server, opts: CpuDaemon(threads=opts.threads, endpoint=server.endpoint,
-                                                                     caffe_fallback=opts.caffe_fallback),
-                        add_arguments=_add_arguments, description="mo-core CPU inference daemon")
+    return serve_daemon(argv, "cpu", _daemon, add_arguments=_add_arguments, before_bind=_check_options,
+                        description="mo-core CPU inference daemon")
