@@ -123,6 +123,19 @@ def trivial_ir(out_dir):
     return xml
 
 
+def _opencv_forward(proto, weights, x, target):
+    """A forward of OpenCV DNN's own backend on `target` (CPU or OpenCL) for input x."""
+    import cv2
+    cv_net = cv2.dnn.readNetFromCaffe(proto, weights)
+    cv_net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
+    cv_net.setPreferableTarget(target)
+
+    def forward():
+        cv_net.setInput(x)
+        cv_net.forward()
+    return forward
+
+
 def run_engine(engine, model, iterations, xml, relu_xml, gpu_iterations=10):
     """One engine, measured alone in this process (prints JSON)."""
     os.environ.setdefault("GLOG_minloglevel", "2")
@@ -160,13 +173,7 @@ def run_engine(engine, model, iterations, xml, relu_xml, gpu_iterations=10):
         result["main"] = measure(lambda: plan.infer({name: x}), gpu_iterations, warmup=2)
     elif engine == "opencv_ocl":
         import cv2
-        cv_net = cv2.dnn.readNetFromCaffe(proto, weights)
-        cv_net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
-        cv_net.setPreferableTarget(cv2.dnn.DNN_TARGET_OPENCL)
-
-        def cv_forward():
-            cv_net.setInput(x)
-            cv_net.forward()
+        cv_forward = _opencv_forward(proto, weights, x, cv2.dnn.DNN_TARGET_OPENCL)
         cv_forward()  # compiles OpenCV's OpenCL kernels (minutes on PoCL): not timed
         result["main"] = measure(cv_forward, gpu_iterations, warmup=1)
         result["version"] = cv2.__version__
@@ -181,14 +188,7 @@ def run_engine(engine, model, iterations, xml, relu_xml, gpu_iterations=10):
         result["main"] = measure(net.forward, iterations)
     elif engine == "opencv":
         import cv2
-        cv_net = cv2.dnn.readNetFromCaffe(proto, weights)
-        cv_net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
-        cv_net.setPreferableTarget(cv2.dnn.DNN_TARGET_CPU)
-
-        def cv_forward():
-            cv_net.setInput(x)
-            cv_net.forward()
-        result["main"] = measure(cv_forward, iterations)
+        result["main"] = measure(_opencv_forward(proto, weights, x, cv2.dnn.DNN_TARGET_CPU), iterations)
         result["version"] = cv2.__version__
     print(json.dumps(result))
 

@@ -319,7 +319,7 @@ class GpuPlan(PlanShapes):
         return int(np.prod(self.shapes[slot])) * (itemsize or self.ctx.dtype.itemsize)
 
     # --- inference -------------------------------------------------------------------
-    def create_request(self) -> "InferRequest":
+    def create_request(self):
         from .request import InferRequest
         return InferRequest(self)
 

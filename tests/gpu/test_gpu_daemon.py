@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 from device_daemons.client import DaemonDied, IECore, InferenceError
 from tests.daemon.conftest import assert_close, daemon_processes, run_mo, write_custom_ir
 from tests.gpu.gpu_helpers import chain_ir, rand
-from tests.support import caffe_outputs, compare_with_caffe, convert_api
+from tests.support import caffe_outputs, call_in_thread, compare_with_caffe, convert_api
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 SLOW = np.full((1, 4), 100.0 + 3000, np.float32)  # the Spin kernel runs 3e9 dependent steps per value
@@ -173,18 +172,7 @@ def test_gpu_daemon_killed_during_a_request(fresh_runtime, tmp_path):
     np.testing.assert_array_equal(exec_net.infer({"data": FAST})["custom1"], FAST * 2 + 1)
     pid = ie.daemon_pid("GPU")
     assert daemon_processes(fresh_runtime) == [pid]
-    outcome = {}
-
-    def slow_request():
-        t0 = time.monotonic()
-        try:
-            exec_net.infer({"data": SLOW})
-        except BaseException as exc:  # checked below
-            outcome["error"] = exc
-        outcome["seconds"] = time.monotonic() - t0
-
-    th = threading.Thread(target=slow_request)
-    th.start()
+    th, outcome = call_in_thread(lambda: exec_net.infer({"data": SLOW}))
     time.sleep(1.5)  # the request is in the kernel's loop now
     assert "seconds" not in outcome
     os.kill(pid, signal.SIGKILL)
