@@ -11,9 +11,17 @@ plus the daemon's round-trip cost for a 1x3x224x224 input on a trivial network
 (Input -> ReLU), daemon minus in-process.
 
     python benchmarks/infer.py [--model bvlc_googlenet] [--iterations 100]
+    python benchmarks/infer.py --overhead [--rounds 5] [--iterations 2000]
 
 Runs are interleaved engine by engine after a warm-up; medians are printed with
 ratios. All engines use the machine's cores as they do by default.
+
+--overhead measures only the daemon's round trip (no reference engine, no model
+to convert): Input -> ReLU on 1x3x224x224, in-process vs the daemon through its
+fast lane (the default for such a network) vs the daemon without the fast lane
+(MO_CORE_FAST_LANE_US=0: the main socket and the worker pool), each in its own
+process with a private daemon, in `--rounds` interleaved rounds; it prints the
+median of the rounds' medians (the machine may be shared: look at the spread).
 """
 import argparse
 import json
@@ -153,14 +161,83 @@ def run_engine(engine, model, iterations, xml, relu_xml):
     print(json.dumps(result))
 
 
+def run_round_trip(engine, iterations, relu_xml):
+    """One variant of the round-trip measurement, alone in this process (prints JSON)."""
+    t = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    if engine == "plan":
+        from device_daemons.cpu.plan import ExecutionPlan
+        from ir import read_ir
+        plan = ExecutionPlan(read_ir(relu_xml))
+        fn = lambda: plan.infer({"data": t})  # noqa: E731
+    else:
+        from device_daemons.client import IECore
+        ie = IECore(policy="auto")
+        relu_net = ie.load_network(ie.read_network(model=relu_xml), "CPU")
+        fn = lambda: relu_net.infer({"data": t})  # noqa: E731
+    status = (lambda: ie._link("CPU").call("status")[0]["fast_requests"]) if engine != "plan" else (lambda: 0)
+    for _ in range(200):  # warm-up (and the client measures the network: it picks the lane)
+        fn()
+    before = status()
+    median, fastest = measure(fn, iterations, warmup=0)
+    # the share of the measured requests the daemon served on its fast lane
+    print(json.dumps([median, fastest, (status() - before) / iterations]))
+
+
+def overhead(rounds: int, iterations: int) -> None:
+    variants = [("plan", "in-process (ExecutionPlan)", {}),
+                ("daemon-fast", "daemon, fast lane", {}),
+                ("daemon-pool", "daemon, main socket + pool", {"MO_CORE_FAST_LANE_US": "0"})]
+    tmp = tempfile.mkdtemp(prefix="mo-overhead-")
+    times = {key: [] for key, _, _ in variants}
+    shares = {key: [] for key, _, _ in variants}
+    try:
+        relu_xml = trivial_ir(tmp)
+        for r in range(rounds):
+            for key, _, extra in variants:
+                env = dict(os.environ, MO_CORE_RUNTIME_DIR=os.path.join(tmp, "rt-{}-{}".format(key, r)), **extra)
+                try:
+                    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--engine", key,
+                                           "--iterations", str(iterations), "--relu-xml", relu_xml],
+                                          capture_output=True, text=True, env=env)
+                finally:
+                    subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env,
+                                   capture_output=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                if proc.returncode:
+                    raise SystemExit("{} failed:\n{}".format(key, proc.stderr[-3000:]))
+                median, _, fast_share = json.loads(proc.stdout.strip().splitlines()[-1])
+                times[key].append(median)
+                shares[key].append(fast_share)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    plan = statistics.median(times["plan"])
+    print("daemon round trip, Input->ReLU 1x3x224x224 float32, {} rounds x {} iterations (median of the rounds' "
+          "medians; min-max of the rounds)".format(rounds, iterations))
+    print("{:<34}{:>10}{:>18}{:>14}{:>11}".format("variant", "median ms", "rounds min-max", "overhead ms",
+                                                 "fast lane"))
+    for key, label, _ in variants:
+        m = statistics.median(times[key])
+        print("{:<34}{:>10.3f}{:>18}{:>14}{:>10.0f}%".format(
+            label, m * 1e3, "{:.3f}-{:.3f}".format(min(times[key]) * 1e3, max(times[key]) * 1e3),
+            "" if key == "plan" else "{:.3f}".format((m - plan) * 1e3), 100 * statistics.mean(shares[key])))
+    print("(the fast lane serves a network only while the daemon measures it below {} us: on a loaded machine a "
+          "share of the requests goes to the pool)".format(os.environ.get("MO_CORE_FAST_LANE_US", "500")))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="bvlc_googlenet")
-    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--iterations", type=int, default=None)
+    parser.add_argument("--overhead", action="store_true", help="only the daemon's round-trip cost")
+    parser.add_argument("--rounds", type=int, default=5, help="with --overhead: interleaved rounds")
     parser.add_argument("--engine", help=argparse.SUPPRESS)
     parser.add_argument("--xml", help=argparse.SUPPRESS)
     parser.add_argument("--relu-xml", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.engine in ("plan", "daemon-fast", "daemon-pool") and args.xml is None:
+        return run_round_trip(args.engine, args.iterations, args.relu_xml)
+    if args.overhead:
+        return overhead(args.rounds, args.iterations or 2000)
+    args.iterations = args.iterations or 100
     if args.engine:
         return run_engine(args.engine, args.model, args.iterations, args.xml, args.relu_xml)
     proto, weights = bvlc_model(args.model)

@@ -61,6 +61,12 @@ def add_parser(sub):
                    help="the --input_model graph is in the protobuf text format (.pbtxt)")
     t.add_argument("--disable_nhwc_to_nchw", action="store_true",
                    help="keep the model's 4-D inputs and outputs NHWC (the IR converts inside)")
+    t.add_argument("--saved_model_dir", help="a SavedModel directory (frozen by the TensorFlow worker: needs "
+                   "TensorFlow there, MO_CORE_TF_PYTHON chooses its python)")
+    t.add_argument("--saved_model_tags", help="comma-separated tags of the SavedModel's meta graph (default: serve)")
+    t.add_argument("--input_meta_graph", help="a TF1 .meta graph, frozen with its checkpoint by the TensorFlow worker")
+    t.add_argument("--input_checkpoint", help="the checkpoint of --input_meta_graph (default: its path without "
+                   ".meta) or of a non-frozen --input_model")
     p.set_defaults(func=run)
 
 
@@ -86,13 +92,16 @@ def run(args) -> int:
         enable_flattening_nested_params=args.enable_flattening_nested_params,
         interp_zoom_rule=args.interp_zoom_rule, caffe_proto=args.caffe_proto, ir_version=args.ir_version,
         ov_extension_ops=args.ov_extension_ops,
-        input_model_is_text=args.input_model_is_text, disable_nhwc_to_nchw=args.disable_nhwc_to_nchw)
+        input_model_is_text=args.input_model_is_text, disable_nhwc_to_nchw=args.disable_nhwc_to_nchw,
+        saved_model_dir=args.saved_model_dir, saved_model_tags=args.saved_model_tags,
+        input_meta_graph=args.input_meta_graph, input_checkpoint=args.input_checkpoint)
     if not args.silent:
         print("Model Optimizer arguments:")
         for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",
                     "batch", "mean_values", "scale_values", "scale", "reverse_input_channels", "data_type",
                     "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback", "caffe_proto",
-                    "ir_version", "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw"):
+                    "ir_version", "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw",
+                    "saved_model_dir", "saved_model_tags", "input_meta_graph", "input_checkpoint"):
             value = getattr(args, key)
             if value not in (None, False):
                 print("\t- {:<26}{}".format(key + ":", value))

@@ -43,6 +43,10 @@ class ConvertOptions:
     enable_flattening_nested_params: bool = False
     input_model_is_text: bool = False            # TensorFlow
     disable_nhwc_to_nchw: bool = False
+    saved_model_dir: str | None = None           # TensorFlow, frozen by the TF worker
+    saved_model_tags: str | None = None
+    input_meta_graph: str | None = None
+    input_checkpoint: str | None = None
     interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
     caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
     ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
@@ -77,14 +81,17 @@ def front_end(framework: str):
 
 def deduce_framework(ctx):
     o = ctx.options
-    if not o.input_model and not o.input_proto:
+    tf_only = (o.saved_model_dir or o.input_meta_graph or o.input_checkpoint or o.saved_model_tags or
+               o.input_model_is_text)
+    if not o.input_model and not o.input_proto and not tf_only:
         raise Error("Nothing to convert: give the trained model with --input_model (a Caffe .caffemodel with its "
-                    "--input_proto deploy.prototxt, or a frozen TensorFlow graph .pb).", faq=20)
+                    "--input_proto deploy.prototxt, or a frozen TensorFlow graph .pb), or a TensorFlow "
+                    "--saved_model_dir or --input_meta_graph.", faq=20)
     if o.framework is None:
         model = (o.input_model or "").lower()
         if model.endswith(".caffemodel") or o.input_proto:
             o.framework = "caffe"
-        elif model.endswith(TF_SUFFIXES) or o.input_model_is_text:
+        elif model.endswith(TF_SUFFIXES) or tf_only:
             o.framework = "tf"
         else:
             raise Error("Framework name can not be deduced from the given options. Use --framework to choose one of "
@@ -228,13 +235,26 @@ def set_precision(ctx):
     run(ctx.graph, ctx.options.data_type, ctx.warnings)
 
 
+def keep_caffe_definitions(ctx):
+    # a layer that keeps its Caffe type (CustomLayersMapping) carries its own Caffe
+    # definition in the IR, so the daemon runs it without the source files
+    if ctx.custom_mapping is None:
+        return
+    from core.front.caffe.fallback import layer_definition
+    from core.services.caffe_worker import DEFINITION_ATTR
+    for node in ctx.graph.op_nodes():
+        if ctx.custom_mapping.handles(node) and node.soft_get("type") == node.caffe_type and "pb" in node:
+            node["caffe_definition"] = layer_definition(node.pb)
+            node["backend_attrs"] = list(node.backend_attrs) + [(DEFINITION_ATTR, lambda n: n.caffe_definition)]
+
+
 def emit(ctx):
     from core.emit import to_network
     o = ctx.options
-    name = o.model_name or os.path.splitext(os.path.basename(o.input_model))[0]
+    name = o.model_name or ctx.front.model_name(o)
     ctx.network = to_network(ctx.graph, name, ctx.warnings)
-    # like the legacy tool's <cli_parameters>: where the IR came from. The CPU
-    # daemon's Caffe-backed layers find their Caffe definition through it.
+    # like the legacy tool's <cli_parameters>: where the IR came from (information
+    # only: nothing reads these paths back)
     meta = {"generator": "mo-core 0.1.0", "framework": o.framework, **ctx.front.source_files(o)}
     for key, value in sorted(vars(o).items()):
         if key not in meta and value not in (None, False, "") and not (key == "output_dir"):
@@ -276,6 +296,7 @@ PIPELINE = [
     constant_folding,
     remove_dead_code,
     set_precision,
+    keep_caffe_definitions,
     emit,
     emit_ir_v11,
 ]

@@ -39,9 +39,10 @@ reused only after they are garbage; outputs that came as frames are read-only
 arrays over the received message buffers (`.copy()` one to modify it).
 
 This module holds the user API; the machinery behind it: transport.py (the link
-to a daemon: connections, failure detection, restarts and reconnects, the fast
-call path), infer_job.py (one inference request on the wire), shm_client.py and
-shm_protocol.py (shared memory), errors.py (InferenceError, daemon error replies).
+to a daemon: connections, failure detection, restarts and reconnects, the daemon's
+fast lane), infer_job.py (one inference request on the wire), contract.py (what
+every request and reply must be), shm_client.py and shm_protocol.py (shared
+memory), errors.py (InferenceError, daemon error replies).
 """
 from __future__ import annotations
 
@@ -54,11 +55,12 @@ from typing import Any
 import numpy as np
 
 from core.errors import Error
-from core.microkernel import MicrokernelError, RemoteError, is_loopback
+from core.microkernel import MicrokernelError, ProtocolError, RemoteError, is_loopback
 from ir import read_ir
 
 from . import daemon as _daemon
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
+from . import contract
 from .contract import fast_lane_max_us
 from .errors import InferenceError, remote_error
 from .infer_job import InferJob
@@ -157,12 +159,8 @@ class IENetwork:
         self._batch = None
 
     def _load_args(self) -> dict:
-        args: dict = {}
-        if self._batch is not None:
-            args["batch"] = self._batch
-        if self._shapes:
-            args["shapes"] = {k: list(v) for k, v in self._shapes.items()}
-        return args
+        """batch / shapes of contract.load_request."""
+        return {"batch": self._batch, "shapes": dict(self._shapes) or None}
 
     def __repr__(self) -> str:
         return f"<IENetwork {self.name!r} inputs={self.inputs} outputs={list(self.outputs)}>"
@@ -249,24 +247,19 @@ class ExecutableNetwork:
         return self.inputs
 
     # ----------------------------------------------------------------- loading
-    def _source_args(self, conn: Connection) -> tuple[dict, list]:
+    def _source_args(self, conn: Connection) -> dict:
         net = self._network
-        if self._core.transfer == "paths" or (self._core.transfer == "auto" and conn.local):
-            args = {"xml": net.model, "bin": net.weights}
-        else:
-            try:
-                with open(net.model, "rb") as f:
-                    xml_text = f.read()
-                with open(net.weights, "rb") as f:
-                    bin_data = np.frombuffer(f.read(), np.uint8)
-            except OSError as exc:
-                raise Error("cannot read the IR to send it to the daemon: {}", exc) from None
-            args = {"xml_text": xml_text, "bin_data": bin_data}
-        args.update(self._args)
         kernels = self._core._extensions.get(self.link.device, [])
-        if kernels:
-            args["kernels"] = list(kernels)
-        return args, []
+        if self._core.transfer == "paths" or (self._core.transfer == "auto" and conn.local):
+            return contract.load_request(xml=net.model, bin=net.weights, kernels=kernels, **self._args)
+        try:
+            with open(net.model, "rb") as f:
+                xml_text = f.read()
+            with open(net.weights, "rb") as f:
+                bin_data = np.frombuffer(f.read(), np.uint8)
+        except OSError as exc:
+            raise Error("cannot read the IR to send it to the daemon: {}", exc) from None
+        return contract.load_request(xml_text=xml_text, bin_data=bin_data, kernels=kernels, **self._args)
 
     def loaded(self, deadline: float) -> tuple[Connection, int]:
         """(connection, handle) on the current daemon, loading the network first when
@@ -281,22 +274,23 @@ class ExecutableNetwork:
             loaded = self._loaded
             if loaded is not None and loaded[0] is conn:
                 return loaded
-            args, arrays = self._source_args(conn)
-            pending = link.send(conn, "load_network", args, arrays)
+            pending = link.send(conn, contract.LOAD_NETWORK, self._source_args(conn))
             try:
-                result, _ = link.wait(conn, pending, "load_network", deadline)
+                result, _ = link.wait(conn, pending, contract.LOAD_NETWORK, deadline)
+                loaded = contract.check_load_result(result)
             except RemoteError as exc:
                 raise remote_error(exc, link.device) from None
-            self.inputs = {n: list(i["shape"]) for n, i in result["inputs"].items()}
-            self.outputs = {n: list(i["shape"]) for n, i in result["outputs"].items()}
+            except ProtocolError as exc:
+                raise DaemonError(f"the {link.device} daemon broke the contract: {exc}") from None
+            self.inputs, self.outputs = loaded.inputs, loaded.outputs
             self.output_bytes = sum(align(4 * int(np.prod(shape, dtype=np.int64)))
                                     for shape in self.outputs.values())
-            self.warnings = list(result.get("warnings") or [])
-            self.cached = bool(result.get("cached"))  # the daemon had it compiled already
-            self._fast_ok = bool(result.get("fast_ok"))
+            self.warnings = loaded.warnings
+            self.cached = loaded.cached  # the daemon had it compiled already
+            self._fast_ok = loaded.fast_ok
             self._fast = False
             self._compute_us = None
-            self._loaded = (conn, int(result["handle"]))
+            self._loaded = (conn, loaded.handle)
             self._box["loaded"] = self._loaded
             return self._loaded
 
@@ -336,7 +330,7 @@ class ExecutableNetwork:
         conn, handle = loaded
         try:
             if conn.dead is None and not conn.client.closed:
-                conn.client.call_async("unload", {"handle": handle})  # fire and forget
+                conn.client.call_async(contract.UNLOAD, {"handle": handle})  # fire and forget
         except Exception:  # noqa: BLE001 - best effort (also runs at interpreter exit)
             pass
 
@@ -350,7 +344,7 @@ class ExecutableNetwork:
         conn, handle = loaded
         try:
             if conn.dead is None and not conn.client.closed:
-                conn.client.call("unload", {"handle": handle}, timeout=5.0)
+                conn.client.call(contract.UNLOAD, {"handle": handle}, timeout=5.0)
         except MicrokernelError:
             pass
 
@@ -455,7 +449,7 @@ class IECore:
             path = os.path.abspath(path)  # the daemon runs in another directory
             if not os.path.isfile(path):
                 raise InferenceError(f"cannot find the custom kernel file {path}", "kernel")
-        result, _ = link.call("add_extension", {"path": path, "check_only": True})
+        result, _ = link.call(contract.ADD_EXTENSION, {"path": path, "check_only": True})
         paths = self._extensions.setdefault(link.device, [])
         if path not in paths:
             paths.append(path)
@@ -470,7 +464,7 @@ class IECore:
 
     def get_versions(self, device_name: str = "CPU") -> dict:
         link = self._link(device_name)
-        info, _ = link.call("status")
+        info, _ = link.call(contract.STATUS)
         return {link.device: {"version": info.get("version"), "pid": info.get("pid")}}
 
     def daemon_pid(self, device_name: str = "CPU") -> int | None:

@@ -2,36 +2,20 @@
 clients, over the microkernel protocol (core/microkernel).
 
     python -m device_daemons.cpu --endpoint EP [--parent-pid PID|0] [--key-file F]
-                                 [--threads N] [--no-record]
+                                 [--threads N] [--no-record] [--caffe-fallback
+                                 [--python-path DIR ...]]
 
-Verbs (args -> result; arrays travel as raw frames):
-
-* load_network {xml, bin | xml_text, bin_data (uint8 array), kernels: [paths],
-  batch, shapes: {input: dims}} -> {handle, name, inputs: {name: {shape,
-  precision}}, outputs: {...}, cached, warnings}. Paths are read by the daemon
-  (same machine); xml_text + bin_data let a client on another machine send the IR
-  itself. `kernels` are custom CPU kernel files (Python, on the daemon's machine).
-* infer {handle, inputs: {name: array}} -> {outputs: {name: array}, compute_us}
-* infer on the fast lane (the endpoint `hello` gives as lanes.fast): the same,
-  served by a thread of its own with no hand-off (microkernel Server lanes), for
-  networks that compute in well under a millisecond (compute_us), where the two
-  thread hand-offs of the pool cost more than the network itself. The daemon
-  serves there only networks it measured below contract.fast_lane_max_us() and
-  without custom kernels (whose time may depend on the data); others get kind
-  "not_fast" and go to the main endpoint
-* reshape {handle, shapes: {input: dims}} -> like load_network (same handle)
-* unload {handle} -> {}
-* add_extension {path, check_only} -> {types: [...]}: register a custom kernel
-  file for every later load (check_only: just import it and report its types)
-* status {} -> {device, pid, started, uptime, endpoint, version, threads,
-  requests, networks: [...], cached_plans, extensions, shm_slots}
-* shm_create {size} -> {slot, path, name}; shm_detach {slot} -> {}: the
-  shared-memory fast path of local clients (below)
-plus the microkernel's built-in hello / ping / shutdown.
+Verbs, their arguments, results and error kinds: device_daemons/contract.py (the
+contract of every inference daemon; each request is parsed with it). `infer` is
+also served on the fast lane (the endpoint `hello` gives as lanes.fast): a thread
+of its own with no hand-off (microkernel Server lanes), for networks this daemon
+measured below contract.fast_lane_max_us() and without custom kernels (whose time
+may depend on the data); others get kind "not_fast" and go to the main endpoint.
 
 Shared-memory fast path: a local client's inputs and outputs travel in a sealed
-memfd slot (made by the daemon) that both processes map; only a small header goes over the socket (the
-protocol: device_daemons/shm_protocol.py; this daemon's side: shm_slots.py).
+memfd slot (made by the daemon) that both processes map; only a small header goes
+over the socket (the protocol: device_daemons/shm_protocol.py; this daemon's side:
+shm_slots.py). IR files are opened safely (ir_source.py).
 
 Threading: the microkernel Server runs handlers on a pool of `--threads` threads
 (default: the number of CPUs, at most 4); each compiled network owns a small pool
@@ -43,17 +27,13 @@ batch, input shapes). Loading the same IR again returns a new handle on the
 cached plans at once; up to `_IDLE_CACHE` networks no handle uses stay cached.
 Handles are per load, so reshaping one client's handle never changes another's.
 
-Errors a client can fix come back as RemoteError kinds: "network" (the IR cannot
-be read or compiled, e.g. a layer type without a kernel), "kernel" (a custom
-kernel file is bad or a kernel failed), "input" (bad input name, shape or dtype),
-"handle" (unknown handle: the daemon was restarted; the client re-loads).
+Errors a client can fix come back as RemoteError kinds (see the contract).
 """
 from __future__ import annotations
 
 import argparse
 import itertools
 import logging
-import math
 import os
 import stat
 import sys
@@ -66,13 +46,12 @@ import numpy as np
 from core.microkernel import RemoteError, Server, serve_main
 from ir import IRError
 
-from .. import registry
-from ..contract import MAX_TENSOR_ELEMENTS, fast_lane_max_us
+from .. import contract, registry
 from .caffe_backed import CaffeWorkerPool, caffe_backed_kernels
-from .kernels import KERNELS
 from .ir_source import IRSource
+from .kernels import KERNELS
 from .plan_pool import Handle, PlanPool
-from .shm_slots import ShmSlots, input_views, place_outputs, unpack_shm
+from .shm_slots import ShmSlots, input_views, place_outputs
 
 DEVICE = "CPU"
 # poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
@@ -93,23 +72,14 @@ def _ir_error(exc: IRError, default_kind: str) -> RemoteError:
     return RemoteError(kind, str(exc), exc.faq)
 
 
-def _shape_list(value, where: str) -> tuple:
-    if not isinstance(value, (list, tuple)) or not value or len(value) > 8 or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
-        raise _err("input", f"{where} must be a list of 1 to 8 positive integers, got {value!r:.80}")
-    if math.prod(value) > MAX_TENSOR_ELEMENTS:
-        raise _err("input", f"{where} {list(value)!r:.80} has {math.prod(value)} elements, more than "
-                            f"this daemon's limit of {MAX_TENSOR_ELEMENTS}")
-    return tuple(value)
-
-
 class CpuDaemon:
     """State and verbs of the CPU daemon (independent of the socket: testable)."""
 
-    def __init__(self, threads: int = 2, endpoint: str = "", caffe_fallback: bool = False) -> None:
+    def __init__(self, threads: int = 2, endpoint: str = "", caffe_fallback: bool = False,
+                 python_path: list[str] | None = None) -> None:
         self.threads = max(1, threads)
         # layers only Caffe knows run through a Caffe worker (see caffe_backed.py)
-        self.caffe_pool = CaffeWorkerPool() if caffe_fallback else None
+        self.caffe_pool = CaffeWorkerPool(python_path) if caffe_fallback else None
         self.endpoint = endpoint
         self.started = time.time()
         self._t0 = time.monotonic()
@@ -124,24 +94,23 @@ class CpuDaemon:
         self.shm = ShmSlots()
         self.requests = 0
         self.fast_requests = 0
+        self.plans_built = 0  # networks compiled (a cache hit compiles nothing)
 
     def register(self, server: Server) -> None:
-        server.handle("load_network", self.load_network)
-        server.handle("infer", self.infer)
-        server.handle("infer", self.infer_fast, lane="fast")
-        server.handle("reshape", self.reshape)
-        server.handle("unload", self.unload, inline=True)
-        server.handle("add_extension", self.add_extension)
-        server.handle("status", self.status, inline=True)
-        server.handle("shm_create", self.shm_create)
-        server.handle("shm_detach", self.shm_detach, inline=True)
+        server.handle(contract.LOAD_NETWORK, self.load_network)
+        server.handle(contract.INFER, self.infer)
+        server.handle(contract.INFER, self.infer_fast, lane="fast")
+        server.handle(contract.RESHAPE, self.reshape)
+        server.handle(contract.UNLOAD, self.unload, inline=True)
+        server.handle(contract.ADD_EXTENSION, self.add_extension)
+        server.handle(contract.STATUS, self.status, inline=True)
+        server.handle(contract.SHM_CREATE, self.shm_create)
+        server.handle(contract.SHM_DETACH, self.shm_detach, inline=True)
 
     # ----------------------------------------------------------------- kernels
     def _kernels(self, path: str) -> tuple[tuple, dict]:
         """(identity, {type: class}) of a custom kernel file, imported once per version."""
         from .plan import load_custom_kernels
-        if not isinstance(path, str) or not path:
-            raise _err("kernel", f"a custom kernel file must be a path, got {path!r:.80}")
         path = os.path.abspath(path)
         try:
             st = os.stat(path)
@@ -171,23 +140,15 @@ class CpuDaemon:
         return ident, found
 
     def add_extension(self, args: dict, arrays: list) -> dict:
-        path = args.get("path")
+        path, check_only = contract.parse_add_extension(args)
         ident, found = self._kernels(path)
-        if not args.get("check_only"):
+        if not check_only:
             with self._lock:
                 if ident[0] not in self._extensions:
                     self._extensions.append(ident[0])
         return {"path": ident[0], "types": sorted(found)}
 
     # ----------------------------------------------------------------- networks
-    def _source(self, args: dict, arrays: list) -> IRSource:
-        """The IR a load_network request names (files, or content it sends)."""
-        if args.get("xml") is not None:
-            return IRSource.from_files(args.get("xml"), args.get("bin"))
-        if args.get("xml_text") is None:
-            raise _err("network", "load_network needs 'xml' (+ 'bin') paths or 'xml_text' + 'bin_data'")
-        return IRSource.from_content(args.get("xml_text"), args.get("bin_data"))
-
     def _pool_for(self, key: tuple, build) -> tuple[PlanPool, bool]:
         """The cached pool for `key`, or a new one (built once even if asked twice)."""
         with self._lock:
@@ -224,16 +185,10 @@ class CpuDaemon:
             pool.last_used = time.monotonic()
             self._evict()
 
-    def _shapes_arg(self, value) -> dict | None:
-        if value is not None and not isinstance(value, dict):
-            raise _err("input", "'shapes' must be a map {input name: dims}")
-        shapes = {str(k): _shape_list(v, f"the shape of input {k!r}") for k, v in (value or {}).items()}
-        return shapes or None
-
     def _describe(self, handle: Handle, cached: bool) -> dict:
         pool = handle.pool
-        return {"handle": handle.id, "name": pool.name, "inputs": pool.inputs, "outputs": pool.outputs,
-                "cached": cached, "warnings": pool.warnings, "fast_ok": not pool.custom}
+        return contract.network_result(handle.id, pool.name, pool.inputs, pool.outputs, cached, pool.warnings,
+                                       not pool.custom)
 
     def _get_pool(self, ident: tuple, loader, description: str, kernel_paths: list,
                   shapes: dict | None, batch: int | None) -> tuple[PlanPool, bool]:
@@ -264,6 +219,7 @@ class CpuDaemon:
                         dims = resolved.get(layer.name, tuple(layer.outputs[0].dims))
                         resolved[layer.name] = (batch,) + tuple(dims[1:])
                 pool = PlanPool(key, network, kernels, resolved or None, self.threads, description)
+                self.plans_built += 1
             except IRError as exc:
                 raise _ir_error(exc, "network") from None
             except MemoryError:
@@ -274,19 +230,13 @@ class CpuDaemon:
         return self._pool_for(key, build)
 
     def load_network(self, args: dict, arrays: list) -> dict:
-        kernel_paths = args.get("kernels") or []
-        if not isinstance(kernel_paths, list) or not all(isinstance(p, str) for p in kernel_paths):
-            raise _err("kernel", "'kernels' must be a list of file paths")
-        kernel_paths = [os.path.abspath(p) for p in kernel_paths]
-        batch = args.get("batch")
-        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1
-                                  or batch > MAX_TENSOR_ELEMENTS):
-            raise _err("input", f"batch must be a positive integer, got {batch!r:.40}")
-        shapes = self._shapes_arg(args.get("shapes"))
-        source = self._source(args, arrays)
+        req = contract.parse_load(args)
+        kernel_paths = [os.path.abspath(p) for p in req.kernels]
+        source = IRSource.from_files(req.xml, req.bin) if req.xml is not None else \
+            IRSource.from_content(req.xml_text, req.bin_data)
         try:
             pool, cached = self._get_pool(source.ident, source.load, source.description, kernel_paths,
-                                          shapes, batch)
+                                          req.shapes, req.batch)
         finally:
             source.close()
         with self._lock:
@@ -296,8 +246,8 @@ class CpuDaemon:
         return self._describe(handle, cached)
 
     def _handle(self, args: dict) -> Handle:
-        hid = args.get("handle")
-        handle = self._handles.get(hid) if isinstance(hid, int) else None
+        hid = contract.handle(args)
+        handle = self._handles.get(hid)
         if handle is None:
             raise _err("handle", f"no network with handle {hid!r:.20} is loaded in this daemon "
                                  f"(pid {os.getpid()}); it may have been restarted: load the network again")
@@ -305,7 +255,7 @@ class CpuDaemon:
 
     def reshape(self, args: dict, arrays: list) -> dict:
         handle = self._handle(args)
-        shapes = self._shapes_arg(args.get("shapes"))
+        shapes = contract.shapes(args.get("shapes"))
         if not shapes:
             raise _err("input", "reshape needs 'shapes': {input name: dims}")
         old = handle.pool
@@ -330,10 +280,10 @@ class CpuDaemon:
 
     # ----------------------------------------------------------------- inference
     def shm_create(self, args: dict, arrays: list) -> dict:
-        return self.shm.create(args.get("size"))
+        return self.shm.create(contract.parse_shm_create(args))
 
     def shm_detach(self, args: dict, arrays: list) -> dict:
-        self.shm.detach(args.get("slot"))
+        self.shm.detach(contract.parse_shm_detach(args))
         return {}
 
     def infer_fast(self, args: dict, arrays: list):
@@ -341,25 +291,22 @@ class CpuDaemon:
         daemon measured to compute in less than fast_lane_max_us(), so that no request
         holds the lane longer; others are refused with kind "not_fast"."""
         handle = self._handle(args)
-        self.fast_requests += 1  # a statistic (status): racing updates only blur it
         if not handle.pool.fast_ok:
-            raise _err("not_fast", f"network {handle.pool.name!r} is not served on the fast lane (it has custom "
-                                   f"kernels, or it computes in more than {fast_lane_max_us():g} us, or it "
-                                   f"was not measured yet); send it to the main endpoint")
+            raise _err(contract.NOT_FAST, f"network {handle.pool.name!r} is not served on the fast lane (it has "
+                                          f"custom kernels, or it computes in more than "
+                                          f"{contract.fast_lane_max_us():g} us, or it was not measured yet); "
+                                          f"send it to the main endpoint")
+        self.fast_requests += 1  # served here (a statistic: racing updates only blur it)
         return self.infer(args, arrays)
 
     def infer(self, args: dict, arrays: list):
+        req = contract.parse_infer(args)
         handle = self._handle(args)
-        shm = args.get("shm")
         slot = None
-        if shm is not None:
-            shm = unpack_shm(shm)
-            slot = self.shm.get(shm.get("slot"))
-            inputs = input_views(slot, shm["inputs"])
-        else:
-            inputs = args.get("inputs")
-            if not isinstance(inputs, dict) or not all(isinstance(v, np.ndarray) for v in inputs.values()):
-                raise _err("input", "'inputs' must be a map {input name: array}")
+        inputs = req.inputs
+        if req.shm is not None:
+            slot = self.shm.get(req.shm["slot"])
+            inputs = input_views(slot, req.shm["inputs"])
         pool = handle.pool
         with pool.acquire() as plan:
             t0 = time.perf_counter()
@@ -370,16 +317,14 @@ class CpuDaemon:
             compute_us = int((time.perf_counter() - t0) * 1e6)
             pool.observe(compute_us)
             # (inside the plan's lease: a custom kernel may hand out a buffer it reuses)
-            placed = place_outputs(slot, shm.get("out"), outputs) if slot is not None else None
+            placed = place_outputs(slot, req.shm["out"], outputs) if slot is not None else None
             if placed is None and pool.custom:
                 # the reply is sent later by the I/O thread, after this plan may run again
                 outputs = {k: np.array(v, copy=True) for k, v in outputs.items()}
         handle.requests += 1  # not atomic across threads: a statistic only
         with self._lock:
             self.requests += 1
-        if placed is not None:
-            return {"outputs_shm": msgpack.packb(placed), "compute_us": compute_us}
-        return {"outputs": outputs, "compute_us": compute_us}
+        return contract.infer_result(outputs, msgpack.packb(placed) if placed is not None else None, compute_us)
 
     # ----------------------------------------------------------------- status
     def status(self, args: dict, arrays: list) -> dict:
@@ -395,8 +340,8 @@ class CpuDaemon:
                 "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
                 "version": registry.package_version(), "threads": self.threads,
                 "requests": requests, "fast_requests": self.fast_requests, "networks": networks,
-                "cached_plans": cached,
-                "extensions": extensions, "shm_slots": len(self.shm)}
+                "cached_plans": cached, "plans_built": self.plans_built, "extensions": extensions,
+                "shm_slots": len(self.shm)}
 
 
 def _stderr_file() -> str | None:
@@ -417,11 +362,19 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                              "instance that clients do not find by themselves)")
     parser.add_argument("--caffe-fallback", action="store_true",
                         help="run layers without a kernel that Caffe knows through a Caffe worker process")
+    parser.add_argument("--python-path", action="append", default=[], metavar="DIR",
+                        help="with --caffe-fallback: a directory Caffe Python layers may be imported from "
+                             "(may be repeated; no other module is imported for them)")
 
 
 def _before_bind(opts: argparse.Namespace) -> None:
     if opts.threads < 1:
         raise ValueError("--threads must be >= 1")
+    if opts.python_path and not opts.caffe_fallback:
+        raise ValueError("--python-path is for Caffe Python layers: it needs --caffe-fallback")
+    for directory in opts.python_path:
+        if not os.path.isdir(directory):
+            raise ValueError(f"--python-path {directory} is not a directory")
     if not opts.no_record:
         other = registry.read_record(DEVICE)
         if other is not None and other["pid"] != os.getpid():
@@ -430,7 +383,8 @@ def _before_bind(opts: argparse.Namespace) -> None:
 
 
 def _setup(server: Server, opts: argparse.Namespace):
-    daemon = CpuDaemon(threads=opts.threads, endpoint=server.endpoint, caffe_fallback=opts.caffe_fallback)
+    daemon = CpuDaemon(threads=opts.threads, endpoint=server.endpoint, caffe_fallback=opts.caffe_fallback,
+                       python_path=[os.path.abspath(p) for p in opts.python_path])
     daemon.register(server)
     recorded = False
     if not opts.no_record:

@@ -33,8 +33,11 @@ layer { name: "prob" type: "Softmax" bottom: "fc1" top: "prob" }
 """
 
 # A custom CPU kernel (OpenCV style) used by the tests: y = 2x + 1; when the first
-# input value is >= 100 it first sleeps (value - 100) seconds: a slow request.
+# input value is >= 100 it first sleeps (value - 100) seconds: a slow request. Before
+# sleeping it creates the file "started" in $MO_CORE_TEST_SIGNAL_DIR (when set), so
+# a test knows the request is running (see slow_request_started).
 SLOW_KERNEL = '''
+import os
 import time
 
 
@@ -51,9 +54,18 @@ class SlowOp:
         x = inputs[0]
         first = float(x.flat[0])
         if first >= 100:
+            signal_dir = os.environ.get("MO_CORE_TEST_SIGNAL_DIR")
+            if signal_dir:
+                open(os.path.join(signal_dir, "started"), "w").close()
             time.sleep(first - 100)
         return [x * 2 + 1]
 '''
+
+
+def slow_request_started(signal_dir: str, timeout: float = 30.0) -> bool:
+    """Wait until a SlowOp request of a daemon started with MO_CORE_TEST_SIGNAL_DIR=
+    `signal_dir` is inside its sleep."""
+    return wait_until(lambda: os.path.exists(os.path.join(signal_dir, "started")), timeout)
 
 
 def run_mo(*args, timeout=120, env=None):

@@ -13,7 +13,7 @@ import pytest
 from device_daemons.client import (DaemonDied, DaemonNotRunning, DaemonTimeout, IECore,
                                    InferenceError)
 from tests.daemon.conftest import (assert_close, daemon_processes, raw_reply, raw_socket, run_mo,
-                                   write_custom_ir)
+                                   slow_request_started, write_custom_ir)
 
 SLOW = np.full((1, 4), 110.0, np.float32)  # the SlowOp kernel sleeps 10 s on it
 FAST = np.arange(4, dtype=np.float32).reshape(1, 4)
@@ -21,8 +21,9 @@ FAST = np.arange(4, dtype=np.float32).reshape(1, 4)
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", ["async", "sync"])
-def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode):
+def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode, tmp_path, monkeypatch):
     xml, kernel = slow_model
+    monkeypatch.setenv("MO_CORE_TEST_SIGNAL_DIR", str(tmp_path))  # for the daemon started below
     ie = IECore(policy="auto", timeout=60)
     assert ie.add_extension(kernel, "CPU") == ["SlowOp"]
     exec_net = ie.load_network(ie.read_network(xml), "CPU")
@@ -45,7 +46,7 @@ def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode):
 
     th = threading.Thread(target=slow_request)
     th.start()
-    time.sleep(1.0)  # the request is in the kernel's sleep now
+    assert slow_request_started(str(tmp_path))  # the request is in the kernel's sleep now
     os.kill(pid, signal.SIGKILL)
     th.join(20)
     assert not th.is_alive()
@@ -66,15 +67,16 @@ def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode):
 
 
 @pytest.mark.timeout(120)
-def test_daemon_killed_with_existing_policy(fresh_runtime, slow_model):
+def test_daemon_killed_with_existing_policy(fresh_runtime, slow_model, tmp_path, monkeypatch):
     xml, kernel = slow_model
+    monkeypatch.setenv("MO_CORE_TEST_SIGNAL_DIR", str(tmp_path))  # for the daemon started below
     assert run_mo("daemon", "start").returncode == 0
     ie = IECore(policy="existing", timeout=60)
     ie.add_extension(kernel)
     exec_net = ie.load_network(ie.read_network(xml))
     pid = ie.daemon_pid()
     req = exec_net.start_async({"data": SLOW})
-    time.sleep(1.0)
+    assert slow_request_started(str(tmp_path))
     os.kill(pid, signal.SIGKILL)
     t0 = time.monotonic()
     with pytest.raises(DaemonDied, match="mo-core daemon start") as err:

@@ -13,7 +13,7 @@ from ir import read_ir, write_ir
 
 def convert_model(model: str, out_dir, name: str = "model", data_type: str = "FP32", **options) -> str:
     """Converts with the pipeline and writes the IR; returns the .xml path."""
-    ctx = convert(ConvertOptions(input_model=str(model), output_dir=str(out_dir), model_name=name,
+    ctx = convert(ConvertOptions(input_model=str(model) if model else None, output_dir=str(out_dir), model_name=name,
                                  data_type=data_type, **options))
     xml = os.path.join(str(out_dir), name + ".xml")
     write_ir(ctx.network, xml, precision=data_type)

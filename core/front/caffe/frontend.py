@@ -56,5 +56,8 @@ class CaffeFrontEnd:
     def lower(self, ctx):
         """Nothing: the extractors already made IR ops in NCHW."""
 
+    def model_name(self, o) -> str:
+        return os.path.splitext(os.path.basename(o.input_model))[0]
+
     def source_files(self, o) -> dict:
         return {"input_model": os.path.abspath(o.input_model), "input_proto": os.path.abspath(o.input_proto)}

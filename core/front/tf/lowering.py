@@ -86,8 +86,9 @@ class Lowering:
             graph.connect(data, node, inp=port)
 
     def add_blob(self, node, name: str, value):
+        """(A transposed view stays a view: fusing or emission copies it once.)"""
         from core.graph.blobs import add_blob
-        add_blob(node, name, np.ascontiguousarray(value, dtype=np.float32))
+        add_blob(node, name, np.asarray(value, dtype=np.float32))
 
     @staticmethod
     def retype(node, op_class, attrs: dict | None = None):
