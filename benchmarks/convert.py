@@ -15,6 +15,7 @@ passes, write.
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -36,6 +37,15 @@ def timed(cmd, env=None) -> float:
     return elapsed
 
 
+def _caffe_input_dims(proto: str) -> list[str]:
+    """The input dims a deploy prototxt declares (its first `dim:` values)."""
+    with open(proto) as f:
+        dims = re.findall(r"\bdim:\s*(\d+)", f.read())[:4]
+    if len(dims) != 4:
+        raise SystemExit("cannot find the 4 input dims in {}".format(proto))
+    return dims
+
+
 def commands(model: str, out: str, legacy: bool = False) -> tuple[list, list]:
     """[(name, cmd)] of the tools to compare, and mo-core's convert arguments."""
     mo = openvino_mo(tensorflow=model == "keras_resnet50")
@@ -55,8 +65,11 @@ def commands(model: str, out: str, legacy: bool = False) -> tuple[list, list]:
     else:
         proto, weights = bvlc_model(model)
         ours = ["--input_model", weights, "--input_proto", proto, "-b", "1"]
-        ref = [("openvino-dev 2024.6 mo", [mo, "--input_model", weights, "--input_proto", proto, "--output_dir",
-                                            os.path.join(out, "mo"), "--compress_to_fp16=False", "--silent"])]
+        # mo refuses -b for a shape the model defines (the sdist's deploy nets say batch 10)
+        shape = "[1,{}]".format(",".join(_caffe_input_dims(proto)[1:]))
+        ref = [("openvino-dev 2024.6 mo", [mo, "--input_model", weights, "--input_proto", proto, "--input_shape",
+                                            shape, "--output_dir", os.path.join(out, "mo"),
+                                            "--compress_to_fp16=False", "--silent"])]
     cli = [sys.executable, "-m", "cli", "convert"]
     tools = [("mo-core convert (IR v2)", cli + ours + ["--output_dir", os.path.join(out, "ours"), "--silent"]),
              ("mo-core --ir_version 11", cli + ours + ["--output_dir", os.path.join(out, "v11"), "--silent",

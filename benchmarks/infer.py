@@ -7,11 +7,19 @@
 - the OpenVINO 2024.6 runtime, f32, on the IR its own `mo` makes from the model
 - the current OpenVINO runtime (the project's venv), f32, on mo-core's IR v11
   (`--ir_version 11`) and on that same `mo` IR: the same runtime on both IRs
+- mo-core GPU daemon (OpenCL: a GPU, else PoCL on the CPU) through IECore, and
+  its GpuPlan in-process
+- OpenCV DNN's OpenCL target (DNN_TARGET_OPENCL), where it runs: on a non-GPU
+  OpenCL device (PoCL) OpenCV refuses it unless OPENCV_DNN_OPENCL_ALLOW_ALL_DEVICES
+  is set, which the benchmark does (its first run compiles OpenCV's kernels, which
+  takes minutes on PoCL; it is not timed)
 plus the daemon's round-trip cost for a 1x3x224x224 input on a trivial network
 (Input -> ReLU), daemon minus in-process.
 
-    python benchmarks/infer.py [--model bvlc_googlenet] [--iterations 100]
+    python benchmarks/infer.py [--model bvlc_googlenet] [--iterations 100] [--gpu-iterations 10]
     python benchmarks/infer.py --overhead [--rounds 5] [--iterations 2000]
+
+The OpenCL engines run --gpu-iterations times (PoCL takes ~1 s a run here).
 
 Runs are interleaved engine by engine after a warm-up; medians are printed with
 ratios. All engines use the machine's cores as they do by default.
@@ -115,7 +123,20 @@ def trivial_ir(out_dir):
     return xml
 
 
-def run_engine(engine, model, iterations, xml, relu_xml):
+def _opencv_forward(proto, weights, x, target):
+    """A forward of OpenCV DNN's own backend on `target` (CPU or OpenCL) for input x."""
+    import cv2
+    cv_net = cv2.dnn.readNetFromCaffe(proto, weights)
+    cv_net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
+    cv_net.setPreferableTarget(target)
+
+    def forward():
+        cv_net.setInput(x)
+        cv_net.forward()
+    return forward
+
+
+def run_engine(engine, model, iterations, xml, relu_xml, gpu_iterations=10):
     """One engine, measured alone in this process (prints JSON)."""
     os.environ.setdefault("GLOG_minloglevel", "2")
     proto, weights = bvlc_model(model)
@@ -140,6 +161,24 @@ def run_engine(engine, model, iterations, xml, relu_xml):
         relu_plan = ExecutionPlan(read_ir(relu_xml))
         t = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)
         result["relu"] = measure(lambda: relu_plan.infer({"data": t}), 500)
+    elif engine == "gpu_daemon":
+        from device_daemons.client import IECore
+        ie = IECore(policy="auto", timeout=600)
+        exec_net = ie.load_network(ie.read_network(model=xml), "GPU")
+        result["main"] = measure(lambda: exec_net.infer({name: x}), gpu_iterations, warmup=2)
+        result["device"] = _opencl_device_name()  # the same choice as the daemon (GPU, MO_CORE_OPENCL_DEVICE)
+    elif engine == "gpu_plan":
+        from device_daemons.gpu import GpuPlan
+        plan = GpuPlan(network)
+        result["main"] = measure(lambda: plan.infer({name: x}), gpu_iterations, warmup=2)
+    elif engine == "opencv_ocl":
+        import cv2
+        cv_forward = _opencv_forward(proto, weights, x, cv2.dnn.DNN_TARGET_OPENCL)
+        cv_forward()  # compiles OpenCV's OpenCL kernels (minutes on PoCL): not timed
+        result["main"] = measure(cv_forward, gpu_iterations, warmup=1)
+        result["version"] = cv2.__version__
+        device = cv2.ocl.Device.getDefault()
+        result["device"] = device.name() if cv2.ocl.useOpenCL() and device.name() else "none: ran on the CPU"
     elif engine == "pycaffe":
         import caffe
         net = caffe.Net(proto, weights, caffe.TEST)
@@ -149,16 +188,21 @@ def run_engine(engine, model, iterations, xml, relu_xml):
         result["main"] = measure(net.forward, iterations)
     elif engine == "opencv":
         import cv2
-        cv_net = cv2.dnn.readNetFromCaffe(proto, weights)
-        cv_net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
-        cv_net.setPreferableTarget(cv2.dnn.DNN_TARGET_CPU)
-
-        def cv_forward():
-            cv_net.setInput(x)
-            cv_net.forward()
-        result["main"] = measure(cv_forward, iterations)
+        result["main"] = measure(_opencv_forward(proto, weights, x, cv2.dnn.DNN_TARGET_CPU), iterations)
         result["version"] = cv2.__version__
     print(json.dumps(result))
+
+
+def _has_opencl_gpu() -> bool:
+    proc = subprocess.run([sys.executable, "-c", "from device_daemons.gpu import list_devices; "
+                           "print(int(any(d.type & 4 for _, _, d in list_devices())))"],
+                          capture_output=True, text=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return proc.stdout.strip() == "1"
+
+
+def _opencl_device_name() -> str:
+    from device_daemons.gpu import open_device
+    return open_device("GPU").full_name
 
 
 def run_round_trip(engine, iterations, relu_xml):
@@ -227,6 +271,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="bvlc_googlenet")
     parser.add_argument("--iterations", type=int, default=None)
+    parser.add_argument("--gpu-iterations", type=int, default=10)
     parser.add_argument("--overhead", action="store_true", help="only the daemon's round-trip cost")
     parser.add_argument("--rounds", type=int, default=5, help="with --overhead: interleaved rounds")
     parser.add_argument("--engine", help=argparse.SUPPRESS)
@@ -239,7 +284,7 @@ def main():
         return overhead(args.rounds, args.iterations or 2000)
     args.iterations = args.iterations or 100
     if args.engine:
-        return run_engine(args.engine, args.model, args.iterations, args.xml, args.relu_xml)
+        return run_engine(args.engine, args.model, args.iterations, args.xml, args.relu_xml, args.gpu_iterations)
     proto, weights = bvlc_model(args.model)
     tmp = tempfile.mkdtemp(prefix="mo-infer-")
     env = dict(os.environ, MO_CORE_RUNTIME_DIR=os.path.join(tmp, "rt"), GLOG_minloglevel="2")
@@ -249,14 +294,18 @@ def main():
         relu_xml = trivial_ir(tmp)
         # one engine at a time, each in a fresh process: no thread pools of one
         # engine spinning while another is measured
-        for engine in ("daemon", "plan", "pycaffe", "opencv"):
+        for engine in ("daemon", "plan", "pycaffe", "opencv", "gpu_daemon", "gpu_plan", "opencv_ocl"):
+            engine_env = dict(env, OPENCV_DNN_OPENCL_ALLOW_ALL_DEVICES="1") if engine == "opencv_ocl" else env
+            if engine == "opencv_ocl" and not _has_opencl_gpu():
+                engine_env["OPENCV_OPENCL_DEVICE"] = ":CPU:"  # OpenCV looks for a GPU otherwise
             proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--engine", engine, "--model",
                                    args.model, "--iterations", str(args.iterations), "--xml", xml,
-                                   "--relu-xml", relu_xml], capture_output=True, text=True, env=env)
+                                   "--relu-xml", relu_xml, "--gpu-iterations", str(args.gpu_iterations)],
+                                  capture_output=True, text=True, env=engine_env)
             if proc.returncode:
                 raise SystemExit("{} failed:\n{}".format(engine, proc.stderr[-3000:]))
             results[engine] = json.loads(proc.stdout.strip().splitlines()[-1])
-            if engine == "daemon":
+            if engine in ("daemon", "gpu_daemon"):
                 subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env,
                                capture_output=True)
         from ir import read_ir
@@ -276,7 +325,12 @@ def main():
             if run["input"] != ov["input"]:
                 raise SystemExit("not the same work: inputs {} and {}".format(run["input"], ov["input"]))
         a, b = (np.load(path).astype(np.float64) for path in outs)
+        if a.shape != b.shape:
+            raise SystemExit("not the same work: our IR v11 outputs {}, mo's IR {}".format(a.shape, b.shape))
         agreement = float(np.abs(a - b).max() / np.abs(b).max())
+        if agreement > 1e-4:  # both f32 on the same runtime, same weights and input
+            raise SystemExit("our IR v11 and mo's IR disagree on OpenVINO {} (f32): max |diff| / max |mo's| = "
+                             "{:.3g} > 1e-4".format(results["ov_v11"]["version"], agreement))
     finally:
         subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -286,7 +340,9 @@ def main():
               ("openvino", "OpenVINO {} f32, mo's IR".format(results["openvino"]["version"])),
               ("ov_mo", "OpenVINO {} f32, mo's IR".format(results["ov_mo"]["version"])),
               ("ov_v11", "OpenVINO {} f32, IR v11 ours".format(results["ov_v11"]["version"])),
-              ("openvino_default", "OpenVINO default ({})".format(results["openvino_default"]["precision"]))]
+              ("openvino_default", "OpenVINO default ({})".format(results["openvino_default"]["precision"])),
+              ("gpu_daemon", "mo-core GPU daemon (OpenCL)"), ("gpu_plan", "mo-core GPU plan in-process"),
+              ("opencv_ocl", "OpenCV DNN {} OpenCL target".format(results["opencv_ocl"].get("version", "")))]
     ov_median = results["openvino"]["main"][0]
     print("model: {}, input {} (batch 1), FP32 weights, N(0, 1) from seed 0, {} iterations each, every engine "
           "alone in its own process".format(args.model, "x".join(map(str, ov["input"])), args.iterations))
@@ -294,9 +350,11 @@ def main():
     for key, label in labels:
         median, fastest = results[key]["main"]
         print("{:<40}{:>10.2f}{:>10.2f}{:>11.2f}x".format(label, median * 1e3, fastest * 1e3, median / ov_median))
-    print("IR v11 ours vs mo's IR on OpenVINO {} (f32): outputs agree to {:.2g} (max |diff| / max |mo's|); "
-          "latency ratio {:.2f}".format(results["ov_v11"]["version"], agreement,
-                                        results["ov_v11"]["main"][0] / results["ov_mo"]["main"][0]))
+    print("OpenCL device: mo-core {}; OpenCV {}; OpenCL rows ran {} times each".format(
+        results["gpu_daemon"]["device"], results["opencv_ocl"]["device"], args.gpu_iterations))
+    print("IR v11 ours vs mo's IR on OpenVINO {} (f32): outputs agree to {:.2g} (max |diff| / max |mo's|, checked "
+          "<= 1e-4); latency ratio {:.2f}".format(results["ov_v11"]["version"], agreement,
+                                                  results["ov_v11"]["main"][0] / results["ov_mo"]["main"][0]))
     d, p = results["daemon"]["relu"][0], results["plan"]["relu"][0]
     print("daemon round trip, 1x3x224x224 Input->ReLU: daemon {:.3f} ms, in-process {:.3f} ms, overhead {:.3f} ms "
           "(target < 0.3)".format(d * 1e3, p * 1e3, (d - p) * 1e3))

@@ -33,7 +33,7 @@ def add_parser(sub):
     g.add_argument("--mo-caffe-ext", action="store_true", help="generate a Model Optimizer Caffe extractor")
     g.add_argument("--mo-tf-ext", action="store_true", help="generate a Model Optimizer TensorFlow extractor")
     g.add_argument("--ie-cpu-ext", action="store_true", help="generate a CPU kernel (Python, for -l)")
-    g.add_argument("--ie-gpu-ext", action="store_true", help="generate a GPU kernel (.cl + .xml, for -c)")
+    g.add_argument("--ie-gpu-ext", action="store_true", help="generate a GPU kernel (.cl + .xml in the GPU plugin's custom layer format)")
     g.add_argument("--one-file", action="store_true",
                    help="put the extractor, the operation and the CPU kernel in one Python file (given to both "
                         "--extensions and -l)")

@@ -56,7 +56,7 @@ import numpy as np
 
 from core.errors import Error
 from core.microkernel import MicrokernelError, ProtocolError, RemoteError, is_loopback
-from ir import read_ir
+from ir import IRError, read_ir
 
 from . import daemon as _daemon
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
@@ -64,6 +64,7 @@ from . import contract
 from .contract import fast_lane_max_us
 from .errors import InferenceError, remote_error
 from .infer_job import InferJob
+from .plan_io import output_ports
 from .shm_protocol import align
 from .transport import Connection, Link, LinkSettings
 
@@ -80,16 +81,9 @@ class StatusCode:
 
 # --------------------------------------------------------------------------- network
 
-def _output_names(network) -> dict[str, list]:
-    """{output name: dims} named as the CPU plan names them ("layer" / "layer.port")."""
-    per_layer: dict[int, list] = {}
-    for layer, port in network.outputs():
-        per_layer.setdefault(layer.id, []).append((layer, port))
-    out = {}
-    for items in per_layer.values():
-        for layer, port in items:
-            out[layer.name if len(items) == 1 else f"{layer.name}.{port.id}"] = list(port.dims)
-    return out
+def _output_names(network, extra=()) -> dict[str, list]:
+    """{output name: dims} named as the plans name them ("layer" / "layer.port")."""
+    return {key: list(port.dims) for key, _, port in output_ports(network, extra)}
 
 
 class IENetwork:
@@ -107,6 +101,17 @@ class IENetwork:
         self._ir_batch = first[0] if first else self._ir.batch
         self._batch: int | None = None
         self._shapes: dict[str, list] = {}
+        self._extra: list[str] = []
+        self.affinity: dict[str, str] = {}  # layer name -> device, for HETERO (IE's layer.affinity)
+
+    def add_outputs(self, names) -> None:
+        """Return the outputs of these layers too (IE's IENetwork.add_outputs)."""
+        names = [names] if isinstance(names, str) else list(names)
+        try:
+            self._ir_outputs = _output_names(self._ir, self._extra + names)
+        except IRError as exc:
+            raise Error("add_outputs: {}", exc.message) from None
+        self._extra += [n for n in names if n not in self._extra]
 
     @property
     def inputs(self) -> dict[str, list]:
@@ -159,8 +164,8 @@ class IENetwork:
         self._batch = None
 
     def _load_args(self) -> dict:
-        """batch / shapes of contract.load_request."""
-        return {"batch": self._batch, "shapes": dict(self._shapes) or None}
+        """batch / shapes / outputs of contract.load_request."""
+        return {"batch": self._batch, "shapes": dict(self._shapes) or None, "outputs": tuple(self._extra)}
 
     def __repr__(self) -> str:
         return f"<IENetwork {self.name!r} inputs={self.inputs} outputs={list(self.outputs)}>"
@@ -248,18 +253,7 @@ class ExecutableNetwork:
 
     # ----------------------------------------------------------------- loading
     def _source_args(self, conn: Connection) -> dict:
-        net = self._network
-        kernels = self._core._extensions.get(self.link.device, [])
-        if self._core.transfer == "paths" or (self._core.transfer == "auto" and conn.local):
-            return contract.load_request(xml=net.model, bin=net.weights, kernels=kernels, **self._args)
-        try:
-            with open(net.model, "rb") as f:
-                xml_text = f.read()
-            with open(net.weights, "rb") as f:
-                bin_data = np.frombuffer(f.read(), np.uint8)
-        except OSError as exc:
-            raise Error("cannot read the IR to send it to the daemon: {}", exc) from None
-        return contract.load_request(xml_text=xml_text, bin_data=bin_data, kernels=kernels, **self._args)
+        return self._core._ir_args(self._network, conn, self.link.device, **self._args)
 
     def loaded(self, deadline: float) -> tuple[Connection, int]:
         """(connection, handle) on the current daemon, loading the network first when
@@ -456,11 +450,46 @@ class IECore:
         return list(result.get("types", []))
 
     def load_network(self, network: IENetwork, device_name: str = "CPU", config: dict | None = None,
-                     num_requests: int = 1) -> ExecutableNetwork:
+                     num_requests: int = 1):
+        """An ExecutableNetwork on the device's daemon; for "HETERO:DEV1,DEV2" a
+        HeteroExecutableNetwork (device_daemons/hetero): each layer on the first
+        device that supports it (network.affinity overrides per layer), one
+        sub-network per run of layers on one device."""
         if not isinstance(network, IENetwork):
             raise Error("load_network takes an IENetwork (from IECore.read_network), got {}",
                         type(network).__name__)
+        if str(device_name).strip().upper().startswith("HETERO"):
+            from .hetero.network import HeteroExecutableNetwork
+            return HeteroExecutableNetwork(self, network, device_name, num_requests)
         return ExecutableNetwork(self, network, self._link(device_name), num_requests)
+
+    def query_network(self, network: IENetwork, device_name: str = "CPU") -> dict[str, str]:
+        """{layer name: device} for the layers the device runs (IE's query_network;
+        the extensions added for the device count). For HETERO: the affinity."""
+        if str(device_name).strip().upper().startswith("HETERO"):
+            from .hetero.network import hetero_affinity
+            return hetero_affinity(self, network, device_name)
+        link = self._link(device_name)
+        result, _ = link.call(contract.QUERY_NETWORK, self._ir_args(network, link.connection(), link.device))
+        try:
+            return contract.check_query_result(result)
+        except ProtocolError as exc:
+            raise DaemonError(f"the {link.device} daemon broke the contract: {exc}") from None
+
+    def _ir_args(self, network: IENetwork, conn: Connection, device: str, **load) -> dict:
+        """contract.load_request for `network`: its paths (a local daemon) or its
+        content, the device's extension files, and `load` (batch, shapes, outputs)."""
+        kernels = self._extensions.get(device, [])
+        if self.transfer == "paths" or (self.transfer == "auto" and conn.local):
+            return contract.load_request(xml=network.model, bin=network.weights, kernels=kernels, **load)
+        try:
+            with open(network.model, "rb") as f:
+                xml_text = f.read()
+            with open(network.weights, "rb") as f:
+                bin_data = np.frombuffer(f.read(), np.uint8)
+        except OSError as exc:
+            raise Error("cannot read the IR to send it to the daemon: {}", exc) from None
+        return contract.load_request(xml_text=xml_text, bin_data=bin_data, kernels=kernels, **load)
 
     def get_versions(self, device_name: str = "CPU") -> dict:
         link = self._link(device_name)

@@ -1,5 +1,5 @@
-"""The contract of the inference daemons (the CPU daemon today; the GPU daemon
-implements the same verbs): each verb's name, what its arguments must be and what
+"""The contract of the inference daemons (the CPU and the GPU daemon, both over
+device_daemons/service.py): each verb's name, what its arguments must be and what
 its result holds, written once and used on both sides. The daemon parses every
 request with the parse_* functions (anything wrong is a RemoteError of the kind
 named below, sent back as the error reply); the client builds its requests with
@@ -9,9 +9,13 @@ daemon that breaks the contract is a ProtocolError there).
 Verbs (arrays travel as raw frames; "$array" references in args/results):
 
   load_network {xml, bin? | xml_text, bin_data (1-D uint8 array); kernels?: [path],
-               batch?: int, shapes?: {input: dims}}
+               batch?: int, shapes?: {input: dims}, outputs?: [layer name]}
       -> {handle, name, inputs: {name: {shape, precision}}, outputs: {...}, cached,
           warnings: [str], fast_ok}
+      (kernels: the device's extension files - CPU kernel .py, GPU custom layer
+      .xml; outputs: layers whose outputs are returned too, IE's add_outputs)
+  query_network {xml, bin? | xml_text, bin_data; kernels?: [path]}
+      -> {supported: {layer name: device}}   (IE's QueryNetwork; HETERO's affinity)
   infer        {handle, inputs: {name: float32 array} | shm: bytes (shm spec)}
       -> {outputs: {name: array} | outputs_shm: bytes (placed spec), compute_us}
       (also on the fast lane, for networks measured below fast_lane_max_us())
@@ -52,6 +56,7 @@ INFER = "infer"
 RESHAPE = "reshape"
 UNLOAD = "unload"
 ADD_EXTENSION = "add_extension"
+QUERY_NETWORK = "query_network"
 STATUS = "status"
 SHM_CREATE = "shm_create"
 SHM_DETACH = "shm_detach"
@@ -70,6 +75,7 @@ MAX_RANK = 8
 MAX_TENSOR_ELEMENTS = 1 << 31
 MAX_INPUTS = 1024
 MAX_PATH = 4096
+MAX_EXTRA_OUTPUTS = 100000
 
 
 def fast_lane_max_us() -> float:
@@ -133,12 +139,14 @@ class LoadArgs:
     kernels: tuple = ()
     batch: int | None = None
     shapes: dict | None = None
+    outputs: tuple = ()
 
 
 def load_request(*, xml: str | None = None, bin: str | None = None, xml_text: bytes | None = None,
                  bin_data: np.ndarray | None = None, kernels=(), batch: int | None = None,
-                 shapes: dict | None = None) -> dict:
-    """The args of load_network (client side)."""
+                 shapes: dict | None = None, outputs=()) -> dict:
+    """The args of load_network (client side; query_network takes the same IR and
+    kernels)."""
     args: dict = {"xml": xml, "bin": bin} if xml is not None else {"xml_text": xml_text, "bin_data": bin_data}
     if kernels:
         args["kernels"] = list(kernels)
@@ -146,6 +154,8 @@ def load_request(*, xml: str | None = None, bin: str | None = None, xml_text: by
         args["batch"] = batch
     if shapes:
         args["shapes"] = {k: list(v) for k, v in shapes.items()}
+    if outputs:
+        args["outputs"] = list(outputs)
     return args
 
 
@@ -176,7 +186,21 @@ def parse_load(args: dict) -> LoadArgs:
         raise RemoteError(INPUT, f"batch must be a positive integer, got {batch!r:.40}")
     out.batch = batch
     out.shapes = shapes(args.get("shapes"))
+    names = args.get("outputs") or []
+    if not isinstance(names, list) or len(names) > MAX_EXTRA_OUTPUTS or not all(
+            isinstance(n, str) and len(n) <= MAX_PATH for n in names):
+        raise RemoteError(INPUT, "'outputs' must be a list of layer names")
+    out.outputs = tuple(names)
     return out
+
+
+def check_query_result(result: dict) -> dict[str, str]:
+    """The reply of query_network (client side): {layer name: device}."""
+    supported = result.get("supported")
+    if not isinstance(supported, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                  for k, v in supported.items()):
+        raise ProtocolError("a query_network reply without 'supported': {layer name: device}")
+    return dict(supported)
 
 
 def network_result(handle_id: int, name: str, inputs: dict, outputs: dict, cached: bool,

@@ -177,9 +177,11 @@ class GpuPlan(PlanShapes):
             return self.custom_layers.kernel(layer, self.ctx)
         cls = GPU_KERNELS.get(layer.type)
         if cls is None:
-            raise KernelError(layer, f"layer type {layer.type!r} is not supported by the GPU plugin; run the "
-                                     "network with -d HETERO:GPU,CPU (the layers the GPU lacks run on the CPU), or "
-                                     "register a GPU custom layer for it (an .xml + .cl given with -c FILE)")
+            error = KernelError(layer, f"layer type {layer.type!r} is not supported by the GPU plugin; run the "
+                                       "network with -d HETERO:GPU,CPU (the layers the GPU lacks run on the CPU), "
+                                       "or register a GPU custom layer for it (an .xml + .cl given with -c FILE)")
+            error.kind = "network"  # the daemons' error kind: the network, not a kernel, is the problem
+            raise error
         try:
             return cls(layer, self.ctx)
         except IRError:
@@ -317,7 +319,7 @@ class GpuPlan(PlanShapes):
         return int(np.prod(self.shapes[slot])) * (itemsize or self.ctx.dtype.itemsize)
 
     # --- inference -------------------------------------------------------------------
-    def create_request(self) -> "InferRequest":
+    def create_request(self):
         from .request import InferRequest
         return InferRequest(self)
 

@@ -69,7 +69,7 @@ def test_infer_random_input_is_reproducible(tiny, tmp_path):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("case", ["npz_wrong_key", "npy_bad_shape", "missing_input", "missing_model",
-                                  "bad_top_k", "gpu", "pickled"])
+                                  "bad_top_k", "unknown_device", "pickled"])
 def test_infer_user_errors(tiny, tmp_path, case):
     args = ["infer", "-m", tiny.xml]
     expect = ""
@@ -90,9 +90,9 @@ def test_infer_user_errors(tiny, tmp_path, case):
     elif case == "bad_top_k":
         args += ["--top_k", "0"]
         expect = "--top_k"
-    elif case == "gpu":
-        args += ["-d", "GPU"]
-        expect = "not available yet"
+    elif case == "unknown_device":
+        args += ["-d", "MYRIAD"]
+        expect = "unknown device 'MYRIAD'"
     elif case == "pickled":
         np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
         args += ["-i", str(tmp_path / "obj.npy")]

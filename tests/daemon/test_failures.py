@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 
 import msgpack
@@ -14,6 +13,7 @@ from device_daemons.client import (DaemonDied, DaemonNotRunning, DaemonTimeout, 
                                    InferenceError)
 from tests.daemon.conftest import (assert_close, daemon_processes, raw_reply, raw_socket, run_mo,
                                    slow_request_started, write_custom_ir)
+from tests.support import call_in_thread
 
 SLOW = np.full((1, 4), 110.0, np.float32)  # the SlowOp kernel sleeps 10 s on it
 FAST = np.arange(4, dtype=np.float32).reshape(1, 4)
@@ -31,21 +31,8 @@ def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode, tmp_pat
     pid = ie.daemon_pid()
     assert daemon_processes(fresh_runtime) == [pid]
 
-    outcome = {}
-
-    def slow_request():
-        t0 = time.monotonic()
-        try:
-            if mode == "async":
-                exec_net.start_async({"data": SLOW}).wait()
-            else:
-                exec_net.infer({"data": SLOW})
-        except BaseException as exc:  # checked below
-            outcome["error"] = exc
-        outcome["seconds"] = time.monotonic() - t0
-
-    th = threading.Thread(target=slow_request)
-    th.start()
+    th, outcome = call_in_thread((lambda: exec_net.start_async({"data": SLOW}).wait()) if mode == "async" else
+                                 (lambda: exec_net.infer({"data": SLOW})))
     assert slow_request_started(str(tmp_path))  # the request is in the kernel's sleep now
     os.kill(pid, signal.SIGKILL)
     th.join(20)
