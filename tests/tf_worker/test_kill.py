@@ -29,8 +29,8 @@ HEAVY = {"tensorflow_subgraph_patterns": "heavy/.*"}
 
 
 def tf_workers(marker: str) -> list[int]:
-    """Live TF worker processes whose command line holds `marker` (their endpoint is in
-    a runtime directory: the marker names it)."""
+    """Live TF worker processes of a daemon (started with --refuse-io-ops) whose command
+    line holds `marker` (their endpoint is in a runtime directory: the marker names it)."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -40,8 +40,8 @@ def tf_workers(marker: str) -> list[int]:
             state = open("/proc/{}/stat".format(entry), "rb").read()
         except OSError:
             continue
-        if b"fallback_workers.tf_worker" in cmdline and marker.encode() in cmdline and \
-                state[state.rindex(b")") + 2:].split()[0] != b"Z":
+        ours = b"fallback_workers.tf_worker" in cmdline and b"--refuse-io-ops" in cmdline and marker.encode() in cmdline
+        if ours and state[state.rindex(b")") + 2:].split()[0] != b"Z":
             pids.append(int(entry))
     return pids
 
