@@ -46,12 +46,14 @@ def add_parser(sub):
                         "the CPU daemon on the same input and report the errors per output; exit 1 above the "
                         "tolerance")
     g.add_argument("--validate_input", metavar="x.npy|x.npz",
-                   help="the input of --validate (default: seeded standard normal noise)")
+                   help="the input of --validate (the framework's layout; default: seeded standard normal noise); "
+                        "implies --validate")
     g.add_argument("--validate_tolerance", type=float, metavar="REL",
-                   help="largest accepted relative error of --validate (default 1e-4 for FP32, 1e-2 for FP16)")
+                   help="largest accepted relative error of --validate (default 1e-4 for FP32, 1e-2 for FP16); "
+                        "implies --validate")
     g.add_argument("--validate_layers", action="store_true",
-                   help="with --validate: compare every tensor the IR and the framework both have and name the "
-                        "first layer that diverges")
+                   help="compare every tensor the IR and the framework both have and name the first layer that "
+                        "diverges; implies --validate")
     g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
     g.add_argument("--silent", action="store_true", help="print only errors")
     r = p.add_argument_group("sub-graph replacement (named as in the reference; any framework in mo-core)")
@@ -128,7 +130,8 @@ def run(args) -> int:
         tensorflow_subgraph_patterns=args.tensorflow_subgraph_patterns,
         tensorflow_operation_patterns=args.tensorflow_operation_patterns,
         offload_unsupported_operations_to_tf=args.offload_unsupported_operations_to_tf,
-        fallback_input=args.fallback_input,
+        fallback_input=args.fallback_input, validate=args.validate, validate_input=args.validate_input,
+        validate_tolerance=args.validate_tolerance, validate_layers=args.validate_layers,
         tensorflow_use_custom_operations_config=args.tensorflow_use_custom_operations_config,
         tensorflow_custom_operations_config_update=args.tensorflow_custom_operations_config_update)
     if not args.silent:
@@ -167,4 +170,7 @@ def run(args) -> int:
         print("[ SUCCESS ] XML file: {}".format(os.path.abspath(xml_path)))
         print("[ SUCCESS ] BIN file: {}".format(os.path.abspath(bin_path)))
         print("[ SUCCESS ] Total execution time: {:.2f} seconds.".format(time.perf_counter() - start))
+    if options.validate:
+        from cli.validation import validate_written_ir
+        validate_written_ir(ctx, xml_path, bin_path)
     return 0

@@ -28,11 +28,12 @@ Verbs:
       arrays (the user's --fallback_input) and seeded noise for the other inputs,
       and returns the top shapes of every requested layer
   forward_net {prototxt: str, weights: str|None, given: [input blob],
-               blobs: [blob]} + arrays [one per given input]
-      -> {blobs: [blob]} + arrays (one per blob)
-      builds the net (inputs reshaped to the arrays' shapes), forwards it once
-      on the given arrays (seeded noise for other inputs) and returns the
-      requested blobs as they are after the forward (`convert --validate`)
+               outputs: [[layer, top index]]} + arrays [one per given input]
+      -> {outputs: [[layer, top index]]} + arrays (one per output)
+      builds the net (inputs reshaped to the arrays' shapes), forwards it once,
+      layer by layer, on the given arrays (seeded noise for other inputs) and
+      returns each requested top as the layer left it - before a later in-place
+      layer overwrites its blob (`convert --validate`)
   forward_layer {definition: str, n_inputs: int} + arrays [inputs..., blobs...]
       -> {outputs: [top names]} + arrays (one per top)
       runs one layer (Input layers at the inputs' shapes + the layer's own
@@ -133,26 +134,30 @@ def check_infer_shapes_result(result: dict, layers: list[str]) -> dict[str, list
 
 # --------------------------------------------------------------------------- forward_net
 
-def forward_net_request(prototxt: str, weights: str | None, given: list[str], blobs: list[str]) -> dict:
-    """(The arrays of `given`, in order, go with the request.)"""
-    return {"prototxt": prototxt, "weights": weights, "given": list(given), "blobs": list(blobs)}
+def forward_net_request(prototxt: str, weights: str | None, given: list[str], outputs: list) -> dict:
+    """outputs: [(layer, top index)]. (The arrays of `given`, in order, go with the request.)"""
+    return {"prototxt": prototxt, "weights": weights, "given": list(given),
+            "outputs": [[layer, int(top)] for layer, top in outputs]}
 
 
-def parse_forward_net(args: dict, arrays: list) -> tuple[str, str | None, dict, list[str]]:
+def parse_forward_net(args: dict, arrays: list) -> tuple[str, str | None, dict, list[tuple[str, int]]]:
     prototxt = _text(args.get("prototxt"), "prototxt", MAX_TEXT)
     weights = args.get("weights")
     if weights is not None and not isinstance(weights, str):
         raise RemoteError(REQUEST, "'weights' must be a .caffemodel path or nil")
-    blobs = args.get("blobs")
-    if not isinstance(blobs, list) or not all(isinstance(n, str) for n in blobs):
-        raise RemoteError(REQUEST, "'blobs' must be a list of blob names")
-    return prototxt, weights, parse_given(args, arrays), blobs
+    outputs = args.get("outputs")
+    if not isinstance(outputs, list) or not all(
+            isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and isinstance(o[1], int)
+            and not isinstance(o[1], bool) and o[1] >= 0 for o in outputs):
+        raise RemoteError(REQUEST, "'outputs' must be a list of [layer name, top index]")
+    return prototxt, weights, parse_given(args, arrays), [(layer, top) for layer, top in outputs]
 
 
-def check_forward_net_result(result: dict, arrays: list, blobs: list[str]) -> dict:
-    if not isinstance(result, dict) or result.get("blobs") != blobs or len(arrays) != len(blobs):
-        raise ProtocolError("the Caffe worker's forward_net reply must hold one array per requested blob")
-    return dict(zip(blobs, arrays))
+def check_forward_net_result(result: dict, arrays: list, outputs: list) -> list:
+    if not isinstance(result, dict) or len(result.get("outputs") or []) != len(outputs) or \
+            len(arrays) != len(outputs):
+        raise ProtocolError("the Caffe worker's forward_net reply must hold one array per requested output")
+    return list(arrays)
 
 
 # --------------------------------------------------------------------------- forward_layer

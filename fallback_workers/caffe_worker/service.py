@@ -139,18 +139,25 @@ def infer_shapes(args, arrays):
 
 
 def forward_net(args, arrays):
-    prototxt, weights, given, blobs = contract.parse_forward_net(args, arrays)
+    prototxt, weights, given, outputs = contract.parse_forward_net(args, arrays)
     net = _built_net(prototxt, weights)
     _feed(net, given, 0, reshape=True)
+    names = list(net._layer_names)
+    wanted: dict = {}
+    for i, (layer, top) in enumerate(outputs):
+        if layer not in names or top >= len(net.top_names[layer]):
+            raise RemoteError(contract.REQUEST, "the net has no layer '{}' with a top {}".format(layer, top))
+        wanted.setdefault(layer, []).append((i, top))
+    results = [None] * len(outputs)
     try:
-        net.forward()
+        for layer in names:  # one layer at a time: a top is taken before an in-place layer overwrites it
+            net.forward(start=layer, end=layer)
+            for i, top in wanted.get(layer, ()):
+                results[i] = np.array(net.blobs[net.top_names[layer][top]].data, dtype=np.float32)
     except Exception as exc:
         raise RemoteError(contract.CAFFE_FORWARD, "Caffe failed to run the net: {}: {}".format(
             type(exc).__name__, exc))
-    missing = [b for b in blobs if b not in net.blobs]
-    if missing:
-        raise RemoteError(contract.REQUEST, "the net has no blob {}".format(", ".join(missing)))
-    return {"blobs": blobs}, [np.ascontiguousarray(net.blobs[b].data, dtype=np.float32) for b in blobs]
+    return {"outputs": [[layer, top] for layer, top in outputs]}, results
 
 
 class LayerRunner:
