@@ -227,14 +227,25 @@ class WorkerProcess:
 
     def call(self, op: str, args: dict | None = None,
              arrays: Sequence[np.ndarray] | None = None,
-             timeout: float | None = None) -> tuple[dict, list]:
+             timeout: float | None = None, *, direct: bool = False, spin: float = 0.0) -> tuple[dict, list]:
         """Call a verb of the worker: (result, arrays). Raises RemoteError for an
         error reply, WorkerError when the worker dies (or cannot be restarted),
-        MicrokernelTimeout when it hangs (it is killed; the next call restarts it)."""
+        MicrokernelTimeout when it hangs (it is killed; the next call restarts it).
+        direct=True sends and receives on the calling thread (Client.call's
+        direct mode, polling `spin` s first): for short requests in a loop."""
         inst = self._running_instance()
         t = self.request_timeout if timeout is None else timeout
         try:
+            if direct:
+                return inst.client.call(op, args, arrays, t, watch=_FailureAware(inst), direct=True, spin=spin)
             pending = inst.client.call_async(op, args, arrays)
+        except (ServiceGone, MicrokernelTimeout) as exc:
+            with self._lock:
+                if inst.failure is None:
+                    raise (self._died(inst, f"during '{op}'") if isinstance(exc, ServiceGone)
+                           else self._hung(inst, op, t, "did not answer")) from None
+            raise WorkerError(f"worker '{self.name}' (pid {inst.proc.pid}) failed during "
+                              f"'{op}': {inst.failure}") from None
         except MicrokernelError:
             if inst.failure is not None:  # closed by a concurrent failure
                 raise WorkerError(f"worker '{self.name}' failed: {inst.failure}") from None

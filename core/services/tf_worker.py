@@ -56,8 +56,17 @@ Verbs:
       (-1: unknown).
   run_subgraph {id: str} + arrays [one per input, in order]
       -> {} + arrays [one per output, in order]
+  run_subgraph {id: str, shm: {buffer: {path, name, size}, inputs: [[offset,
+                shape]], out: offset}}
+      -> {placed: [[offset, shape]]}
       runs a loaded graph; kind "unknown_subgraph" when `id` is not loaded
-      (the worker restarted, or evicted it): load it again and retry.
+      (the worker restarted, or evicted it): load it again and retry. With
+      `shm`, the float32 inputs are read from, and the outputs written (as
+      float32, from offset `out` on, each at a multiple of 64 bytes) to, a
+      shared buffer of the worker's parent (core/microkernel/shared_buffer.py):
+      no tensor on the socket. Kind "shm": the buffer is not a sealed memfd
+      of the worker's parent of that name and size (at most MAX_SHARED_BYTES),
+      a tensor would end past it, or the outputs do not fit.
 
 Error kinds: "framework_missing" (TensorFlow cannot be imported in the worker),
 "freeze" (TensorFlow could not load or freeze the model: its message), "graph"
@@ -91,6 +100,7 @@ GRAPH = "graph"
 RUN = "run"
 UNKNOWN_SUBGRAPH = "unknown_subgraph"
 REFUSED = "refused"
+SHM = "shm"
 REQUEST = "request"
 REFUSE_IO_OPS = "--refuse-io-ops"
 # op types that reach outside the graph's tensors: files, checkpoints, summaries,
@@ -107,6 +117,7 @@ MAX_NAMES = 4096
 MAX_PATH = 4096
 MAX_SUBGRAPHS = 64
 MAX_GRAPH_BYTES = 1 << 30          # the protocol's message limit bounds it too
+MAX_SHARED_BYTES = 1 << 31         # a shared buffer (run_subgraph with shm); larger tensors go as frames
 DEFAULT_VALUE_ELEMENTS = 1 << 16
 _TENSOR_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*(:\d+)?$")
 _ID_RE = re.compile(r"^[0-9a-f]{16,128}$")
@@ -300,8 +311,41 @@ def run_subgraph_request(graph_id: str, inputs: list[np.ndarray]) -> tuple[dict,
     return {"id": graph_id}, list(inputs)
 
 
-def parse_run_subgraph(args: dict, arrays: list) -> tuple[str, list]:
-    return _id(args), list(arrays)
+def run_subgraph_shm_request(graph_id: str, buffer_spec: dict, inputs: list, out: int) -> tuple[dict, list]:
+    """inputs: [(offset, shape)] of the float32 inputs already in the buffer."""
+    return {"id": graph_id, "shm": {"buffer": buffer_spec, "inputs": [[int(o), [int(d) for d in s]]
+                                                                     for o, s in inputs], "out": int(out)}}, []
+
+
+def _span(item, size: int, what: str) -> tuple[int, tuple]:
+    if not isinstance(item, list) or len(item) != 2:
+        raise RemoteError(REQUEST, f"{what} must be [offset, shape]")
+    offset, shape = item
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 or offset % 4 or \
+            not isinstance(shape, list) or len(shape) > 8 or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise RemoteError(REQUEST, f"{what} has a bad offset or shape")
+    if offset + 4 * int(np.prod(shape, dtype=np.int64)) > size:
+        raise RemoteError(SHM, f"{what} ends past the shared buffer ({size} bytes)")
+    return offset, tuple(shape)
+
+
+def parse_run_subgraph(args: dict, arrays: list) -> tuple[str, list, dict | None]:
+    """(id, input arrays, shm spec or None: {buffer, inputs: [(offset, shape)], out})."""
+    shm = args.get("shm")
+    if shm is None:
+        return _id(args), list(arrays), None
+    if not isinstance(shm, dict) or arrays or not isinstance(shm.get("buffer"), dict) or \
+            not isinstance(shm.get("inputs"), list) or len(shm["inputs"]) > MAX_NAMES:
+        raise RemoteError(REQUEST, "'shm' must be {buffer, inputs, out}, with no arrays sent")
+    size = shm["buffer"].get("size")
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_SHARED_BYTES:
+        raise RemoteError(REQUEST, f"'shm' buffer size must be 1..{MAX_SHARED_BYTES} bytes")
+    out = shm.get("out")
+    if isinstance(out, bool) or not isinstance(out, int) or not 0 <= out <= size:
+        raise RemoteError(REQUEST, "'shm' out must be an offset in the buffer")
+    spans = [_span(item, size, f"shm input {i}") for i, item in enumerate(shm["inputs"])]
+    return _id(args), [], {"buffer": shm["buffer"], "inputs": spans, "out": out}
 
 
 def check_run_subgraph_result(arrays: list, n_outputs: int) -> list:
@@ -309,3 +353,14 @@ def check_run_subgraph_result(arrays: list, n_outputs: int) -> list:
         raise ProtocolError(f"the TensorFlow worker's run_subgraph reply has {len(arrays)} arrays for "
                             f"{n_outputs} outputs")
     return list(arrays)
+
+
+def check_placed(result: dict, n_outputs: int, size: int) -> list[tuple[int, tuple]]:
+    """[(offset, shape)] of the outputs a run_subgraph with `shm` placed in the buffer."""
+    placed = result.get("placed") if isinstance(result, dict) else None
+    if not isinstance(placed, list) or len(placed) != n_outputs:
+        raise ProtocolError("the TensorFlow worker's run_subgraph reply does not place every output")
+    try:
+        return [_span(item, size, f"placed output {i}") for i, item in enumerate(placed)]
+    except RemoteError as exc:
+        raise ProtocolError(exc.message) from None

@@ -12,9 +12,12 @@ without stopping it, by its own parent-pid watch). The worker is started with
 refused, since an IR never chooses what runs outside the network's tensors.
 
 Building a network loads each sub-graph into the worker once (TensorFlow
-imports it and keeps a callable); each inference sends the inputs as raw frames
-and gets the outputs back: one round trip per layer per inference. A worker that
-restarted has forgotten the sub-graphs: they are loaded again on first use.
+imports it and keeps a callable); each inference is one round trip per layer:
+the tensors go through a shared buffer of the kernel (core/microkernel/
+shared_buffer.py: a sealed memfd the worker maps), only a small header on the
+socket, sent and awaited on the computing thread (MO_CORE_SHM=0, or no memfd:
+raw frames instead). A worker that restarted has forgotten the sub-graphs: they
+are loaded again on first use.
 MO_CORE_TF_PYTHON chooses the worker's interpreter (a venv with TensorFlow);
 MO_CORE_TF_TIMEOUT (seconds, default 600) bounds each request.
 """
@@ -28,11 +31,14 @@ import threading
 import numpy as np
 
 from core.microkernel import MicrokernelError, MicrokernelTimeout, RemoteError, WorkerError, WorkerProcess
+from core.microkernel import shared_buffer
+from core.microkernel.shared_buffer import SharedBuffer
 from core.services import tf_worker as contract
 
 from .kernels.base import Kernel, register
 
 RESTART_BUDGET = 5
+SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6  # as the daemon polls for its clients
 
 
 class TFWorkerPool:
@@ -65,9 +71,10 @@ class TFWorkerPool:
         with self._lock:
             return self._worker.pid if self._worker is not None else None
 
-    def _call(self, op, args, arrays):
+    def _call(self, op, args, arrays, direct: bool = False):
         worker = self._get()
-        result = worker.call(op, args, arrays, timeout=self.timeout())
+        # runs go on the calling thread (no hand-off to the client's I/O thread), polling a little for the reply
+        result = worker.call(op, args, arrays, timeout=self.timeout(), direct=direct, spin=SPIN_S if direct else 0.0)
         with self._lock:
             if worker.pid != self._pid:  # a new incarnation knows no sub-graph yet
                 self._pid = worker.pid
@@ -84,18 +91,17 @@ class TFWorkerPool:
         with self._lock:
             self._loaded.add(kernel.graph_id)
 
-    def run(self, kernel: "TFSubgraphKernel", inputs: list) -> list:
-        args, arrays = contract.run_subgraph_request(kernel.graph_id, inputs)
+    def run(self, kernel: "TFSubgraphKernel", args: dict, arrays: list) -> tuple[dict, list]:
+        """A run_subgraph request for the kernel's sub-graph (loaded again if the worker forgot it)."""
         try:
-            _, outputs = self._call(contract.RUN_SUBGRAPH, args, arrays)
+            return self._call(contract.RUN_SUBGRAPH, args, arrays, direct=True)
         except RemoteError as exc:
             if exc.kind != contract.UNKNOWN_SUBGRAPH:
                 raise
             with self._lock:
                 self._loaded.discard(kernel.graph_id)
             self.load(kernel)
-            _, outputs = self._call(contract.RUN_SUBGRAPH, args, arrays)
-        return contract.check_run_subgraph_result(outputs, len(kernel.output_names))
+            return self._call(contract.RUN_SUBGRAPH, args, arrays, direct=True)
 
     def stop(self) -> None:
         with self._lock:
@@ -136,20 +142,59 @@ class TFSubgraphKernel(Kernel):
         self.graph_id = contract.subgraph_id(self.graph, self.input_names, self.output_names)
         self.ir_in = [tuple(p.dims) for p in sorted(layer.inputs, key=lambda p: p.id)]
         self.ir_out = [tuple(p.dims) for p in sorted(layer.outputs, key=lambda p: p.id)]
+        self.out_shapes = list(self.ir_out)
+        self.buffer: SharedBuffer | None = None   # this kernel's (a plan runs one request at a time)
+        self.shared = shared_buffer.available() and os.environ.get("MO_CORE_SHM", "1") != "0"
         self.pool = worker_pool()
         self._guard(self.pool.load, self)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802 (OpenCV's name)
         shapes = [tuple(int(d) for d in s) for s in input_shapes]
         if shapes == self.ir_in:
-            return list(self.ir_out)
-        # other input shapes (another batch): TensorFlow says, on zeros
-        return [tuple(o.shape) for o in self.forward([np.zeros(s, dtype=np.float32) for s in shapes])]
+            self.out_shapes = list(self.ir_out)
+        else:  # other input shapes (another batch): TensorFlow says, on zeros
+            self.out_shapes = [tuple(o.shape) for o in self._run([np.zeros(s, dtype=np.float32) for s in shapes])]
+        return list(self.out_shapes)
 
     def forward(self, inputs):
-        outputs = self._guard(self.pool.run, self, [np.ascontiguousarray(x, dtype=np.float32) for x in inputs])
+        return self._run([np.ascontiguousarray(x, dtype=np.float32) for x in inputs])
+
+    def _run(self, inputs: list) -> list:
+        if self.shared:
+            outputs = self._guard(self._run_shared, inputs)
+            if outputs is not None:
+                return outputs
+        args, arrays = contract.run_subgraph_request(self.graph_id, inputs)
+        _, outputs = self._guard(self.pool.run, self, args, arrays)
+        outputs = contract.check_run_subgraph_result(outputs, len(self.output_names))
         # (frames arrive read-only; the plan may compute the next layer in place)
         return [np.array(o, dtype=np.float32) for o in outputs]
+
+    def _run_shared(self, inputs: list) -> list | None:
+        """Tensors through a shared buffer (shared_buffer.py), only the header on the socket;
+        None when the outputs did not fit (frames then)."""
+        in_offsets, out_start = shared_buffer.place([x.shape for x in inputs])
+        _, end = shared_buffer.place(self.out_shapes, out_start)
+        if end > contract.MAX_SHARED_BYTES:
+            return None
+        if self.buffer is None or self.buffer.size < end:
+            if self.buffer is not None:
+                self.buffer.close()
+            self.buffer = SharedBuffer(end)
+        for offset, x in zip(in_offsets, inputs):
+            np.copyto(self.buffer.view(offset, x.shape), x)
+        args, arrays = contract.run_subgraph_shm_request(self.graph_id, self.buffer.spec,
+                                                         [(o, x.shape) for o, x in zip(in_offsets, inputs)],
+                                                         out_start)
+        try:
+            result, _ = self.pool.run(self, args, arrays)
+        except RemoteError as exc:
+            if exc.kind == contract.SHM:  # (a shape TensorFlow computes larger than said): frames this time
+                return None
+            raise
+        placed = contract.check_placed(result, len(self.output_names), self.buffer.size)
+        # copies: the buffer is reused by the next request, and the plan may compute in place
+        return [np.array(self.buffer.view(offset, shape)) for offset, shape in placed]
 
     def _guard(self, fn, *args):
         try:

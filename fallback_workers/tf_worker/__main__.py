@@ -13,7 +13,7 @@ def _add_arguments(parser):
 
 def _setup(server, opts):
     from fallback_workers.tf_worker.service import register
-    return register(server, refuse_io_ops=opts.refuse_io_ops)
+    return register(server, refuse_io_ops=opts.refuse_io_ops, parent_pid=opts.parent_pid or None)
 
 
 if __name__ == "__main__":

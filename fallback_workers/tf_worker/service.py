@@ -20,7 +20,7 @@ def import_tensorflow():
     return tf, None
 
 
-def register(server, refuse_io_ops: bool = False):
+def register(server, refuse_io_ops: bool = False, parent_pid: int | None = None):
     """Registers every verb; returns the cleanup serve_main runs at the end."""
     tf, problem = import_tensorflow()
     server.info["framework"] = {"name": "tensorflow", "available": tf is not None,
@@ -28,7 +28,7 @@ def register(server, refuse_io_ops: bool = False):
     subgraphs = None
     if tf is not None:
         from fallback_workers.tf_worker.subgraphs import Subgraphs
-        subgraphs = Subgraphs(tf, refuse_io_ops)
+        subgraphs = Subgraphs(tf, refuse_io_ops, parent_pid)
 
     def needs_tensorflow(handler):
         def run(args, arrays):

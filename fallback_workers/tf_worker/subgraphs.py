@@ -30,10 +30,12 @@ class Subgraphs:
     """refuse_io_ops: graphs come from IRs a daemon was sent, not from the user's own
     model: ops that reach files, the network or Python are refused (contract.refused_ops)."""
 
-    def __init__(self, tf, refuse_io_ops: bool = False):
+    def __init__(self, tf, refuse_io_ops: bool = False, parent_pid: int | None = None):
         self.tf = tf
         self.refuse_io_ops = refuse_io_ops
+        self.parent_pid = parent_pid
         self._loaded: collections.OrderedDict = collections.OrderedDict()
+        self._buffers: collections.OrderedDict = collections.OrderedDict()  # name -> mmap of the parent's buffer
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------------- import
@@ -199,8 +201,32 @@ class Subgraphs:
             old_entry[0].close()
         return result
 
+    def _buffer(self, spec: dict):
+        from core.microkernel.shared_buffer import map_shared
+        name = spec.get("name")
+        with self._lock:
+            mm = self._buffers.get(name)
+            if mm is not None:
+                self._buffers.move_to_end(name)
+                return mm
+        try:
+            mm = map_shared(spec, self.parent_pid)
+        except (ValueError, OSError) as exc:
+            raise RemoteError(contract.SHM, "cannot map the shared buffer: {}".format(exc)) from None
+        with self._lock:
+            self._buffers[name] = mm
+            while len(self._buffers) > contract.MAX_SUBGRAPHS:
+                self._buffers.popitem(last=False)
+        return mm
+
     def run(self, args: dict, arrays: list):
-        graph_id, inputs = contract.parse_run_subgraph(args, arrays)
+        graph_id, inputs, shm = contract.parse_run_subgraph(args, arrays)
+        mm = None
+        if shm is not None:
+            mm = self._buffer(shm["buffer"])
+            if len(mm) != shm["buffer"]["size"]:
+                raise RemoteError(contract.SHM, "the shared buffer {} changed its size".format(shm["buffer"]["name"]))
+            inputs = [np.ndarray(shape, np.float32, buffer=mm, offset=offset) for offset, shape in shm["inputs"]]
         with self._lock:
             entry = self._loaded.get(graph_id)
             if entry is not None:
@@ -222,6 +248,8 @@ class Subgraphs:
             outputs = runner(*feed)
         except Exception as exc:
             raise RemoteError(contract.RUN, "TensorFlow failed to run the sub-graph: " + _first_lines(exc)) from None
+        if mm is not None:
+            return self._place(mm, shm["out"], outputs), []
         result = []
         for out in outputs:
             out = np.require(out, requirements="C")  # (keeps 0-d arrays 0-d)
@@ -230,6 +258,24 @@ class Subgraphs:
                                                 "only numbers can".format(out.dtype))
             result.append(out)
         return {}, result
+
+    @staticmethod
+    def _place(mm, start: int, outputs) -> dict:
+        from core.microkernel.shared_buffer import align
+        placed, pos = [], start
+        for out in outputs:
+            out = np.asarray(out)
+            pos = align(pos)
+            if out.dtype.kind not in "biuf":
+                raise RemoteError(contract.RUN, "the sub-graph computes a {} tensor; only numbers can be sent "
+                                                "back".format(out.dtype))
+            if pos + 4 * out.size > len(mm):
+                raise RemoteError(contract.SHM, "the outputs need more than the {} bytes of the shared buffer".format(
+                    len(mm)))
+            np.copyto(np.ndarray(out.shape, np.float32, buffer=mm, offset=pos), out, casting="unsafe")
+            placed.append([pos, list(out.shape)])
+            pos += 4 * out.size
+        return {"placed": placed}
 
     def close(self):
         with self._lock:

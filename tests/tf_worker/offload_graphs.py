@@ -32,7 +32,9 @@ def w(rng, *shape, scale=0.5):
 
 
 def conv(rng, x, cout, k=3, name=None):
-    return tf.nn.conv2d(x, w(rng, k, k, int(x.shape[-1]), cout), strides=1, padding="SAME", name=name)
+    cin = int(x.shape[-1])
+    return tf.nn.conv2d(x, w(rng, k, k, cin, cout, scale=(2.0 / (k * k * cin)) ** 0.5), strides=1, padding="SAME",
+                        name=name)
 
 
 @case("unsupported_chain", (1, 8, 8, 3))
@@ -118,6 +120,23 @@ def _(rng, x):
 def _(rng, x):
     # the Where's shape depends on the data: TensorFlow runs the heavy part at conversion
     return tf.cast(tf.where(heavy(x) + x > 0.0), tf.float32)
+
+
+@case("resnet_block", (1, 56, 56, 64))
+def _(rng, x):
+    # a ResNet bottleneck block with a projection shortcut (benchmarks/offload.py)
+    with tf.name_scope("block"):
+        shortcut = conv(rng, x, 256, k=1) + w(rng, 256)
+        y = tf.nn.relu(conv(rng, x, 64, k=1) + w(rng, 64))
+        y = tf.nn.relu(conv(rng, y, 64, k=3) + w(rng, 64))
+        y = conv(rng, y, 256, k=1) + w(rng, 256)
+        return tf.nn.relu(y + shortcut)
+
+
+@case("erf_56", (1, 56, 56, 64))
+def _(rng, x):
+    # one offloaded op on a 1x56x56x64 tensor: the per-call cost of offloading (benchmarks/offload.py)
+    return tf.math.erf(x)
 
 
 def build(writer):
