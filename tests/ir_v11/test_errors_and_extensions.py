@@ -12,6 +12,7 @@ import os
 import numpy as np
 import pytest
 
+from core.services.caffe_worker import DEFINITION_ATTR
 from ir import IRError
 from ir.v11 import parse_extension_ops
 from tests.ir_v11.ov_extension_ops import OPS
@@ -78,6 +79,8 @@ def test_extension_op_gets_inputs_blobs_and_attributes(ref_model, tmp_path):
     ops = {op.name: op for op in ctx.v11_model.ops}
     reduce = ops["reduce"]
     assert (reduce.type, reduce.version) == ("MeanReduce", "my_opset")
+    # (a Caffe-backed layer also carries its own Caffe definition: see the README's IR notes)
+    assert reduce.attrs.pop(DEFINITION_ATTR).startswith('layer { name: "reduce" type: "Reduction"')
     assert reduce.attrs == {"operation": "caffe.ReductionParameter.MEAN", "axis": "2", "coeff": "1"}
     assert [t.shape for t in reduce.inputs] == [(2, 3, 8, 6)] and reduce.outputs[0].shape == (2, 3)
     assert (ops["bnll"].type, ops["bnll"].version, ops["bnll"].attrs) == ("BNLL", "extension", {"beta": "1"})
