@@ -46,6 +46,7 @@ xml, iterations = sys.argv[1], int(sys.argv[2])
 save = sys.argv[3] if len(sys.argv) > 3 else None  # the f32 run's first output goes there
 core = ov.Core()
 result = {"version": ov.__version__.split("-")[0]}
+result["input"] = list(core.read_model(xml).inputs[0].get_shape())
 # f32 is the comparison the targets name; the runtime's own default (bf16 on CPUs
 # that have it) is reported beside it
 for key, config in (("f32", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}),
@@ -91,12 +92,15 @@ def run_openvino(python, xml, iterations, save=None):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def openvino_ir(model, proto, weights):
-    out = os.path.join(HOME, "bench-models", "openvino-" + model)
+def openvino_ir(model, proto, weights, shape):
+    # the input shape of ours (batch 1; the sdist's deploy nets say 10, and mo's -b
+    # refuses a shape the model defines)
+    out = os.path.join(HOME, "bench-models", "openvino-{}-{}".format(model, "x".join(map(str, shape))))
     xml = os.path.join(out, model + ".xml")
     if not os.path.isfile(xml):
         subprocess.run([openvino_mo(), "--input_model", weights, "--input_proto", proto, "--output_dir", out,
-                        "--compress_to_fp16=False", "--silent"], check=True, capture_output=True)
+                        "--input_shape", "[{}]".format(",".join(map(str, shape))), "--compress_to_fp16=False",
+                        "--silent"], check=True, capture_output=True)
     return xml
 
 
@@ -139,6 +143,8 @@ def run_engine(engine, model, iterations, xml, relu_xml):
     elif engine == "pycaffe":
         import caffe
         net = caffe.Net(proto, weights, caffe.TEST)
+        net.blobs[net.inputs[0]].reshape(*x.shape)  # batch 1 like the others (the deploy nets say 10)
+        net.reshape()
         net.blobs[net.inputs[0]].data[...] = x
         result["main"] = measure(net.forward, iterations)
     elif engine == "opencv":
@@ -253,8 +259,12 @@ def main():
             if engine == "daemon":
                 subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env,
                                capture_output=True)
-        ov_xml = openvino_ir(args.model, proto, weights)
+        from ir import read_ir
+        shape = read_ir(xml).inputs()[0].outputs[0].dims
+        ov_xml = openvino_ir(args.model, proto, weights, shape)
         ov = run_openvino(openvino_python(), ov_xml, args.iterations)
+        if tuple(ov["input"]) != tuple(shape):
+            raise SystemExit("not the same work: mo's IR {} has input {}, ours {}".format(ov_xml, ov["input"], shape))
         results["openvino"] = {"main": ov["f32"][:2], "version": ov["version"]}
         results["openvino_default"] = {"main": ov["default"][:2], "precision": ov["default"][2]}
         # the current runtime on our IR v11 and on mo's IR: same runtime, same weights and input
@@ -263,6 +273,8 @@ def main():
         for key, xml_path, save in (("ov_v11", v11_xml, outs[0]), ("ov_mo", ov_xml, outs[1])):
             run = run_openvino(sys.executable, xml_path, args.iterations, save)
             results[key] = {"main": run["f32"][:2], "version": run["version"]}
+            if run["input"] != ov["input"]:
+                raise SystemExit("not the same work: inputs {} and {}".format(run["input"], ov["input"]))
         a, b = (np.load(path).astype(np.float64) for path in outs)
         agreement = float(np.abs(a - b).max() / np.abs(b).max())
     finally:
@@ -276,8 +288,8 @@ def main():
               ("ov_v11", "OpenVINO {} f32, IR v11 ours".format(results["ov_v11"]["version"])),
               ("openvino_default", "OpenVINO default ({})".format(results["openvino_default"]["precision"]))]
     ov_median = results["openvino"]["main"][0]
-    print("model: {}, batch 1, FP32 weights, input N(0, 1) from seed 0, {} iterations each, every engine alone in "
-          "its own process".format(args.model, args.iterations))
+    print("model: {}, input {} (batch 1), FP32 weights, N(0, 1) from seed 0, {} iterations each, every engine "
+          "alone in its own process".format(args.model, "x".join(map(str, ov["input"])), args.iterations))
     print("{:<40}{:>10}{:>10}{:>12}".format("engine", "median ms", "min ms", "vs OpenVINO"))
     for key, label in labels:
         median, fastest = results[key]["main"]

@@ -1,7 +1,8 @@
 """IR v2 (.xml topology + .bin weights): model, reader, writer and attribute helpers.
 
 Self-contained (numpy, defusedxml, stdlib only) so that inference daemons can load
-IR without importing the converter.
+IR without importing the converter. `ir.v11` writes the same Network as IR version
+11 (opset operations) for today's OpenVINO runtime.
 """
 
 from .attrs import as_bool, as_float, as_int, floats, fmt_value, ints

@@ -7,3 +7,6 @@ from tests.ir_v11.v11_helpers import import_openvino
 @pytest.fixture(scope="session")
 def ov_core():
     return import_openvino().Core()
+
+# the TensorFlow front end's models (built by real TensorFlow in a subprocess, cached)
+from tests.tf.conftest import keras_apps, tf_graphs  # noqa: E402,F401
