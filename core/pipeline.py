@@ -51,6 +51,8 @@ class ConvertOptions:
     caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
     ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
     ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
+    tensorflow_use_custom_operations_config: str | None = None     # sub-graph replacement JSON file(s)
+    tensorflow_custom_operations_config_update: str | None = None  # fill in its inputs/outputs, then stop
 
 
 @dataclass
@@ -65,6 +67,7 @@ class Context:
     caffe_fallback: object = None
     warnings: list = field(default_factory=list)
     timings: list = field(default_factory=list)
+    stop_message: str | None = None              # a step ended the conversion early, on purpose (no IR)
 
 
 # --- passes -------------------------------------------------------------------
@@ -146,7 +149,24 @@ def cut_inputs(ctx):
 
 
 def extract(ctx):
-    ctx.front.extract(ctx.graph, ctx)
+    # layers no extractor knows are reported after the front replacements, which may replace them
+    ctx.front.extract(ctx.graph, ctx, report_unsupported=False)
+
+
+def front_replacements(ctx):
+    """Op, pattern and configuration-file replacers (core/front/replacement/runner.py),
+    after extraction and before shape inference, as the reference guide orders them."""
+    from core.front.replacement.runner import run_front_replacements
+    o = ctx.options
+    ctx.graph.graph["cmd_params"] = o
+    ctx.stop_message = run_front_replacements(ctx.graph, o.framework,
+                                              split_names(o.tensorflow_use_custom_operations_config),
+                                              o.tensorflow_custom_operations_config_update, ctx.warnings)
+
+
+def report_unsupported(ctx):
+    """Every layer that neither an extractor nor a replacer handled, in one error."""
+    ctx.front.report_unsupported(ctx.graph)
 
 
 def check_blob_values(ctx):
@@ -281,6 +301,8 @@ PIPELINE = [
     cut_outputs,
     cut_inputs,
     extract,
+    front_replacements,
+    report_unsupported,
     check_blob_values,
     set_input_shapes,
     infer_shapes,
@@ -304,13 +326,9 @@ PIPELINE = [
 
 def convert(options: ConvertOptions) -> Context:
     """Runs PIPELINE and returns the context holding the ir.Network (not yet written)."""
-    import core.ops  # noqa: F401  (registers the built-in ops)
-    from core.front.caffe import extractors  # noqa: F401
-    from core.front.extractor import FrontExtractorOp
-    from core.ops.op import Op
+    from core.extensions import registries_snapshot, restore_registries
     # --extensions replace registry entries for this conversion only
-    saved_ops = dict(Op.registered_ops)
-    saved_extractors = {k: dict(v) for k, v in FrontExtractorOp.registered.items()}
+    saved = registries_snapshot()
     ctx = Context(options)
     try:
         for step in PIPELINE:
@@ -322,9 +340,8 @@ def convert(options: ConvertOptions) -> Context:
                 raise user_exit_error(exc, step.__name__) from None
             ctx.timings.append((step.__name__, time.perf_counter() - start))
             log.debug("pass %-24s %.3f s", step.__name__, ctx.timings[-1][1])
+            if ctx.stop_message:
+                break
     finally:
-        Op.registered_ops.clear()
-        Op.registered_ops.update(saved_ops)
-        FrontExtractorOp.registered.clear()
-        FrontExtractorOp.registered.update(saved_extractors)
+        restore_registries(saved)
     return ctx

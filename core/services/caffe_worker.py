@@ -41,6 +41,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.microkernel import ProtocolError, RemoteError
+from ir.model import CAFFE_DEFINITION_ATTR
 
 WORKER_MODULE = "fallback_workers.caffe_worker"
 
@@ -57,8 +58,8 @@ REQUEST = "request"
 PYTHON_LAYERS = ("any", "configured")
 # The IR data attribute that carries a Caffe-backed layer's own definition (its
 # prototxt text without blobs, one line: `layer { ... }`, or `layers { ... }` for
-# the V1 format); a '-' so it can never be one of the layer's Caffe parameters.
-DEFINITION_ATTR = "caffe-prototxt"
+# the V1 format); declared in ir/ so that every IR emitter knows it.
+DEFINITION_ATTR = CAFFE_DEFINITION_ATTR
 MAX_TEXT = 64 << 20  # a prototxt the converter sends (a whole sub-net)
 MAX_DEFINITION = 1 << 20  # one layer's definition
 

@@ -31,11 +31,12 @@ def tensorflow_version() -> str:
                                  "./run test, which installs it)".format(sys.prefix)) from None
 
 
-def built(builder: str, timeout: float = 1800) -> str:
-    """The output directory of tests/tf/<builder>.py, built once and cached."""
+def built(builder: str, timeout: float = 1800, directory: str = HERE) -> str:
+    """The output directory of <directory>/<builder>.py (default tests/tf/), built once
+    and cached. Builders elsewhere import tf_build from tests/tf."""
     digest = hashlib.sha256()
-    for name in (builder + ".py", "tf_build.py"):
-        with open(os.path.join(HERE, name), "rb") as f:
+    for path in (os.path.join(directory, builder + ".py"), os.path.join(HERE, "tf_build.py")):
+        with open(path, "rb") as f:
             digest.update(f.read())
     digest.update(tensorflow_version().encode())
     final = os.path.join(CACHE, "{}-{}".format(builder, digest.hexdigest()[:16]))
@@ -44,7 +45,7 @@ def built(builder: str, timeout: float = 1800) -> str:
     os.makedirs(CACHE, exist_ok=True)
     work = tempfile.mkdtemp(prefix=builder + "-", dir=CACHE)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=REPO, CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, os.path.join(HERE, builder + ".py"), work], capture_output=True,
+    proc = subprocess.run([sys.executable, os.path.join(directory, builder + ".py"), work], capture_output=True,
                           text=True, env=env, timeout=timeout)
     if proc.returncode != 0:
         shutil.rmtree(work, ignore_errors=True)

@@ -10,13 +10,9 @@ runtime directory of this session only.
 """
 from __future__ import annotations
 
-import os
-import shutil
 
 import pytest
 
-from tests.daemon.conftest import _new_runtime_dir, cleanup_runtime
-from tests.support import REPO
 from tests.tf.built_models import Models, built
 
 
@@ -33,17 +29,6 @@ def keras_apps() -> Models:
 @pytest.fixture(scope="session")
 def ie():
     """IECore on a CPU daemon of this session (its own runtime directory)."""
-    from device_daemons.client import IECore
-    saved = {k: os.environ.get(k) for k in ("MO_CORE_RUNTIME_DIR", "PYTHONPATH")}
-    runtime = _new_runtime_dir("tf-")
-    os.environ["MO_CORE_RUNTIME_DIR"] = runtime
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, saved["PYTHONPATH"]) if p)
-    core = IECore(policy="auto")
-    yield core
-    cleanup_runtime(runtime)
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    shutil.rmtree(os.path.dirname(runtime), ignore_errors=True)
+    from tests.daemon.conftest import private_iecore
+    with private_iecore("tf-") as core:
+        yield core

@@ -46,9 +46,16 @@ class CaffeFrontEnd:
             raise Error("--use-caffe-fallback needs a CustomLayersMapping.xml (-k FILE) that registers the layers "
                         "Caffe should infer.")
 
-    def extract(self, graph, ctx):
+    def extract(self, graph, ctx, report_unsupported: bool = True):
         from core.front.caffe.extract import extract_all
-        extract_all(graph, ctx.custom_mapping)
+        extract_all(graph, ctx.custom_mapping, report_unsupported=report_unsupported)
+
+    def report_unsupported(self, graph):
+        """Layers still without an op after the front replacements: one error for all."""
+        from core.front.caffe.extract import unsupported_layers_error
+        left = [node for node in graph.op_nodes() if not node.has("op")]
+        if left:
+            raise unsupported_layers_error(left)
 
     def replace_patterns(self, ctx):
         """Nothing: Caffe layers map one to one."""

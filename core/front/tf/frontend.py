@@ -53,9 +53,16 @@ class TFFrontEnd:
             graph_def = load_graph_def(o.input_model, o.input_model_is_text)
         ctx.graph = build_graph(graph_def, o.input_model or o.saved_model_dir or o.input_meta_graph)
 
-    def extract(self, graph, ctx):
+    def extract(self, graph, ctx, report_unsupported: bool = True):
         from core.front.tf.extract import extract_all
-        extract_all(graph)
+        extract_all(graph, report_unsupported=report_unsupported)
+
+    def report_unsupported(self, graph):
+        """Nodes still without TensorFlow semantics or an op after the front replacements: one error for all."""
+        from core.front.tf.extract import unsupported_nodes, unsupported_ops_error
+        left = unsupported_nodes(graph)
+        if left:
+            raise unsupported_ops_error(left)
 
     def replace_patterns(self, ctx):
         from core.front.tf.patterns import replace_patterns
