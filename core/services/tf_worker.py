@@ -13,10 +13,16 @@ Launch (core/microkernel: WorkerProcess over the launcher):
   files, the network, Python or the process (REFUSED_OPS, also inside the function
   library) are refused with kind "refused".
   <python> is MO_CORE_TF_PYTHON when set (a venv of its own with TensorFlow:
-  it needs numpy, pyzmq and msgpack too), else the core's own interpreter. The
-  worker starts without TensorFlow as well (hello says so: {"framework": {"name":
-  "tensorflow", "available": bool, "version", "error"}}); then every verb fails
-  with kind "framework_missing", whose message says how to install it.
+  it needs numpy, pyzmq and msgpack too), else the core's own interpreter.
+
+hello: the microkernel's, plus {"framework": {"name": "tensorflow", "available":
+bool, "version": str|None, "error": str|None}}: a worker without TensorFlow still
+starts and says so (fallback_workers/tf_worker/framework.py), and every verb then
+fails with kind "framework_missing", whose message says how to install it (FAQ #41).
+
+Convention: *_request builds a request (the client), parse_* validates one (the
+worker: RemoteError "request"), check_* validates a reply (the client:
+ProtocolError).
 
 A graph travels as the bytes of a serialized GraphDef in the first array frame
 (uint8), never inside the msgpack header; tensors as raw frames, never pickle.
@@ -93,6 +99,7 @@ FREEZE = "freeze"
 INFER_SUBGRAPH = "infer_subgraph"
 LOAD_SUBGRAPH = "load_subgraph"
 RUN_SUBGRAPH = "run_subgraph"
+VERBS = (FREEZE, INFER_SUBGRAPH, LOAD_SUBGRAPH, RUN_SUBGRAPH)
 
 FRAMEWORK_MISSING = "framework_missing"
 FREEZE_FAILED = "freeze"
@@ -171,7 +178,7 @@ def freeze_request(*, output_path: str, saved_model_dir=None, saved_model_tags=N
             "checkpoint": checkpoint, "outputs": outputs, "output_path": output_path}
 
 
-def check_freeze_request(args: dict) -> dict:
+def parse_freeze(args: dict) -> dict:
     """The worker's side: validated arguments (RemoteError "request" otherwise)."""
     out = {"saved_model_dir": _path(args, "saved_model_dir"), "meta_graph": _path(args, "meta_graph"),
            "input_model": _path(args, "input_model"), "checkpoint": _path(args, "checkpoint"),
@@ -189,12 +196,12 @@ def check_freeze_request(args: dict) -> dict:
 
 
 def check_freeze_result(result: dict) -> dict:
-    """The client's side: the reply holds what the contract says."""
+    """The client's side: the reply holds what the contract says (ProtocolError otherwise)."""
     if not isinstance(result, dict) or not isinstance(result.get("bytes"), int):
-        raise RemoteError(REQUEST, "the TensorFlow worker's freeze reply is malformed")
+        raise ProtocolError("the TensorFlow worker's freeze reply must say how many bytes it wrote")
     for key in ("inputs", "outputs"):
         if not isinstance(result.get(key), list) or not all(isinstance(v, str) for v in result[key]):
-            raise RemoteError(REQUEST, f"the TensorFlow worker's freeze reply has no list of {key}")
+            raise ProtocolError(f"the TensorFlow worker's freeze reply must list the {key} as names")
     return result
 
 

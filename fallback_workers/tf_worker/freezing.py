@@ -102,7 +102,7 @@ def freeze_graph_with_checkpoint(tf, a):
 
 def freeze(tf, args: dict) -> dict:
     """The `freeze` verb: the frozen GraphDef written to output_path (atomically)."""
-    a = contract.check_freeze_request(args)
+    a = contract.parse_freeze(args)
     try:
         if a["saved_model_dir"]:
             graph_def, inputs, outputs = freeze_saved_model(tf, a)
