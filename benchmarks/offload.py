@@ -30,12 +30,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+
+from benchmarks.infer import measure  # noqa: E402 (the median, the min)
 
 TF_SCRIPT = r"""
 import json, os, statistics, sys, time
@@ -62,17 +63,6 @@ for _ in range(int(iterations)):
 np.save(x_path + ".out.npy", out)
 print(json.dumps({"median": statistics.median(times), "min": min(times), "version": tf.__version__}))
 """
-
-
-def measure(fn, iterations, warmup=5):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def tf_alone(graph_path, feed, fetch, x, iterations, work):
@@ -174,12 +164,12 @@ def run(models, work, args):
         version = tf_block["version"]
         rows["tf_block"].append(tf_block["median"])
         for key in ("offloaded", "native"):
-            rows[key].append(measure(lambda k=key: nets[k].infer(feeds[k]), args.iterations))
+            rows[key].append(measure(lambda k=key: nets[k].infer(feeds[k]), args.iterations)[0])
         tf_erf = tf_alone(erf_pb, erf_in, erf_out, x_erf_nchw, args.iterations * 4, work)
         assert np.allclose(tf_erf["out"], erf_out_daemon, atol=1e-6)
         rows["tf_erf"].append(tf_erf["median"])
         for key in ("erf", "relu"):
-            rows["daemon_" + key].append(measure(lambda k=key: nets[k].infer(feeds[k]), args.iterations * 4))
+            rows["daemon_" + key].append(measure(lambda k=key: nets[k].infer(feeds[k]), args.iterations * 4)[0])
     for net in nets.values():
         net.close()
 

@@ -240,12 +240,7 @@ class WorkerProcess:
                 return inst.client.call(op, args, arrays, t, watch=_FailureAware(inst), direct=True, spin=spin)
             pending = inst.client.call_async(op, args, arrays)
         except (ServiceGone, MicrokernelTimeout) as exc:
-            with self._lock:
-                if inst.failure is None:
-                    raise (self._died(inst, f"during '{op}'") if isinstance(exc, ServiceGone)
-                           else self._hung(inst, op, t, "did not answer")) from None
-            raise WorkerError(f"worker '{self.name}' (pid {inst.proc.pid}) failed during "
-                              f"'{op}': {inst.failure}") from None
+            raise self._failed_call(inst, op, t, exc) from None
         except MicrokernelError:
             if inst.failure is not None:  # closed by a concurrent failure
                 raise WorkerError(f"worker '{self.name}' failed: {inst.failure}") from None
@@ -253,12 +248,16 @@ class WorkerProcess:
         try:
             return pending.result(t, watch=_FailureAware(inst))
         except (ServiceGone, MicrokernelTimeout) as exc:
-            with self._lock:
-                if inst.failure is None:
-                    raise (self._died(inst, f"during '{op}'") if isinstance(exc, ServiceGone)
-                           else self._hung(inst, op, t, "did not answer")) from None
-            raise WorkerError(f"worker '{self.name}' (pid {inst.proc.pid}) failed during "
-                              f"'{op}': {inst.failure}") from None
+            raise self._failed_call(inst, op, t, exc) from None
+
+    def _failed_call(self, inst: _Instance, op: str, timeout: float, exc: Exception) -> MicrokernelError:
+        """The error of a call whose worker died (ServiceGone) or hung (MicrokernelTimeout),
+        or that another caller already found failed."""
+        with self._lock:
+            if inst.failure is None:
+                return (self._died(inst, f"during '{op}'") if isinstance(exc, ServiceGone)
+                        else self._hung(inst, op, timeout, "did not answer"))
+        return WorkerError(f"worker '{self.name}' (pid {inst.proc.pid}) failed during '{op}': {inst.failure}")
 
     def ping(self, timeout: float = 5.0) -> dict:
         """Heartbeat: the ping result; raises like call() when the worker is not well."""
