@@ -40,8 +40,10 @@ CASES = [
     ("unsupported_chain", {"tensorflow_subgraph_patterns": "(mid|head)/.*"}, 1),
     ("atan2_two_inputs", {"offload_unsupported_operations_to_tf": True}, 1),
     ("atan2_two_inputs", {"tensorflow_operation_patterns": "Atan2"}, 1),
+    ("atan2_two_inputs", {"tensorflow_subgraph_patterns": "Atan2|mul_1"}, 1),  # with the constant it multiplies by
     ("einsum", {"offload_unsupported_operations_to_tf": True}, 1),
     ("einsum", {"tensorflow_operation_patterns": "Einsum"}, 1),
+    ("einsum", {"tensorflow_subgraph_patterns": "einsum/.*,Relu"}, 2),  # two patterns: two layers, add between
     ("composite_head", {"tensorflow_subgraph_patterns": "head/.*"}, 1),
     ("composite_head", {"tensorflow_operation_patterns": "Softplus|Sin|Log1p"}, 1),
     ("composite_head", {"offload_unsupported_operations_to_tf": True}, 3),  # Softplus, Sin, Log1p: not connected
