@@ -37,6 +37,23 @@ def add_parser(sub):
                         "OpenVINO extension you load at run time (VERSION default: extension)")
     g.add_argument("--extensions", help="comma-separated directories with ops/, front/caffe/, front/tf/ and front/ "
                    "extension modules (ops, extractors, replacers), or Python files")
+    g.add_argument("--fallback_input", metavar="x.npy|x.npz",
+                   help="a sample input (.npy: the only input; .npz: input name -> array; the framework's layout) "
+                        "the Caffe/TensorFlow shape-inference fallbacks run the model on, for shapes that depend on "
+                        "the data (default: seeded noise)")
+    g.add_argument("--validate", action="store_true",
+                   help="after writing the IR, run the model in its framework (Caffe/TensorFlow worker) and the IR on "
+                        "the CPU daemon on the same input and report the errors per output; exit 1 above the "
+                        "tolerance")
+    g.add_argument("--validate_input", metavar="x.npy|x.npz",
+                   help="the input of --validate (the framework's layout; default: seeded standard normal noise); "
+                        "implies --validate")
+    g.add_argument("--validate_tolerance", type=float, metavar="REL",
+                   help="largest accepted relative error of --validate (default 1e-4 for FP32, 1e-2 for FP16); "
+                        "implies --validate")
+    g.add_argument("--validate_layers", action="store_true",
+                   help="compare every tensor the IR and the framework both have and name the first layer that "
+                        "diverges; implies --validate")
     g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
     g.add_argument("--silent", action="store_true", help="print only errors")
     r = p.add_argument_group("sub-graph replacement (named as in the reference; any framework in mo-core)")
@@ -74,6 +91,14 @@ def add_parser(sub):
     t.add_argument("--input_meta_graph", help="a TF1 .meta graph, frozen with its checkpoint by the TensorFlow worker")
     t.add_argument("--input_checkpoint", help="the checkpoint of --input_meta_graph (default: its path without "
                    ".meta) or of a non-frozen --input_model")
+    t.add_argument("--tensorflow_subgraph_patterns", metavar="REGEX,...",
+                   help="offload to TensorFlow the nodes whose names match (whole name); each pattern makes one "
+                        "TFCustomSubgraphCall layer (CPU only, run by a TF worker of the daemon)")
+    t.add_argument("--tensorflow_operation_patterns", metavar="REGEX,...",
+                   help="offload to TensorFlow the nodes whose op types match; all matches of a pattern make one "
+                        "TFCustomSubgraphCall layer")
+    t.add_argument("--offload_unsupported_operations_to_tf", action="store_true",
+                   help="offload every connected sub-graph of ops the converter does not support to TensorFlow")
     p.set_defaults(func=run)
 
 
@@ -102,6 +127,11 @@ def run(args) -> int:
         input_model_is_text=args.input_model_is_text, disable_nhwc_to_nchw=args.disable_nhwc_to_nchw,
         saved_model_dir=args.saved_model_dir, saved_model_tags=args.saved_model_tags,
         input_meta_graph=args.input_meta_graph, input_checkpoint=args.input_checkpoint,
+        tensorflow_subgraph_patterns=args.tensorflow_subgraph_patterns,
+        tensorflow_operation_patterns=args.tensorflow_operation_patterns,
+        offload_unsupported_operations_to_tf=args.offload_unsupported_operations_to_tf,
+        fallback_input=args.fallback_input, validate=args.validate, validate_input=args.validate_input,
+        validate_tolerance=args.validate_tolerance, validate_layers=args.validate_layers,
         tensorflow_use_custom_operations_config=args.tensorflow_use_custom_operations_config,
         tensorflow_custom_operations_config_update=args.tensorflow_custom_operations_config_update)
     if not args.silent:
@@ -111,7 +141,10 @@ def run(args) -> int:
                     "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback", "caffe_proto",
                     "ir_version", "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw",
                     "saved_model_dir", "saved_model_tags", "input_meta_graph", "input_checkpoint",
-                    "tensorflow_use_custom_operations_config", "tensorflow_custom_operations_config_update"):
+                    "tensorflow_use_custom_operations_config", "tensorflow_custom_operations_config_update",
+                    "tensorflow_subgraph_patterns", "tensorflow_operation_patterns",
+                    "offload_unsupported_operations_to_tf", "fallback_input", "validate", "validate_input",
+                    "validate_tolerance", "validate_layers"):
             value = getattr(args, key)
             if value not in (None, False):
                 print("\t- {:<26}{}".format(key + ":", value))
@@ -137,4 +170,7 @@ def run(args) -> int:
         print("[ SUCCESS ] XML file: {}".format(os.path.abspath(xml_path)))
         print("[ SUCCESS ] BIN file: {}".format(os.path.abspath(bin_path)))
         print("[ SUCCESS ] Total execution time: {:.2f} seconds.".format(time.perf_counter() - start))
+    if options.validate:
+        from cli.validation import validate_written_ir
+        validate_written_ir(ctx, xml_path, bin_path)
     return 0

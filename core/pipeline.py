@@ -51,6 +51,14 @@ class ConvertOptions:
     caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
     ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
     ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
+    tensorflow_subgraph_patterns: str | None = None   # offload to TensorFlow (core/front/tf/offload.py)
+    tensorflow_operation_patterns: str | None = None
+    offload_unsupported_operations_to_tf: bool = False
+    fallback_input: str | None = None            # .npy/.npz the shape-inference fallbacks run the framework on
+    validate: bool = False                       # the written IR against the framework (core/validate.py)
+    validate_input: str | None = None
+    validate_tolerance: float | None = None
+    validate_layers: bool = False
     tensorflow_use_custom_operations_config: str | None = None     # sub-graph replacement JSON file(s)
     tensorflow_custom_operations_config_update: str | None = None  # fill in its inputs/outputs, then stop
 
@@ -111,6 +119,18 @@ def deduce_framework(ctx):
         raise Error("--interp_zoom_rule must be one of {}, got '{}'.", ", ".join(ZOOM_RULES), o.interp_zoom_rule)
     if o.ir_version not in (2, 11):
         raise Error("--ir_version must be 2 or 11, got '{}'.", o.ir_version)
+    if o.validate_layers or o.validate_input or o.validate_tolerance is not None:
+        o.validate = True  # (they say what --validate does)
+    if o.validate and o.ir_version != 2:
+        raise Error("--validate runs the IR on the CPU daemon, which runs IR version 2: leave out --ir_version 11 "
+                    "(or validate an IR version 2 of the same model).")
+    if o.validate_tolerance is not None and not o.validate_tolerance > 0:
+        raise Error("--validate_tolerance must be a positive relative error, got {}.", o.validate_tolerance)
+    if o.framework != "tf" and (o.tensorflow_subgraph_patterns or o.tensorflow_operation_patterns or
+                                o.offload_unsupported_operations_to_tf):
+        raise Error("--tensorflow_subgraph_patterns, --tensorflow_operation_patterns and "
+                    "--offload_unsupported_operations_to_tf offload TensorFlow sub-graphs: the model is {}.",
+                    o.framework)
     if o.ov_extension_ops and o.ir_version != 11:
         raise Error("--ov_extension_ops names OpenVINO extension operations for IR version 11; add --ir_version 11.")
 
@@ -193,6 +213,21 @@ def lower_to_ir(ctx):
     """TensorFlow: framework ops become IR layers and 4-D tensors NCHW; Caffe: nothing (its extractors make IR
     ops directly)."""
     ctx.front.lower(ctx)
+
+
+def record_framework_tensors(ctx):
+    """--validate: which tensor of the IR is which tensor of the framework (core/validate.py)."""
+    if ctx.options.validate:
+        from core.validate import record_framework_tensors as run
+        graph_def = ctx.graph.graph.get("tf_graph_def")
+        run(ctx.graph, ctx.options.framework, {n.name for n in graph_def.node} if graph_def is not None else None)
+
+
+def check_framework_tensors(ctx):
+    """--validate: forget the tensors whose layer an optimization changed (before the precision pass)."""
+    if ctx.options.validate:
+        from core.validate import check_framework_tensors as run
+        run(ctx.graph)
 
 
 def remove_identities(ctx):
@@ -308,6 +343,7 @@ PIPELINE = [
     infer_shapes,
     replace_patterns,
     lower_to_ir,
+    record_framework_tensors,
     remove_identities,
     preprocessing,
     lower_batch_norm,
@@ -317,6 +353,7 @@ PIPELINE = [
     leftover_linear,
     constant_folding,
     remove_dead_code,
+    check_framework_tensors,
     set_precision,
     keep_caffe_definitions,
     emit,

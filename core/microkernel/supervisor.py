@@ -227,14 +227,20 @@ class WorkerProcess:
 
     def call(self, op: str, args: dict | None = None,
              arrays: Sequence[np.ndarray] | None = None,
-             timeout: float | None = None) -> tuple[dict, list]:
+             timeout: float | None = None, *, direct: bool = False, spin: float = 0.0) -> tuple[dict, list]:
         """Call a verb of the worker: (result, arrays). Raises RemoteError for an
         error reply, WorkerError when the worker dies (or cannot be restarted),
-        MicrokernelTimeout when it hangs (it is killed; the next call restarts it)."""
+        MicrokernelTimeout when it hangs (it is killed; the next call restarts it).
+        direct=True sends and receives on the calling thread (Client.call's
+        direct mode, polling `spin` s first): for short requests in a loop."""
         inst = self._running_instance()
         t = self.request_timeout if timeout is None else timeout
         try:
+            if direct:
+                return inst.client.call(op, args, arrays, t, watch=_FailureAware(inst), direct=True, spin=spin)
             pending = inst.client.call_async(op, args, arrays)
+        except (ServiceGone, MicrokernelTimeout) as exc:
+            raise self._failed_call(inst, op, t, exc) from None
         except MicrokernelError:
             if inst.failure is not None:  # closed by a concurrent failure
                 raise WorkerError(f"worker '{self.name}' failed: {inst.failure}") from None
@@ -242,12 +248,16 @@ class WorkerProcess:
         try:
             return pending.result(t, watch=_FailureAware(inst))
         except (ServiceGone, MicrokernelTimeout) as exc:
-            with self._lock:
-                if inst.failure is None:
-                    raise (self._died(inst, f"during '{op}'") if isinstance(exc, ServiceGone)
-                           else self._hung(inst, op, t, "did not answer")) from None
-            raise WorkerError(f"worker '{self.name}' (pid {inst.proc.pid}) failed during "
-                              f"'{op}': {inst.failure}") from None
+            raise self._failed_call(inst, op, t, exc) from None
+
+    def _failed_call(self, inst: _Instance, op: str, timeout: float, exc: Exception) -> MicrokernelError:
+        """The error of a call whose worker died (ServiceGone) or hung (MicrokernelTimeout),
+        or that another caller already found failed."""
+        with self._lock:
+            if inst.failure is None:
+                return (self._died(inst, f"during '{op}'") if isinstance(exc, ServiceGone)
+                        else self._hung(inst, op, timeout, "did not answer"))
+        return WorkerError(f"worker '{self.name}' (pid {inst.proc.pid}) failed during '{op}': {inst.failure}")
 
     def ping(self, timeout: float = 5.0) -> dict:
         """Heartbeat: the ping result; raises like call() when the worker is not well."""

@@ -1,4 +1,5 @@
-"""Shape inference: each op's `infer` in topological order.
+"""Shape inference: each op's `infer` in topological order; a node without one
+gets its shapes from the framework when the graph has a fallback for it.
 
 Shapes are int64 arrays (as the IR's dims): an element count or a dimension that
 does not fit int64 is an error naming the layer, never a wrapped-around value
@@ -18,8 +19,19 @@ def element_count(shape) -> int:
     return math.prod(int(d) for d in shape)
 
 
+def uses_fallback(node) -> bool:
+    """The framework computes this node's shapes: it has no shape function of its own
+    (or asks for the framework, `framework_infer`) and the graph's fallback (the
+    TensorFlow worker: core/front/tf/fallback.py) knows how to compute it."""
+    fallback = node.graph.graph.get("shape_fallback")
+    return fallback is not None and (node.soft_get("infer") is None or node.soft_get("framework_infer", False)) \
+        and fallback.handles(node)
+
+
 def infer_node(node):
     infer = node.soft_get("infer")
+    if infer is None and uses_fallback(node):
+        infer = node.graph.graph["shape_fallback"].infer
     if infer is None:
         raise Error("There is no registered 'infer' function for node '{}' with op = {}. Please implement this "
                     "function in the extensions.", node.name, node.soft_get("op"), faq=36)

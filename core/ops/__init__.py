@@ -2,5 +2,5 @@
 registers every built-in op (see core/ops/op.py)."""
 from core.ops import (  # noqa: F401
     activation, argmax, const, convolution, ctc, detection, fully_connected, identity, interpolate, linear,
-    normalization, pad, parameter, pooling, reduce, resize, roi_pooling, shape_ops, slicing,
+    normalization, pad, parameter, pooling, reduce, resize, roi_pooling, shape_ops, slicing, tf_subgraph,
 )

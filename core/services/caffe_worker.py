@@ -20,11 +20,20 @@ hello: the microkernel's, plus {"framework": {"name": "caffe", "available": bool
 and says so, and every verb then fails with kind "framework_missing".
 
 Verbs:
-  infer_shapes {prototxt: str, weights: str|None, layers: [str], seed: int}
-      -> {shapes: {layer: [[dims], ...]}}
+  infer_shapes {prototxt: str, weights: str|None, layers: [str], seed: int,
+                given: [input blob]} + arrays [one per given input]
+      -> {shapes: {layer: [[dims], ...]}, fed: {input blob: "given"|"noise"}}
       builds one caffe.Net from the prototxt text (the sub-net the converter cut
-      out, Input layers at the shapes it inferred), forwards once on seeded noise
+      out, Input layers at the shapes it inferred), forwards once on the given
+      arrays (the user's --fallback_input) and seeded noise for the other inputs,
       and returns the top shapes of every requested layer
+  forward_net {prototxt: str, weights: str|None, given: [input blob],
+               outputs: [[layer, top index]]} + arrays [one per given input]
+      -> {outputs: [[layer, top index]]} + arrays (one per output)
+      builds the net (inputs reshaped to the arrays' shapes), forwards it once,
+      layer by layer, on the given arrays (seeded noise for other inputs) and
+      returns each requested top as the layer left it - before a later in-place
+      layer overwrites its blob (`convert --validate`)
   forward_layer {definition: str, n_inputs: int} + arrays [inputs..., blobs...]
       -> {outputs: [top names]} + arrays (one per top)
       runs one layer (Input layers at the inputs' shapes + the layer's own
@@ -47,6 +56,7 @@ WORKER_MODULE = "fallback_workers.caffe_worker"
 
 INFER_SHAPES = "infer_shapes"
 FORWARD_LAYER = "forward_layer"
+FORWARD_NET = "forward_net"
 
 FRAMEWORK_MISSING = "framework_missing"
 CAFFE_NET = "caffe_net"
@@ -82,8 +92,20 @@ def _text(value, what: str, limit: int) -> str:
 
 # --------------------------------------------------------------------------- infer_shapes
 
-def infer_shapes_request(prototxt: str, weights: str | None, layers: list[str], seed: int = 0) -> dict:
-    return {"prototxt": prototxt, "weights": weights, "layers": list(layers), "seed": seed}
+def infer_shapes_request(prototxt: str, weights: str | None, layers: list[str], seed: int = 0,
+                         given: list[str] = ()) -> dict:
+    """(The arrays of `given`, in order, go with the request.)"""
+    return {"prototxt": prototxt, "weights": weights, "layers": list(layers), "seed": seed, "given": list(given)}
+
+
+def parse_given(args: dict, arrays: list) -> dict:
+    """{input blob: array} of a request's `given` inputs."""
+    given = args.get("given") or []
+    if not isinstance(given, list) or not all(isinstance(n, str) and n for n in given) or len(given) != len(arrays):
+        raise RemoteError(REQUEST, "'given' must name one input blob per array sent")
+    if not all(a.dtype.kind in "biuf" for a in arrays):
+        raise RemoteError(REQUEST, "given inputs must be arrays of numbers")
+    return dict(zip(given, arrays))
 
 
 def parse_infer_shapes(args: dict) -> tuple[str, str | None, list[str], int]:
@@ -108,6 +130,34 @@ def check_infer_shapes_result(result: dict, layers: list[str]) -> dict[str, list
         raise ProtocolError("the Caffe worker's infer_shapes reply must map each requested layer to a list "
                             "of shapes")
     return shapes
+
+
+# --------------------------------------------------------------------------- forward_net
+
+def forward_net_request(prototxt: str, weights: str | None, given: list[str], outputs: list) -> dict:
+    """outputs: [(layer, top index)]. (The arrays of `given`, in order, go with the request.)"""
+    return {"prototxt": prototxt, "weights": weights, "given": list(given),
+            "outputs": [[layer, int(top)] for layer, top in outputs]}
+
+
+def parse_forward_net(args: dict, arrays: list) -> tuple[str, str | None, dict, list[tuple[str, int]]]:
+    prototxt = _text(args.get("prototxt"), "prototxt", MAX_TEXT)
+    weights = args.get("weights")
+    if weights is not None and not isinstance(weights, str):
+        raise RemoteError(REQUEST, "'weights' must be a .caffemodel path or nil")
+    outputs = args.get("outputs")
+    if not isinstance(outputs, list) or not all(
+            isinstance(o, list) and len(o) == 2 and isinstance(o[0], str) and isinstance(o[1], int)
+            and not isinstance(o[1], bool) and o[1] >= 0 for o in outputs):
+        raise RemoteError(REQUEST, "'outputs' must be a list of [layer name, top index]")
+    return prototxt, weights, parse_given(args, arrays), [(layer, top) for layer, top in outputs]
+
+
+def check_forward_net_result(result: dict, arrays: list, outputs: list) -> list:
+    if not isinstance(result, dict) or len(result.get("outputs") or []) != len(outputs) or \
+            len(arrays) != len(outputs):
+        raise ProtocolError("the Caffe worker's forward_net reply must hold one array per requested output")
+    return list(arrays)
 
 
 # --------------------------------------------------------------------------- forward_layer

@@ -1,18 +1,31 @@
 """The contract of the TensorFlow worker: how it is launched, its verbs, what their
 arguments must be and what their results hold, written once and used by the
-worker (fallback_workers/tf_worker/service.py) and by its client, the converter's
-TensorFlow front end (core/front/tf/freeze.py). Pure Python: importing it loads
-no TensorFlow.
+worker (fallback_workers/tf_worker/service.py) and by its clients: the
+converter's TensorFlow front end (core/front/tf/freeze.py, the shape-inference
+fallback core/front/tf/fallback.py, `convert --validate` core/validate.py) and
+the CPU daemon's TFCustomSubgraphCall kernel (device_daemons/cpu/tf_backed.py).
+Pure Python: importing it loads no TensorFlow.
 
 Launch (core/microkernel: WorkerProcess over the launcher):
-    <python> -m fallback_workers.tf_worker --endpoint EP --parent-pid PID
+    <python> -m fallback_workers.tf_worker --endpoint EP --parent-pid PID [--refuse-io-ops]
+  --refuse-io-ops (the CPU daemon's worker: its graphs come from IRs, which never
+  choose what runs outside TensorFlow's tensors): graphs holding ops that reach
+  files, the network, Python or the process (REFUSED_OPS, also inside the function
+  library) are refused with kind "refused".
   <python> is MO_CORE_TF_PYTHON when set (a venv of its own with TensorFlow:
   it needs numpy, pyzmq and msgpack too), else the core's own interpreter.
 
 hello: the microkernel's, plus {"framework": {"name": "tensorflow", "available":
 bool, "version": str|None, "error": str|None}}: a worker without TensorFlow still
-starts and says so, and every verb then fails with kind "framework_missing",
-whose message says how to install it.
+starts and says so (fallback_workers/tf_worker/framework.py), and every verb then
+fails with kind "framework_missing", whose message says how to install it (FAQ #41).
+
+Convention: *_request builds a request (the client), parse_* validates one (the
+worker: RemoteError "request"), check_* validates a reply (the client:
+ProtocolError).
+
+A graph travels as the bytes of a serialized GraphDef in the first array frame
+(uint8), never inside the msgpack header; tensors as raw frames, never pickle.
 
 Verbs:
   freeze {saved_model_dir: str|None, saved_model_tags: [str]|None,
@@ -27,30 +40,100 @@ Verbs:
       `outputs` names the output nodes (else the signature's, or the nodes
       nothing reads).
 
+  infer_subgraph {outputs: [tensor], given: [placeholder], seed: int,
+                  max_value_elements: int} + arrays [graph, given arrays...]
+      -> {outputs: [{shape: [int], dtype: str, constant: bool, value: bool}],
+          ran: bool, fed: {placeholder: "given"|"noise"}} + arrays [values...]
+      the output shapes of tensors of a graph whose Placeholders have the
+      shapes to infer with: TensorFlow's own shape inference when it defines
+      them all; else TensorFlow runs the graph once, feeding the `given`
+      placeholders the arrays sent and every other one seeded noise (`ran`,
+      `fed` say so: shapes that depend on the data come from that input). An
+      output that depends on no Placeholder is `constant`; its value is sent
+      back (`value`, one array each, in order) when it has at most
+      max_value_elements elements and a numeric type.
+
+  load_subgraph {id: str, inputs: [placeholder], outputs: [tensor]} + [graph]
+      -> {id, inputs: [{name, dtype, shape}], outputs: [{name, dtype, shape}]}
+      imports the graph once and keeps a callable for it under `id` (the
+      caller's digest of the graph bytes, inputs and outputs: subgraph_id; a
+      second load of a loaded id does nothing; at most MAX_SUBGRAPHS are kept,
+      the least recently used go first). Shapes are TensorFlow's static ones
+      (-1: unknown).
+  run_subgraph {id: str} + arrays [one per input, in order]
+      -> {} + arrays [one per output, in order]
+  run_subgraph {id: str, shm: {buffer: {path, name, size}, inputs: [[offset,
+                shape]], out: offset}}
+      -> {placed: [[offset, shape]]}
+      runs a loaded graph; kind "unknown_subgraph" when `id` is not loaded
+      (the worker restarted, or evicted it): load it again and retry. With
+      `shm`, the float32 inputs are read from, and the outputs written (as
+      float32, from offset `out` on, each at a multiple of 64 bytes) to, a
+      shared buffer of the worker's parent (core/microkernel/shared_buffer.py):
+      no tensor on the socket. Kind "shm": the buffer is not a sealed memfd
+      of the worker's parent of that name and size (at most MAX_SHARED_BYTES),
+      a tensor would end past it, or the outputs do not fit.
+
 Error kinds: "framework_missing" (TensorFlow cannot be imported in the worker),
-"freeze" (TensorFlow could not load or freeze the model: its message), "request"
+"freeze" (TensorFlow could not load or freeze the model: its message), "graph"
+(TensorFlow cannot import the graph or find a tensor: its message), "refused"
+(--refuse-io-ops and the graph holds such ops), "run"
+(TensorFlow failed while running it: its message), "unknown_subgraph", "request"
 (arguments that break this contract).
 """
 from __future__ import annotations
 
 import os
+import re
+
+import numpy as np
 
 from core.microkernel import ProtocolError, RemoteError
 
 WORKER_MODULE = "fallback_workers.tf_worker"
 TF_PYTHON_ENV = "MO_CORE_TF_PYTHON"
 TIMEOUT_ENV = "MO_CORE_TF_TIMEOUT"
+WORKER_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
 
 FREEZE = "freeze"
+INFER_SUBGRAPH = "infer_subgraph"
+LOAD_SUBGRAPH = "load_subgraph"
+RUN_SUBGRAPH = "run_subgraph"
+VERBS = (FREEZE, INFER_SUBGRAPH, LOAD_SUBGRAPH, RUN_SUBGRAPH)
 
 FRAMEWORK_MISSING = "framework_missing"
 FREEZE_FAILED = "freeze"
+GRAPH = "graph"
+RUN = "run"
+UNKNOWN_SUBGRAPH = "unknown_subgraph"
+REFUSED = "refused"
+SHM = "shm"
 REQUEST = "request"
+REFUSE_IO_OPS = "--refuse-io-ops"
+# op types that reach outside the graph's tensors: files, checkpoints, summaries,
+# readers and datasets, the network, Python functions, debugging hooks, state
+# (TensorArray ops, in-memory state of TF1 loops, are not refused)
+REFUSED_OPS = re.compile(r"(?!TensorArray).*(File|Reader|Dataset|Iterator|Save|Restore|Checkpoint|Summary|Print|PyFunc|"
+                         r"Record|ImmutableConst|Debug|Rpc|Collective|Nccl|Send|Recv|Remote|Write|LoadAndRemap|"
+                         r"ReadVariable|Variable|Resource|Mutex|Queue|Barrier|Stage|Accumulator|Table|Generate|"
+                         r"Audio|Sleep|Socket|Exec).*")
 
 INSTALL_HINT = ("install it into that interpreter (pip install tensorflow-cpu==2.21.0) or point {} at a python "
                 "that has it".format(TF_PYTHON_ENV))
 MAX_NAMES = 4096
 MAX_PATH = 4096
+MAX_SUBGRAPHS = 64
+MAX_GRAPH_BYTES = 1 << 30          # the protocol's message limit bounds it too
+MAX_SHARED_BYTES = 1 << 31         # a shared buffer (run_subgraph with shm); larger tensors go as frames
+DEFAULT_VALUE_ELEMENTS = 1 << 16
+_TENSOR_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*(:\d+)?$")
+_ID_RE = re.compile(r"^[0-9a-f]{16,128}$")
+
+
+def worker_python() -> str:
+    """The interpreter the worker runs with (MO_CORE_TF_PYTHON, else this one)."""
+    import sys
+    return os.environ.get(TF_PYTHON_ENV) or sys.executable
 
 
 def _path(args: dict, key: str, required: bool = False) -> str | None:
@@ -62,15 +145,32 @@ def _path(args: dict, key: str, required: bool = False) -> str | None:
     return value
 
 
-def _names(args: dict, key: str) -> list[str] | None:
+def _names(args: dict, key: str, pattern=None) -> list[str] | None:
     value = args.get(key)
     if value is None:
         return None
     if not isinstance(value, list) or len(value) > MAX_NAMES or not all(isinstance(v, str) and v for v in value):
         raise RemoteError(REQUEST, f"'{key}' must be a list of names")
+    if pattern is not None:
+        bad = [v for v in value if not pattern.match(v)]
+        if bad:
+            raise RemoteError(REQUEST, f"'{key}': {bad[0][:200]!r} is not a TensorFlow node or tensor name")
     return value
 
 
+def _int(args: dict, key: str, default: int, lo: int, hi: int) -> int:
+    value = args.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+        raise RemoteError(REQUEST, f"'{key}' must be an integer in [{lo}, {hi}]")
+    return value
+
+
+def tensor_name(name: str) -> str:
+    """'node' -> 'node:0' (TensorFlow's name of a node's first output)."""
+    return name if ":" in name else name + ":0"
+
+
+# --------------------------------------------------------------------------- freeze
 def freeze_request(*, output_path: str, saved_model_dir=None, saved_model_tags=None, meta_graph=None,
                    input_model=None, input_model_is_text=False, checkpoint=None, outputs=None) -> dict:
     return {"saved_model_dir": saved_model_dir, "saved_model_tags": saved_model_tags, "meta_graph": meta_graph,
@@ -103,3 +203,171 @@ def check_freeze_result(result: dict) -> dict:
         if not isinstance(result.get(key), list) or not all(isinstance(v, str) for v in result[key]):
             raise ProtocolError(f"the TensorFlow worker's freeze reply must list the {key} as names")
     return result
+
+
+def subgraph_id(graph_bytes: bytes, inputs: list[str], outputs: list[str]) -> str:
+    import hashlib
+    digest = hashlib.sha256(graph_bytes)
+    digest.update("\0".join(["in"] + inputs + ["out"] + outputs).encode())
+    return digest.hexdigest()
+
+
+def refused_ops(graph_def) -> list[str]:
+    """The op types of a GraphDef (TensorFlow's or our schema's) that REFUSED_OPS names,
+    in its nodes and in the functions of its library."""
+    ops = {n.op for n in graph_def.node}
+    for function in graph_def.library.function:
+        ops |= {n.op for n in function.node_def}
+    return sorted(op for op in ops if REFUSED_OPS.fullmatch(op))
+
+
+# --------------------------------------------------------------------------- graphs
+def graph_frame(graph_bytes: bytes) -> np.ndarray:
+    return np.frombuffer(graph_bytes, dtype=np.uint8)
+
+
+def _graph_bytes(arrays: list) -> bytes:
+    if not arrays or arrays[0].dtype != np.uint8 or arrays[0].ndim != 1:
+        raise RemoteError(REQUEST, "the first array must be the GraphDef's bytes (uint8, 1-D)")
+    if arrays[0].size > MAX_GRAPH_BYTES:
+        raise RemoteError(REQUEST, f"the GraphDef is larger than {MAX_GRAPH_BYTES} bytes")
+    return arrays[0].tobytes()
+
+
+# --------------------------------------------------------------------------- infer_subgraph
+def infer_subgraph_request(graph_bytes: bytes, outputs: list[str], given: dict | None = None, seed: int = 0,
+                           max_value_elements: int = DEFAULT_VALUE_ELEMENTS) -> tuple[dict, list]:
+    given = given or {}
+    args = {"outputs": [tensor_name(o) for o in outputs], "given": list(given), "seed": seed,
+            "max_value_elements": max_value_elements}
+    return args, [graph_frame(graph_bytes)] + [np.require(v, requirements="C") for v in given.values()]
+
+
+def parse_infer_subgraph(args: dict, arrays: list) -> dict:
+    outputs = _names(args, "outputs", _TENSOR_RE)
+    if not outputs:
+        raise RemoteError(REQUEST, "'outputs' must name at least one tensor")
+    given = _names(args, "given", _TENSOR_RE) or []
+    if len(arrays) != 1 + len(given):
+        raise RemoteError(REQUEST, f"infer_subgraph takes the graph and one array per given placeholder "
+                                   f"({1 + len(given)} arrays), got {len(arrays)}")
+    return {"graph": _graph_bytes(arrays), "outputs": outputs, "given": dict(zip(given, arrays[1:])),
+            "seed": _int(args, "seed", 0, 0, 2**32 - 1),
+            "max_value_elements": _int(args, "max_value_elements", DEFAULT_VALUE_ELEMENTS, 0, 1 << 28)}
+
+
+def infer_subgraph_result(outputs: list[dict], ran: bool, fed: dict) -> dict:
+    return {"outputs": outputs, "ran": ran, "fed": fed}
+
+
+def check_infer_subgraph_result(result: dict, arrays: list, outputs: list[str]) -> list[dict]:
+    """The client's side: one entry per requested output ({shape, dtype, constant, value: array|None})."""
+    items = result.get("outputs") if isinstance(result, dict) else None
+    if not isinstance(items, list) or len(items) != len(outputs):
+        raise ProtocolError("the TensorFlow worker's infer_subgraph reply must describe each requested output")
+    values = list(arrays)
+    checked = []
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("shape"), list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in item["shape"]):
+            raise ProtocolError("the TensorFlow worker's infer_subgraph reply has an output without a shape")
+        value = None
+        if item.get("value"):
+            if not values:
+                raise ProtocolError("the TensorFlow worker's infer_subgraph reply lacks a value array")
+            value = values.pop(0)
+            if list(value.shape) != item["shape"]:
+                raise ProtocolError("the TensorFlow worker's infer_subgraph reply has a value of another shape")
+        checked.append({"shape": item["shape"], "dtype": str(item.get("dtype")), "constant": bool(item.get(
+            "constant")), "value": value})
+    if values or not isinstance(result.get("fed"), dict):
+        raise ProtocolError("the TensorFlow worker's infer_subgraph reply is malformed")
+    return checked
+
+
+# --------------------------------------------------------------------------- load / run
+def load_subgraph_request(graph_id: str, graph_bytes: bytes, inputs: list[str], outputs: list[str]) -> tuple:
+    return ({"id": graph_id, "inputs": [tensor_name(i) for i in inputs], "outputs": [tensor_name(o) for o in outputs]},
+            [graph_frame(graph_bytes)])
+
+
+def _id(args: dict) -> str:
+    value = args.get("id")
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        raise RemoteError(REQUEST, "'id' must be a hex digest of the graph")
+    return value
+
+
+def parse_load_subgraph(args: dict, arrays: list) -> dict:
+    if len(arrays) != 1:
+        raise RemoteError(REQUEST, "load_subgraph takes one array: the GraphDef's bytes")
+    return {"id": _id(args), "graph": _graph_bytes(arrays), "inputs": _names(args, "inputs", _TENSOR_RE) or [],
+            "outputs": _names(args, "outputs", _TENSOR_RE) or []}
+
+
+def check_load_subgraph_result(result: dict, inputs: list[str], outputs: list[str]) -> dict:
+    for key, names in (("inputs", inputs), ("outputs", outputs)):
+        items = result.get(key) if isinstance(result, dict) else None
+        if not isinstance(items, list) or len(items) != len(names) or not all(
+                isinstance(i, dict) and isinstance(i.get("shape"), list) for i in items):
+            raise ProtocolError(f"the TensorFlow worker's load_subgraph reply must describe each of the {key}")
+    return result
+
+
+def run_subgraph_request(graph_id: str, inputs: list[np.ndarray]) -> tuple[dict, list]:
+    return {"id": graph_id}, list(inputs)
+
+
+def run_subgraph_shm_request(graph_id: str, buffer_spec: dict, inputs: list, out: int) -> tuple[dict, list]:
+    """inputs: [(offset, shape)] of the float32 inputs already in the buffer."""
+    return {"id": graph_id, "shm": {"buffer": buffer_spec, "inputs": [[int(o), [int(d) for d in s]]
+                                                                     for o, s in inputs], "out": int(out)}}, []
+
+
+def _span(item, size: int, what: str) -> tuple[int, tuple]:
+    if not isinstance(item, list) or len(item) != 2:
+        raise RemoteError(REQUEST, f"{what} must be [offset, shape]")
+    offset, shape = item
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 or offset % 4 or \
+            not isinstance(shape, list) or len(shape) > 8 or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise RemoteError(REQUEST, f"{what} has a bad offset or shape")
+    if offset + 4 * int(np.prod(shape, dtype=np.int64)) > size:
+        raise RemoteError(SHM, f"{what} ends past the shared buffer ({size} bytes)")
+    return offset, tuple(shape)
+
+
+def parse_run_subgraph(args: dict, arrays: list) -> tuple[str, list, dict | None]:
+    """(id, input arrays, shm spec or None: {buffer, inputs: [(offset, shape)], out})."""
+    shm = args.get("shm")
+    if shm is None:
+        return _id(args), list(arrays), None
+    if not isinstance(shm, dict) or arrays or not isinstance(shm.get("buffer"), dict) or \
+            not isinstance(shm.get("inputs"), list) or len(shm["inputs"]) > MAX_NAMES:
+        raise RemoteError(REQUEST, "'shm' must be {buffer, inputs, out}, with no arrays sent")
+    size = shm["buffer"].get("size")
+    if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= MAX_SHARED_BYTES:
+        raise RemoteError(REQUEST, f"'shm' buffer size must be 1..{MAX_SHARED_BYTES} bytes")
+    out = shm.get("out")
+    if isinstance(out, bool) or not isinstance(out, int) or not 0 <= out <= size:
+        raise RemoteError(REQUEST, "'shm' out must be an offset in the buffer")
+    spans = [_span(item, size, f"shm input {i}") for i, item in enumerate(shm["inputs"])]
+    return _id(args), [], {"buffer": shm["buffer"], "inputs": spans, "out": out}
+
+
+def check_run_subgraph_result(arrays: list, n_outputs: int) -> list:
+    if len(arrays) != n_outputs:
+        raise ProtocolError(f"the TensorFlow worker's run_subgraph reply has {len(arrays)} arrays for "
+                            f"{n_outputs} outputs")
+    return list(arrays)
+
+
+def check_placed(result: dict, n_outputs: int, size: int) -> list[tuple[int, tuple]]:
+    """[(offset, shape)] of the outputs a run_subgraph with `shm` placed in the buffer."""
+    placed = result.get("placed") if isinstance(result, dict) else None
+    if not isinstance(placed, list) or len(placed) != n_outputs:
+        raise ProtocolError("the TensorFlow worker's run_subgraph reply does not place every output")
+    try:
+        return [_span(item, size, f"placed output {i}") for i, item in enumerate(placed)]
+    except RemoteError as exc:
+        raise ProtocolError(exc.message) from None

@@ -11,8 +11,9 @@ kernel files (Python classes, plan.load_custom_kernels); a compiled network is a
 PlanPool of ExecutionPlan instances (plan_pool.py): a plan is not thread-safe, so
 requests for one network borrow an instance each and run in parallel; with
 --caffe-fallback, layers that have no kernel but that Caffe knows run through a
-Caffe worker of the daemon (caffe_backed.py). query_network: the layers with a
-kernel (built-in, custom, or Caffe-backed).
+Caffe worker of the daemon (caffe_backed.py); TFCustomSubgraphCall layers run
+through a TF worker of the daemon (tf_backed.py). query_network: the layers with
+a kernel (built-in, custom, or Caffe-backed).
 """
 from __future__ import annotations
 
@@ -63,6 +64,8 @@ class CpuDaemon(DeviceDaemon):
     def cleanup(self) -> None:
         if self.caffe_pool is not None:
             self.caffe_pool.stop()
+        from .tf_backed import stop_worker  # TFCustomSubgraphCall layers' TF worker (tf_backed.py)
+        stop_worker()
         super().cleanup()
 
 

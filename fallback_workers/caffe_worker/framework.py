@@ -29,5 +29,5 @@ def register_missing(server, error: str) -> None:
     """Every verb answers kind framework_missing with `error`."""
     def missing(args, arrays):
         raise RemoteError(contract.FRAMEWORK_MISSING, error, 14)
-    for verb in (contract.INFER_SHAPES, contract.FORWARD_LAYER):
+    for verb in (contract.INFER_SHAPES, contract.FORWARD_LAYER, contract.FORWARD_NET):
         server.handle(verb, missing)

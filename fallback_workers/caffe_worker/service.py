@@ -84,17 +84,46 @@ def _one_layer(definition: str):
     return layers[0]
 
 
-def infer_shapes(args, arrays):
-    prototxt, weights, layers, seed = contract.parse_infer_shapes(args)
+def _built_net(prototxt, weights):
     try:
-        net = _net_from_text(prototxt, weights)
+        return _net_from_text(prototxt, weights)
     except Exception as exc:  # a Python-side failure; C++ CHECKs abort the process instead
         raise RemoteError(contract.CAFFE_NET, "Error happened while constructing caffe.Net in the Caffe fallback "
                           "function: {}: {}".format(type(exc).__name__, exc), 12)
+
+
+def _feed(net, given: dict, seed: int, reshape: bool) -> dict:
+    """The net's inputs: the given arrays (reshaped to theirs when `reshape`), seeded noise
+    for the others; {input: "given"|"noise"}."""
+    unknown = sorted(set(given) - set(net.inputs))
+    if unknown:
+        raise RemoteError(contract.REQUEST, "the net has no input blob {}; its inputs are {}".format(
+            ", ".join(unknown), ", ".join(net.inputs)))
+    if reshape:
+        for name, value in given.items():
+            net.blobs[name].reshape(*value.shape)
+        net.reshape()
     rng = np.random.default_rng(seed)
+    fed = {}
     for name in net.inputs:
         blob = net.blobs[name]
-        blob.data[...] = rng.standard_normal(blob.data.shape).astype(np.float32)
+        if name in given:
+            if tuple(given[name].shape) != tuple(blob.data.shape):
+                raise RemoteError(contract.REQUEST, "the array given for input '{}' has the shape {}, the net's "
+                                  "input has {}".format(name, list(given[name].shape), list(blob.data.shape)))
+            blob.data[...] = given[name]
+            fed[name] = "given"
+        else:
+            blob.data[...] = rng.standard_normal(blob.data.shape).astype(np.float32)
+            fed[name] = "noise"
+    return fed
+
+
+def infer_shapes(args, arrays):
+    prototxt, weights, layers, seed = contract.parse_infer_shapes(args)
+    given = contract.parse_given(args, arrays)
+    net = _built_net(prototxt, weights)
+    fed = _feed(net, given, seed, reshape=False)
     try:
         net.forward()
     except Exception as exc:
@@ -106,7 +135,29 @@ def infer_shapes(args, arrays):
         if layer not in names:
             raise RemoteError(contract.CAFFE_NET, "Layer '{}' is not in the net Caffe built.".format(layer))
         shapes[layer] = [list(net.blobs[top].data.shape) for top in net.top_names[layer]]
-    return {"shapes": shapes}
+    return {"shapes": shapes, "fed": fed}
+
+
+def forward_net(args, arrays):
+    prototxt, weights, given, outputs = contract.parse_forward_net(args, arrays)
+    net = _built_net(prototxt, weights)
+    _feed(net, given, 0, reshape=True)
+    names = list(net._layer_names)
+    wanted: dict = {}
+    for i, (layer, top) in enumerate(outputs):
+        if layer not in names or top >= len(net.top_names[layer]):
+            raise RemoteError(contract.REQUEST, "the net has no layer '{}' with a top {}".format(layer, top))
+        wanted.setdefault(layer, []).append((i, top))
+    results = [None] * len(outputs)
+    try:
+        for layer in names:  # one layer at a time: a top is taken before an in-place layer overwrites it
+            net.forward(start=layer, end=layer)
+            for i, top in wanted.get(layer, ()):
+                results[i] = np.array(net.blobs[net.top_names[layer][top]].data, dtype=np.float32)
+    except Exception as exc:
+        raise RemoteError(contract.CAFFE_FORWARD, "Caffe failed to run the net: {}: {}".format(
+            type(exc).__name__, exc))
+    return {"outputs": [[layer, top] for layer, top in outputs]}, results
 
 
 class LayerRunner:
@@ -171,4 +222,5 @@ class LayerRunner:
 def register(server, python_path: list[str], python_layers: str) -> None:
     runner = LayerRunner(PythonLayerPolicy(python_path, python_layers))
     server.handle(contract.INFER_SHAPES, infer_shapes)
+    server.handle(contract.FORWARD_NET, forward_net)
     server.handle(contract.FORWARD_LAYER, runner.forward_layer)

@@ -23,5 +23,5 @@ def register_missing(server, error: str) -> None:
     """Every verb answers kind framework_missing with `error` (FAQ #41)."""
     def missing(args, arrays):
         raise RemoteError(contract.FRAMEWORK_MISSING, error, 41)
-    for verb in (contract.FREEZE,):
+    for verb in contract.VERBS:
         server.handle(verb, missing)

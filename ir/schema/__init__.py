@@ -19,7 +19,7 @@ from __future__ import annotations
 from ..errors import IRError
 from . import (
     activation, argmax, const, convolution, ctc, detection, fully_connected, input, interpolate, linear, memory,
-    normalization, pad, pooling, reduce, resize, roi_pooling, shape_ops, slicing, yolo,
+    normalization, pad, pooling, reduce, resize, roi_pooling, shape_ops, slicing, tf_subgraph, yolo,
 )
 from .attribute import (
     REQUIRED, YX, Attr, Bool, Enum, Float, Floats, Int, Ints, Same, Str,
@@ -27,7 +27,7 @@ from .attribute import (
 from .layer import LayerSchema, SchemaError
 
 FAMILIES = (activation, argmax, const, convolution, ctc, detection, fully_connected, input, interpolate, linear,
-            memory, normalization, pad, pooling, reduce, resize, roi_pooling, shape_ops, slicing, yolo)
+            memory, normalization, pad, pooling, reduce, resize, roi_pooling, shape_ops, slicing, tf_subgraph, yolo)
 
 
 def _index() -> dict[str, LayerSchema]:

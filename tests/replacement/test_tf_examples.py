@@ -102,14 +102,21 @@ def test_inception_blocks_by_scope_and_the_update_round_trip(tf_graphs, tmp_path
                                                         "InceptionBlock", "InceptionBlock"]
 
 
-def test_inception_block_without_shape_function_needs_the_tf_worker(tf_graphs, tmp_path):
-    """The guide's InceptionBlock has no infer: the reference asked TensorFlow for the shapes. mo-core's TF
-    worker (issue 10) is not there yet: the conversion says which node has no shape function."""
+def test_inception_block_without_shape_function_gets_its_shapes_from_the_tf_worker(tf_graphs, tmp_path, caplog):
+    """The guide's InceptionBlock has no infer: as the reference did, TensorFlow computes the shapes of the
+    sub-graphs the blocks replace (the TF worker, core/front/tf/fallback.py), all three in one round trip."""
     config = write_json(tmp_path / "inception.json", INCEPTION_CONFIG)
-    with pytest.raises(Error) as info:
-        convert_api(input_model=tf_graphs.path("inception_blocks"), extensions=os.path.join(EXT, "tf_inception"),
-                    tensorflow_use_custom_operations_config=config)
-    assert info.value.faq == 36 and "node 'InceptionV4/Mixed_5b' with op = InceptionBlock" in str(info.value)
+    with caplog.at_level("INFO", logger="mo_core"):
+        network = convert_api(input_model=tf_graphs.path("inception_blocks"),
+                              extensions=os.path.join(EXT, "tf_inception"),
+                              tensorflow_use_custom_operations_config=config)
+    blocks = [layer for layer in network.layers if layer.type == "InceptionBlock"]
+    assert [b.name for b in blocks] == ["InceptionV4/Mixed_5b", "InceptionV4/Mixed_5c", "InceptionV4/Mixed_5d"]
+    for block in blocks:  # NCHW in the IR, as the guide's IR shows
+        assert [p.dims for p in block.inputs] == [(1, 16, 10, 10)] and [p.dims for p in block.outputs] == [
+            (1, 16, 10, 10)]
+    asked = [r.getMessage() for r in caplog.records if "TensorFlow's shape inference" in r.getMessage()]
+    assert len(asked) == 1 and all(b.name in asked[0] for b in blocks), asked
 
 
 # --- points: the SSD post-processing ----------------------------------------------------

@@ -26,8 +26,11 @@ DATA_DEPENDENT = ("Proposal", "DetectionOutput", "SimplerNMS")
 
 
 class CaffeFallback:
-    def __init__(self, enabled: bool, weights: str | None, search_paths=(), timeout: float | None = None):
+    def __init__(self, enabled: bool, weights: str | None, search_paths=(), timeout: float | None = None,
+                 given: dict | None = None, source: str | None = None):
         self.enabled = enabled
+        self.given = dict(given or {})   # --fallback_input: {input name: array} Caffe runs on instead of noise
+        self.source = source
         self.weights = weights
         self.search_paths = [p for p in search_paths if p]
         # MO_CORE_FALLBACK_TIMEOUT (seconds) bounds the one net build + forward
@@ -59,13 +62,7 @@ class CaffeFallback:
         targets = self._targets(graph)
         text = subnet_prototxt(graph, targets)
         names = [n.name for n in targets]
-        for n in targets:
-            kind = n.caffe_type
-            if kind in DATA_DEPENDENT or (kind == "Python" and any(
-                    w in n.pb.python_param.layer for w in ("Proposal", "Detection", "NMS"))):
-                log.warning("The output shape of layer '%s' (%s) computed by the Caffe fallback may depend on the "
-                            "input data: Caffe ran it on noise. Check the shape in the IR, or write an extension with "
-                            "an infer function for it.", n.name, kind)
+        given = self._given_blobs(graph)
         # the model's own directories are where its Python layers live (the user's model:
         # any module Caffe finds, as pycaffe itself would import it)
         worker = WorkerProcess(contract.WORKER_MODULE, name="caffe", startup_timeout=120,
@@ -74,8 +71,9 @@ class CaffeFallback:
         layer_list = ", ".join(names)
         try:
             result, _ = worker.call(contract.INFER_SHAPES,
-                                    contract.infer_shapes_request(text, self.weights, names, seed=0),
-                                    timeout=self.timeout)
+                                    contract.infer_shapes_request(text, self.weights, names, seed=0,
+                                                                  given=list(given)),
+                                    list(given.values()), timeout=self.timeout)
             shapes = contract.check_infer_shapes_result(result, names)
         except WorkerError as exc:
             raise Error("Cannot infer shapes due to exception in Caffe for layer(s) {}: the Caffe worker {}.\n"
@@ -98,6 +96,34 @@ class CaffeFallback:
         self.shapes = shapes
         self.stats["round_trips"] += 1
         self.stats["layers"] += len(names)
+        self._log(targets, result.get("fed") or {})
+
+    def _given_blobs(self, graph) -> dict:
+        """--fallback_input by the blob names of the sub-net's inputs."""
+        given = {}
+        for node in graph.op_nodes(op="Parameter"):
+            if node.name in self.given:
+                given[_input_blob_name(node)] = np.ascontiguousarray(self.given[node.name], dtype=np.float32)
+        return given
+
+    def _log(self, targets, fed: dict):
+        listing = ", ".join("'{}' ({})".format(n.name, n.caffe_type) for n in targets)
+        noise = sorted(name for name, how in fed.items() if how == "noise")
+        given = sorted(name for name, how in fed.items() if how == "given")
+        inputs = (["{} from {}".format(", ".join(given), self.source or "--fallback_input")] if given else []) + \
+                 (["seeded noise for {}".format(", ".join(noise))] if noise else [])
+        log.info("The output shapes of %s come from Caffe (Caffe worker), run on %s.", listing,
+                 " and ".join(inputs) or "no input")
+        if not noise:
+            return
+        for n in targets:
+            kind = n.caffe_type
+            if kind in DATA_DEPENDENT or (kind == "Python" and any(
+                    w in n.pb.python_param.layer for w in ("Proposal", "Detection", "NMS"))):
+                log.warning("The output shape of layer '%s' (%s) computed by the Caffe fallback may depend on the "
+                            "input data: Caffe ran it on seeded noise. Check the shape in the IR, give a real input "
+                            "with --fallback_input x.npy, or write an extension with an infer function for it.",
+                            n.name, kind)
 
 
 def caffe_message(stderr_tail: str) -> str:

@@ -37,7 +37,11 @@ class CaffeFrontEnd:
         ctx.graph = build_graph(net, model)
         ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
         dirs = [os.path.dirname(os.path.abspath(p)) for p in (o.input_proto, o.input_model)]
-        ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs)
+        ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs,
+                                           source=o.fallback_input)
+        if o.fallback_input and not o.use_caffe_fallback:
+            raise Error("--fallback_input is the input the Caffe fallback runs the model on: it needs "
+                        "--use-caffe-fallback (and a CustomLayersMapping.xml, -k).")
         ctx.custom_mapping = CustomLayersMapping.load(
             o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping), warnings=ctx.warnings,
             disable_omitting_optional=o.disable_omitting_optional,
@@ -49,6 +53,10 @@ class CaffeFrontEnd:
     def extract(self, graph, ctx, report_unsupported: bool = True):
         from core.front.caffe.extract import extract_all
         extract_all(graph, ctx.custom_mapping, report_unsupported=report_unsupported)
+        if ctx.options.fallback_input and ctx.caffe_fallback is not None:
+            from core.front.sample_input import load_sample_inputs
+            names = [n.name for n in graph.op_nodes(op="Parameter")]
+            ctx.caffe_fallback.given = load_sample_inputs(ctx.options.fallback_input, "--fallback_input", names)
 
     def report_unsupported(self, graph):
         """Layers still without an op after the front replacements: one error for all."""

@@ -73,6 +73,10 @@ class FrontReplacementFromConfigFileOp(FrontReplacementFromConfigFileSubGraph):
         attrs = dict(desc.custom_attributes)
         attrs.setdefault("name", _common_scope(graph, match) or desc.op)
         node = op_class(graph, attrs).add_node()
+        if node.soft_get("infer") is None and graph.graph.get("framework") == "tf":
+            # no shape function: TensorFlow computes the shapes from the nodes replaced (core/front/tf/fallback.py)
+            from core.front.tf.offload import match_subgraph
+            node["tf_subgraph"] = match_subgraph(graph, match)
         return {"new_node": node}
 
     def input_edges_match(self, graph, match, new_sub_graph):

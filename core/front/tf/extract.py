@@ -26,7 +26,8 @@ def unsupported_ops_error(nodes) -> Error:
         "List of operations that cannot be converted to the IR ({} node{} of {} type{}):\n  {}\n"
         " Part of the nodes was not translated to IR. Stopped. Ways out: write an extension for these ops "
         "(--extensions DIR with ops/ and front/tf/ modules: an Op with its shape function and a FrontExtractorOp), "
-        "or cut them off with --input/--output.",
+        "offload them to TensorFlow (--offload_unsupported_operations_to_tf, --tensorflow_operation_patterns, "
+        "--tensorflow_subgraph_patterns), or cut them off with --input/--output.",
         len(nodes), "s" if len(nodes) > 1 else "", len(counts), "s" if len(counts) > 1 else "",
         "\n  ".join(lines), faq=23)
 

@@ -4,8 +4,11 @@ load: a frozen GraphDef (.pb, or .pbtxt with --input_model_is_text) read with ou
 own schema, no TensorFlow (a SavedModel, a meta graph or a graph with a
 checkpoint is frozen by the TF worker first: core/front/tf/freeze.py); extract:
 every node gets its TensorFlow semantics (core/front/tf/ops) or a user
-extension's op, and what is left after the front replacements is reported at
-once; shape inference then runs in TensorFlow's layout; replace_patterns:
+extension's op; the offload options turn sub-graphs into TFCustomSubgraphCall
+nodes (core/front/tf/offload.py), and what is left after the front replacements
+and the offload is reported at once; shape inference then runs in TensorFlow's
+layout, asking the TF worker for the nodes only TensorFlow can compute
+(core/front/tf/fallback.py); replace_patterns:
 sub-graphs that are one IR layer (core/front/tf/patterns.py); lower: TF ops ->
 IR layers, NHWC -> NCHW (core/front/tf/lowering.py).
 """
@@ -19,7 +22,10 @@ from core.errors import Error
 class TFFrontEnd:
     name = "tf"
 
+    offload_unsupported = False
+
     def check_options(self, o):
+        self.offload_unsupported = bool(o.offload_unsupported_operations_to_tf)
         if o.input_proto:
             raise Error("--input_proto is a Caffe option; a TensorFlow model is one file (--input_model) or a "
                         "SavedModel directory (--saved_model_dir).")
@@ -53,17 +59,40 @@ class TFFrontEnd:
         else:
             graph_def = load_graph_def(o.input_model, o.input_model_is_text)
         ctx.graph = build_graph(graph_def, o.input_model or o.saved_model_dir or o.input_meta_graph)
+        # the TF worker's fallback: the model's own NodeDefs (and function library) rebuild what it computes
+        from core.front.tf.fallback import TFShapeFallback
+        ctx.graph.graph["tf_graph_def"] = graph_def
+        ctx.graph.graph["shape_fallback"] = TFShapeFallback(source=o.fallback_input)
 
     def extract(self, graph, ctx, report_unsupported: bool = True):
         from core.front.tf.extract import extract_all
-        extract_all(graph, report_unsupported=report_unsupported)
+        from core.front.tf.offload import offload_by_patterns
+        o = ctx.options
+        graph.graph["offload_unsupported"] = o.offload_unsupported_operations_to_tf
+        self._sample_input(graph, o)
+        offload_by_patterns(graph, o.tensorflow_subgraph_patterns, o.tensorflow_operation_patterns)
+        extract_all(graph, report_unsupported=False)
+        if report_unsupported:
+            self.report_unsupported(graph)
 
     def report_unsupported(self, graph):
-        """Nodes still without TensorFlow semantics or an op after the front replacements: one error for all."""
+        """Nodes still without TensorFlow semantics or an op after the front replacements: one error for all,
+        or, with --offload_unsupported_operations_to_tf, TFCustomSubgraphCall nodes."""
         from core.front.tf.extract import unsupported_nodes, unsupported_ops_error
         left = unsupported_nodes(graph)
-        if left:
+        if left and self.offload_unsupported:
+            from core.front.tf.offload import offload_unsupported
+            offload_unsupported(graph, left)
+        elif left:
             raise unsupported_ops_error(left)
+
+    @staticmethod
+    def _sample_input(graph, o):
+        fallback = graph.graph.get("shape_fallback")
+        if o.fallback_input and fallback is not None:
+            from core.front.sample_input import load_sample_inputs
+            names = [n.name for n in graph.op_nodes(op="Parameter")]
+            fallback.given = load_sample_inputs(o.fallback_input, "--fallback_input", names)
 
     def replace_patterns(self, ctx):
         from core.front.tf.patterns import replace_patterns

@@ -177,6 +177,10 @@ def _lower_ops(graph, lw):
         try:
             cls.lower(node, lw)
         except NotLowerable as exc:
+            if graph.graph.get("offload_unsupported"):  # --offload_unsupported_operations_to_tf
+                from core.front.tf.offload import offload_unlowerable
+                offload_unlowerable(node, lw)
+                continue
             problems.append(exc.message)
             continue
         if node.id in graph and node.soft_get("tf_class") is not None:

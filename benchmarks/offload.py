@@ -1,0 +1,205 @@
+"""Cost of offloading to TensorFlow (TFCustomSubgraphCall layers run by the CPU
+daemon's TF worker), every engine in the same run, on graphs built by TensorFlow
+(tests/tf_worker/offload_graphs.py, cached):
+
+1. a ResNet bottleneck block (1x56x56x64 in, 1x56x56x256 out: 1x1, 3x3, 1x1
+   convolutions and a projection shortcut):
+   - TensorFlow alone (the frozen graph, a Session callable, in its own process)
+   - the block offloaded (--tensorflow_subgraph_patterns "block/.*": one
+     TFCustomSubgraphCall) on the CPU daemon
+   - the same block converted natively (numpy kernels) on the CPU daemon
+2. the per-call overhead of an offloaded layer on a 1x56x56x64 tensor: an IR
+   holding only Input -> TFCustomSubgraphCall(Erf) on the daemon, minus the
+   daemon's own round trip for the same tensors (Input -> ReLU on 1x64x56x56),
+   minus TensorFlow's own time for the very GraphDef that layer holds (its NCHW
+   Transposes included) in a TensorFlow process. Goal: under 1 ms.
+
+    python benchmarks/offload.py [--iterations 50] [--rounds 3]
+
+Both daemon paths use the main socket (MO_CORE_FAST_LANE_US=0), so the round
+trip subtracted is the one the offloaded network takes. Engines run interleaved,
+round by round, after a warm-up; the table prints the median of the rounds'
+medians and the spread. Outputs are checked against TensorFlow's before timing.
+"""
+import argparse
+import base64
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from benchmarks.infer import measure  # noqa: E402 (the median, the min)
+
+TF_SCRIPT = r"""
+import json, os, statistics, sys, time
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np
+import tensorflow as tf
+tf1 = tf.compat.v1
+path, feed_name, fetch_name, x_path, iterations = sys.argv[1:6]
+graph_def = tf1.GraphDef()
+graph_def.ParseFromString(open(path, "rb").read())
+graph = tf.Graph()
+with graph.as_default():
+    tf1.import_graph_def(graph_def, name="")
+sess = tf1.Session(graph=graph)
+run = sess.make_callable(graph.get_tensor_by_name(fetch_name), [graph.get_tensor_by_name(feed_name)])
+x = np.load(x_path)
+for _ in range(5):
+    out = run(x)
+times = []
+for _ in range(int(iterations)):
+    t = time.perf_counter()
+    run(x)
+    times.append(time.perf_counter() - t)
+np.save(x_path + ".out.npy", out)
+print(json.dumps({"median": statistics.median(times), "min": min(times), "version": tf.__version__}))
+"""
+
+
+def tf_alone(graph_path, feed, fetch, x, iterations, work):
+    x_path = os.path.join(work, "x.npy")
+    np.save(x_path, x)
+    proc = subprocess.run([sys.executable, "-c", TF_SCRIPT, graph_path, feed, fetch, x_path, str(iterations)],
+                          capture_output=True, text=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    if proc.returncode:
+        raise SystemExit("TensorFlow failed:\n" + proc.stderr[-3000:])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["out"] = np.load(x_path + ".out.npy")
+    return result
+
+
+def convert(model, out_dir, name, **options):
+    from core.pipeline import ConvertOptions, convert as run
+    from ir import write_ir
+    ctx = run(ConvertOptions(input_model=model, output_dir=out_dir, model_name=name, batch=1, **options))
+    xml = os.path.join(out_dir, name + ".xml")
+    write_ir(ctx.network, xml)
+    return xml
+
+
+def relu_ir(out_dir, dims):
+    from ir import Edge, Layer, Network, Port, write_ir
+    net = Network(name="relu", layers=[Layer(0, "x", "Input", outputs=[Port(0, dims)]),
+                                       Layer(1, "relu", "ReLU", inputs=[Port(0, dims)], outputs=[Port(1, dims)])],
+                  edges=[Edge(0, 0, 1, 0)], batch=1)
+    xml = os.path.join(out_dir, "relu.xml")
+    write_ir(net, xml)
+    return xml
+
+
+def subgraph_of(xml):
+    """(GraphDef bytes, Placeholder, output tensor) of the IR's TFCustomSubgraphCall layer."""
+    from ir import read_ir
+    (layer,) = [layer for layer in read_ir(xml).layers if layer.type == "TFCustomSubgraphCall"]
+    return (base64.b64decode(layer.data["protobuf"]), layer.data["input_nodes_names"] + ":0",
+            layer.data["output_tensors_names"])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    from tests.tf.built_models import Models, built
+    models = Models(built("offload_graphs", directory=os.path.join(REPO, "tests", "tf_worker")))
+    work = tempfile.mkdtemp(prefix="offload-bench-")
+    runtime = os.path.join(work, "rt")
+    os.environ.update(MO_CORE_RUNTIME_DIR=runtime, MO_CORE_FAST_LANE_US="0",
+                      PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
+    try:
+        run(models, work, args)
+    finally:
+        from device_daemons import daemon
+        for device in daemon.running_devices():
+            daemon.stop(device, grace=2.0)
+        from core.front.tf.worker import stop_worker
+        stop_worker()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run(models, work, args):
+    from device_daemons.client import IECore
+    block = models.arrays("resnet_block")
+    x_block = block["in1/x"]
+    native = convert(models.path("resnet_block"), work, "native")
+    offloaded = convert(models.path("resnet_block"), work, "offloaded", tensorflow_subgraph_patterns="block/.*")
+    erf = convert(models.path("erf_56"), work, "erf", offload_unsupported_operations_to_tf=True)
+    erf_graph, erf_in, erf_out = subgraph_of(erf)
+    erf_pb = os.path.join(work, "erf_subgraph.pb")
+    with open(erf_pb, "wb") as f:
+        f.write(erf_graph)
+    x_erf = models.arrays("erf_56")["in1/x"]
+    x_erf_nchw = np.ascontiguousarray(x_erf.transpose(0, 3, 1, 2))
+    relu = relu_ir(work, tuple(x_erf_nchw.shape))
+
+    ie = IECore(policy="auto")
+    nets = {}
+    for key, xml in (("native", native), ("offloaded", offloaded), ("erf", erf), ("relu", relu)):
+        nets[key] = ie.load_network(ie.read_network(model=xml), "CPU")
+    feeds = {"native": {"x": np.ascontiguousarray(x_block.transpose(0, 3, 1, 2))},
+             "offloaded": {"x": np.ascontiguousarray(x_block.transpose(0, 3, 1, 2))},
+             "erf": {"x": x_erf_nchw}, "relu": {"x": x_erf_nchw}}
+    ref = block["out1/0"].transpose(0, 3, 1, 2)
+    for key in ("native", "offloaded"):  # the same work: both equal TensorFlow's output
+        out = next(iter(nets[key].infer(feeds[key]).values()))
+        err = float(np.abs(out - ref).max() / np.abs(ref).max())
+        assert err < 1e-4, (key, err)
+    erf_out_daemon = next(iter(nets["erf"].infer(feeds["erf"]).values()))
+    assert np.allclose(erf_out_daemon, np.vectorize(__import__("math").erf)(x_erf_nchw), atol=1e-6)
+
+    rows = {k: [] for k in ("tf_block", "offloaded", "native", "tf_erf", "daemon_erf", "daemon_relu")}
+    version = None
+    for _ in range(args.rounds):
+        tf_block = tf_alone(models.path("resnet_block"), "x:0", "Identity:0", x_block, args.iterations, work)
+        version = tf_block["version"]
+        rows["tf_block"].append(tf_block["median"])
+        for key in ("offloaded", "native"):
+            rows[key].append(measure(lambda k=key: nets[k].infer(feeds[k]), args.iterations)[0])
+        tf_erf = tf_alone(erf_pb, erf_in, erf_out, x_erf_nchw, args.iterations * 4, work)
+        assert np.allclose(tf_erf["out"], erf_out_daemon, atol=1e-6)
+        rows["tf_erf"].append(tf_erf["median"])
+        for key in ("erf", "relu"):
+            rows["daemon_" + key].append(measure(lambda k=key: nets[k].infer(feeds[k]), args.iterations * 4)[0])
+    for net in nets.values():
+        net.close()
+
+    def ms(key):
+        values = rows[key]
+        return statistics.median(values) * 1e3, (max(values) - min(values)) * 1e3
+
+    print("TensorFlow {}, {} iterations x {} rounds (median of the rounds' medians; spread = max - min)".format(
+        version, args.iterations, args.rounds))
+    print()
+    print("ResNet bottleneck block, 1x56x56x64 -> 1x56x56x256, batch 1")
+    print("{:<48}{:>10}{:>10}{:>12}".format("engine", "ms", "spread", "vs TF"))
+    tf_ms = ms("tf_block")[0]
+    for key, label in (("tf_block", "TensorFlow alone (Session callable)"),
+                       ("offloaded", "CPU daemon, block offloaded to TensorFlow"),
+                       ("native", "CPU daemon, block converted (numpy kernels)")):
+        value, spread = ms(key)
+        print("{:<48}{:>10.3f}{:>10.3f}{:>11.2f}x".format(label, value, spread, value / tf_ms))
+    print()
+    print("Per-call overhead of an offloaded layer (Erf) on a 1x56x56x64 tensor")
+    daemon_erf, rt, tf_erf = ms("daemon_erf")[0], ms("daemon_relu")[0], ms("tf_erf")[0]
+    for key, label in (("daemon_erf", "CPU daemon: Input -> TFCustomSubgraphCall"),
+                       ("daemon_relu", "CPU daemon: Input -> ReLU (its round trip)"),
+                       ("tf_erf", "TensorFlow alone: the layer's GraphDef")):
+        value, spread = ms(key)
+        print("{:<48}{:>10.3f}{:>10.3f}".format(label, value, spread))
+    overhead = daemon_erf - rt - tf_erf
+    print("{:<48}{:>10.3f}   (goal: < 1 ms) {}".format("overhead = offloaded - round trip - TensorFlow", overhead,
+                                                      "MET" if overhead < 1.0 else "NOT MET"))
+
+
+if __name__ == "__main__":
+    main()

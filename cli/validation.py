@@ -1,0 +1,40 @@
+"""`mo-core convert --validate`: runs core/validate.py with the IR on the CPU daemon
+(IECore: a daemon of the runtime directory, started if none runs) and prints the
+report; a failed validation is an [ ERROR ] (exit 1). The IR files stay: they are
+what was validated."""
+from __future__ import annotations
+
+from core.errors import Error
+
+
+def validate_written_ir(ctx, xml_path: str, bin_path: str) -> None:
+    from core.validate import plan_validation, validate
+    plan = plan_validation(ctx)
+
+    def run_ir(inputs: dict, layers: list) -> dict:
+        from device_daemons.client import IECore
+        ie = IECore(policy="auto")
+        net = ie.read_network(model=xml_path, weights=bin_path)
+        if layers:
+            net.add_outputs(layers)
+        exec_net = ie.load_network(net, "CPU")
+        try:
+            return exec_net.infer(inputs)
+        finally:
+            exec_net.close()
+
+    report = validate(ctx, plan, run_ir, ctx.options.validate_tolerance)
+    for line in report.lines:
+        print("[ VALIDATION ] " + line)
+    if report.failed:
+        worst = max(report.failed, key=lambda r: r.rel_err)
+        where = ""
+        if report.first_divergence is not None:
+            where = " The first layer that diverges is '{}' ({}).".format(report.first_divergence.pair.layer,
+                                                                       report.first_divergence.pair.layer_type)
+        elif not ctx.options.validate_layers:
+            where = " --validate_layers names the first layer that diverges."
+        what = "output" if worst.pair.output else "tensor"
+        raise Error("Validation failed: the IR differs from the framework by more than the tolerance {:g} ({} "
+                    "'{}': relative error {:.3g}).{} The IR was written: {}", report.tolerance, what, worst.pair.key,
+                    worst.rel_err, where, xml_path)

@@ -1,0 +1,185 @@
+"""Pieces of a TensorFlow graph, as GraphDefs the TF worker runs.
+
+`TFSubgraph` is what a node of the converter's graph holds when it stands for
+several original TensorFlow nodes (an offloaded sub-graph, a sub-graph a
+replacer merged into an op without a shape function): their NodeDefs as the
+model has them, the outside tensors they read (the node's input ports, in
+order) and the tensors they produce for the rest of the graph (its output
+ports, in order), each as (node name, port).
+
+`GraphDefBuilder` assembles a new GraphDef (our own schema, no TensorFlow)
+from such pieces: NodeDefs copied with their inputs rewired to the tensors the
+builder provides (control inputs dropped, as the converter drops them), new
+Placeholders, Consts holding values the converter knows, Transposes and Casts.
+The bytes it gives are what the worker imports.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.errors import Error
+from core.front.tf.builder import parse_input
+from core.front.tf.tensors import numpy_dtype
+
+# numpy dtype -> TensorFlow DataType enum
+TF_DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float64): 2, np.dtype(np.int32): 3, np.dtype(np.uint8): 4,
+             np.dtype(np.int16): 5, np.dtype(np.int8): 6, np.dtype(np.int64): 9, np.dtype(np.bool_): 10,
+             np.dtype(np.uint16): 17, np.dtype(np.float16): 19, np.dtype(np.uint32): 22, np.dtype(np.uint64): 23}
+DT_FLOAT = 1
+# attributes that give the type of an op's output, in the order they are looked for
+_OUTPUT_TYPE_ATTRS = ("DstT", "out_type", "output_type", "dtype", "T", "Tout")
+# ops whose output is bool whatever their T
+_BOOL_OUTPUTS = {"Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr",
+                 "LogicalNot", "IsNan", "IsInf", "IsFinite", "InTopK", "InTopKV2", "All", "Any", "ApproximateEqual"}
+
+
+def tensor_ref(name: str, port: int) -> str:
+    return name if port == 0 else "{}:{}".format(name, port)
+
+
+def tensor_key(text: str) -> tuple[str, int]:
+    name, port, _ = parse_input(text)
+    return name, port
+
+
+@dataclass
+class TFSubgraph:
+    nodes: list                                   # NodeDefs (the model's, untouched)
+    inputs: list = field(default_factory=list)    # [(node name, port)] read from outside, = input ports
+    outputs: list = field(default_factory=list)   # [(node name, port)] given to the rest, = output ports
+
+    @property
+    def names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+
+def node_source(node):
+    """What TensorFlow nodes a converter node stands for: a TFSubgraph, a one-node
+    TFSubgraph of its own NodeDef, or None (an op the converter made, a Parameter)."""
+    sub = node.soft_get("tf_subgraph")
+    if sub is not None:
+        return sub
+    pb = node.soft_get("pb")
+    if pb is None or node.soft_get("op") == "Parameter" or not hasattr(pb, "attr") or not hasattr(pb, "input"):
+        return None
+    inputs = [tensor_key(text) for text in pb.input if not text.startswith("^")]
+    return TFSubgraph([pb], inputs, [(pb.name, port) for port in sorted(node.out_nodes())])
+
+
+def output_dtype(pb, port: int = 0):
+    """The numpy dtype of a NodeDef's output as its op and attributes say (None if they do not)."""
+    if pb.op in _BOOL_OUTPUTS:
+        return np.dtype(np.bool_)
+    for name in _OUTPUT_TYPE_ATTRS:
+        if name in pb.attr:
+            value = pb.attr[name]
+            case = value.WhichOneof("value")
+            if case == "type":
+                return np.dtype(numpy_dtype(value.type, "node '{}'".format(pb.name)))
+            if case == "list" and len(value.list.type) > port:
+                return np.dtype(numpy_dtype(value.list.type[port], "node '{}'".format(pb.name)))
+    return None
+
+
+class GraphDefBuilder:
+    def __init__(self, graph=None):
+        from core.front.tf.loader import tf_pb2
+        self.pb2 = tf_pb2()
+        self.graph_def = self.pb2.GraphDef()
+        source = graph.graph.get("tf_graph_def") if graph is not None else None
+        self._source = source
+        if source is not None and source.HasField("versions"):
+            self.graph_def.versions.CopyFrom(source.versions)
+        self._names: set[str] = set()
+        self._library_needed = False
+
+    # --- names ------------------------------------------------------------------------
+    def fresh(self, base: str) -> str:
+        name, i = base, 0
+        while name in self._names:
+            i += 1
+            name = "{}_{}".format(base, i)
+        self._names.add(name)
+        return name
+
+    def reserve(self, names):
+        self._names.update(names)
+
+    def has(self, name: str) -> bool:
+        return name in self._names
+
+    # --- nodes ------------------------------------------------------------------------
+    def add_subgraph(self, sub: TFSubgraph, refs: list[str]):
+        """The sub-graph's NodeDefs, its i-th outside input read from tensor refs[i]."""
+        if len(refs) != len(sub.inputs):
+            raise Error("Internal error: {} tensors for the {} inputs of a TensorFlow sub-graph.", len(refs),
+                        len(sub.inputs))
+        rewire = {key: ref for key, ref in zip(sub.inputs, refs)}
+        for pb in sub.nodes:
+            copy = self.graph_def.node.add()
+            copy.CopyFrom(pb)
+            copy.device = ""
+            del copy.input[:]
+            for text in pb.input:
+                if text.startswith("^"):
+                    continue
+                key = tensor_key(text)
+                copy.input.append(rewire.get(key, tensor_ref(*key)))
+            if any(v.WhichOneof("value") == "func" or (v.WhichOneof("value") == "list" and len(v.list.func))
+                   for v in pb.attr.values()):
+                self._library_needed = True
+            self._names.add(pb.name)
+
+    def add_placeholder(self, base: str, shape, dtype=np.float32) -> str:
+        name = self.fresh(base)
+        node = self.graph_def.node.add(name=name, op="Placeholder")
+        node.attr["dtype"].type = TF_DTYPES[np.dtype(dtype)]
+        shape_proto = node.attr["shape"].shape
+        if shape is None:
+            shape_proto.unknown_rank = True
+        else:
+            for d in shape:
+                shape_proto.dim.add(size=int(d))
+        return name
+
+    def add_const(self, base: str, value, dtype=None) -> str:
+        value = np.asarray(value)
+        dtype = np.dtype(dtype or (np.float32 if value.dtype == np.float64 else value.dtype))
+        if dtype not in TF_DTYPES:
+            raise Error("The constant '{}' of type {} cannot go into a TensorFlow graph.", base, value.dtype)
+        value = value.astype(dtype)
+        name = self.fresh(base)
+        node = self.graph_def.node.add(name=name, op="Const")
+        node.attr["dtype"].type = TF_DTYPES[dtype]
+        tensor = node.attr["value"].tensor
+        tensor.dtype = TF_DTYPES[dtype]
+        for d in value.shape:
+            tensor.tensor_shape.dim.add(size=int(d))
+        tensor.tensor_content = np.ascontiguousarray(value).astype(dtype.newbyteorder("<")).tobytes()
+        return name
+
+    def add_op(self, base: str, op: str, inputs: list[str], **attrs) -> str:
+        name = self.fresh(base)
+        node = self.graph_def.node.add(name=name, op=op)
+        node.input.extend(inputs)
+        for key, value in attrs.items():
+            if key.startswith("type_"):
+                node.attr[key[5:]].type = value
+            else:
+                raise ValueError(key)
+        return name
+
+    def transpose(self, base: str, ref: str, perm, dtype=DT_FLOAT) -> str:
+        perm_name = self.add_const(base + "/perm", np.array(perm, dtype=np.int32))
+        return self.add_op(base, "Transpose", [ref, perm_name], type_T=dtype, type_Tperm=3)
+
+    def cast(self, base: str, ref: str, src: int, dst: int) -> str:
+        return self.add_op(base, "Cast", [ref], type_SrcT=src, type_DstT=dst)
+
+    # --- result -----------------------------------------------------------------------
+    def to_bytes(self) -> bytes:
+        if self._library_needed and self._source is not None and self._source.HasField("library"):
+            self.graph_def.library.CopyFrom(self._source.library)
+        return self.graph_def.SerializeToString()

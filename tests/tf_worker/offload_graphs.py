@@ -1,0 +1,155 @@
+"""Builder of the TensorFlow graphs of the TF worker tests: ops the converter does
+not support (Erf, Cumsum, Atan2, Einsum, Softplus, Sin, Log1p, Where), mixed with
+ops it does, in name scopes the offload patterns select.
+
+Run as `python tests/tf_worker/offload_graphs.py OUT_DIR` (tests/tf_worker/conftest.py does
+it once in a subprocess and caches the result keyed by this file's hash). Each case
+is a function of its inputs with seeded constant weights; tests/tf/tf_build.py
+freezes it and stores the .pb, the inputs and TensorFlow's outputs.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tf"))
+
+from tf_build import main, np, tf  # noqa: E402
+
+CASES = []
+
+
+def case(name, *shapes, **kw):
+    def wrap(fn):
+        CASES.append((name, fn, shapes, kw))
+        return fn
+    return wrap
+
+
+def w(rng, *shape, scale=0.5):
+    return tf.constant((rng.standard_normal(shape) * scale).astype(np.float32))
+
+
+def conv(rng, x, cout, k=3, name=None):
+    cin = int(x.shape[-1])
+    return tf.nn.conv2d(x, w(rng, k, k, cin, cout, scale=(2.0 / (k * k * cin)) ** 0.5), strides=1, padding="SAME",
+                        name=name)
+
+
+@case("unsupported_chain", (1, 8, 8, 3))
+def _(rng, x):
+    with tf.name_scope("stem"):
+        y = tf.nn.relu(conv(rng, x, 4))
+    with tf.name_scope("mid"):
+        y = tf.math.erf(y * 0.5)
+        y = conv(rng, y, 5)
+    with tf.name_scope("head"):
+        y = tf.math.cumsum(y, axis=2)
+        return tf.nn.relu(y - 0.1)
+
+
+@case("atan2_two_inputs", (1, 6, 6, 4), (1, 6, 6, 4))
+def _(rng, x, y):
+    a = conv(rng, x, 4)
+    b = y * 2.0 + 0.5
+    return tf.math.atan2(a, b) * 1.5
+
+
+@case("einsum", (1, 5, 7, 6))
+def _(rng, x):
+    y = tf.einsum("bhwc,cd->bhwd", x, w(rng, 6, 3))
+    return tf.nn.relu(y + w(rng, 3))
+
+
+@case("composite_head", (1, 10, 10, 4))
+def _(rng, x):
+    with tf.name_scope("stem"):
+        y = tf.nn.relu(conv(rng, x, 6))
+    with tf.name_scope("head"):
+        a = tf.math.softplus(y) * tf.math.sin(y)
+        b = tf.math.log1p(tf.abs(y))
+        z = a + b
+        z = conv(rng, z, 4)
+    return tf.nn.max_pool2d(z, 2, 2, "VALID")
+
+
+@case("conv_weights", (1, 9, 9, 3), batches=(1, 2))
+def _(rng, x):
+    y = tf.nn.conv2d(x, w(rng, 3, 3, 3, 8), strides=2, padding="SAME")
+    return tf.nn.relu(tf.nn.bias_add(y, w(rng, 8)))
+
+
+@case("erf_conv_erf", (1, 6, 6, 3))
+def _(rng, x):
+    # Erf -> Conv2D -> Erf: one "Erf" pattern cannot be one call (the convolution is between)
+    y = tf.math.erf(x)
+    y = conv(rng, y, 3)
+    return tf.math.erf(y) + 0.1
+
+
+@case("where_count", (1, 16))
+def _(rng, x):
+    # the number of rows depends on the data: shape inference needs a real input
+    return tf.cast(tf.where(x > 0.0), tf.float32) * 2.0
+
+
+@case("flatten_dense", (1, 4, 4, 2))
+def _(rng, x):
+    # a 4-D tensor into an offloaded op that flattens it: TensorFlow's element order must hold
+    y = tf.math.softplus(x)
+    y = tf.reshape(y, [-1, 32])
+    return tf.matmul(y, w(rng, 32, 5))
+
+
+def heavy(x, rounds=40):
+    """Seconds of TensorFlow work (1200x1200 matmuls), for the tests that kill the worker mid-request."""
+    with tf.name_scope("heavy"):
+        y = tf.tile(x, [1200, 150])
+        for _ in range(rounds):
+            y = tf.tanh(tf.matmul(y, y) * (1.0 / 1200))
+        return tf.reduce_mean(y[:, :8], axis=0, keepdims=True)
+
+
+@case("heavy", (1, 8))
+def _(rng, x):
+    return heavy(x) + x
+
+
+@case("heavy_where", (1, 8))
+def _(rng, x):
+    # the Where's shape depends on the data: TensorFlow runs the heavy part at conversion
+    return tf.cast(tf.where(heavy(x) + x > 0.0), tf.float32)
+
+
+@case("resnet_block", (1, 56, 56, 64))
+def _(rng, x):
+    # a ResNet bottleneck block with a projection shortcut (benchmarks/offload.py)
+    with tf.name_scope("block"):
+        shortcut = conv(rng, x, 256, k=1) + w(rng, 256)
+        y = tf.nn.relu(conv(rng, x, 64, k=1) + w(rng, 64))
+        y = tf.nn.relu(conv(rng, y, 64, k=3) + w(rng, 64))
+        y = conv(rng, y, 256, k=1) + w(rng, 256)
+        return tf.nn.relu(y + shortcut)
+
+
+@case("erf_56", (1, 56, 56, 64))
+def _(rng, x):
+    # one offloaded op on a 1x56x56x64 tensor: the per-call cost of offloading (benchmarks/offload.py)
+    return tf.math.erf(x)
+
+
+def build(writer):
+    for name, fn, shapes, kw in CASES:
+        seed = zlib.crc32(name.encode())
+        rng = np.random.default_rng(seed)
+        names = ["x", "y"][:len(shapes)]
+        inputs = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
+
+        def model(*args, _fn=fn, _seed=seed + 1):
+            return _fn(np.random.default_rng(_seed), *args)  # the same weights at every trace
+        writer.add(name, model, inputs, batches=kw.get("batches", (1,)), fixed=kw.get("fixed", False))
+
+
+if __name__ == "__main__":
+    main(build)

@@ -1,0 +1,135 @@
+"""Tensors of offloaded layers through a shared buffer (core/microkernel/shared_buffer.py):
+the CPU daemon's TF worker maps the daemon's sealed memfd and the results equal
+TensorFlow's; a TF worker refuses a request naming any other buffer (a foreign process's
+file, a file that is no memfd, another size, an unsealed memfd, a tensor past the end).
+Real TensorFlow, real processes."""
+from __future__ import annotations
+
+import base64
+import os
+
+import numpy as np
+import pytest
+
+from core.microkernel import RemoteError, WorkerProcess
+from core.microkernel import shared_buffer
+from core.microkernel.shared_buffer import SharedBuffer
+from core.services import tf_worker as contract
+from ir import read_ir
+from tests.tf.tf_helpers import convert_model, run_on_daemon
+from tests.tf_worker.test_kill import tf_workers
+
+ERF = {"tensorflow_operation_patterns": "Erf"}
+
+
+def worker_maps(pid: int) -> str:
+    with open("/proc/{}/maps".format(pid)) as f:
+        return f.read()
+
+
+def test_the_daemon_worker_reads_and_writes_the_daemon_buffer(ie, offload_graphs, tmp_path):
+    xml = convert_model(offload_graphs.path("erf_56"), tmp_path, "erf", batch=1, **ERF)
+    arrays = offload_graphs.arrays("erf_56")
+    _, out = run_on_daemon(ie, xml, {"x": arrays["in1/x"]})
+    np.testing.assert_allclose(next(iter(out.values())), arrays["out1/0"], rtol=1e-5, atol=1e-6)
+    (pid,) = tf_workers(os.environ["MO_CORE_RUNTIME_DIR"])
+    assert "/memfd:" + shared_buffer.PREFIX in worker_maps(pid), "the tensors did not go through a shared buffer"
+
+
+@pytest.fixture(scope="module")
+def erf_worker(offload_graphs, tmp_path_factory):
+    """A TF worker launched by this process (its parent), the erf_56 sub-graph loaded."""
+    xml = convert_model(offload_graphs.path("erf_56"), tmp_path_factory.mktemp("shm"), "erf", batch=1, **ERF)
+    layer = next(layer for layer in read_ir(xml).layers if layer.type == "TFCustomSubgraphCall")
+    graph = base64.b64decode(layer.data["protobuf"])
+    inputs = [n for n in layer.data["input_nodes_names"].split(",") if n]
+    outputs = [n for n in layer.data["output_tensors_names"].split(",") if n]
+    graph_id = contract.subgraph_id(graph, inputs, outputs)
+    worker = WorkerProcess(contract.WORKER_MODULE, name="tf", interpreter=contract.worker_python(),
+                           startup_timeout=180, request_timeout=120, args=[contract.REFUSE_IO_OPS],
+                           env=contract.WORKER_ENV)
+    try:
+        args, frames = contract.load_subgraph_request(graph_id, graph, inputs, outputs)
+        worker.call(contract.LOAD_SUBGRAPH, args, frames)
+        x = np.ascontiguousarray(offload_graphs.arrays("erf_56")["in1/x"].transpose(0, 3, 1, 2))  # the IR's NCHW
+        yield worker, graph_id, x
+    finally:
+        worker.stop()
+
+
+def run_shared(worker, graph_id, spec, inputs, out):
+    args, frames = contract.run_subgraph_shm_request(graph_id, spec, inputs, out)
+    return worker.call(contract.RUN_SUBGRAPH, args, frames)
+
+
+def test_a_buffer_of_the_parent_works_like_frames(erf_worker):
+    worker, graph_id, x = erf_worker
+    (offset,), out = shared_buffer.place([x.shape])
+    buf = SharedBuffer(out + 4 * x.size + shared_buffer.ALIGN)
+    try:
+        np.copyto(buf.view(offset, x.shape), x)
+        result, frames = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out)
+        assert frames == []
+        (placed,) = contract.check_placed(result, 1, buf.size)
+        args, frames = contract.run_subgraph_request(graph_id, [x])
+        _, (expected,) = worker.call(contract.RUN_SUBGRAPH, args, frames)
+        np.testing.assert_array_equal(buf.view(*placed), expected)
+    finally:
+        buf.close()
+
+
+def unsealed_memfd(size: int) -> int:
+    fd = os.memfd_create(shared_buffer.PREFIX + "unsealed", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.ftruncate(fd, size)
+    return fd
+
+
+def test_a_foreign_or_forged_buffer_is_refused(erf_worker, tmp_path):
+    worker, graph_id, x = erf_worker
+    (offset,), out = shared_buffer.place([x.shape])
+    size = out + 4 * x.size
+    buf = SharedBuffer(size)
+    plain = os.open(str(tmp_path / "plain"), os.O_RDWR | os.O_CREAT)
+    os.ftruncate(plain, size)
+    unsealed = unsealed_memfd(size)
+    me = os.getpid()
+    try:
+        forged = {
+            # a buffer of another process (the worker's own fd 0, PID 1's): not the parent's
+            "foreign process": dict(buf.spec, path="/proc/{}/fd/0".format(worker.pid)),
+            "pid 1": dict(buf.spec, path="/proc/1/fd/0"),
+            "not a /proc fd path": dict(buf.spec, path="/etc/passwd"),
+            "a plain file of the parent": dict(buf.spec, path="/proc/{}/fd/{}".format(me, plain)),
+            "another name": dict(buf.spec, name=shared_buffer.PREFIX + "0123456789abcdef"),
+            "another size": dict(buf.spec, size=size - 64),
+            "unsealed memfd": {"path": "/proc/{}/fd/{}".format(me, unsealed),
+                               "name": shared_buffer.PREFIX + "unsealed", "size": size},
+        }
+        for what, spec in forged.items():
+            with pytest.raises(RemoteError) as info:
+                run_shared(worker, graph_id, spec, [(offset, x.shape)], out)
+            assert info.value.kind == contract.SHM, (what, info.value)
+        bad_spans = {
+            "input past the end": ([(size - 64, x.shape)], out, contract.SHM),
+            "output start past the end": ([(offset, x.shape)], size + 64, contract.REQUEST),
+            "outputs do not fit": ([(offset, x.shape)], size - 64, contract.SHM),
+            "misaligned offset": ([(offset + 1, x.shape)], out, contract.REQUEST),
+            "too big a buffer": None,
+        }
+        for what, case in bad_spans.items():
+            spec = dict(buf.spec)
+            if case is None:
+                spec["size"], case = contract.MAX_SHARED_BYTES + 1, ([(offset, x.shape)], out, contract.REQUEST)
+            inputs, start, kind = case
+            with pytest.raises(RemoteError) as info:
+                run_shared(worker, graph_id, spec, inputs, start)
+            assert info.value.kind == kind, (what, info.value)
+        # the real buffer still works after all that
+        np.copyto(buf.view(offset, x.shape), x)
+        result, _ = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out)
+        (placed,) = contract.check_placed(result, 1, size)
+        assert np.isfinite(buf.view(*placed)).all()
+    finally:
+        buf.close()
+        os.close(plain)
+        os.close(unsealed)
