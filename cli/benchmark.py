@@ -1,6 +1,6 @@
 """`mo-core benchmark`: latency and throughput of an IR on a device daemon.
 
-    mo-core benchmark -m model.xml [-d CPU] [-niter 200] [-nireq 4] [-b N] [-l FILE]
+    mo-core benchmark -m model.xml [-d CPU] [-niter 200] [-nireq 4] [-b N] [-l FILE] [-pc]
 
 `-nireq` requests are kept in flight (one client thread each, sharing one loaded
 network); each request's latency is the time from sending it to having its outputs.
@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from cli.infer import add_model_args, guard, random_inputs
+from cli.infer import add_model_args, add_perf_count_arg, guard, random_inputs
 from core.errors import Error
 
 
@@ -29,6 +29,7 @@ def add_parser(sub):
     p.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a tty")
     p.add_argument("--no-auto-start", action="store_true",
                    help="never start a daemon: fail if none runs ('mo-core daemon start')")
+    add_perf_count_arg(p)
     p.set_defaults(func=run)
 
 
@@ -87,7 +88,8 @@ def run(args) -> int:
         for ext in args.extension:
             ie.add_extension(ext, device)
         t0 = time.perf_counter()
-        exec_net = ie.load_network(net, device, num_requests=args.nireq)
+        exec_net = ie.load_network(net, device, num_requests=args.nireq,
+                                   config={"PERF_COUNT": "YES"} if args.perf_counts else None)
         print("[ INFO ] Network '{}' loaded on {} in {:.2f} ms (daemon pid {})".format(
             net.name, device, (time.perf_counter() - t0) * 1e3, ie.daemon_pid(device)))
         inputs = random_inputs(net, args.seed)
@@ -99,6 +101,7 @@ def run(args) -> int:
         print("[ INFO ] First inference took {:.2f} ms".format((time.perf_counter() - t0) * 1e3))
 
         latencies = []
+        perf_runs = []
         lock = threading.Lock()
         state = {"next": 0, "done": 0, "error": None, "end": 0.0}
 
@@ -119,6 +122,8 @@ def run(args) -> int:
                 end = time.perf_counter()
                 with lock:
                     latencies.append((end - start) * 1e3)
+                    if args.perf_counts:
+                        perf_runs.append(request.perf)
                     state["done"] += 1
                     state["end"] = max(state["end"], end)
 
@@ -152,4 +157,7 @@ def run(args) -> int:
     print("    " + "  ".join("{:>9}".format(h) for h in header))
     print("    " + "  ".join("{:>9.3f}".format(v) for v in values))
     print("Throughput: {:.2f} FPS".format(fps))
+    if args.perf_counts:
+        from cli.perf_counts import median_rows, print_perf_counts
+        print_perf_counts(median_rows(perf_runs), "Performance counts, median of {} requests".format(len(perf_runs)))
     return 0

@@ -1,7 +1,7 @@
 """`mo-core infer`: run an IR once on a device daemon and show (or save) its outputs.
 
     mo-core infer -m model.xml [-i input.npy|input.npz] [-d CPU] [--top_k N]
-                  [-o outputs.npz] [-l custom_kernels.py] [--no-auto-start]
+                  [-o outputs.npz] [-l custom_kernels.py] [--no-auto-start] [-pc]
 """
 import os
 import tempfile
@@ -34,7 +34,13 @@ def add_parser(sub):
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per daemon request (default 120)")
     p.add_argument("--no-auto-start", action="store_true",
                    help="never start a daemon: fail if none runs ('mo-core daemon start')")
+    add_perf_count_arg(p)
     p.set_defaults(func=run)
+
+
+def add_perf_count_arg(p):
+    p.add_argument("-pc", "--perf_counts", action="store_true",
+                   help="print per-layer times: layer, type, the backend that ran it (oneDNN or numpy), ms")
 
 
 def guard(fn):
@@ -188,14 +194,15 @@ def run(args) -> int:
         for ext in args.extension:
             types = ie.add_extension(ext, args.device)
             print("[ INFO ] Custom kernels from {}: {}".format(ext, ", ".join(types)))
-        exec_net = ie.load_network(net, args.device)
+        exec_net = ie.load_network(net, args.device, config={"PERF_COUNT": "YES"} if args.perf_counts else None)
         print("[ INFO ] Network '{}' loaded on {} (daemon pid {})".format(
             net.name, exec_net.device, ie.daemon_pid(args.device)))
         for w in exec_net.warnings:
             print("[ WARNING ]  " + w)
         for name, arr in inputs.items():
             print("Input '{}': shape {}".format(name, list(arr.shape)))
-        outputs = exec_net.infer(inputs)
+        request = exec_net.requests[0]
+        outputs = request.infer(inputs)
         for name, arr in outputs.items():
             a = np.asarray(arr, dtype=np.float64)
             print("Output '{}': shape {}, min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}".format(
@@ -205,6 +212,9 @@ def run(args) -> int:
             print()
             for name, arr in outputs.items():
                 print_top_k(name, arr, args.top_k)
+        if args.perf_counts:
+            from cli.perf_counts import print_perf_counts
+            print_perf_counts(request.perf)
         if args.output:
             save_npz(args.output, outputs)
             print("[ INFO ] Outputs saved to {}".format(os.path.abspath(args.output)))

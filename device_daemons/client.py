@@ -178,6 +178,7 @@ class InferRequest:
         self._t0 = 0.0
         self.latency: float | None = None  # ms of the last completed request
         self.outputs: dict[str, np.ndarray] = {}
+        self.perf: list[dict] = []  # the daemon's per-step rows of the last request (PERF_COUNT)
 
     def async_infer(self, inputs: dict | None = None, timeout: float | None = None) -> None:
         """Send the request; wait() for it."""
@@ -201,24 +202,56 @@ class InferRequest:
         if not self.outputs:
             self.latency = (time.perf_counter() - self._t0) * 1e3
             self.outputs = outputs
+            self.perf = self._job.perf or []
         return StatusCode.OK
 
     def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict:
         """Synchronous request (sent from this thread); returns the outputs."""
         self.outputs = {}
         self.latency = None
+        self.perf = []
         t0 = time.perf_counter()
         self._job = None
-        self.outputs = InferJob(self._exec_net, self._exec_net._prepare(inputs), timeout, sync=True).result()
+        job = InferJob(self._exec_net, self._exec_net._prepare(inputs), timeout, sync=True)
+        self.outputs = job.result()
         self.latency = (time.perf_counter() - t0) * 1e3
+        self.perf = job.perf or []
         return self.outputs
+
+    def get_perf_counts(self) -> dict[str, dict]:
+        """Per layer of the last request, as the Inference Engine's: {name: {status
+        (EXECUTED, or NOT_RUN for a layer fused into another), layer_type, exec_type (the
+        backend that ran it), real_time and cpu_time (us), execution_index}}. Needs
+        load_network(..., config={"PERF_COUNT": "YES"})."""
+        if not self._exec_net.perf_count:
+            raise Error("get_perf_counts(): load the network with config={'PERF_COUNT': 'YES'} first")
+        counts = {}
+        for index, row in enumerate(self.perf):
+            us = float(row.get("ms", 0.0)) * 1e3
+            counts[str(row.get("name"))] = {
+                "status": "EXECUTED" if row.get("status") == "executed" else "NOT_RUN",
+                "layer_type": row.get("type"), "exec_type": row.get("backend"),
+                "real_time": us, "cpu_time": us, "execution_index": index}
+        return counts
+
+
+def _perf_count(config: dict | None) -> bool:
+    """The PERF_COUNT key of a load_network config ("YES"/"NO", as the Inference Engine)."""
+    value = (config or {}).get("PERF_COUNT", "NO")
+    if isinstance(value, bool):
+        return value
+    if str(value).upper() not in ("YES", "NO"):
+        raise Error("config PERF_COUNT must be YES or NO, got {!r}", value)
+    return str(value).upper() == "YES"
 
 
 class ExecutableNetwork:
     """A network loaded on a device daemon (IE's ExecutableNetwork)."""
 
-    def __init__(self, core: "IECore", network: IENetwork, link: Link, num_requests: int):
+    def __init__(self, core: "IECore", network: IENetwork, link: Link, num_requests: int,
+                 perf_count: bool = False):
         self._core = core
+        self.perf_count = perf_count  # each request brings back per-layer times (get_perf_counts)
         self._link = link
         self.name = network.name
         self._network = network
@@ -450,7 +483,8 @@ class IECore:
         if not isinstance(network, IENetwork):
             raise Error("load_network takes an IENetwork (from IECore.read_network), got {}",
                         type(network).__name__)
-        return ExecutableNetwork(self, network, self._link(device_name), num_requests)
+        return ExecutableNetwork(self, network, self._link(device_name), num_requests,
+                                 perf_count=_perf_count(config))
 
     def get_versions(self, device_name: str = "CPU") -> dict:
         link = self._link(device_name)

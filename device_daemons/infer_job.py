@@ -38,6 +38,7 @@ class InferJob:
         self.slot: ShmSlot | None = None
         self.pending = None
         self._outputs: dict | None = None
+        self.perf: list | None = None  # per-layer rows when the network counts them
         self._error: BaseException | None = None
         if not sync:
             self._send()
@@ -49,14 +50,15 @@ class InferJob:
         conn, handle = exec_net._ensure_loaded(self.deadline)
         self.conn, self.handle = conn, handle
         verb = "infer_fast" if exec_net._fast else "infer"
+        extra = {"perf": True} if exec_net.perf_count else {}
         if self.use_shm and conn.shm_ok is not False:
             need = sum(align(a.nbytes) for a in self.inputs.values()) + exec_net._out_bytes
             slot = take_slot(link, conn, need)
             if slot is not None:
                 shm = write_inputs(slot, self.inputs)
                 self.slot = slot
-                return verb, {"handle": handle, "shm": shm}
-        return verb, {"handle": handle, "inputs": self.inputs}
+                return verb, {"handle": handle, "shm": shm, **extra}
+        return verb, {"handle": handle, "inputs": self.inputs, **extra}
 
     def _send(self) -> None:
         verb, args = self._args()
@@ -128,6 +130,7 @@ class InferJob:
             self._error = exc
             raise
         self.exec_net._observe(result.get("compute_us"))
+        self.perf = result.get("perf") if isinstance(result.get("perf"), list) else None
         placed = result.get("outputs_shm")
         if isinstance(placed, bytes) and self.slot is not None:
             outputs = self._lend_slot(placed)

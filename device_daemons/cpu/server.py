@@ -11,7 +11,9 @@ Verbs (args -> result; arrays travel as raw frames):
   precision}}, outputs: {...}, cached, warnings}. Paths are read by the daemon
   (same machine); xml_text + bin_data let a client on another machine send the IR
   itself. `kernels` are custom CPU kernel files (Python, on the daemon's machine).
-* infer {handle, inputs: {name: array}} -> {outputs: {name: array}, compute_us}
+* infer {handle, inputs: {name: array}, perf} -> {outputs: {name: array}, compute_us,
+  perf: [{name, type, backend, status, ms}] when perf is true (a row per step, in
+  order; fused layers with status "fused")}
 * infer_fast: the same, run in the I/O thread instead of the worker pool. Clients
   use it for networks that compute in well under a millisecond (the daemon says
   how long each request computed: compute_us), where the two thread hand-offs
@@ -385,10 +387,11 @@ class CpuDaemon:
             if not isinstance(inputs, dict) or not all(isinstance(v, np.ndarray) for v in inputs.values()):
                 raise _err("input", "'inputs' must be a map {input name: array}")
         pool = handle.pool
+        perf = [] if args.get("perf") else None  # per-layer times (PERF_COUNT, -pc)
         with pool.acquire() as plan:
             t0 = time.perf_counter()
             try:
-                outputs = plan.infer(inputs)
+                outputs = plan.infer(inputs, perf)
             except IRError as exc:
                 raise _ir_error(exc, "input") from None
             compute_us = int((time.perf_counter() - t0) * 1e6)
@@ -400,9 +403,14 @@ class CpuDaemon:
         handle.requests += 1  # not atomic across threads: a statistic only
         with self._lock:
             self.requests += 1
+        reply = {"compute_us": compute_us}
+        if perf is not None:
+            reply["perf"] = [c.as_dict() for c in perf]
         if placed is not None:
-            return {"outputs_shm": msgpack.packb(placed), "compute_us": compute_us}
-        return {"outputs": outputs, "compute_us": compute_us}
+            reply["outputs_shm"] = msgpack.packb(placed)
+        else:
+            reply["outputs"] = outputs
+        return reply
 
     # ----------------------------------------------------------------- status
     def status(self, args: dict, arrays: list) -> dict:
