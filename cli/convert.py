@@ -75,7 +75,7 @@ def run(args) -> int:
     bin_path = os.path.join(args.output_dir, name + ".bin")
     if os.path.isdir(xml_path):
         raise Error("Cannot write the IR: '{}' is a directory.", xml_path, faq=21)
-    warnings = write_ir(ctx.network, xml_path, bin_path, precision=options.data_type)
+    warnings = ctx.warnings + write_ir(ctx.network, xml_path, bin_path)
     for w in warnings:
         print("[ WARNING ]  " + w)
     if not args.silent:

@@ -9,29 +9,41 @@ from __future__ import annotations
 import numpy as np
 
 from core.errors import Error
-from ir import Edge, Layer, Network, Port
+from core.ops.op import SchemaAttrs
+from ir import Edge, IRError, Layer, Network, Port
 from ir.attrs import fmt_value
+from ir.schema import layer_schema
 
 # Internal ops that must be gone before emission.
 _INTERNAL = {"Identity", "Silence", "Mul", "Add", "BatchNormalization", "ReverseChannels"}
 
 
-def _data_attrs(node) -> dict[str, str]:
-    result = {}
-    for item in node.soft_get("backend_attrs") or []:
-        if isinstance(item, tuple):
-            name, getter = item
-            value = getter(node)
-        else:
-            name = item
-            value = node.soft_get(item)
-        if value is None:
-            continue
-        result[name] = value if isinstance(value, str) else fmt_value(value)
-    return result
+def _data_attrs(node, warnings: list) -> dict[str, str]:
+    items = node.soft_get("backend_attrs") or []
+    values = {}
+    for item in items:
+        name, getter = item if isinstance(item, tuple) else (item, None)
+        value = getter(node) if getter is not None else node.soft_get(name)
+        if value is not None:
+            values[name] = value
+    if isinstance(items, SchemaAttrs):
+        # built-in ops write through the schema the kernels read with
+        try:
+            return layer_schema(items.ir_type).write(values)
+        except IRError as err:
+            raise Error("Layer '{}' ({}): {}", node.name, node.soft_get("type"), err.message) from None
+    data = {name: value if isinstance(value, str) else fmt_value(value) for name, value in values.items()}
+    schema = layer_schema(node.soft_get("type"))
+    if schema is not None and node.soft_get("op_class") is not None:
+        # an extension op with a built-in IR type: the kernels read it by the schema
+        for problem in schema.check(data):
+            warnings.append("Layer '{}' ({}) written by an extension op: {}; the inference kernels may not read "
+                            "it as intended.".format(node.name, node.type, problem))
+    return data
 
 
-def to_network(graph, name: str) -> Network:
+def to_network(graph, name: str, warnings: list | None = None) -> Network:
+    warnings = [] if warnings is None else warnings
     ops = graph.topological_ops()
     ids = {node.id: i for i, node in enumerate(ops)}
     layers, edges = [], []
@@ -45,15 +57,18 @@ def to_network(graph, name: str) -> Network:
         for src, attrs in in_edges:
             data = graph.node_obj(src)
             if "bin" in attrs:
-                blobs[attrs["bin"]] = np.ascontiguousarray(data.value, dtype=np.float32).ravel()
+                value = np.asarray(data.value)
+                # float blobs are float32, or float16 after the precision pass
+                blobs[attrs["bin"]] = np.ascontiguousarray(
+                    value if value.dtype in (np.float16, np.float32) else value.astype(np.float32)).ravel()
             else:
                 inputs.append(Port(attrs["in"], tuple(int(d) for d in data.shape)))
         outputs = []
         for port, data in sorted(node.out_nodes().items()):
             outputs.append(Port(n_in + port, tuple(int(d) for d in data.shape)))
             out_port_of[data.id] = (ids[node.id], n_in + port)
-        layers.append(Layer(id=ids[node.id], name=node.name, type=node.type, precision="FP32",
-                            data=_data_attrs(node), inputs=inputs, outputs=outputs, blobs=blobs))
+        layers.append(Layer(id=ids[node.id], name=node.name, type=node.type, precision=node.soft_get("precision") or "FP32",
+                            data=_data_attrs(node, warnings), inputs=inputs, outputs=outputs, blobs=blobs))
     for node in ops:
         for src, attrs in node.in_edges_data():
             if "bin" in attrs:

@@ -78,8 +78,8 @@ def deduce_framework(ctx):
     if not o.input_model:
         raise Error("--input_model is required: the .caffemodel with the trained weights (FAQ #2 tells how to make "
                     "one from a prototxt).", faq=20)
-    if o.data_type not in ("FP32", "FP16", "float", "half"):
-        raise Error("--data_type must be FP32 or FP16, got '{}'.", o.data_type)
+    from core.middle.precision import ir_precision
+    ir_precision(o.data_type)  # a bad value fails before any work
 
 
 def load_extensions(ctx):
@@ -202,11 +202,16 @@ def remove_dead_code(ctx):
     cutting.remove_dead(ctx.graph)
 
 
+def set_precision(ctx):
+    from core.middle.precision import set_precision as run
+    run(ctx.graph, ctx.options.data_type, ctx.warnings)
+
+
 def emit(ctx):
     from core.emit import to_network
     o = ctx.options
     name = o.model_name or os.path.splitext(os.path.basename(o.input_model))[0]
-    ctx.network = to_network(ctx.graph, name)
+    ctx.network = to_network(ctx.graph, name, ctx.warnings)
     # like the legacy tool's <cli_parameters>: where the IR came from. The CPU
     # daemon's Caffe-backed layers find their Caffe definition through it.
     meta = {"generator": "mo-core 0.1.0", "framework": o.framework,
@@ -235,6 +240,7 @@ PIPELINE = [
     leftover_linear,
     constant_folding,
     remove_dead_code,
+    set_precision,
     emit,
 ]
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from .errors import IRError
 from .model import PRECISION_DTYPES, Layer, Network, describe_layer
+from .precision import to_float16
 from .validate import validate_network
 
 SUPPORTED_VERSIONS = (2, 3)
@@ -55,31 +56,15 @@ def _escape_attr(value: str, what: str) -> str:
     return _ATTR_ESCAPE_RE.sub(lambda m: _ATTR_ESCAPES[m.group()], value)
 
 
-def _check_precision(precision: str) -> None:
-    if precision not in PRECISION_DTYPES:
+def _check_precision(precision: str | None) -> None:
+    if precision is not None and precision not in PRECISION_DTYPES:
         raise IRError(f"unknown IR precision {precision!r}; use one of {', '.join(PRECISION_DTYPES)}")
 
 
-def _layer_precision(layer: Layer, precision: str) -> str:
-    # --data_type FP16 makes the whole IR FP16; otherwise each layer keeps its own.
-    return "FP16" if precision == "FP16" else layer.precision
-
-
-def _to_fp16(values: np.ndarray, layer: Layer, warnings: list[str]) -> np.ndarray:
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        converted = values.astype(np.float16)
-        clipped_inf = int(np.count_nonzero(np.isfinite(values) & np.isinf(converted)))
-        clipped_zero = int(np.count_nonzero((values != 0) & (converted == 0)))
-    # Wording of the reference FAQ #75 / #76 so users can look the message up.
-    if clipped_inf:
-        warnings.append(f"{clipped_inf} elements of {values.size} were clipped to infinity while converting "
-                        f"a blob for node [{layer.name}] to float16. For more information please refer to "
-                        "Model Optimizer FAQ, question #75.")
-    if clipped_zero:
-        warnings.append(f"{clipped_zero} elements of {values.size} were clipped to zero while converting "
-                        f"a blob for node [{layer.name}] to float16. For more information please refer to "
-                        "Model Optimizer FAQ, question #76.")
-    return converted
+def _layer_precision(layer: Layer, precision: str | None) -> str:
+    # A forced precision applies to every layer; otherwise each layer keeps its own
+    # (the converter's precision pass sets them, and converts the blobs, already).
+    return precision or layer.precision
 
 
 def _blob_as_stored(layer: Layer, blob_name: str, blob, precision: str, warnings: list[str]) -> np.ndarray:
@@ -89,7 +74,7 @@ def _blob_as_stored(layer: Layer, blob_name: str, blob, precision: str, warnings
     if kind == "f":
         target = PRECISION_DTYPES[_layer_precision(layer, precision)]
         if target == np.float16 and values.dtype != np.float16:
-            values = _to_fp16(values, layer, warnings)
+            values = to_float16(values, layer.name, warnings)
         else:
             values = values.astype(target, copy=False)
     elif kind not in "iu":
@@ -192,7 +177,7 @@ def _check_network(net: Network, precision: str) -> None:
     validate_network(net)
 
 
-def to_xml_string(net: Network, precision: str = "FP32") -> str:
+def to_xml_string(net: Network, precision: str | None = None) -> str:
     """The .xml text write_ir would produce (blob offsets included)."""
     _check_network(net, precision)
     return _render_xml(net, precision, _plan_bin(net, precision))
@@ -240,10 +225,12 @@ def _remove_quietly(path: Path | None) -> None:
             pass
 
 
-def write_ir(net: Network, xml_path, bin_path=None, precision: str = "FP32") -> list[str]:
+def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None) -> list[str]:
     """Write `net` as xml_path + bin_path (default: xml_path with suffix .bin).
 
-    precision "FP16" converts float blobs to float16 and marks every layer FP16.
+    Each layer is written in its own precision, float blobs stored in its dtype.
+    `precision` ("FP32"/"FP16") forces one precision on every layer of a network
+    built by hand (the converter's precision pass already did that for its own).
     Returns the warnings (float16 clipping, FAQ #75/#76).
     """
     xml_path = Path(xml_path)

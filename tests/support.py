@@ -70,9 +70,25 @@ def write_text(path: str, text: str) -> str:
 
 
 def convert_api(**options):
-    """Runs the pipeline in-process and returns the ir.Network."""
+    """Runs the pipeline in-process and returns the ir.Network (every layer of a
+    type the IR schema knows checked against it: an attribute it does not know,
+    or a value it would not read, fails the test)."""
     from core.pipeline import ConvertOptions, convert
-    return convert(ConvertOptions(**options)).network
+    ctx = convert(ConvertOptions(**options))
+    # layers mapped in CustomLayersMapping.xml keep their Caffe type and parameters as they are
+    mapped = set(ctx.custom_mapping.entries) if ctx.custom_mapping is not None else set()
+    assert_fits_schema(ctx.network, skip_types=mapped)
+    return ctx.network
+
+
+def assert_fits_schema(network, skip_types=()):
+    from ir.schema import layer_schema
+    problems = []
+    for layer in network.layers:
+        schema = layer_schema(layer.type)
+        if schema is not None and layer.type not in skip_types:
+            problems += ["{} ({}): {}".format(layer.name, layer.type, p) for p in schema.check(layer.data)]
+    assert not problems, "IR attributes that do not fit ir/schema:\n" + "\n".join(problems)
 
 
 def run_cli(*args, cwd=None, timeout=300):

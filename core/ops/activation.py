@@ -1,5 +1,5 @@
 """Element-wise activations: ReLU, Activation (sigmoid/tanh/elu/relu6), Clamp, PReLU, Power."""
-from core.ops.op import Op, copy_shape_infer
+from core.ops.op import Op, copy_shape_infer, ir_attrs
 
 
 class ReLU(Op):
@@ -9,7 +9,7 @@ class ReLU(Op):
         super().__init__(graph, {"type": "ReLU", "op": self.op, "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return [("negative_slope", lambda n: n.soft_get("negative_slope") or None)]
+        return ir_attrs("ReLU", negative_slope=lambda n: n.soft_get("negative_slope") or None)
 
 
 class Activation(Op):
@@ -19,7 +19,7 @@ class Activation(Op):
         super().__init__(graph, {"type": "Activation", "op": self.op, "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return [("type", lambda n: n.activation), ("alpha", lambda n: n.soft_get("alpha"))]
+        return ir_attrs("Activation", type=lambda n: n.activation)
 
 
 class Clamp(Op):
@@ -29,7 +29,7 @@ class Clamp(Op):
         super().__init__(graph, {"type": "Clamp", "op": self.op, "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return ["min", "max"]
+        return ir_attrs("Clamp")
 
 
 class PReLU(Op):
@@ -40,7 +40,7 @@ class PReLU(Op):
                                  "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return ["channel_shared"]
+        return ir_attrs("PReLU")
 
 
 class Power(Op):
@@ -52,4 +52,4 @@ class Power(Op):
                                  "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return ["power", "scale", "shift"]
+        return ir_attrs("Power")

@@ -2,7 +2,7 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
 class ArgMax(Op):
@@ -13,7 +13,7 @@ class ArgMax(Op):
                                  "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["top_k", "out_max_val", ("axis", lambda n: n.soft_get("axis"))]
+        return ir_attrs("ArgMax")
 
     @staticmethod
     def infer(node):

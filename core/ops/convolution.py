@@ -2,20 +2,9 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
-def spatial_attrs():
-    """IR v2 writes each 2-D parameter as -x/-y pairs plus the 4-D `stride`."""
-    return [
-        ("dilation-x", lambda n: n.dilation[1]), ("dilation-y", lambda n: n.dilation[0]),
-        "group",
-        ("kernel-x", lambda n: n.kernel[1]), ("kernel-y", lambda n: n.kernel[0]),
-        "output",
-        ("pad-x", lambda n: n.pad[1]), ("pad-y", lambda n: n.pad[0]),
-        ("stride", lambda n: "1,1,{},{}".format(n.stride[0], n.stride[1])),
-        ("stride-x", lambda n: n.stride[1]), ("stride-y", lambda n: n.stride[0]),
-    ]
 
 
 def _weights_count(node):
@@ -32,7 +21,7 @@ class Convolution(Op):
         super().__init__(graph, {"type": "Convolution", "op": self.op, "group": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return spatial_attrs()
+        return ir_attrs(self.op)
 
     @staticmethod
     def infer(node):
@@ -66,7 +55,7 @@ class Deconvolution(Op):
         super().__init__(graph, {"type": "Deconvolution", "op": self.op, "group": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return spatial_attrs()
+        return ir_attrs(self.op)
 
     @staticmethod
     def infer(node):

@@ -1,7 +1,7 @@
 """CTCGreedyDecoder: [T, N, C] scores (+ [T, N] sequence indicators) -> [N, T, 1, 1]."""
 import numpy as np
 
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
 class CTCGreedyDecoder(Op):
@@ -12,7 +12,7 @@ class CTCGreedyDecoder(Op):
                                  "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["ctc_merge_repeated"]
+        return ir_attrs("CTCGreedyDecoder")
 
     @staticmethod
     def infer(node):

@@ -2,7 +2,7 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, attr_getter
+from core.ops.op import Op, ir_attrs
 from ir.priors import prior_box_aspect_ratios
 
 
@@ -13,10 +13,6 @@ def _priors_output(node, num_priors):
     node.out_node(0).shape = np.array([1, 2, int(shape[2] * shape[3]) * num_priors * 4], dtype=np.int64)
 
 
-def _list(name):
-    return (name, lambda n: attr_getter(n, name))
-
-
 class PriorBox(Op):
     op = "PriorBox"
 
@@ -24,8 +20,7 @@ class PriorBox(Op):
         super().__init__(graph, {"type": "PriorBox", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["step", "step_h", "step_w", _list("min_size"), _list("max_size"), "offset", "flip", "clip",
-                _list("aspect_ratio"), _list("variance"), "img_size", "img_h", "img_w", "scale_all_sizes"]
+        return ir_attrs("PriorBox")
 
     @staticmethod
     def infer(node):
@@ -41,8 +36,7 @@ class PriorBoxClustered(Op):
         super().__init__(graph, {"type": "PriorBoxClustered", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return [_list("width"), _list("height"), "clip", "flip", "step", "step_w", "step_h", "offset",
-                _list("variance"), "img_h", "img_w"]
+        return ir_attrs("PriorBoxClustered")
 
     @staticmethod
     def infer(node):
@@ -61,8 +55,7 @@ class DetectionOutput(Op):
         super().__init__(graph, {"type": "DetectionOutput", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["num_classes", "share_location", "background_label_id", "nms_threshold", "top_k", "eta",
-                "code_type", "variance_encoded_in_target", "keep_top_k", "confidence_threshold"]
+        return ir_attrs("DetectionOutput")
 
     @staticmethod
     def infer(node):
@@ -89,8 +82,7 @@ class Proposal(Op):
         super().__init__(graph, {"type": "Proposal", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["base_size", "feat_stride", "min_size", "nms_thresh", "post_nms_topn", "pre_nms_topn",
-                _list("ratio"), _list("scale")]
+        return ir_attrs("Proposal")
 
     @staticmethod
     def infer(node):

@@ -2,7 +2,7 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
 class FullyConnected(Op):
@@ -13,7 +13,7 @@ class FullyConnected(Op):
 
     def backend_attrs(self):
         # axis is written only when it is not the IR default (flatten from 1)
-        return ["out-size", ("axis", lambda n: None if n.axis == 1 else n.axis)]
+        return ir_attrs("FullyConnected", axis=lambda n: None if n.axis == 1 else n.axis)
 
     @staticmethod
     def infer(node):

@@ -3,7 +3,7 @@ linear fusing works on (core/middle/fusing.py)."""
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, copy_shape_infer
+from core.ops.op import Op, copy_shape_infer, ir_attrs
 
 
 def _channel_blob_check(node):
@@ -51,7 +51,7 @@ class Eltwise(Op):
         super().__init__(graph, {"type": "Eltwise", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["operation", ("coeff", lambda n: n.soft_get("coeff"))]
+        return ir_attrs("Eltwise")
 
     @staticmethod
     def infer(node):

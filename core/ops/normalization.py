@@ -1,7 +1,7 @@
 """Normalizations: SoftMax, Norm (LRN), Normalize (SSD), MVN, GRN, BatchNormalization."""
 
 from core.errors import ShapeError
-from core.ops.op import Op, copy_shape_infer
+from core.ops.op import Op, copy_shape_infer, ir_attrs
 
 
 def _normalized_axis(node, shape, attr="axis"):
@@ -19,7 +19,7 @@ class SoftMax(Op):
         super().__init__(graph, {"type": "SoftMax", "op": self.op, "axis": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["axis"]
+        return ir_attrs("SoftMax")
 
     @staticmethod
     def infer(node):
@@ -36,7 +36,7 @@ class Norm(Op):
         super().__init__(graph, {"type": "Norm", "op": self.op, "k": 1.0, "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return ["alpha", "beta", "local-size", "region", ("k", lambda n: None if n.k == 1 else n.k)]
+        return ir_attrs("Norm", k=lambda n: None if n.k == 1 else n.k)
 
 
 class Normalize(Op):
@@ -47,7 +47,7 @@ class Normalize(Op):
         super().__init__(graph, {"type": "Normalize", "op": self.op, "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return ["across_spatial", "channel_shared", "eps"]
+        return ir_attrs("Normalize")
 
 
 class MVN(Op):
@@ -57,7 +57,7 @@ class MVN(Op):
         super().__init__(graph, {"type": "MVN", "op": self.op, "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return ["across_channels", "eps", "normalize_variance"]
+        return ir_attrs("MVN")
 
 
 class GRN(Op):
@@ -67,7 +67,7 @@ class GRN(Op):
         super().__init__(graph, {"type": "GRN", "op": self.op, "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return ["bias"]
+        return ir_attrs("GRN")
 
 
 class BatchNormalization(Op):
@@ -79,7 +79,7 @@ class BatchNormalization(Op):
         super().__init__(graph, {"type": "BatchNormalization", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["epsilon"]
+        return ir_attrs("BatchNormalization")
 
     @staticmethod
     def infer(node):

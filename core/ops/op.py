@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.graph.graph import Graph, Node
-from ir.attrs import fmt_value
+from ir.schema import layer_schema
 
 
 class Op:
@@ -56,18 +56,35 @@ class Op:
 
 
 
+class SchemaAttrs(list):
+    """backend_attrs derived from the IR schema (ir/schema): (schema attribute name,
+    getter) pairs that the emitter writes with `LayerSchema.write`, so every name,
+    kind and range is checked against the one declaration the kernels read."""
+
+    def __init__(self, ir_type: str, items):
+        super().__init__(items)
+        self.ir_type = ir_type
+
+
+def ir_attrs(ir_type: str, **getters) -> SchemaAttrs:
+    """backend_attrs of a built-in op: every attribute the schema declares for
+    `ir_type`, taken from the node attribute of the same name unless `getters`
+    gives a function for it (a getter returning None leaves the attribute out)."""
+    schema = layer_schema(ir_type)
+    if schema is None:
+        raise KeyError(f"IR type {ir_type!r} has no schema in ir/schema")
+    unknown = set(getters) - set(schema.attrs)
+    if unknown:
+        raise KeyError(f"IR type {ir_type!r} has no attribute(s) {sorted(unknown)} in ir/schema")
+    return SchemaAttrs(ir_type, [(name, getters.get(name) or _node_attr(name)) for name in schema.attrs])
+
+
+def _node_attr(name):
+    return lambda node: node.soft_get(name)
+
+
 def copy_shape_infer(node: Node):
     """Output shape equals input shape (activations, normalizations)."""
     shape = node.in_node(0).shape
     for out in node.out_nodes().values():
         out.shape = np.array(shape, dtype=np.int64)
-
-
-def attr_getter(node: Node, name: str):
-    """Formats a list attribute the way the IR wants it ("0.5,1,2")."""
-    value = node[name] if node.has(name) else None
-    if value is None:
-        return None
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return fmt_value(list(value))
-    return value

@@ -2,7 +2,7 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
 def pooled_size(size, kernel, stride, pad, rounding):
@@ -23,16 +23,10 @@ class Pooling(Op):
 
     def __init__(self, graph, attrs):
         super().__init__(graph, {"type": "Pooling", "op": self.op, "rounding_type": "ceil",
-                                 "global_pool": False, "exclude-pad": "false", "infer": self.infer}, attrs)
+                                 "global_pool": False, "exclude-pad": False, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return [
-            ("kernel-x", lambda n: n.kernel[1]), ("kernel-y", lambda n: n.kernel[0]),
-            ("pad-x", lambda n: n.pad[1]), ("pad-y", lambda n: n.pad[0]),
-            ("stride", lambda n: "1,1,{},{}".format(n.stride[0], n.stride[1])),
-            ("stride-x", lambda n: n.stride[1]), ("stride-y", lambda n: n.stride[0]),
-            "pool-method", "exclude-pad", "rounding_type",
-        ]
+        return ir_attrs("Pooling")
 
     @staticmethod
     def infer(node):

@@ -2,7 +2,7 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
 class Resample(Op):
@@ -12,7 +12,7 @@ class Resample(Op):
         super().__init__(graph, {"type": "Resample", "op": self.op, "antialias": False, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["antialias", "factor", "height", "width", ("type", lambda n: n.resample_type)]
+        return ir_attrs("Resample", type=lambda n: n.resample_type)
 
     @staticmethod
     def infer(node):
@@ -35,7 +35,7 @@ class Interp(Op):
                                  "pad_beg": 0, "pad_end": 0, "height": 0, "width": 0, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["height", "width", "zoom_factor", "shrink_factor", "pad_beg", "pad_end"]
+        return ir_attrs("Interp")
 
     @staticmethod
     def infer(node):

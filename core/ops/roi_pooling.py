@@ -1,7 +1,7 @@
 """ROIPooling and PSROIPooling: the first output dim is the number of ROIs."""
 import numpy as np
 
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
 class ROIPooling(Op):
@@ -11,7 +11,7 @@ class ROIPooling(Op):
         super().__init__(graph, {"type": "ROIPooling", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["pooled_h", "pooled_w", "spatial_scale"]
+        return ir_attrs("ROIPooling")
 
     @staticmethod
     def infer(node):
@@ -26,7 +26,7 @@ class PSROIPooling(Op):
         super().__init__(graph, {"type": "PSROIPooling", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["output_dim", "group_size", "spatial_scale"]
+        return ir_attrs("PSROIPooling")
 
     @staticmethod
     def infer(node):

@@ -2,7 +2,7 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op
+from core.ops.op import Op, ir_attrs
 
 
 def _axis(node, rank, attr="axis"):
@@ -19,7 +19,7 @@ class Concat(Op):
         super().__init__(graph, {"type": "Concat", "op": self.op, "axis": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["axis"]
+        return ir_attrs("Concat")
 
     @staticmethod
     def infer(node):
@@ -44,7 +44,7 @@ class Split(Op):
                                  "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["axis"]
+        return ir_attrs("Split")
 
     @staticmethod
     def infer(node):
@@ -114,7 +114,7 @@ class Reshape(Op):
                                  "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return [("axis", lambda n: 0), ("dim", lambda n: n.out_node(0).shape), ("num_axes", lambda n: -1)]
+        return ir_attrs("Reshape", axis=lambda n: 0, dim=lambda n: n.out_node(0).shape, num_axes=lambda n: -1)
 
     @staticmethod
     def infer(node):
@@ -137,7 +137,7 @@ class Crop(Op):
         super().__init__(graph, {"type": "Crop", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["axis", "offset"]
+        return ir_attrs("Crop")
 
     @staticmethod
     def infer(node):
@@ -168,7 +168,7 @@ class Permute(Op):
         super().__init__(graph, {"type": "Permute", "op": self.op, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["order"]
+        return ir_attrs("Permute")
 
     @staticmethod
     def infer(node):
@@ -189,7 +189,7 @@ class Tile(Op):
         super().__init__(graph, {"type": "Tile", "op": self.op, "axis": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ["axis", "tiles"]
+        return ir_attrs("Tile")
 
     @staticmethod
     def infer(node):

@@ -61,11 +61,20 @@ def test_fast_protobuf_backend():
 
 
 def test_fp16_ir(bvlc_models, tmp_path):
+    """--data_type FP16 is a pipeline pass: the network convert() returns already holds
+    float16 blobs and FP16 layers, and the writer writes what it says."""
     from ir import read_ir, write_ir
     proto, weights = bvlc_models["bvlc_googlenet"]
-    network = convert_api(input_model=weights, input_proto=proto)
-    write_ir(network, str(tmp_path / "fp32.xml"))
-    write_ir(network, str(tmp_path / "fp16.xml"), precision="FP16")
+    full = convert_api(input_model=weights, input_proto=proto)
+    half = convert_api(input_model=weights, input_proto=proto, data_type="FP16")
+    assert {layer.precision for layer in half.layers} == {"FP16"}
+    assert {b.dtype for layer in half.layers for b in layer.blobs.values()} == {np.dtype(np.float16)}
+    assert half.meta["cli_data_type"] == "FP16"
+    for layer in full.layers:  # the same values, rounded to float16
+        for name, blob in layer.blobs.items():
+            assert np.array_equal(half.layer_by_name(layer.name).blobs[name], blob.astype(np.float16))
+    write_ir(full, str(tmp_path / "fp32.xml"))
+    write_ir(half, str(tmp_path / "fp16.xml"))
     a, b = read_ir(str(tmp_path / "fp32.xml")), read_ir(str(tmp_path / "fp16.xml"))
     assert all(layer.precision == "FP16" for layer in b.layers)
     assert (tmp_path / "fp16.bin").stat().st_size * 2 == (tmp_path / "fp32.bin").stat().st_size

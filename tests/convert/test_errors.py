@@ -5,9 +5,11 @@ import shutil
 
 import pytest
 
-from tests.support import make_caffemodel, run_cli, write_text
+from tests.caffe_models import make_caffemodel
+from tests.support import run_cli, write_text
 
 NET = os.path.join(os.path.dirname(__file__), "nets", "conv_bn_scale.prototxt")
+OTHER_NET = os.path.join(os.path.dirname(__file__), "nets", "ssd_small.prototxt")
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +74,21 @@ def test_unknown_layer_type(tmp_path, good):
                          "--extensions", "#45")
 
 
+def test_every_unsupported_layer_is_reported_at_once(tmp_path, good):
+    text = open(NET).read()
+    text = text.replace('type: "ReLU"', 'type: "MyMagicActivation"')
+    text = text.replace('type: "BatchNorm" bottom: "fc"', 'type: "MyMagicActivation" bottom: "fc"')
+    text = text.replace('type: "Scale"', 'type: "Python" python_param { module: "rpn.layers" layer: "Glue" }')
+    text += 'layer { name: "tail" type: "FancyNorm" bottom: "fc_bn" top: "tail" }\n'
+    bad = write_text(str(tmp_path / "custom.prototxt"), text)
+    code, out, err = convert(tmp_path / "out", "--input_model", good, "--input_proto", bad)
+    assert_clean_failure(code, out, err, tmp_path / "out", "CustomLayersMapping.xml", "--extensions", "#45")
+    assert "does not support 4 layers of 3 types in this model" in err
+    assert '  MyMagicActivation (2 layers): "conv1_relu", "fc_bn"' in err
+    assert '  FancyNorm (1 layer): "tail"' in err
+    assert '  Python (rpn.layers.Glue) (1 layer): "conv1_scale"' in err
+
+
 @pytest.mark.parametrize("shape", ["[1,3,x,10]", "1,3,10,10", "[1,3,-1,10]", "[1,3,10,10"])
 def test_bad_input_shape(tmp_path, good, shape):
     res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--input_shape", shape)
@@ -88,8 +105,9 @@ def test_shapes_that_do_not_agree(tmp_path, good):
     assert_clean_failure(*res, tmp_path / "out", "conv1", "[1, 4, 10, 10]", "--input_shape")
 
 
-def test_weights_of_another_model(tmp_path, bvlc_models):
-    _, other = bvlc_models["bvlc_googlenet"]
+def test_weights_of_another_model(tmp_path):
+    other = str(tmp_path / "other.caffemodel")
+    make_caffemodel(OTHER_NET, other)
     res = convert(tmp_path / "out", "--input_model", other, "--input_proto", NET)
     assert_clean_failure(*res, tmp_path / "out", "weight blob")
 

@@ -49,9 +49,10 @@ def convert_to_plan(proto, model, out_dir, *, disable_fusing=False, batch=None, 
     from device_daemons.cpu import ExecutionPlan
     from ir import read_ir, write_ir
     ctx = convert(ConvertOptions(input_model=str(model), input_proto=str(proto), output_dir=str(out_dir),
-                                 disable_fusing=disable_fusing, batch=batch, model_name=name))
+                                 disable_fusing=disable_fusing, batch=batch, model_name=name,
+                                 data_type=data_type))
     xml = os.path.join(str(out_dir), f"{name}_{data_type}.xml")
-    write_ir(ctx.network, xml, precision=data_type)
+    write_ir(ctx.network, xml)
     network = read_ir(xml)
     return ExecutionPlan(network, extra_outputs=extra_outputs), network
 

@@ -154,7 +154,7 @@ def test_bad_attributes_name_the_layer(tmp_path):
     with pytest.raises(KernelError, match=r"'layer' \(type Pooling.*'three'"):
         ExecutionPlan(net)
     net = single_layer_ir(tmp_path, "Activation", {"type": "swish"}, [(1, 4)], [(1, 4)])
-    with pytest.raises(KernelError, match="'swish' is not supported"):
+    with pytest.raises(KernelError, match="attribute 'type' is 'swish', which is not one of sigmoid"):
         ExecutionPlan(net)
 
 

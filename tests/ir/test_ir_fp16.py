@@ -43,9 +43,14 @@ def test_fp16_clipping_warnings(tmp_path):
         "2 elements of 9 were clipped to zero while converting a blob for node [fc/weird] to float16. "
         "For more information please refer to Model Optimizer FAQ, question #76.",
     ]
+    # every stored value, as float16 bit patterns worked out by hand (not by the numpy
+    # conversion the writer uses): overflow to +-inf, 65504 kept, inf kept, underflow
+    # to +0 and -0 (the sign survives), 0, 1.0, and 6e-8 rounded to the smallest
+    # subnormal 2^-24; then the biases 0.5 and -2
+    raw = np.fromfile(tmp_path / "c.bin", dtype="<u2")
+    assert raw.tolist() == [0x7C00, 0xFC00, 0x7BFF, 0x7C00, 0x0000, 0x8000, 0x0000, 0x3C00, 0x0001, 0x3800, 0xC000]
     got = read_ir(tmp_path / "c.xml").layer_by_name("fc/weird").blobs["weights"]
-    assert got.tolist()[:7] == [np.inf, -np.inf, 65504.0, np.inf, 0.0, 0.0, 0.0]
-    assert got[8] > 0
+    assert got.dtype == np.float16 and got.view("<u2").tolist() == raw[:9].tolist()
 
 
 def test_fp32_output_has_no_warnings_and_keeps_values(tmp_path):

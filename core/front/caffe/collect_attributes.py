@@ -39,11 +39,18 @@ def _has_default(field) -> bool:
     return field.has_default_value
 
 
+def is_repeated(field) -> bool:
+    """protobuf >= 5 has is_repeated (and deprecates `label`); 4.21 only has `label`."""
+    if hasattr(field, "is_repeated"):
+        return field.is_repeated
+    return field.label == FieldDescriptor.LABEL_REPEATED
+
+
 def collect_attributes(message, disable_omitting_optional=False, enable_flattening_nested_params=False,
                        prefix: str = "") -> dict[str, str]:
     attrs: dict[str, str] = {}
     for field in message.DESCRIPTOR.fields:
-        repeated = field.label == FieldDescriptor.LABEL_REPEATED
+        repeated = is_repeated(field)
         if field.type == FieldDescriptor.TYPE_MESSAGE:
             if not enable_flattening_nested_params or repeated:
                 continue

@@ -27,16 +27,37 @@ def find_extractor(node, extractors: dict):
     return extractors.get(node.caffe_type)
 
 
-def custom_layer_error(node) -> Error:
+def layer_kind(node) -> str:
+    """How the report names a layer's type: `Python` layers by module.layer."""
+    key = _python_layer_key(node)
+    return "Python ({})".format(key) if key else node.caffe_type
+
+
+_NAMES_SHOWN = 8
+
+
+def unsupported_layers_error(nodes) -> Error:
+    """One error for every layer without an extractor: types with their counts and
+    layer names, so a user sees all the work an unknown model needs at once."""
+    by_kind: dict[str, list[str]] = {}
+    for node in nodes:
+        by_kind.setdefault(layer_kind(node), []).append(node.name)
+    lines = []
+    for kind, names in sorted(by_kind.items(), key=lambda item: (-len(item[1]), item[0])):
+        shown = ", ".join('"{}"'.format(n) for n in names[:_NAMES_SHOWN])
+        more = " and {} more".format(len(names) - _NAMES_SHOWN) if len(names) > _NAMES_SHOWN else ""
+        lines.append("  {} ({} layer{}): {}{}".format(kind, len(names), "s" if len(names) > 1 else "", shown, more))
     return Error(
-        "Found custom layer \"{}\" of type \"{}\". Model Optimizer does not support this layer. Please, register "
-        "it in CustomLayersMapping.xml (-k, with --use-caffe-fallback to let Caffe infer its shape) or implement "
-        "an extension for it (--extensions DIR with ops/ and front/caffe/ modules).",
-        node.name, _python_layer_key(node) or node.caffe_type, faq=45)
+        "Model Optimizer does not support {} layer{} of {} type{} in this model (no extractor for them):\n{}\n"
+        "Register these types in CustomLayersMapping.xml (-k, with --use-caffe-fallback to let Caffe infer their "
+        "shapes) or implement extensions for them (--extensions DIR with ops/ and front/caffe/ modules).",
+        len(nodes), "s" if len(nodes) > 1 else "", len(by_kind), "s" if len(by_kind) > 1 else "", "\n".join(lines),
+        faq=45)
 
 
 def extract_all(graph, custom_mapping=None):
     extractors = FrontExtractorOp.extractors_for("caffe")
+    unsupported = []
     for node in graph.op_nodes():
         if node.has("op"):  # net-level inputs are created typed
             continue
@@ -45,7 +66,8 @@ def extract_all(graph, custom_mapping=None):
             continue
         extractor = find_extractor(node, extractors)
         if extractor is None:
-            raise custom_layer_error(node)
+            unsupported.append(node)
+            continue
         try:
             ok = extractor.extract(node)
         except Error:
@@ -54,4 +76,6 @@ def extract_all(graph, custom_mapping=None):
             raise Error("Cannot extract the attributes of layer '{}' ({}): {}: {}", node.name, node.caffe_type,
                         type(exc).__name__, exc) from exc
         if ok is False or not node.has("op"):
-            raise custom_layer_error(node)
+            unsupported.append(node)
+    if unsupported:
+        raise unsupported_layers_error(unsupported)

@@ -46,7 +46,7 @@ def sigmoid(x, out):
 class ReLU(_Elementwise):
     def __init__(self, layer):
         super().__init__(layer)
-        self.slope = self.attr_float("negative_slope", 0.0)
+        self.slope = self.attrs["negative_slope"]
 
     def forward(self, inputs):
         x = inputs[0]
@@ -55,16 +55,11 @@ class ReLU(_Elementwise):
 
 @register("Activation")
 class Activation(_Elementwise):
-    TYPES = ("sigmoid", "tanh", "elu", "abs", "relu6", "relu")
-
     def __init__(self, layer):
         super().__init__(layer)
-        self.kind = self.attr_str("type").lower()
-        if self.kind not in self.TYPES:
-            raise self.error(f"activation type {self.kind!r} is not supported; the CPU plugin knows "
-                             f"{', '.join(self.TYPES)}")
-        self.alpha = self.attr_float("alpha", 1.0)
-        self.slope = self.attr_float("negative_slope", 0.0)
+        self.kind = self.attrs["type"]
+        self.alpha = self.attrs["alpha"]
+        self.slope = self.attrs["negative_slope"]
 
     def forward(self, inputs):
         x = inputs[0]
@@ -93,8 +88,8 @@ class Activation(_Elementwise):
 class Clamp(_Elementwise):
     def __init__(self, layer):
         super().__init__(layer)
-        self.lo = self.attr_float("min")
-        self.hi = self.attr_float("max")
+        self.lo = self.attrs["min"]
+        self.hi = self.attrs["max"]
         if self.lo > self.hi:
             raise self.error(f"min {self.lo} is greater than max {self.hi}")
 
@@ -107,7 +102,7 @@ class Clamp(_Elementwise):
 class PReLU(_Elementwise):
     def __init__(self, layer):
         super().__init__(layer)
-        self.shared = self.attr_bool("channel_shared", False)
+        self.shared = self.attrs["channel_shared"]
         self.slopes = self.blob("weights")
         if self.shared and self.slopes.size != 1:
             self.slopes = self.slopes[:1]
@@ -136,9 +131,9 @@ class PReLU(_Elementwise):
 class Power(_Elementwise):
     def __init__(self, layer):
         super().__init__(layer)
-        self.power = self.attr_float("power", 1.0)
-        self.scale = self.attr_float("scale", 1.0)
-        self.shift = self.attr_float("shift", 0.0)
+        self.power = self.attrs["power"]
+        self.scale = self.attrs["scale"]
+        self.shift = self.attrs["shift"]
 
     def forward(self, inputs):
         x = inputs[0]

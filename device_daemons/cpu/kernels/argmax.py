@@ -17,9 +17,9 @@ from .base import Kernel, register
 class ArgMax(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.top_k = self.attr_int("top_k", 1)
-        self.out_max_val = self.attr_bool("out_max_val", False)
-        self.axis = self.attr_int("axis", None)
+        self.top_k = self.attrs["top_k"]
+        self.out_max_val = self.attrs["out_max_val"]
+        self.axis = self.attrs["axis"]
         if self.top_k < 1:
             raise self.error(f"top_k {self.top_k} must be at least 1")
 

@@ -15,8 +15,9 @@ the same way by the execution plan (device_daemons/cpu/plan.py):
                                               # the layer whose port dims are the current shapes
 
 `Kernel` below is a convenience base class for built-in kernels: it keeps the
-layer, gives typed attribute getters whose errors name the layer, and converts
-blobs (float32 or float16 in the IR) to float32 once.
+layer, reads its attributes through the IR schema (`self.attrs`: typed values with
+the defaults filled in, e.g. `self.attrs["kernel"] == (3, 3)`; errors name the
+layer) and converts blobs (float32 or float16 in the IR) to float32 once.
 
 In-place execution: the plan sets `kernel.inplace = True` when the buffer of the
 kernel's first input has no other reader (not a network input or output, no other
@@ -31,9 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir import IRError
-from ir.attrs import as_bool, as_float, as_int, floats, ints
-
-_REQUIRED = object()
+from ir.schema import SchemaError, layer_schema
 
 # IR type -> kernel class. Filled by the @register decorator of each kernel module.
 KERNELS: dict[str, type] = {}
@@ -69,12 +68,19 @@ class Kernel:
     """Base class of the built-in kernels (custom kernels need not derive from it)."""
 
     types: tuple[str, ...] = ()
+    schema = None  # an ir.schema.LayerSchema for a type ir/schema does not know (custom kernels)
     supports_inplace = False
     output_is_view = False
 
     def __init__(self, layer):
         self.layer = layer
         self.inplace = False
+        # attributes typed and defaulted by the one IR schema (ir/schema) the converter writes with
+        schema = self.schema or layer_schema(layer.type)
+        try:
+            self.attrs = schema.read(layer) if schema is not None else {}
+        except SchemaError as err:
+            raise KernelError(layer, err.detail) from None
 
     # --- the interface -------------------------------------------------------------
     def getMemoryShapes(self, input_shapes):  # noqa: N802 (OpenCV's name)
@@ -89,88 +95,6 @@ class Kernel:
     # --- helpers -------------------------------------------------------------------
     def error(self, message: str) -> KernelError:
         return KernelError(self.layer, message)
-
-    def _raw(self, names, default):
-        names = (names,) if isinstance(names, str) else tuple(names)
-        for name in names:
-            if name in self.layer.data:
-                return name, self.layer.data[name]
-        if default is _REQUIRED:
-            raise self.error(f"missing attribute {names[0]!r}" +
-                             (f" (or {', '.join(repr(n) for n in names[1:])})" if len(names) > 1 else "") +
-                             "; the IR is incomplete, convert the model again")
-        return None, default
-
-    def _parse(self, parser, names, default):
-        name, text = self._raw(names, default)
-        if name is None:
-            return text
-        try:
-            return parser(text, name)
-        except IRError as err:
-            raise self.error(err.message) from None
-
-    def attr_int(self, names, default=_REQUIRED) -> int:
-        return self._parse(as_int, names, default)
-
-    def attr_float(self, names, default=_REQUIRED) -> float:
-        return self._parse(as_float, names, default)
-
-    def attr_bool(self, names, default=_REQUIRED) -> bool:
-        return self._parse(as_bool, names, default)
-
-    def attr_ints(self, names, default=_REQUIRED) -> list[int]:
-        return self._parse(ints, names, default)
-
-    def attr_floats(self, names, default=_REQUIRED) -> list[float]:
-        return self._parse(floats, names, default)
-
-    def attr_str(self, names, default=_REQUIRED) -> str:
-        return self._parse(lambda text, name: text.strip(), names, default)
-
-    def attr_choice(self, names, choices, default=_REQUIRED) -> str:
-        value = self.attr_str(names, default)
-        if value not in choices:
-            raise self.error(f"attribute {names if isinstance(names, str) else names[0]!r} is {value!r}; "
-                             f"expected one of {', '.join(choices)}")
-        return value
-
-    def spatial(self, base: str, default=_REQUIRED, plural: str | None = None) -> tuple[int, int]:
-        """A 2-D parameter as (y, x) from `base-x`/`base-y`, or from a list attribute
-        `base` / `plural` ("h,w", or the 4-D "1,1,h,w" of `stride`)."""
-        data = self.layer.data
-        x, y = f"{base}-x", f"{base}-y"
-        if x in data or y in data:
-            if x not in data or y not in data:
-                raise self.error(f"has only one of the attributes {x!r} and {y!r}; both are needed")
-            return self.attr_int(y), self.attr_int(x)
-        for name in (base, plural):
-            if name and name in data:
-                values = self.attr_ints(name)
-                if len(values) == 1:
-                    return values[0], values[0]
-                if len(values) >= 2:
-                    return values[-2], values[-1]
-                raise self.error(f"attribute {name!r} is empty")
-        if default is _REQUIRED:
-            raise self.error(f"missing attributes {x!r} and {y!r}; the IR is incomplete, convert the model again")
-        return default
-
-    def window(self) -> tuple[tuple, tuple, tuple, tuple]:
-        """(kernel, stride, pad at the start, pad at the end) of a sliding-window
-        layer; the end pad comes from pad-b/pad-r or pads_end, else equals the start."""
-        kernel = self.spatial("kernel", plural="kernel_size")
-        stride = self.spatial("stride", (1, 1), plural="strides")
-        pad = self.spatial("pad", (0, 0), plural="pads_begin")
-        data = self.layer.data
-        if "pad-b" in data or "pad-r" in data:
-            pad_end = (self.attr_int("pad-b", pad[0]), self.attr_int("pad-r", pad[1]))
-        elif "pads_end" in data:
-            values = self.attr_ints("pads_end")
-            pad_end = (values[-2], values[-1]) if len(values) >= 2 else (values[0], values[0])
-        else:
-            pad_end = pad
-        return kernel, stride, pad, pad_end
 
     def blob(self, name, required: bool = True, size: int | None = None):
         """A blob as a float32 array (float16 IR blobs are converted once)."""

@@ -15,7 +15,7 @@ class BatchNormalization(Kernel):
 
     def __init__(self, layer):
         super().__init__(layer)
-        self.epsilon = self.attr_float(("epsilon", "eps"), 1e-5)
+        self.epsilon = self.attrs["epsilon"]
         mean = self.blob(("mean", "biases"))
         var = self.blob(("variance", "weights"))
         if mean.size != var.size:

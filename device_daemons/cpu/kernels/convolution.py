@@ -15,16 +15,10 @@ from .base import Kernel, register
 
 
 def _conv_params(k: Kernel):
-    k.kernel, k.stride, k.pad, k.pad_end = k.window()
-    k.dilation = k.spatial("dilation", (1, 1), plural="dilations")
-    k.group = k.attr_int("group", 1)
-    k.output = k.attr_int("output")
-    for name, v in (("kernel", k.kernel), ("stride", k.stride), ("dilation", k.dilation)):
-        if min(v) <= 0:
-            raise k.error(f"{name} {list(v)} must be positive")
-    if min(k.pad) < 0 or min(k.pad_end) < 0:
-        raise k.error(f"padding {list(k.pad)} must not be negative")
-    if k.group <= 0 or k.output <= 0 or k.output % k.group:
+    a = k.attrs  # ranges (kernel, stride, dilation >= 1, pads >= 0) are checked by the schema
+    k.kernel, k.stride, k.pad, k.pad_end = a["kernel"], a["stride"], a["pad"], a["pad_end"]
+    k.dilation, k.group, k.output = a["dilation"], a["group"], a["output"]
+    if k.output % k.group:
         raise k.error(f"output {k.output} must be a positive multiple of group {k.group}")
 
 

@@ -16,7 +16,7 @@ from .base import Kernel, register
 class CTCGreedyDecoder(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.merge_repeated = self.attr_bool("ctc_merge_repeated", True)
+        self.merge_repeated = self.attrs["ctc_merge_repeated"]
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, (1, 2))

@@ -34,14 +34,11 @@ from .base import Kernel, register
 
 class _PriorBase(Kernel):
     def _common(self):
-        self.clip = self.attr_bool("clip", False)
-        self.offset = self.attr_float("offset", 0.5)
-        self.step = self.attr_float("step", 0.0)
-        self.step_h = self.attr_float("step_h", 0.0)
-        self.step_w = self.attr_float("step_w", 0.0)
-        self.img_h = self.attr_int("img_h", 0)
-        self.img_w = self.attr_int("img_w", 0)
-        variance = self.attr_floats("variance", None) or [0.1]
+        a = self.attrs
+        self.clip, self.offset = a["clip"], a["offset"]
+        self.step, self.step_h, self.step_w = a["step"], a["step_h"], a["step_w"]
+        self.img_h, self.img_w = a["img_h"], a["img_w"]
+        variance = a["variance"] or [0.1]
         if len(variance) not in (1, 4):
             raise self.error(f"variance has {len(variance)} values; give 1 or 4")
         self.variance = variance * 4 if len(variance) == 1 else variance
@@ -109,12 +106,11 @@ class PriorBox(_PriorBase):
     def __init__(self, layer):
         super().__init__(layer)
         self._common()
-        self.min_size = self.attr_floats("min_size")
-        self.max_size = self.attr_floats("max_size", None) or []
-        self.aspect_ratio = self.attr_floats("aspect_ratio", None) or []
-        self.flip = self.attr_bool("flip", False)
-        self.img_size = self.attr_int("img_size", 0)
-        self.scale_all_sizes = self.attr_bool("scale_all_sizes", True)
+        a = self.attrs
+        self.min_size = a["min_size"]
+        self.max_size = a["max_size"] or []
+        self.aspect_ratio = a["aspect_ratio"] or []
+        self.flip, self.img_size, self.scale_all_sizes = a["flip"], a["img_size"], a["scale_all_sizes"]
         if not self.min_size or min(self.min_size) <= 0:
             raise self.error(f"min_size {self.min_size} must list positive sizes")
         if not self.scale_all_sizes:
@@ -148,8 +144,8 @@ class PriorBoxClustered(_PriorBase):
     def __init__(self, layer):
         super().__init__(layer)
         self._common()
-        self.widths = self.attr_floats("width")
-        self.heights = self.attr_floats("height")
+        self.widths = self.attrs["width"]
+        self.heights = self.attrs["height"]
         if len(self.widths) != len(self.heights) or not self.widths:
             raise self.error(f"needs as many widths as heights (got {len(self.widths)} and {len(self.heights)})")
 
@@ -161,13 +157,6 @@ class PriorBoxClustered(_PriorBase):
 
 
 # --- DetectionOutput ------------------------------------------------------------------
-_CODE_TYPES = {"caffe.PriorBoxParameter.CORNER": "corner", "CORNER": "corner", "corner": "corner",
-               "caffe.PriorBoxParameter.CENTER_SIZE": "center_size", "CENTER_SIZE": "center_size",
-               "center_size": "center_size",
-               "caffe.PriorBoxParameter.CORNER_SIZE": "corner_size", "CORNER_SIZE": "corner_size",
-               "corner_size": "corner_size"}
-
-
 def jaccard(box, boxes):
     """Caffe's normalized JaccardOverlap of one box (4,) with boxes (K, 4)."""
     iw = np.minimum(box[2], boxes[:, 2]) - np.maximum(box[0], boxes[:, 0])
@@ -209,21 +198,13 @@ def nms_fast(boxes, scores, threshold, nms_threshold, eta, top_k):
 class DetectionOutput(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.num_classes = self.attr_int("num_classes")
-        self.share_location = self.attr_bool("share_location", True)
-        self.background = self.attr_int("background_label_id", 0)
-        self.nms_threshold = self.attr_float("nms_threshold", 0.3)
-        self.top_k = self.attr_int("top_k", -1)
-        self.eta = self.attr_float("eta", 1.0)
-        code = self.attr_str("code_type", "caffe.PriorBoxParameter.CORNER")
-        if code not in _CODE_TYPES:
-            raise self.error(f"code_type {code!r} is not one of CORNER, CENTER_SIZE, CORNER_SIZE")
-        self.code_type = _CODE_TYPES[code]
-        self.variance_in_target = self.attr_bool("variance_encoded_in_target", False)
-        self.keep_top_k = self.attr_int("keep_top_k", -1)
-        self.confidence_threshold = self.attr_float("confidence_threshold", -np.inf)
-        if self.num_classes <= 0:
-            raise self.error(f"num_classes {self.num_classes} must be positive")
+        a = self.attrs
+        self.num_classes, self.share_location = a["num_classes"], a["share_location"]
+        self.background, self.nms_threshold, self.top_k, self.eta = (
+            a["background_label_id"], a["nms_threshold"], a["top_k"], a["eta"])
+        self.code_type = a["code_type"].rsplit(".", 1)[-1].lower()  # corner, center_size, corner_size
+        self.variance_in_target = a["variance_encoded_in_target"]
+        self.keep_top_k, self.confidence_threshold = a["keep_top_k"], a["confidence_threshold"]
         if not 0 < self.eta <= 1:
             raise self.error(f"eta {self.eta} must be in (0, 1]")
 
@@ -344,18 +325,12 @@ def _greedy_nms(boxes, threshold, max_out):
 class Proposal(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.base_size = self.attr_int("base_size")
-        self.feat_stride = self.attr_int("feat_stride")
-        self.min_size = self.attr_int("min_size")
-        self.nms_thresh = self.attr_float("nms_thresh")
-        self.pre_nms_topn = self.attr_int("pre_nms_topn")
-        self.post_nms_topn = self.attr_int("post_nms_topn")
-        self.ratio = self.attr_floats("ratio")
-        self.scale = self.attr_floats("scale")
+        a = self.attrs
+        self.base_size, self.feat_stride, self.min_size = a["base_size"], a["feat_stride"], a["min_size"]
+        self.nms_thresh, self.pre_nms_topn, self.post_nms_topn = a["nms_thresh"], a["pre_nms_topn"], a["post_nms_topn"]
+        self.ratio, self.scale = a["ratio"], a["scale"]
         if not self.ratio or not self.scale:
             raise self.error("needs non-empty ratio and scale lists")
-        if self.post_nms_topn <= 0:
-            raise self.error(f"post_nms_topn {self.post_nms_topn} must be positive")
         self.anchors = self._anchors()
 
     def _anchors(self):
@@ -432,12 +407,10 @@ class Proposal(Kernel):
 class SimplerNMS(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.min_bbox_size = self.attr_int("min_bbox_size")
-        self.feat_stride = self.attr_int("feat_stride")
-        self.pre_nms_topn = self.attr_int("pre_nms_topn")
-        self.post_nms_topn = self.attr_int("post_nms_topn")
-        self.iou_threshold = self.attr_float("iou_threshold")
-        self.scale = self.attr_floats("scale")
+        a = self.attrs
+        self.min_bbox_size, self.feat_stride = a["min_bbox_size"], a["feat_stride"]
+        self.pre_nms_topn, self.post_nms_topn = a["pre_nms_topn"], a["post_nms_topn"]
+        self.iou_threshold, self.scale = a["iou_threshold"], a["scale"]
         if not self.scale:
             raise self.error("needs a non-empty scale list")
         self.anchors = self._anchors()

@@ -14,8 +14,8 @@ from .base import Kernel, register
 class FullyConnected(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.out_size = self.attr_int(("out-size", "out_size", "num_output"))
-        self.axis = self.attr_int("axis", 1)
+        self.out_size = self.attrs["out-size"]
+        self.axis = self.attrs["axis"]
         w = self.blob("weights")
         if self.out_size <= 0 or w.size % self.out_size:
             raise self.error(f"has {w.size} weights, which is not a multiple of out-size {self.out_size}")

@@ -60,12 +60,8 @@ class Eltwise(Kernel):
 
     def __init__(self, layer):
         super().__init__(layer)
-        op = self.attr_str("operation", "sum").lower()
-        aliases = {"sum": "sum", "add": "sum", "mul": "mul", "prod": "mul", "max": "max"}
-        if op not in aliases:
-            raise self.error(f"operation {op!r} is not supported; use sum, mul or max")
-        self.op = aliases[op]
-        self.coeff = self.attr_floats("coeff", None)
+        self.op = self.attrs["operation"]
+        self.coeff = self.attrs["coeff"]
         if self.coeff is not None and self.op != "sum":
             raise self.error("coefficients are only allowed for operation sum")
 

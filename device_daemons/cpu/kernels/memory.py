@@ -17,9 +17,9 @@ from .base import Kernel, register
 class Memory(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.state_id = self.attr_str("id")
-        self.index = self.attr_int("index")
-        self.size = self.attr_int("size", 2)
+        self.state_id = self.attrs["id"]
+        self.index = self.attrs["index"]
+        self.size = self.attrs["size"]
         if self.index not in (0, 1):
             raise self.error(f"index {self.index} must be 0 (the writing layer) or 1 (the reading layer)")
         if self.size != 2:

@@ -29,7 +29,7 @@ class SoftMax(Kernel):
 
     def __init__(self, layer):
         super().__init__(layer)
-        self.axis = self.attr_int("axis", 1)
+        self.axis = self.attrs["axis"]
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
@@ -67,11 +67,9 @@ def _pow_neg(base, beta, out):
 class Norm(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.alpha = self.attr_float("alpha")
-        self.beta = self.attr_float("beta")
-        self.size = self.attr_int(("local-size", "local_size", "size"))
-        self.region = self.attr_choice("region", ("across", "same"), "across")
-        self.k = self.attr_float(("k", "bias"), 1.0)
+        a = self.attrs
+        self.alpha, self.beta, self.k = a["alpha"], a["beta"], a["k"]
+        self.size, self.region = a["local-size"], a["region"]
         if self.size <= 0 or self.size % 2 == 0:
             raise self.error(f"local-size {self.size} must be a positive odd number")
 
@@ -118,9 +116,9 @@ class Norm(Kernel):
 class Normalize(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.across_spatial = self.attr_bool("across_spatial", False)
-        self.channel_shared = self.attr_bool("channel_shared", False)
-        self.eps = self.attr_float("eps", 1e-10)
+        self.across_spatial = self.attrs["across_spatial"]
+        self.channel_shared = self.attrs["channel_shared"]
+        self.eps = self.attrs["eps"]
         self.scale = self.blob("weights")
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
@@ -155,9 +153,9 @@ class Normalize(Kernel):
 class MVN(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.across_channels = self.attr_bool("across_channels", False)
-        self.normalize_variance = self.attr_bool("normalize_variance", True)
-        self.eps = self.attr_float("eps", 1e-9)
+        self.across_channels = self.attrs["across_channels"]
+        self.normalize_variance = self.attrs["normalize_variance"]
+        self.eps = self.attrs["eps"]
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
@@ -183,7 +181,7 @@ class MVN(Kernel):
 class GRN(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.bias = self.attr_float("bias", 0.0)
+        self.bias = self.attrs["bias"]
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)

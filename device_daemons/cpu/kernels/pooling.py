@@ -33,14 +33,11 @@ def pooled_size(size, kernel, stride, pad, pad_end, ceil):
 class Pooling(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.kernel, self.stride, self.pad, self.pad_end = self.window()
-        self.method = self.attr_choice(("pool-method", "pool_method"), ("max", "avg"))
-        self.exclude_pad = self.attr_bool(("exclude-pad", "exclude_pad"), False)
-        self.ceil = self.attr_choice("rounding_type", ("ceil", "floor"), "ceil") == "ceil"
-        if min(self.kernel) <= 0 or min(self.stride) <= 0:
-            raise self.error(f"kernel {list(self.kernel)} and stride {list(self.stride)} must be positive")
-        if min(self.pad) < 0 or min(self.pad_end) < 0:
-            raise self.error(f"padding {list(self.pad)} must not be negative")
+        a = self.attrs  # ranges (kernel, stride >= 1, pads >= 0) are checked by the schema
+        self.kernel, self.stride, self.pad, self.pad_end = a["kernel"], a["stride"], a["pad"], a["pad_end"]
+        self.method = a["pool-method"]
+        self.exclude_pad = a["exclude-pad"]
+        self.ceil = a["rounding_type"] == "ceil"
         self._key = None
 
     def _out_hw(self, h, w):

@@ -11,24 +11,22 @@ import numpy as np
 
 from .base import Kernel, register
 
-_TYPES = {"caffe.ResampleParameter.NEAREST": "nearest", "NEAREST": "nearest", "nearest": "nearest",
-          "caffe.ResampleParameter.LINEAR": "linear", "LINEAR": "linear", "linear": "linear",
-          "bilinear": "linear"}
+_TYPES = {"caffe.ResampleParameter.NEAREST": "nearest", "caffe.ResampleParameter.LINEAR": "linear"}
 
 
 @register("Resample")
 class Resample(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        kind = self.attr_str("type", "caffe.ResampleParameter.NEAREST")
+        kind = self.attrs["type"]
         if kind not in _TYPES:
             raise self.error(f"resample type {kind!r} is not supported; the CPU plugin implements NEAREST and "
                              "LINEAR")
         self.kind = _TYPES[kind]
-        self.antialias = self.attr_bool("antialias", False)
-        self.factor = self.attr_float("factor", 0.0)
-        self.height = self.attr_int("height", 0)
-        self.width = self.attr_int("width", 0)
+        self.antialias = self.attrs["antialias"]
+        self.factor = self.attrs["factor"]
+        self.height = self.attrs["height"]
+        self.width = self.attrs["width"]
         self.use_factor = self.factor > 0
         if self.use_factor and self.height and self.width and layer.inputs and layer.outputs:
             ih, iw = layer.inputs[0].dims[2:4]

@@ -41,14 +41,10 @@ class _RoiBase(Kernel):
 class ROIPooling(_RoiBase):
     def __init__(self, layer):
         super().__init__(layer)
-        self.pooled_h = self.attr_int("pooled_h")
-        self.pooled_w = self.attr_int("pooled_w")
-        self.spatial_scale = self.attr_float("spatial_scale")
-        method = self.attr_str("method", "max")
-        if method != "max":
-            raise self.error(f"method {method!r} is not supported; the CPU plugin implements max")
-        if self.pooled_h <= 0 or self.pooled_w <= 0:
-            raise self.error("pooled_h and pooled_w must be positive")
+        a = self.attrs
+        self.pooled_h, self.pooled_w, self.spatial_scale = a["pooled_h"], a["pooled_w"], a["spatial_scale"]
+        if a["method"] != "max":
+            raise self.error(f"method {a['method']!r} is not supported; the CPU plugin implements max")
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         r = self._check(input_shapes)
@@ -86,14 +82,10 @@ class ROIPooling(_RoiBase):
 class PSROIPooling(_RoiBase):
     def __init__(self, layer):
         super().__init__(layer)
-        self.output_dim = self.attr_int("output_dim")
-        self.group_size = self.attr_int("group_size")
-        self.spatial_scale = self.attr_float("spatial_scale")
-        mode = self.attr_str("mode", "average")
-        if mode != "average":
-            raise self.error(f"mode {mode!r} is not supported; the CPU plugin implements average")
-        if self.output_dim <= 0 or self.group_size <= 0:
-            raise self.error("output_dim and group_size must be positive")
+        a = self.attrs
+        self.output_dim, self.group_size, self.spatial_scale = a["output_dim"], a["group_size"], a["spatial_scale"]
+        if a["mode"] != "average":
+            raise self.error(f"mode {a['mode']!r} is not supported; the CPU plugin implements average")
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         r = self._check(input_shapes)

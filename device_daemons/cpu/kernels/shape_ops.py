@@ -22,7 +22,7 @@ def _norm_axis(kernel, axis, rank):
 class Concat(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.axis = self.attr_int("axis", 1)
+        self.axis = self.attrs["axis"]
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         if not input_shapes:
@@ -50,7 +50,7 @@ class Split(Kernel):
 
     def __init__(self, layer):
         super().__init__(layer)
-        self.axis = self.attr_int("axis", 1)
+        self.axis = self.attrs["axis"]
         if not layer.outputs:
             raise self.error("has no output ports")
         self.n_out = len(layer.outputs)
@@ -99,13 +99,13 @@ class Reshape(Kernel):
 
     def __init__(self, layer):
         super().__init__(layer)
-        self.dim = self.attr_ints(("dim", "shape"), None)
+        self.dim = self.attrs["dim"]
         if self.dim is None:
             if not layer.outputs:
                 raise self.error("has no 'dim' attribute and no output port dims")
             self.dim = list(layer.outputs[0].dims)
-        self.axis = self.attr_int("axis", 0)
-        self.num_axes = self.attr_int("num_axes", -1)
+        self.axis = self.attrs["axis"]
+        self.num_axes = self.attrs["num_axes"]
         self.ir_input = tuple(layer.inputs[0].dims) if layer.inputs else None
         self.out_shape = None
 
@@ -157,8 +157,8 @@ class Flatten(Kernel):
 
     def __init__(self, layer):
         super().__init__(layer)
-        self.axis = self.attr_int("axis", 1)
-        self.end_axis = self.attr_int("end_axis", -1)
+        self.axis = self.attrs["axis"]
+        self.end_axis = self.attrs["end_axis"]
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
@@ -183,20 +183,21 @@ class Crop(Kernel):
 
     def __init__(self, layer):
         super().__init__(layer)
-        data = layer.data
-        self.axes = self.attr_ints("axis")
-        if "crop_begin" in data or "crop_end" in data:
+        a = self.attrs
+        self.axes = a["axis"]
+        if a["crop_begin"] is not None or a["crop_end"] is not None:
             self.form = 3
-            self.begin = self.attr_ints("crop_begin")
-            self.end = self.attr_ints("crop_end")
+            self.begin, self.end = a["crop_begin"], a["crop_end"]
+            if self.begin is None or self.end is None:
+                raise self.error("has only one of 'crop_begin' and 'crop_end'; both are needed")
             self._check_len(self.begin, "crop_begin")
             self._check_len(self.end, "crop_end")
         else:
-            self.offset = self.attr_ints("offset", None) or [0]
+            self.offset = a["offset"] or [0]
             if len(self.offset) == 1 and len(self.axes) > 1:
                 self.offset = self.offset * len(self.axes)
             self._check_len(self.offset, "offset")
-            self.dim = self.attr_ints("dim", None)
+            self.dim = a["dim"]
             self.form = 2 if self.dim is not None else 1
             if self.form == 2:
                 self._check_len(self.dim, "dim")
@@ -248,7 +249,7 @@ class Crop(Kernel):
 class Permute(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.order = self.attr_ints("order")
+        self.order = self.attrs["order"]
 
     def _order(self, rank):
         order = [o + rank if o < 0 else o for o in self.order]
@@ -271,10 +272,8 @@ class Permute(Kernel):
 class Tile(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.axis = self.attr_int("axis", 1)
-        self.tiles = self.attr_int("tiles")
-        if self.tiles <= 0:
-            raise self.error(f"tiles {self.tiles} must be positive")
+        self.axis = self.attrs["axis"]
+        self.tiles = self.attrs["tiles"]
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)

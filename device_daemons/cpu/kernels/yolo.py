@@ -21,13 +21,10 @@ from .base import Kernel, register
 class RegionYolo(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.coords = self.attr_int("coords", 4)
-        self.classes = self.attr_int("classes")
-        self.num = self.attr_int("num")
-        self.do_softmax = self.attr_bool("do_softmax", True)
-        self.mask = self.attr_ints("mask", None) or []
-        self.axis = self.attr_int("axis", 1)
-        self.end_axis = self.attr_int("end_axis", -1)
+        a = self.attrs
+        self.coords, self.classes, self.num, self.do_softmax = a["coords"], a["classes"], a["num"], a["do_softmax"]
+        self.mask = a["mask"] or []
+        self.axis, self.end_axis = a["axis"], a["end_axis"]
         self.regions = self.num if self.do_softmax or not self.mask else len(self.mask)
         if self.coords < 2 or self.classes <= 0 or self.regions <= 0:
             raise self.error("coords must be >= 2 and classes, num must be positive")
@@ -68,7 +65,7 @@ class RegionYolo(Kernel):
 class ReorgYolo(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
-        self.stride = self.attr_int("stride")
+        self.stride = self.attrs["stride"]
         if self.stride <= 0:
             raise self.error(f"stride {self.stride} must be positive")
 

@@ -1,0 +1,16 @@
+"""Element-wise activations: ReLU, Activation, Clamp, PReLU, Power."""
+from .attribute import Bool, Enum, Float
+from .layer import LayerSchema
+
+SCHEMAS = [
+    LayerSchema("ReLU", [Float("negative_slope", 0.0)]),
+    LayerSchema("Activation", [
+        Enum("type", ("sigmoid", "tanh", "elu", "relu6", "abs", "relu"), ignore_case=True),
+        Float("alpha", 1.0, doc="elu: the scale of the negative part"),
+        Float("negative_slope", 0.0, doc="relu: the leak"),
+    ]),
+    LayerSchema("Clamp", [Float("min"), Float("max")]),
+    LayerSchema("PReLU", [Bool("channel_shared", False)]),
+    LayerSchema("Power", [Float("power", 1.0), Float("scale", 1.0), Float("shift", 0.0)],
+                doc="y = (shift + scale * x) ^ power"),
+]

@@ -1,0 +1,4 @@
+"""Input: a network entry point; its shape is its output port."""
+from .layer import LayerSchema
+
+SCHEMAS = [LayerSchema("Input", [])]

@@ -1,0 +1,23 @@
+"""Layout and shape ops: Concat, Split, Reshape, Flatten, Crop, Permute, Tile."""
+from .attribute import Int, Ints
+from .layer import LayerSchema
+
+SCHEMAS = [
+    LayerSchema("Concat", [Int("axis", 1)]),
+    LayerSchema(("Split", "Slice"), [Int("axis", 1)], doc="part sizes come from the output ports"),
+    LayerSchema("Reshape", [
+        Int("axis", 0),
+        Ints("dim", None, aliases=("shape",), doc="0 copies an input dim, -1 is inferred"),
+        Int("num_axes", -1),
+    ]),
+    LayerSchema("Flatten", [Int("axis", 1), Int("end_axis", -1)]),
+    LayerSchema("Crop", [
+        Ints("axis"),
+        Ints("offset", None, min=0),
+        Ints("dim", None, min=1),
+        Ints("crop_begin", None, min=0),
+        Ints("crop_end", None, min=0),
+    ], doc="three forms: axis+offset (sizes from input 1), axis+offset+dim, axis+crop_begin+crop_end"),
+    LayerSchema(("Permute", "Transpose"), [Ints("order")]),
+    LayerSchema("Tile", [Int("axis", 1), Int("tiles", min=1)]),
+]
