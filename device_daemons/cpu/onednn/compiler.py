@@ -143,6 +143,7 @@ class _Compiler:
         self.has_numpy = set(plan._input_slots.values())
         self.scratch_memories: list[Memory] = []
         self.fallbacks: dict[str, str] = {}
+        self.inplace: list[str] = []  # layers that overwrite their input
 
     # --- per layer choice and fusing ------------------------------------------------------
     def make_ops(self):
@@ -251,6 +252,7 @@ class _Compiler:
             if (op.inplace and ins[0] is self.tensor_of.get(first) and ins[0].desc == outs[0]
                     and self.exclusive(first, i)):
                 out = ins[0]
+                self.inplace.append(step.layer.name)
             else:
                 out = self.new_tensor(outs[0])
             slot = out_slot.get(i, step.out_slots[0])
@@ -263,8 +265,10 @@ class _Compiler:
         self.set_frees()
         arena = self.allocate()
         fused_list = [(steps[j].layer, steps[i].layer.name) for j, i in sorted(fused.items())]
-        return NativeProgram(self.final, plan._n_slots, plan._outputs, fused_list, self.d, self.stream, *arena,
-                             self.fallbacks)
+        program = NativeProgram(self.final, plan._n_slots, plan._outputs, fused_list, self.d, self.stream, *arena,
+                                self.fallbacks)
+        program.inplace = self.inplace
+        return program
 
     def set_frees(self):
         last = {}
