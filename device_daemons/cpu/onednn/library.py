@@ -55,12 +55,31 @@ def _prefixes() -> list[str]:
     return seen
 
 
+def _installed_file(distribution: str, suffix: str) -> str | None:
+    """Where pip put a file of `distribution` (its wheel installs into the
+    environment's lib/ and include/, outside site-packages)."""
+    from importlib import metadata
+    try:
+        files = metadata.distribution(distribution).files or []
+    except metadata.PackageNotFoundError:
+        return None
+    for f in files:
+        if str(f).replace(os.sep, "/").endswith(suffix):
+            path = os.path.normpath(str(f.locate()))
+            if os.path.isfile(path):
+                return path
+    return None
+
+
 def _find_library() -> str:
     explicit = os.environ.get("MO_CORE_DNNL_LIB")
     if explicit:
         if not os.path.isfile(explicit):
             raise NativeUnavailable(f"MO_CORE_DNNL_LIB={explicit} does not exist")
         return explicit
+    found = _installed_file("onednn-cpu-gomp", "/libdnnl.so.3")
+    if found:
+        return found
     for prefix in _prefixes():
         for name in ("libdnnl.so.3", "libdnnl.so"):
             path = os.path.join(prefix, "lib", name)
@@ -73,6 +92,10 @@ def _find_library() -> str:
 
 def _find_header() -> str:
     explicit = os.environ.get("MO_CORE_DNNL_INCLUDE")
+    if not explicit:
+        found = _installed_file("onednn-devel-cpu-gomp", "oneapi/dnnl/dnnl.h")
+        if found:
+            return found
     candidates = [explicit] if explicit else [os.path.join(p, "include") for p in _prefixes()]
     for inc in candidates:
         header = os.path.join(inc, "oneapi", "dnnl", "dnnl.h")
