@@ -1,7 +1,8 @@
 """Wall time of `mo-core convert` vs OpenVINO 2024.6 `mo` on the same Caffe model.
 
-Both run as fresh processes (what a user waits for), FP32, several times each,
-interleaved so machine noise hits both alike. Prints a table and the ratio.
+mo-core writes IR v2 (its default) and IR v11 (`--ir_version 11`, what `mo` writes
+too); every run is a fresh process (what a user waits for), FP32, several times
+each, interleaved so machine noise hits all alike. Prints a table and the ratios.
 
     python benchmarks/convert.py [--model bvlc_googlenet] [--runs 5]
 """
@@ -37,24 +38,32 @@ def main():
     out = tempfile.mkdtemp(prefix="mo-bench-")
     ours_cmd = [sys.executable, "-m", "cli", "convert", "--input_model", weights, "--input_proto", proto,
                 "-b", "1", "--output_dir", os.path.join(out, "ours"), "--silent"]
+    v11_cmd = ours_cmd[:-2] + [os.path.join(out, "v11"), "--silent", "--ir_version", "11"]
     theirs_cmd = [mo, "--input_model", weights, "--input_proto", proto, "--output_dir", os.path.join(out, "ov"),
                   "--compress_to_fp16=False", "--silent"]
-    ours, theirs = [], []
+    ours, v11, theirs = [], [], []
     try:
-        timed(ours_cmd), timed(theirs_cmd)  # warm the page cache for both
+        timed(ours_cmd), timed(v11_cmd), timed(theirs_cmd)  # warm the page cache for all
         for _ in range(args.runs):
             ours.append(timed(ours_cmd))
+            v11.append(timed(v11_cmd))
             theirs.append(timed(theirs_cmd))
+        sizes = {name: sum(os.path.getsize(os.path.join(out, name, f)) for f in os.listdir(os.path.join(out, name)))
+                 for name in ("ours", "v11", "ov")}
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    rows = [("mo-core convert", ours), ("openvino-dev 2024.6 mo", theirs)]
+    rows = [("mo-core convert (IR v2)", ours, sizes["ours"]), ("mo-core --ir_version 11", v11, sizes["v11"]),
+            ("openvino-dev 2024.6 mo", theirs, sizes["ov"])]
     print("model: {} ({:.1f} MB of weights), {} runs each, wall time of a fresh process".format(
         args.model, os.path.getsize(weights) / 1e6, args.runs))
-    print("{:<26}{:>10}{:>10}{:>10}".format("tool", "median s", "min s", "max s"))
-    for name, times in rows:
-        print("{:<26}{:>10.2f}{:>10.2f}{:>10.2f}".format(name, statistics.median(times), min(times), max(times)))
+    print("{:<26}{:>10}{:>10}{:>10}{:>12}".format("tool", "median s", "min s", "max s", "IR MB"))
+    for name, times, size in rows:
+        print("{:<26}{:>10.2f}{:>10.2f}{:>10.2f}{:>12.1f}".format(name, statistics.median(times), min(times), max(times),
+                                                              size / 1e6))
     ratio = statistics.median(ours) / statistics.median(theirs)
     print("ratio mo-core / mo: {:.3f} (target <= 0.333): {}".format(ratio, "met" if ratio <= 1 / 3 else "NOT met"))
+    print("ratio mo-core --ir_version 11 / mo (both write IR v11): {:.3f}".format(
+        statistics.median(v11) / statistics.median(theirs)))
 
 
 if __name__ == "__main__":

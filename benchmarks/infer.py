@@ -15,6 +15,9 @@ change of the machine's load hits all of them alike):
 - the OpenVINO 2024.6 runtime on the IR its own `mo` makes from the same files, reshaped
   to the batch: INFERENCE_PRECISION_HINT f32 (the comparison the goals name) and its
   default precision (bf16 where the CPU has it: what its users get), LATENCY hint
+- the current OpenVINO runtime (the project's venv), f32, on mo-core's IR v11
+  (`--ir_version 11`) and on that same `mo` IR: the same runtime on both IRs, whose
+  outputs are compared
 Every engine's input shape is printed in the table. Latency: median of the
 iterations of a process, then the median over the rounds (min: the fastest call).
 --throughput: batch 8, two requests in flight: the daemon (IECore, 2 requests)
@@ -39,11 +42,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.references import HOME, bvlc_model, openvino_mo, openvino_python  # noqa: E402
 
 MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style")
-LATENCY_ENGINES = ("daemon", "onednn", "numpy", "pycaffe", "opencv", "openvino_f32", "openvino_default")
+LATENCY_ENGINES = ("daemon", "onednn", "numpy", "pycaffe", "opencv", "openvino_f32", "openvino_default", "ov_mo",
+                   "ov_v11")
 THROUGHPUT_ENGINES = ("daemon_tp", "openvino_tp")
 LABELS = {"daemon": "mo-core CPU daemon (ZeroMQ)", "onednn": "mo-core plan, oneDNN backend",
           "numpy": "mo-core plan, numpy backend", "pycaffe": "pycaffe", "opencv": "OpenCV DNN",
           "openvino_f32": "OpenVINO 2024.6 f32", "openvino_default": "OpenVINO 2024.6 default",
+          "ov_mo": "OpenVINO {} f32, mo's IR", "ov_v11": "OpenVINO {} f32, IR v11 ours",
           "daemon_tp": "mo-core CPU daemon, 2 requests", "openvino_tp": "OpenVINO THROUGHPUT hint f32"}
 
 OPENVINO_SCRIPT = r"""
@@ -51,6 +56,7 @@ import json, sys, time, statistics
 import numpy as np
 import openvino as ov
 xml, mode, batch, iterations, nireq = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+save = sys.argv[6] if len(sys.argv) > 6 else None  # the first output goes there
 core = ov.Core()
 model = core.read_model(xml)
 shape = list(model.inputs[0].partial_shape.to_shape())
@@ -62,7 +68,8 @@ if mode != "default":
 compiled = core.compile_model(model, "CPU", config)
 x = np.random.default_rng(0).standard_normal(tuple(shape)).astype(np.float32)
 precision = compiled.get_property("INFERENCE_PRECISION_HINT")
-result = {"shape": shape, "precision": getattr(precision, "get_type_name", lambda: str(precision))()}
+result = {"shape": shape, "precision": getattr(precision, "get_type_name", lambda: str(precision))(),
+          "version": ov.__version__.split("-")[0]}
 if mode == "tp":
     queue = ov.AsyncInferQueue(compiled, nireq)
     for _ in range(2 * nireq):
@@ -83,6 +90,8 @@ else:
     for _ in range(iterations):
         t = time.perf_counter(); request.infer({0: x}); times.append(time.perf_counter() - t)
     result["median"], result["min"] = statistics.median(times), min(times)
+    if save:
+        np.save(save, request.infer({0: x})[0])
 print(json.dumps(result))
 """
 
@@ -98,9 +107,9 @@ def measure(fn, iterations, warmup=5):
     return statistics.median(times), min(times)
 
 
-def convert_ours(proto, weights, out_dir, name, batch):
+def convert_ours(proto, weights, out_dir, name, batch, *options):
     subprocess.run([sys.executable, "-m", "cli", "convert", "--input_model", weights, "--input_proto", proto,
-                    "-b", str(batch), "--output_dir", out_dir, "--model_name", name, "--silent"], check=True)
+                    "-b", str(batch), "--output_dir", out_dir, "--model_name", name, "--silent", *options], check=True)
     return os.path.join(out_dir, name + ".xml")
 
 
@@ -206,10 +215,14 @@ def daemon_fps(exec_net, name, x, iterations):
     return iterations * x.shape[0] / (time.perf_counter() - start)
 
 
-def run_process(engine, model, xml, ov_xml, relu_xml, batch, iterations, env):
-    if engine.startswith("openvino"):
-        mode = {"openvino_f32": "f32", "openvino_default": "default", "openvino_tp": "tp"}[engine]
-        cmd = [openvino_python(), "-c", OPENVINO_SCRIPT, ov_xml, mode, str(batch), str(iterations), "2"]
+def run_process(engine, model, xmls, relu_xml, batch, iterations, env, save=None):
+    """xmls: {"ours": our IR at this batch, "mo": mo's IR, "v11": our IR v11}."""
+    xml = xmls["ours"]
+    if engine.startswith("openvino") or engine.startswith("ov_"):
+        mode = {"openvino_default": "default", "openvino_tp": "tp"}.get(engine, "f32")
+        # ov_*: the current runtime of the project's venv; openvino_*: 2024.6 in its own venv
+        python, ir = (sys.executable, xmls[engine[3:]]) if engine.startswith("ov_") else (openvino_python(), xmls["mo"])
+        cmd = [python, "-c", OPENVINO_SCRIPT, ir, mode, str(batch), str(iterations), "2"] + ([save] if save else [])
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--engine", engine, "--models", model, "--iterations",
                str(iterations), "--xml", xml, "--relu-xml", relu_xml]
@@ -251,6 +264,8 @@ def report_latency(model, batch, iterations, rounds, res):
             label += " " + r.get("version", "")
         if key == "openvino_default":
             label += " ({})".format(r.get("precision"))
+        if key.startswith("ov_"):
+            label = label.format(r.get("version"))
         median, fastest = r["main"]
         print("{:<36}{:<22}{:>10.2f}{:>10.2f}{:>13.2f}x".format(label, str(r["shape"]), median * 1e3,
                                                                 fastest * 1e3, median / ov))
@@ -260,6 +275,9 @@ def report_latency(model, batch, iterations, rounds, res):
     cv = res["opencv"]["main"][0]
     print("goals ({}): daemon <= 1.2x OpenVINO f32: {}; daemon faster than OpenCV DNN: {}".format(
         model, verdict(ours <= 1.2 * ov, ours / ov), verdict(ours < cv, ours / cv)))
+    print("IR v11 ours vs mo's IR on OpenVINO {} (f32): outputs agree to {:.2g} (max |diff| / max |mo's|); "
+          "latency ratio {:.2f}".format(res["ov_v11"]["version"], res["agreement"],
+                                        res["ov_v11"]["main"][0] / res["ov_mo"]["main"][0]))
     d, p = res["daemon"]["relu"][0], res["onednn"]["relu"][0]
     return ours <= 1.2 * ov and ours < cv, (d - p)
 
@@ -293,14 +311,19 @@ def main():
             jobs = [(e, args.batch) for e in LATENCY_ENGINES]
             if args.throughput:
                 jobs += [(e, args.tp_batch) for e in THROUGHPUT_ENGINES]
-            xmls = {b: convert_ours(proto, weights, tmp, "{}_b{}".format(model, b), b) for _, b in jobs}
+            ours = {b: convert_ours(proto, weights, tmp, "{}_b{}".format(model, b), b) for _, b in jobs}
+            v11 = convert_ours(proto, weights, tmp, "{}_v11".format(model), args.batch, "--ir_version", "11")
+            saved = {e: os.path.join(tmp, "{}_{}.npy".format(model, e)) for e in ("ov_mo", "ov_v11")}
             runs = {e: [] for e, _ in jobs}
             for _ in range(args.rounds):
                 for engine, batch in jobs:
                     iterations = args.iterations if batch == args.batch else max(20, args.iterations // 2)
-                    runs[engine].append(run_process(engine, model, xmls[batch], ov_xml, relu_xml, batch,
-                                                    iterations, env))
+                    xmls = {"ours": ours[batch], "mo": ov_xml, "v11": v11}
+                    runs[engine].append(run_process(engine, model, xmls, relu_xml, batch, iterations, env,
+                                                    saved.get(engine)))
             res = {e: combine(r) for e, r in runs.items()}
+            a, b = (np.load(saved[e]).astype(np.float64) for e in ("ov_v11", "ov_mo"))
+            res["agreement"] = float(np.abs(a - b).max() / np.abs(b).max())
             met[model], overhead = report_latency(model, args.batch, args.iterations, args.rounds, res)
             overheads.append(overhead)
             if args.throughput:

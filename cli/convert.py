@@ -7,7 +7,7 @@ from core.errors import Error
 
 
 def add_parser(sub):
-    p = sub.add_parser("convert", help="convert a Caffe model into IR v2 (.xml + .bin)",
+    p = sub.add_parser("convert", help="convert a Caffe model into IR (.xml + .bin), version 2 or 11",
                        description="Convert a trained Caffe model into an optimized Intermediate Representation.")
     g = p.add_argument_group("framework-agnostic parameters")
     g.add_argument("--input_model", "-m", "-w", help="the .caffemodel with trained weights")
@@ -27,6 +27,11 @@ def add_parser(sub):
     g.add_argument("--data_type", choices=["FP32", "FP16", "float", "half"], default="FP32",
                    help="precision of the IR weights and layers")
     g.add_argument("--disable_fusing", action="store_true", help="keep linear ops as ScaleShift layers")
+    g.add_argument("--ir_version", type=int, choices=[2, 11], default=2,
+                   help="2: the legacy catalog's IR (our daemons); 11: opset IR for OpenVINO 2023-2026 runtimes")
+    g.add_argument("--ov_extension_ops", metavar="TYPE[=OP_TYPE][@VERSION],...",
+                   help="IR 11: write layers of these types (no opset equivalent) as the named operations of an "
+                        "OpenVINO extension you load at run time (VERSION default: extension)")
     g.add_argument("--extensions", help="comma-separated directories with ops/ and front/caffe/ extension modules")
     g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
     g.add_argument("--silent", action="store_true", help="print only errors")
@@ -41,13 +46,19 @@ def add_parser(sub):
                    help="write every parameter of a mapped layer, also unset ones without a default")
     c.add_argument("--enable_flattening_nested_params", action="store_true",
                    help="write the fields of a mapped layer's nested parameter messages too")
+    c.add_argument("--interp_zoom_rule", choices=["multiply", "deeplab"], default="multiply",
+                   help="output size of Interp layers with zoom_factor: multiply (in * zoom, the reference's "
+                        "default) or deeplab (in + (in - 1) * (zoom - 1), DeepLab-Caffe's); FAQ #96")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from cli.errors import raise_on_sigterm
     from core.pipeline import ConvertOptions, convert
     from ir import write_ir
+    from ir.v11 import write_model
 
+    raise_on_sigterm()  # a killed convert leaves no temporary files (ir/writer.py cleans up on unwinding)
     logging.basicConfig(level=getattr(logging, args.log_level.replace("WARN", "WARNING").replace(
         "WARNINGING", "WARNING")), format="[ %(levelname)s ] %(message)s")
     start = time.perf_counter()
@@ -60,12 +71,15 @@ def run(args) -> int:
         disable_fusing=args.disable_fusing, extensions=args.extensions,
         custom_layers_mapping=args.custom_layers_mapping, use_caffe_fallback=args.use_caffe_fallback,
         disable_omitting_optional=args.disable_omitting_optional,
-        enable_flattening_nested_params=args.enable_flattening_nested_params)
+        enable_flattening_nested_params=args.enable_flattening_nested_params,
+        interp_zoom_rule=args.interp_zoom_rule, ir_version=args.ir_version,
+        ov_extension_ops=args.ov_extension_ops)
     if not args.silent:
         print("Model Optimizer arguments:")
         for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",
                     "batch", "mean_values", "scale_values", "scale", "reverse_input_channels", "data_type",
-                    "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback"):
+                    "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback", "ir_version",
+                    "ov_extension_ops"):
             value = getattr(args, key)
             if value not in (None, False):
                 print("\t- {:<26}{}".format(key + ":", value))
@@ -75,12 +89,16 @@ def run(args) -> int:
     bin_path = os.path.join(args.output_dir, name + ".bin")
     if os.path.isdir(xml_path):
         raise Error("Cannot write the IR: '{}' is a directory.", xml_path, faq=21)
-    warnings = ctx.warnings + write_ir(ctx.network, xml_path, bin_path)
+    if options.ir_version == 11:
+        write_model(ctx.v11_model, xml_path, bin_path)
+        warnings = ctx.warnings
+    else:
+        warnings = ctx.warnings + write_ir(ctx.network, xml_path, bin_path)
     for w in warnings:
         print("[ WARNING ]  " + w)
     if not args.silent:
         print()
-        print("[ SUCCESS ] Generated IR model.")
+        print("[ SUCCESS ] Generated IR version {} model.".format(options.ir_version))
         print("[ SUCCESS ] XML file: {}".format(os.path.abspath(xml_path)))
         print("[ SUCCESS ] BIN file: {}".format(os.path.abspath(bin_path)))
         print("[ SUCCESS ] Total execution time: {:.2f} seconds.".format(time.perf_counter() - start))

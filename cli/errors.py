@@ -1,10 +1,25 @@
 """How the CLI reports failures: a user error is one `[ ERROR ]` block and exit
 status 1; anything else is an internal error with a banner and the traceback."""
+import signal
 import sys
+import threading
 import traceback
 
 from core.errors import Error
 from ir.errors import IRError
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like SIGINT's KeyboardInterrupt, so every
+    `finally` runs (temporary output files removed, worker processes stopped)."""
+
+
+def raise_on_sigterm():
+    """From now on SIGTERM unwinds the program like Ctrl-C (main thread only)."""
+    def handler(signum, frame):
+        raise Terminated()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
 
 
 def run_reporting_errors(fn, *args) -> int:
@@ -13,6 +28,9 @@ def run_reporting_errors(fn, *args) -> int:
     except (Error, IRError) as exc:
         sys.stdout.flush()
         print("[ ERROR ]  " + str(exc).replace("\n", "\n "), file=sys.stderr)
+        return 1
+    except Terminated:
+        print("[ ERROR ]  Terminated (SIGTERM).", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("[ ERROR ]  Interrupted.", file=sys.stderr)

@@ -112,7 +112,15 @@ def fit_batch(inputs, net):
 
 
 def random_inputs(net, seed):
+    import math
+
     import numpy as np
+    from device_daemons.contract import MAX_TENSOR_ELEMENTS
+    for name, shape in net.inputs.items():
+        if math.prod(shape) > MAX_TENSOR_ELEMENTS:
+            raise Error("input '{}' of {} has the shape {}: {} elements, more than the limit of {}; the IR is "
+                        "damaged, or give a smaller batch / shape", name, net.model, list(shape),
+                        math.prod(shape), MAX_TENSOR_ELEMENTS)
     rng = np.random.default_rng(seed)
     return {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in net.inputs.items()}
 

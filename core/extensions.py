@@ -14,12 +14,13 @@ import sys
 from core.errors import Error
 
 _SUBDIRS = ("ops", os.path.join("front", "caffe"), "front")
+_PREFIX = "mo_user_ext_"  # module names of imported extension files
 
 
 def _import_file(path: str, framework_hint: str):
     digest = hashlib.sha1(os.path.abspath(path).encode()).hexdigest()[:10]
     # the module path carries the framework so extractors register for it
-    name = "mo_user_ext_{}.{}.{}".format(digest, framework_hint, os.path.splitext(os.path.basename(path))[0])
+    name = "{}{}.{}.{}".format(_PREFIX, digest, framework_hint, os.path.splitext(os.path.basename(path))[0])
     # imported afresh each time: defining the classes is what registers them
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -28,10 +29,32 @@ def _import_file(path: str, framework_hint: str):
         spec.loader.exec_module(module)
     except Error:
         raise
+    except SystemExit as exc:  # user code must not end the conversion quietly (exit 0, no IR)
+        sys.modules.pop(name, None)
+        raise Error("The extension module '{}' called sys.exit({}) while being imported. Extensions must define "
+                    "classes, not end the program; remove the call.", path, _code(exc)) from None
     except Exception as exc:
         sys.modules.pop(name, None)
         raise Error("Cannot load the extension module '{}': {}: {}", path, type(exc).__name__, exc) from exc
     return module
+
+
+def _code(exc: SystemExit):
+    return "" if exc.code is None else repr(exc.code)
+
+
+def user_exit_error(exc: SystemExit, step: str) -> Error:
+    """sys.exit() called by an extension's code during a conversion pass: an error
+    naming the extension file and line (found in the traceback), not a silent exit."""
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).startswith(_PREFIX):
+            where = "{}, line {}".format(tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    return Error("{} called sys.exit({}) during the conversion step '{}'. Extensions must report problems by "
+                 "raising core.errors.Error, not end the program.", "The extension code at " + where if where
+                 else "Code outside mo-core (an extension)", _code(exc), step)
 
 
 def load_extension_dirs(dirs: list[str]):

@@ -41,6 +41,9 @@ class ConvertOptions:
     use_caffe_fallback: bool = False
     disable_omitting_optional: bool = False
     enable_flattening_nested_params: bool = False
+    interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
+    ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
+    ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
 
 
 @dataclass
@@ -48,6 +51,7 @@ class Context:
     options: ConvertOptions
     graph: object = None
     network: object = None
+    v11_model: object = None                     # ir.v11.Model when --ir_version 11
     new_inputs: list = field(default_factory=list)
     custom_mapping: object = None
     caffe_fallback: object = None
@@ -79,7 +83,14 @@ def deduce_framework(ctx):
         raise Error("--input_model is required: the .caffemodel with the trained weights (FAQ #2 tells how to make "
                     "one from a prototxt).", faq=20)
     from core.middle.precision import ir_precision
-    ir_precision(o.data_type)  # a bad value fails before any work
+    from ir.interp import ZOOM_RULES
+    ir_precision(o.data_type)  # bad values fail before any work
+    if o.interp_zoom_rule not in ZOOM_RULES:
+        raise Error("--interp_zoom_rule must be one of {}, got '{}'.", ", ".join(ZOOM_RULES), o.interp_zoom_rule)
+    if o.ir_version not in (2, 11):
+        raise Error("--ir_version must be 2 or 11, got '{}'.", o.ir_version)
+    if o.ov_extension_ops and o.ir_version != 11:
+        raise Error("--ov_extension_ops names OpenVINO extension operations for IR version 11; add --ir_version 11.")
 
 
 def load_extensions(ctx):
@@ -98,10 +109,11 @@ def load_model(ctx):
     net = load_prototxt(o.input_proto)
     model = load_caffemodel(o.input_model)
     ctx.graph = build_graph(net, model)
+    ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
     dirs = [os.path.dirname(os.path.abspath(p)) for p in (o.input_proto, o.input_model)]
     ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs)
     ctx.custom_mapping = CustomLayersMapping.load(
-        o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping),
+        o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping), warnings=ctx.warnings,
         disable_omitting_optional=o.disable_omitting_optional,
         enable_flattening_nested_params=o.enable_flattening_nested_params, fallback=ctx.caffe_fallback)
     if o.use_caffe_fallback and ctx.custom_mapping is None:
@@ -136,6 +148,11 @@ def cut_inputs(ctx):
 def extract(ctx):
     from core.front.caffe.extract import extract_all
     extract_all(ctx.graph, ctx.custom_mapping)
+
+
+def check_blob_values(ctx):
+    from core.middle.blob_values import warn_non_finite
+    warn_non_finite(ctx.graph, ctx.warnings)
 
 
 def set_input_shapes(ctx):
@@ -222,6 +239,18 @@ def emit(ctx):
     ctx.network.meta = meta
 
 
+def emit_ir_v11(ctx):
+    # the same network mapped to opset operations; layers with no opset equivalent
+    # are reported here, before anything is written
+    if ctx.options.ir_version == 11:
+        from ir.v11 import build_model, parse_extension_ops
+        o = ctx.options
+        data_type = {"float": "FP32", "half": "FP16"}.get(o.data_type, o.data_type)
+        ctx.v11_model, warnings = build_model(ctx.network, data_type=data_type,
+                                              extension_ops=parse_extension_ops(o.ov_extension_ops))
+        ctx.warnings += warnings
+
+
 PIPELINE = [
     deduce_framework,
     load_extensions,
@@ -229,6 +258,7 @@ PIPELINE = [
     cut_outputs,
     cut_inputs,
     extract,
+    check_blob_values,
     set_input_shapes,
     infer_shapes,
     remove_identities,
@@ -242,6 +272,7 @@ PIPELINE = [
     remove_dead_code,
     set_precision,
     emit,
+    emit_ir_v11,
 ]
 
 
@@ -258,7 +289,11 @@ def convert(options: ConvertOptions) -> Context:
     try:
         for step in PIPELINE:
             start = time.perf_counter()
-            step(ctx)
+            try:
+                step(ctx)
+            except SystemExit as exc:  # only user code (extensions) can get here
+                from core.extensions import user_exit_error
+                raise user_exit_error(exc, step.__name__) from None
             ctx.timings.append((step.__name__, time.perf_counter() - start))
             log.debug("pass %-24s %.3f s", step.__name__, ctx.timings[-1][1])
     finally:

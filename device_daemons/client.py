@@ -27,10 +27,10 @@ Failure handling, every call has a timeout (IECore(timeout=...), default 120 s):
 All of these derive from core.errors.Error: the CLI prints them as `[ ERROR ]`.
 
 Shared memory: with a local daemon, inputs and outputs go through a per-request
-slot in /dev/shm instead of the socket (shm_client.py), which saves ~0.5 ms per
-1x3x224x224 round trip. IECore(shared_memory=False) or MO_CORE_SHM=0 turn it off;
-anything unusual (no /dev/shm, a daemon in another container) falls back to array
-frames by itself.
+slot of shared memory the daemon makes (a sealed memfd) instead of the socket
+(shm_client.py), which saves ~0.5 ms per 1x3x224x224 round trip.
+IECore(shared_memory=False) or MO_CORE_SHM=0 turn it off; anything unusual (no
+memfd, a daemon in another container) falls back to array frames by itself.
 
 Thread safety: an ExecutableNetwork may be used by any number of threads at once
 (the transport multiplexes requests by id; each caller gets its own reply).
@@ -59,16 +59,16 @@ from ir import read_ir
 
 from . import daemon as _daemon
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
+from .contract import FAST_LANE_MAX_US
 from .errors import InferenceError, remote_error
 from .infer_job import InferJob
-from .shm_protocol import SHM_DIR, align
+from .shm_protocol import align
 from .transport import Connection, Link
 
 __all__ = ["IECore", "IENetwork", "ExecutableNetwork", "InferRequest", "InferenceError",
            "DaemonError", "DaemonDied", "DaemonNotRunning", "DaemonTimeout", "StatusCode"]
 
 POLICIES = ("auto", "existing")
-_INLINE_MAX_US = 500.0
 
 
 class StatusCode:
@@ -264,7 +264,7 @@ class ExecutableNetwork:
         self.cached = False
         self._box: dict = {}  # what the finalizer unloads (it must not reference self)
         self._out_bytes = 0
-        self._fast = False  # run in the daemon's I/O thread (see _observe)
+        self._fast = False  # send to the daemon's fast lane (see _observe)
         self._inline_ok = False  # the daemon allows it: no custom kernel (unpredictable time)
         self._compute_us: float | None = None
         self._ensure_loaded(time.monotonic() + core.timeout)
@@ -330,17 +330,18 @@ class ExecutableNetwork:
 
     def _observe(self, compute_us) -> None:
         """Track how long the daemon computes this network (moving average): a network
-        that takes less than _INLINE_MAX_US is run with `infer_fast`, in the daemon's
-        I/O thread, saving the two thread hand-offs of its worker pool (they cost more
-        than such a network takes); slower ones keep the pool (parallel, never
-        delaying other clients' replies by more than _INLINE_MAX_US). Networks with
-        custom kernels always use the pool: their time may depend on the data."""
+        that takes less than FAST_LANE_MAX_US goes to the daemon's fast lane (a thread
+        that receives, computes and replies with no hand-off), saving the two thread
+        hand-offs of its worker pool (they cost more than such a network takes);
+        slower ones keep the pool (parallel). Networks with custom kernels always use
+        the pool: their time may depend on the data. The daemon has the last word
+        (kind "not_fast")."""
         if not isinstance(compute_us, (int, float)):
             return
         avg = self._compute_us
         avg = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
         self._compute_us = avg
-        self._fast = self._inline_ok and avg < _INLINE_MAX_US
+        self._fast = self._inline_ok and avg < FAST_LANE_MAX_US
 
     def _forget(self, conn: Connection, handle: int) -> None:
         with self._lock:
@@ -441,7 +442,7 @@ class IECore:
         self.key_file = os.path.abspath(key_file) if key_file else None
         self.transfer = transfer
         if shared_memory is None:
-            shared_memory = os.environ.get("MO_CORE_SHM", "1") != "0" and os.path.isdir(SHM_DIR)
+            shared_memory = os.environ.get("MO_CORE_SHM", "1") != "0" and hasattr(os, "memfd_create")
         self.shared_memory = bool(shared_memory)
         self._links: dict[str, Link] = {}
         self._links_lock = threading.Lock()

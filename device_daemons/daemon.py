@@ -94,6 +94,7 @@ class Launch:
     record: dict  # the daemon's registry record
     started: bool  # False: one was running already
     proc: subprocess.Popen | None = None  # set when this process spawned it
+    info: dict | None = None  # its hello reply, when this process spawned it
 
 
 def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | None = None,
@@ -158,7 +159,7 @@ def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes |
     except BaseException:
         _terminate(proc.pid, proc, grace=1.0)
         raise
-    return Launch(record, True, proc)
+    return Launch(record, True, proc, info)
 
 
 def _exited_error(device, proc, log, offset) -> DaemonError:

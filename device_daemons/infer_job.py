@@ -17,6 +17,7 @@ from .daemon import DaemonError
 from .errors import remote_error
 from .shm_client import ShmSlot, discard, give_back, lend_outputs, take_slot, write_inputs
 from .shm_protocol import align
+from .transport import SPIN_S
 
 if TYPE_CHECKING:
     from .client import ExecutableNetwork
@@ -49,7 +50,7 @@ class InferJob:
         link = exec_net._link
         conn, handle = exec_net._ensure_loaded(self.deadline)
         self.conn, self.handle = conn, handle
-        verb = "infer_fast" if exec_net._fast else "infer"
+        verb = "infer"
         extra = {"perf": True} if exec_net.perf_count else {}
         if self.use_shm and conn.shm_ok is not False:
             need = sum(align(a.nbytes) for a in self.inputs.values()) + exec_net._out_bytes
@@ -70,9 +71,18 @@ class InferJob:
 
     def _exchange(self) -> dict:
         """One attempt: the reply's result (raises RemoteError, DaemonDied, ...)."""
-        link = self.exec_net._link
+        exec_net = self.exec_net
+        link = exec_net._link
         if self.sync:
             verb, args = self._args()
+            if exec_net._fast and self.conn.fast_endpoint:
+                try:
+                    return link.fast_call(self.conn, verb, args, self.deadline, "infer",
+                                          endpoint=self.conn.fast_endpoint, spin=SPIN_S)
+                except RemoteError as exc:
+                    if exc.kind != "not_fast":
+                        raise
+                    exec_net._fast = False  # the daemon says no: the main endpoint then
             return link.fast_call(self.conn, verb, args, self.deadline, "infer")
         if self.pending is None:
             self._send()

@@ -1,26 +1,64 @@
 """The shared-memory fast path between a client and a daemon on the same machine:
-what both sides must agree on (where slot files live, how tensors are laid out in
-a slot). The client's side is shm_client.py, the CPU daemon's cpu/shm_slots.py;
-both import these names, so the layout is defined once.
+what both sides must agree on (how a slot is made and found, how tensors are laid
+out in it, how the nested specs are decoded). The client's side is shm_client.py,
+the CPU daemon's cpu/shm_slots.py; both import these names, so the layout is
+defined once.
 
 Moving a 1x3x224x224 float32 tensor through a ZeroMQ ipc socket and back costs
-~0.5 ms of socket copies, more than many networks take to run. A client on the
-same machine may instead create a file in /dev/shm (mode 0600, random name),
-`shm_attach` it (the daemon maps it, then the client unlinks it: the memory lives
-while both map it), and send `infer {handle, shm: msgpack({slot, inputs: {name:
-[offset, shape]}, out: [offset, capacity]})}`: the inputs are read from the slot
-and the outputs written back to it, the reply is `{outputs_shm: msgpack({name:
-[offset, shape]})}` (or plain `outputs` arrays when they do not fit). Only the
-small header travels over the socket. Tensors are float32, each starting at a
-multiple of ALIGN bytes. Remote clients always use frames.
+~0.5 ms of socket copies, more than many networks take to run. A local client may
+instead ask the daemon for a slot (`shm_create {size}`): the DAEMON makes an
+anonymous memory file (memfd) of that size, seals it so that its size can never
+change (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), maps it and answers `{slot,
+path, name}`; the client opens `path` (`/proc/<daemon pid>/fd/<n>`, so only the
+daemon's own user can), checks that the file it got is that memfd (`name`, a random
+token, in the link of its own fd) and maps it too. Because of the seals, no client
+can truncate a slot under the daemon's feet (a truncated mapping would kill the
+daemon with SIGBUS on its next read).
+
+A request then sends `infer {handle, shm: msgpack({slot, inputs: {name: [offset,
+shape]}, out: [offset, capacity]})}`: the inputs are read from the slot and the
+outputs written back to it, the reply is `{outputs_shm: msgpack({name: [offset,
+shape]})}` (or plain `outputs` arrays when they do not fit). Only the small header
+travels over the socket. Tensors are float32, each starting at a multiple of ALIGN
+bytes. Remote clients always use frames. The nested msgpack is decoded with the
+protocol's limits (`unpack_spec`), as strictly as a header.
 """
 from __future__ import annotations
 
-SHM_DIR = "/dev/shm"
-SHM_PREFIX = "mo-core-"  # the daemon accepts only /dev/shm/mo-core-*
+from core.microkernel import DEFAULT_LIMITS, ProtocolError, unpack_limited
+
 ALIGN = 64
+MEMFD_PREFIX = "mo-core-slot-"  # + a random token: the memfd's name, seen in /proc links
+MAX_SPEC_BYTES = 64 << 10  # an `shm` argument or `outputs_shm` result
 
 
 def align(n: int) -> int:
     """`n` rounded up to a multiple of ALIGN (where the next tensor of a slot starts)."""
     return -(-n // ALIGN) * ALIGN
+
+
+def memfd_link(name: str) -> str:
+    """What readlink(/proc/.../fd/N) shows for the memfd called `name`."""
+    return f"/memfd:{name} (deleted)"
+
+
+def unpack_spec(packed, what: str):
+    """A nested msgpack spec (`shm` / `outputs_shm`), decoded with the protocol's
+    size and element limits; raises ProtocolError."""
+    if not isinstance(packed, bytes):
+        raise ProtocolError(f"'{what}' must be msgpack bytes, got {type(packed).__name__}")
+    return unpack_limited(packed, DEFAULT_LIMITS, what=f"'{what}'", max_bytes=MAX_SPEC_BYTES)
+
+
+def tensor_span(offset, shape, where: str) -> tuple[int, tuple, int]:
+    """(offset, shape, bytes) of a float32 tensor placed in a slot, checked: offset a
+    non-negative multiple of 4, shape a list of at most 8 non-negative ints."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 or offset % 4:
+        raise ProtocolError(f"{where}: bad offset {offset!r:.40}")
+    if not isinstance(shape, list) or len(shape) > DEFAULT_LIMITS.max_rank or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise ProtocolError(f"{where}: bad shape {shape!r:.80}")
+    nbytes = 4
+    for d in shape:
+        nbytes *= d
+    return offset, tuple(shape), nbytes

@@ -49,11 +49,11 @@ if TYPE_CHECKING:
 
 _TICK = 0.1  # how often a waiting request looks at the daemon process
 _ALIVE_CACHE_S = 0.05  # a liveness check this recent is trusted before a send
-# A reply to `infer_fast` (a network that computes in well under a millisecond)
-# is awaited by polling the socket for up to this long before sleeping in it:
+# A reply from the daemon's fast lane (a network that computes in well under a
+# millisecond) is awaited by polling the socket for up to this long before sleeping:
 # waking a sleeping thread costs ~0.1 ms on a VM, more than the request itself.
 # MO_CORE_SPIN_US=0 turns it off.
-_SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
+SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
 HELLO_TIMEOUT = 10.0
 _gen = itertools.count(1)
 
@@ -78,6 +78,17 @@ class Connection:
         # slots lent to the caller with outputs that were collected since: appended
         # by a finalizer (any thread, any time: so nothing but an atomic append)
         self.shm_returned: collections.deque = collections.deque()
+        self.fast_endpoint: str | None = None  # the daemon's fast lane (hello: lanes.fast)
+
+    def learn(self, info: dict) -> None:
+        """Take what the daemon's hello says about its lanes."""
+        lanes = info.get("lanes")
+        fast = lanes.get("fast") if isinstance(lanes, dict) else None
+        if isinstance(fast, str):
+            if fast.startswith("tcp://") and self.endpoint.startswith("tcp://"):
+                # the daemon reports the interface it bound; reach it like the main one
+                fast = self.endpoint.rsplit(":", 1)[0] + ":" + fast.rsplit(":", 1)[1]
+            self.fast_endpoint = fast
 
     def alive(self, max_age: float = 0.0) -> bool:
         if self.dead is not None:
@@ -105,13 +116,13 @@ class FastChannel:
     touches the socket; it is replaced when the connection changes and closed with
     the thread (garbage collection of the thread-local)."""
 
-    def __init__(self, conn: Connection, key: bytes | None):
+    def __init__(self, conn: Connection, key: bytes | None, endpoint: str):
         self.gen = conn.gen
         self.key = key
         self.sock = zmq.Context.instance().socket(zmq.DEALER)
         self.sock.setsockopt(zmq.LINGER, 0)
         self.sock.setsockopt(zmq.MAXMSGSIZE, DEFAULT_LIMITS.max_message_bytes)
-        self.sock.connect(conn.endpoint)
+        self.sock.connect(endpoint)
         self.rcvtimeo = -1
         self.ids = itertools.count(1)
 
@@ -157,6 +168,7 @@ class Link:
         core = self.core
         proc = None
         started = False
+        info = None
         if core.endpoint:
             endpoint, key_file, pid, log = core.endpoint, core.key_file, None, None
         else:
@@ -169,6 +181,7 @@ class Link:
                         f"starting one: IECore(policy='auto'), no --no-auto-start)")
                 launch = _daemon.launch(self.device, startup_timeout=core.startup_timeout)
                 record, proc, started = launch.record, launch.proc, launch.started
+                info = launch.info
             endpoint, key_file = record["endpoint"], record.get("key_file")
             pid, log = record["pid"], record.get("log")
         key = self.key = _daemon.load_key(key_file)
@@ -180,7 +193,9 @@ class Link:
         conn = Connection(client, endpoint, pid, proc, log, local and (pid is not None))
         if not core.shared_memory:
             conn.shm_ok = False
-        if not started:
+        if started and info:
+            conn.learn(info)
+        else:
             self._hello(conn)
         return conn
 
@@ -209,6 +224,7 @@ class Link:
                               f"'mo-core daemon start'")
         if conn.pid is None:
             conn.pid = info.get("pid")
+        conn.learn(info)
 
     def _drop(self, conn: Connection, why: str) -> None:
         """Forget a dead or unwanted connection (call with self._lock held)."""
@@ -287,18 +303,24 @@ class Link:
                     f"next request then loads the network again.")
         return DaemonDied(msg)
 
-    def fast_call(self, conn: Connection, verb: str, args: dict, deadline: float, op: str = "") -> dict:
-        """Request/reply of `verb` on the calling thread's own socket (see FastChannel):
-        the result; raises RemoteError, DaemonDied, DaemonTimeout like wait(). `op`
-        names the request in messages (default: the verb)."""
+    def fast_call(self, conn: Connection, verb: str, args: dict, deadline: float, op: str = "",
+                  endpoint: str | None = None, spin: float = 0.0) -> dict:
+        """Request/reply of `verb` on the calling thread's own socket (see FastChannel)
+        to `endpoint` (default: the daemon's main one), polling for the reply for
+        `spin` s before sleeping: the result; raises RemoteError, DaemonDied,
+        DaemonTimeout like wait(). `op` names the request in messages."""
         op = op or verb
-        chan = getattr(self._local, "chan", None)
+        endpoint = endpoint or conn.endpoint
+        chans = getattr(self._local, "chans", None)
+        if chans is None:
+            chans = self._local.chans = {}
+        chan = chans.get(endpoint)
         if chan is None or chan.gen != conn.gen:
             if chan is not None:
                 chan.close()
             if conn.dead is not None:
                 raise self._died_error(conn, op)
-            chan = self._local.chan = FastChannel(conn, self.key)
+            chan = chans[endpoint] = FastChannel(conn, self.key, endpoint)
         req_id = next(chan.ids)
         try:
             frames = encode_request(req_id, verb, args)
@@ -309,12 +331,12 @@ class Link:
         sock = chan.sock
         try:
             sock.send_multipart(frames, copy=False)
-            spin = None
-            if _SPIN_S and verb == "infer_fast":
-                until = time.perf_counter() + _SPIN_S
-                while spin is None:
+            spin_reply = None
+            if spin:
+                until = time.perf_counter() + spin
+                while spin_reply is None:
                     try:
-                        spin = sock.recv_multipart(copy=False, flags=zmq.NOBLOCK)
+                        spin_reply = sock.recv_multipart(copy=False, flags=zmq.NOBLOCK)
                     except zmq.Again:
                         if time.perf_counter() > until:
                             break
@@ -324,8 +346,8 @@ class Link:
                 if wait_ms != chan.rcvtimeo:
                     sock.setsockopt(zmq.RCVTIMEO, wait_ms)
                     chan.rcvtimeo = wait_ms
-                if spin is not None:
-                    reply, spin = spin, None
+                if spin_reply is not None:
+                    reply, spin_reply = spin_reply, None
                 else:
                     try:
                         reply = sock.recv_multipart(copy=False)
@@ -351,7 +373,7 @@ class Link:
                 if time.monotonic() >= deadline:
                     raise self._timeout(conn, op)
         except zmq.ZMQError as exc:
-            self._local.chan = None
+            chans.pop(endpoint, None)
             chan.close()
             raise DaemonError(f"'{op}' to the {self.device} daemon failed: {exc}") from None
 

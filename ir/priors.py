@@ -1,4 +1,9 @@
-"""PriorBox semantics shared by the producer (core) and consumers (daemons) of IR."""
+"""Prior boxes and anchors (PriorBox, Proposal): semantics shared by the
+producers (core, the IR v11 emitter) and consumers (daemons) of IR."""
+
+import math
+
+import numpy as np
 
 
 def prior_box_aspect_ratios(aspect_ratio, flip) -> list[float]:
@@ -11,3 +16,45 @@ def prior_box_aspect_ratios(aspect_ratio, flip) -> list[float]:
         if flip:
             ratios.append(1.0 / float(ar))
     return ratios
+
+
+def prior_box_sizes(min_size, max_size, aspect_ratio, flip, scale_all_sizes=True) -> list[tuple[float, float]]:
+    """(width, height) in pixels of Caffe PriorBox's boxes at one position, in its
+    order: per min size the square box, the sqrt(min * max) box, then the other
+    ratios (with scale_all_sizes off: max sizes are ignored and the ratio boxes of
+    the first min size come once, after the last min size)."""
+    ratios = prior_box_aspect_ratios(aspect_ratio, flip)
+    max_size = list(max_size) if scale_all_sizes else []
+    sizes = []
+    last = len(min_size) - 1
+    for i, s in enumerate(min_size):
+        sizes.append((float(s), float(s)))
+        if max_size:
+            side = math.sqrt(s * max_size[i])
+            sizes.append((side, side))
+        if scale_all_sizes or i == last:
+            base = s if scale_all_sizes else min_size[0]
+            for ar in ratios:
+                if abs(ar - 1.0) < 1e-6:
+                    continue
+                sizes.append((base * math.sqrt(ar), base / math.sqrt(ar)))
+    return sizes
+
+
+def proposal_anchors(base_size, ratios, scales) -> np.ndarray:
+    """(len(ratios) * len(scales), 4) float32 anchor boxes of the Caffe Proposal layer
+    this project's pycaffe has: around the centre of a base_size square, per ratio
+    per scale, half sizes 0.5 * round(side * scale / base_size - 1) (a C (int)(x + 0.5)
+    of a double), all in float32 like the layer."""
+    f32 = np.float32
+    area = f32(base_size * base_size)
+    center = f32(0.5) * f32(base_size - 1)
+    anchors = []
+    for r in ratios:
+        rw = f32(np.sqrt(area / f32(r)))
+        rh = f32(rw * f32(r))
+        for s in scales:
+            sw = f32(0.5) * f32(np.trunc(float(f32(rw * f32(s))) / base_size - 1 + 0.5))
+            sh = f32(0.5) * f32(np.trunc(float(f32(rh * f32(s))) / base_size - 1 + 0.5))
+            anchors.append((center - sw, center - sh, center + sw, center + sh))
+    return np.asarray(anchors, np.float32)

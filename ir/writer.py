@@ -190,13 +190,53 @@ def _write_chunk(f, chunk: np.ndarray) -> None:
     f.write(memoryview(chunk))
 
 
+def _side_name(final_name: str, suffix: str) -> str:
+    """A hidden name next to the final file: `.<name>.<pid>.<12 hex>.<tmp|old>`. The
+    pid tells a later run whether the writer that left it is still alive."""
+    return f".{final_name}.{os.getpid()}.{secrets.token_hex(6)}.{suffix}"
+
+
+def remove_stale_side_files(directory: Path, final_name: str) -> list[Path]:
+    """Removes temp/backup files of `final_name` that a killed writer left behind
+    (its pid is gone). Files of writers still running are kept. Returns the removed."""
+    pattern = re.compile(rf"\.{re.escape(final_name)}\.(\d+)\.[0-9a-f]{{12}}\.(tmp|old)")
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        match = pattern.fullmatch(name)
+        if match and not _alive(int(match.group(1))):
+            path = directory / name
+            try:
+                if path.is_file() and not path.is_symlink():
+                    path.unlink()
+                    removed.append(path)
+            except OSError:
+                pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process (or a bogus pid): leave its files alone
+    return True
+
+
 def _create_temp(directory: Path, final_name: str):
     """A new file next to the final one (same filesystem, so os.replace is atomic).
 
     Not tempfile: that creates mode 0600, the IR should get the usual umask mode.
     """
     while True:
-        path = directory / f".{final_name}.{secrets.token_hex(6)}.tmp"
+        path = directory / _side_name(final_name, "tmp")
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except FileExistsError:
@@ -246,6 +286,14 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None
         err.where = err.where or where
         raise
 
+    write_pair_atomically(xml_path, bin_path, xml_bytes, plan.chunks)
+    return plan.warnings
+
+
+def write_pair_atomically(xml_path: Path, bin_path: Path, xml_bytes: bytes, chunks) -> None:
+    """Writes the .bin (the chunks back to back) and the .xml so that both appear at
+    once: a failure leaves neither and never damages an earlier pair at these paths."""
+    where = str(xml_path)
     for directory in {xml_path.parent, bin_path.parent}:
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -254,11 +302,13 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None
                           "Make sure you have permission to create it or choose another output directory",
                           faq=21) from None
 
+    for directory, final in ((bin_path.parent, bin_path.name), (xml_path.parent, xml_path.name)):
+        remove_stale_side_files(directory, final)
     tmp_xml = tmp_bin = backup = None
     try:
         tmp_bin, f = _create_temp(bin_path.parent, bin_path.name)
         with f:
-            for chunk in plan.chunks:
+            for chunk in chunks:
                 _write_chunk(f, chunk)
             f.flush()
             os.fsync(f.fileno())
@@ -271,7 +321,7 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None
         # that if the .xml rename fails the old pair can be put back together.
         had_bin = bin_path.exists()
         if had_bin:
-            backup = bin_path.parent / f".{bin_path.name}.{secrets.token_hex(6)}.old"
+            backup = bin_path.parent / _side_name(bin_path.name, "old")
             try:
                 os.link(bin_path, backup)
             except OSError:
@@ -299,4 +349,3 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None
         _remove_quietly(tmp_bin)
         _remove_quietly(tmp_xml)
         _remove_quietly(backup)
-    return plan.warnings

@@ -18,7 +18,7 @@ log() { printf '[ setup ] %s\n' "$*" >&2; }
 apt_pkgs=(g++ make cmake protobuf-compiler libprotobuf-dev libgoogle-glog-dev
   libgflags-dev libhdf5-dev libopenblas-dev libboost-system-dev
   libboost-thread-dev libboost-filesystem-dev libboost-regex-dev
-  libboost-python-dev pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev
+  libboost-python-dev libgomp1 pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev
   python3-dev)
 missing=()
 for p in "${apt_pkgs[@]}"; do

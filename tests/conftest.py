@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from tests.support import BVLC, make_caffemodel, sdist_prototxt
+from tests.support import BVLC, REPO, make_caffemodel, sdist_prototxt
 
 
 @pytest.fixture(scope="session")
@@ -19,3 +19,16 @@ def bvlc_models(tmp_path_factory):
         make_caffemodel(proto, weights, seed=i, scale=None)
         models[name] = (proto, weights)
     return models
+
+
+@pytest.fixture(scope="session")
+def small_nets(tmp_path_factory):
+    """{name: (prototxt, caffemodel)} for the converter issue's SSD-style net and
+    Conv-BatchNorm-Scale net (tests/convert/nets)."""
+    d = tmp_path_factory.mktemp("small")
+    nets = os.path.join(REPO, "tests", "convert", "nets")
+    ssd = os.path.join(nets, "ssd_small.prototxt")
+    fuse = os.path.join(nets, "conv_bn_scale.prototxt")
+    make_caffemodel(ssd, str(d / "ssd.caffemodel"), scale=None)
+    make_caffemodel(fuse, str(d / "fuse.caffemodel"), scale=0.3, positive=("conv1_bn", "conv1_scale", "fc_bn"))
+    return {"ssd_small": (ssd, str(d / "ssd.caffemodel")), "conv_bn_scale": (fuse, str(d / "fuse.caffemodel"))}

@@ -99,6 +99,21 @@ def run_cli(*args, cwd=None, timeout=300):
     return proc.returncode, proc.stdout, proc.stderr
 
 
+def assert_clean_failure(code, out, err, outdir, *needles):
+    """A user error: exit 1, an [ ERROR ] screen with the needles, no traceback, and
+    nothing left in outdir (files named earlier* are a test's own)."""
+    text = out + err
+    assert code == 1, text
+    assert "[ ERROR ]" in err
+    assert "Traceback" not in text
+    assert len(err.strip().splitlines()) <= 12, err
+    for needle in needles:
+        assert needle in err, (needle, err)
+    if os.path.isdir(outdir):
+        leftovers = [f for f in os.listdir(outdir) if not f.startswith("earlier")]
+        assert leftovers == [], leftovers
+
+
 def ir_shapes(network) -> dict[str, list[tuple]]:
     """{layer name: [output dims...]} of an ir.Network."""
     return {layer.name: [tuple(p.dims) for p in layer.outputs] for layer in network.layers}
@@ -122,3 +137,30 @@ def run_in_threads(fn, n: int):
         th.start()
     for th in threads:
         th.join()
+
+
+def caffe_outputs(proto: str, weights: str, inputs: dict):
+    """A pycaffe net of the model, forwarded on `inputs` ({blob name: array})."""
+    caffe = import_caffe()
+    net = caffe.Net(proto, weights, caffe.TEST)
+    for name, value in inputs.items():
+        net.blobs[name].reshape(*value.shape)
+        net.blobs[name].data[...] = value
+    net.forward()
+    return net
+
+
+def compare_with_caffe(ours: dict, net, tol: float) -> float:
+    """The largest max |diff| / max |ref| of our outputs (keyed by the producing
+    layer) against the pycaffe net's top blobs; asserts it is <= tol."""
+    worst = 0.0
+    for name, value in ours.items():
+        ref = net.blobs[net.top_names[name][0]].data
+        if name == "detection_out":  # Caffe keeps the detections only; the IR pads to N*keep_top_k
+            kept = ref.shape[2]
+            assert np.all(value[0, 0, kept:, 0] == -1)
+            value = value[:, :, :kept]
+        err = float(np.abs(np.asarray(value, np.float64) - ref).max() / max(np.abs(ref).max(), 1e-12))
+        worst = max(worst, err)
+    assert worst <= tol, worst
+    return worst

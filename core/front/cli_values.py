@@ -4,12 +4,14 @@ The reference FAQ wording is kept for each mistake (#56-#63).
 """
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 
 from core.errors import Error
 
+_MAX_ELEMENTS = 2**63 - 1
 _GROUP = re.compile(r"[\(\[]([^\)\]]*)[\)\]]")
 
 
@@ -33,6 +35,9 @@ def parse_input_shapes(text: str | None) -> list[np.ndarray]:
         if not dims or any(d <= 0 for d in dims):
             raise Error("Input shape \"{}\" cannot be parsed: every dimension of [{}] must be a positive integer.",
                         text, g, faq=56)
+        if math.prod(dims) > _MAX_ELEMENTS:
+            raise Error("Input shape \"{}\": [{}] has {} elements, more than int64 can count (2^63-1). Give the "
+                        "real input size.", text, g, math.prod(dims), faq=56)
         shapes.append(np.array(dims, dtype=np.int64))
     return shapes
 
@@ -90,7 +95,14 @@ def parse_values(text: str | None, what: str, input_names: list[str], faq_parse=
 
 def _floats(values: str, text: str, what: str, faq: int) -> np.ndarray:
     try:
-        return np.array([float(v) for v in values.split(",") if v.strip()], dtype=np.float32)
+        numbers = [float(v) for v in values.split(",") if v.strip()]
+        with np.errstate(over="ignore"):
+            result = np.array(numbers, dtype=np.float32)
+        bad = [n for n, r in zip(numbers, result) if not np.isfinite(r)]
+        if bad:
+            raise Error("{} \"{}\": {} is not a finite float32 number (the IR's weights are float32).", what, text,
+                        bad[0], faq=faq)
+        return result
     except ValueError:
         raise Error("{} \"{}\" cannot be parsed. Values cannot be parsed: \"{}\" is not a list of numbers.", what,
                     text, values, faq=faq) from None

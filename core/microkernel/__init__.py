@@ -17,7 +17,7 @@ from .errors import (AuthenticationError, EndpointError, MicrokernelError, Micro
                      ProtocolError, RemoteError, WorkerError)
 from .protocol import (ALLOWED_DTYPES, ARRAY_REF, DEFAULT_LIMITS, PROTOCOL_VERSION, Limits, Reply,
                        Request, decode_reply, decode_request, encode_error, encode_reply,
-                       encode_request)
+                       encode_request, unpack_limited)
 from .server import Server, serve_main
 from .supervisor import WorkerProcess
 
@@ -28,5 +28,5 @@ __all__ = [
     "Server", "WorkerError", "WorkerProcess",
     "check_endpoint", "create_key_file", "decode_reply", "decode_request", "encode_error",
     "encode_reply", "encode_request", "is_loopback", "load_key_file", "new_ipc_endpoint",
-    "runtime_dir", "serve_main", "sign_frames", "verify_frames",
+    "runtime_dir", "serve_main", "sign_frames", "unpack_limited", "verify_frames",
 ]

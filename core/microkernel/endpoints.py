@@ -2,7 +2,8 @@
 
 Default endpoints are ipc:// sockets in a private directory (mode 0700), so only
 our user can connect. tcp:// on a loopback address is allowed (local users could
-connect, as to any loopback port); any other tcp address requires an HMAC key (see
+connect, as to any loopback port); any other tcp address, and an abstract ipc
+socket (ipc://@NAME: no file, so no permissions), require an HMAC key (see
 auth.py), and servers/clients refuse to start on one without a key.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .errors import EndpointError
 RUNTIME_DIR_ENV = "MO_CORE_RUNTIME_DIR"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,40}$")
 # sun_path is 108 bytes on Linux including the NUL; libzmq rejects longer paths.
-_MAX_IPC_PATH = 107
+MAX_IPC_PATH = 107
 
 
 def runtime_dir() -> str:
@@ -55,8 +56,8 @@ def new_ipc_endpoint(name: str) -> str:
     if not _NAME_RE.match(name):
         raise EndpointError(f"endpoint name {name!r} must be 1-40 of [A-Za-z0-9_.-]")
     path = os.path.join(runtime_dir(), f"{name}-{secrets.token_hex(6)}.sock")
-    if len(path.encode()) > _MAX_IPC_PATH:
-        raise EndpointError(f"ipc socket path {path} is longer than {_MAX_IPC_PATH} bytes; "
+    if len(path.encode()) > MAX_IPC_PATH:
+        raise EndpointError(f"ipc socket path {path} is longer than {MAX_IPC_PATH} bytes; "
                             f"set {RUNTIME_DIR_ENV} to a shorter directory")
     return "ipc://" + path
 
@@ -93,6 +94,15 @@ def check_endpoint(endpoint: str, *, have_key: bool) -> None:
     """Refuse endpoints that would expose a service without authentication."""
     if not isinstance(endpoint, str):
         raise EndpointError(f"endpoint must be a str, got {type(endpoint).__name__}")
+    if endpoint.startswith("ipc://@"):
+        # a Linux abstract socket has no file, so no directory permissions guard it:
+        # any local user could connect
+        if have_key:
+            return
+        raise EndpointError(
+            f"refusing {endpoint} without an authentication key: an abstract ipc socket "
+            f"(ipc://@NAME) can be reached by every local user; use an ipc:// path (the "
+            f"default, in the private runtime directory) or pass a key file (--key-file)")
     if endpoint.startswith(("ipc://", "inproc://")):
         return
     if endpoint.startswith("tcp://"):

@@ -65,6 +65,10 @@ class Limits:
     max_header_bytes: int = 16 << 20
     max_depth: int = 32  # nesting of maps/lists in args/result
     max_rank: int = 8
+    # maps, lists and their entries together, in one header: arrays travel as frames,
+    # so a real header holds a few hundred; walking millions in Python would block
+    # the receiving thread for seconds
+    max_elements: int = 1 << 17
 
 
 DEFAULT_LIMITS = Limits()
@@ -262,17 +266,47 @@ def _split_frames(frames: Sequence, limits: Limits) -> list[memoryview]:
     return bufs
 
 
-def _unpack_map(buf: memoryview, limits: Limits) -> dict:
+class _TooManyElements(Exception):
+    pass
+
+
+def unpack_limited(buf: Any, limits: Limits = DEFAULT_LIMITS, *, what: str = "header",
+                   max_bytes: int | None = None) -> Any:
+    """Unpack untrusted msgpack bytes with every limit of the protocol: its size,
+    each container's length, the total number of maps, lists and entries
+    (`limits.max_elements`, counted while unpacking: a hook sees each container
+    as msgpack builds it), no ext types. Any problem is a ProtocolError. Used for
+    headers and for msgpack nested inside a message (e.g. shared-memory specs)."""
+    buf = frame_buffer(buf)
     n = buf.nbytes
-    if n > limits.max_header_bytes:
-        raise ProtocolError(f"header of {n} bytes exceeds the limit of {limits.max_header_bytes}")
+    cap = limits.max_header_bytes if max_bytes is None else max_bytes
+    if n > cap:
+        raise ProtocolError(f"{what} of {n} bytes exceeds the limit of {cap}")
+    budget = limits.max_elements
+    longest = min(n, budget)
+
+    def count(container):
+        nonlocal budget
+        budget -= len(container) + 1
+        if budget < 0:
+            raise _TooManyElements
+        return container
     try:
-        header = msgpack.unpackb(
+        return msgpack.unpackb(
             buf, raw=False, use_list=True, strict_map_key=True,
-            max_str_len=n, max_bin_len=n, max_array_len=n, max_map_len=n // 2,
-            max_ext_len=0)  # no ext types (timestamps included): nothing to trust there
+            max_str_len=n, max_bin_len=n, max_array_len=longest, max_map_len=longest,
+            max_ext_len=0,  # no ext types (timestamps included): nothing to trust there
+            list_hook=count, object_hook=count)
+    except _TooManyElements:
+        raise ProtocolError(f"{what} exceeds the limit of {limits.max_elements} maps, lists "
+                            f"and entries (send bulk data as arrays)") from None
     except Exception as exc:  # msgpack raises ValueError, TypeError, StackError, ...
-        raise ProtocolError(f"header is not valid msgpack: {type(exc).__name__}: {exc}") from None
+        raise ProtocolError(f"{what} is not valid msgpack: {type(exc).__name__}: "
+                            f"{str(exc)[:200]}") from None
+
+
+def _unpack_map(buf: memoryview, limits: Limits) -> dict:
+    header = unpack_limited(buf, limits)
     if not isinstance(header, dict):
         raise ProtocolError(f"header must be a map, got {type(header).__name__}")
     return header
@@ -327,30 +361,39 @@ def _decode_arrays(metas: Any, bufs: list[memoryview], limits: Limits) -> list:
     return arrays
 
 
-def _resolve(value: Any, arrays: list, where: str, depth: int, limits: Limits) -> Any:
-    """Check that `value` holds only msgpack basics and resolve "$array" refs."""
-    if depth > limits.max_depth:
-        raise ProtocolError(f"{where}: nesting deeper than {limits.max_depth}")
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+_SCALARS = (type(None), bool, int, float, str, bytes)
+
+
+def _resolve(value: Any, arrays: list, where: Any, depth: int, limits: Limits) -> Any:
+    """Check that `value` holds only msgpack basics and resolve "$array" refs.
+    `where` is a str or a (parent, key) pair, turned into text only for a report."""
+    if type(value) in _SCALARS:
         return value
+    if depth > limits.max_depth:
+        raise ProtocolError(f"{_where(where)}: nesting deeper than {limits.max_depth}")
     if isinstance(value, dict):
         if ARRAY_REF in value:
             idx = value[ARRAY_REF]
             if len(value) != 1 or isinstance(idx, bool) or not isinstance(idx, int) \
                     or not 0 <= idx < len(arrays):
-                raise ProtocolError(f"{where}: bad array reference {value!r:.80} "
+                raise ProtocolError(f"{_where(where)}: bad array reference {value!r:.80} "
                                     f"({len(arrays)} arrays in the message)")
             return arrays[idx]
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise ProtocolError(f"{where}: map keys must be str, got {type(k).__name__}")
-            out[k] = _resolve(v, arrays, _path(where, k), depth + 1, limits)
+                raise ProtocolError(f"{_where(where)}: map keys must be str, got {type(k).__name__}")
+            out[k] = _resolve(v, arrays, (where, k), depth + 1, limits)
         return out
     if isinstance(value, list):
-        return [_resolve(v, arrays, _path(where, i), depth + 1, limits)
-                for i, v in enumerate(value)]
-    raise ProtocolError(f"{where}: unexpected value of type {type(value).__name__}")
+        return [_resolve(v, arrays, (where, i), depth + 1, limits) for i, v in enumerate(value)]
+    raise ProtocolError(f"{_where(where)}: unexpected value of type {type(value).__name__}")
+
+
+def _where(where: Any) -> str:
+    if isinstance(where, tuple):
+        return _path(_where(where[0]), where[1])
+    return where
 
 
 def decode_request(frames: Sequence, limits: Limits = DEFAULT_LIMITS) -> Request:

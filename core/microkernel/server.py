@@ -30,7 +30,7 @@ from typing import Any, Callable
 import zmq
 
 from .auth import load_key_file, sign_frames, verify_frames
-from .endpoints import check_endpoint, ipc_path
+from .endpoints import MAX_IPC_PATH, check_endpoint, ipc_path, new_ipc_endpoint
 from .errors import AuthenticationError, EndpointError, MicrokernelError, ProtocolError, RemoteError
 from .mailbox import Mailbox
 from .protocol import (DEFAULT_LIMITS, PROTOCOL_VERSION, Limits, Request, _OP_RE, decode_request,
@@ -67,30 +67,88 @@ def _normalize(out: Any, op: str) -> tuple[dict, list]:
                     f"expected a dict or (dict, arrays)")
 
 
+def _fast_endpoint(endpoint: str) -> str:
+    """Where the fast lane of a server bound at `endpoint` binds (see Server)."""
+    if endpoint.startswith("tcp://"):
+        return endpoint.rsplit(":", 1)[0] + ":*"  # a free port of the same interface
+    path = ipc_path(endpoint)
+    if path is not None and not path.startswith("@"):
+        candidate = endpoint + ".fast"
+        if len(candidate) - len("ipc://") <= MAX_IPC_PATH:
+            return candidate
+        return new_ipc_endpoint("fast")
+    return endpoint + ".fast"  # ipc://@name, inproc://name
+
+
+class _Lane:
+    """One bound ROUTER socket and the verbs it serves."""
+
+    def __init__(self, name: str, ctx: zmq.Context, endpoint: str, limits: Limits):
+        self.name = name
+        self.handlers: dict[str, tuple[Handler, bool]] = {}
+        self.sock = ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes)
+        self.sock.setsockopt(zmq.LINGER, _LINGER_MS)
+        try:
+            self.sock.bind(endpoint)
+        except zmq.ZMQError as exc:
+            self.sock.close(0)
+            raise EndpointError(f"cannot bind {endpoint}: {exc}") from None
+        self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        # libzmq leaves the socket file behind on close; remember which file is
+        # ours so close() removes it but never a newer server's file.
+        self._ipc_file = self._own_ipc_file()
+
+    def _own_ipc_file(self) -> tuple[str, int, int] | None:
+        path = ipc_path(self.endpoint)
+        if not path or path.startswith("@"):
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return (path, st.st_dev, st.st_ino)
+
+    def close(self) -> None:
+        """Close the socket (from its owning thread) and remove our socket file."""
+        self.sock.close(linger=_LINGER_MS)
+        if self._ipc_file is not None and self._own_ipc_file() == self._ipc_file:
+            try:
+                os.unlink(self._ipc_file[0])
+            except OSError:
+                pass
+
+
 class Server:
     """A ROUTER-socket request server.
 
-    `Server(endpoint, service=..., key=None, threads=0, parent_pid=None)` binds at
-    once (so a bad or insecure endpoint fails here). Register verbs with
+    `Server(endpoint, service=..., key=None, threads=0, parent_pid=None, spin=0)`
+    binds at once (so a bad or insecure endpoint fails here). Register verbs with
     `handle(op, fn)`, where `fn(args, arrays)` returns `None`, a result dict or
     `(result, arrays)` and may raise RemoteError for a user error. Then `serve()`.
+
+    Lanes: verbs registered with `lane="fast"` are served on a second socket (its
+    endpoint is in the `hello` reply: `lanes: {"fast": endpoint}`) by a thread of
+    their own that receives, computes and replies with no hand-off to another
+    thread, and polls without sleeping for `spin` seconds after each request, so a
+    client's next request skips the ~0.1 ms wake-up of a sleeping thread. For
+    requests that take well under a millisecond, where two thread hand-offs would
+    cost more than the work; the handler must keep it so (refuse longer work). The
+    main socket's I/O thread never runs handlers other than the quick built-ins and
+    `inline` verbs, so `hello` / `ping` are answered whatever the lanes do.
     """
 
     def __init__(self, endpoint: str, *, service: str = "service", key: bytes | None = None,
                  threads: int = 0, parent_pid: int | None = None,
                  limits: Limits = DEFAULT_LIMITS, spin: float = 0.0) -> None:
         check_endpoint(endpoint, have_key=key is not None)
-        # after a message, poll without sleeping for `spin` seconds: a follow-up
-        # request then skips the ~0.1 ms wake-up of a sleeping thread (latency-
-        # sensitive services only; it costs that much CPU after each request)
-        self._spin = spin
         if threads < 0:
             raise ValueError("threads must be >= 0")
         self.service = service
         self._key = key
         self._limits = limits
         self._nthreads = threads
-        self._handlers: dict[str, tuple[Handler, bool]] = {}
+        self._spin = spin
         self._parent_pid = parent_pid
         # Watch getppid() too: a dead parent that is still a zombie answers kill(0).
         self._parent_is_ppid = parent_pid is not None and os.getppid() == parent_pid
@@ -101,35 +159,40 @@ class Server:
         self._closed = False
         # Own context: closing it (term) is what guarantees the last replies flush.
         self._ctx = zmq.Context()
-        self._sock = self._ctx.socket(zmq.ROUTER)
-        self._sock.setsockopt(zmq.MAXMSGSIZE, limits.max_message_bytes)
-        self._sock.setsockopt(zmq.LINGER, _LINGER_MS)
         try:
-            self._sock.bind(endpoint)
-        except zmq.ZMQError as exc:
-            self._sock.close(0)
+            self._main = _Lane("main", self._ctx, endpoint, limits)
+        except EndpointError:
             self._ctx.term()
-            raise EndpointError(f"cannot bind {endpoint}: {exc}") from None
-        self.endpoint = self._sock.getsockopt_string(zmq.LAST_ENDPOINT)
-        # libzmq leaves the socket file behind on close; remember which file is
-        # ours so close() removes it but never a newer server's file.
-        self._ipc_file = self._own_ipc_file()
+            raise
+        self.endpoint = self._main.endpoint
+        self._fast: _Lane | None = None
+        self._fast_thread: threading.Thread | None = None
         self._replies = Mailbox()
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self._pool: list[threading.Thread] = []
-        self._handlers["hello"] = (self._hello, True)
-        self._handlers["ping"] = (self._ping, True)
-        self._handlers["shutdown"] = (self._shutdown, True)
+        for op, fn in (("hello", self._hello), ("ping", self._ping), ("shutdown", self._shutdown)):
+            self._main.handlers[op] = (fn, True)
 
     # ----------------------------------------------------------------- public API
-    def handle(self, op: str, fn: Handler, *, inline: bool = False) -> None:
+    def handle(self, op: str, fn: Handler, *, inline: bool = False, lane: str = "main") -> None:
         """Register `fn(args, arrays)` for verb `op` (before serve()). inline=True runs
-        it in the I/O thread even with a pool: only for quick, non-blocking verbs."""
+        it in the I/O thread even with a pool: only for quick, non-blocking verbs.
+        lane="fast" serves it on the fast lane instead (see the class doc); the
+        same verb may have a handler on each lane."""
         if not _OP_RE.match(op):
             raise ValueError(f"bad verb name {op!r}")
         if op in BUILTIN_OPS:
             raise ValueError(f"'{op}' is a built-in verb")
-        self._handlers[op] = (fn, inline)
+        if lane == "main":
+            self._main.handlers[op] = (fn, inline)
+        elif lane == "fast":
+            self._fast_lane().handlers[op] = (fn, True)
+        else:
+            raise ValueError(f"unknown lane {lane!r} (main or fast)")
+
+    @property
+    def fast_endpoint(self) -> str | None:
+        return self._fast.endpoint if self._fast is not None else None
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """Ask serve() to return (thread-safe; takes effect within ~0.2 s)."""
@@ -147,12 +210,18 @@ class Server:
                                  daemon=True)
             t.start()
             self._pool.append(t)
+        if self._fast is not None:
+            # the socket is handed over to this thread here (thread start is a full
+            # memory barrier, as zmq requires) and never touched again by this one
+            self._fast_thread = threading.Thread(target=self._fast_loop, daemon=True,
+                                                 name=f"{self.service}-fast")
+            self._fast_thread.start()
+        sock = self._main.sock
         poller = zmq.Poller()
-        poller.register(self._sock, zmq.POLLIN)
+        poller.register(sock, zmq.POLLIN)
         poller.register(self._replies.fileno(), zmq.POLLIN)
         next_parent_check = 0.0
         stop_deadline = None
-        busy_until = 0.0
         try:
             while True:
                 if self._signalled is not None:
@@ -169,20 +238,18 @@ class Server:
                         stop_deadline = now + _STOP_GRACE_S
                     if self._inflight == 0 or now >= stop_deadline:
                         break
-                events = dict(poller.poll(0 if now < busy_until else _POLL_MS))
+                events = dict(poller.poll(_POLL_MS))
                 if self._replies.fileno() in events:
                     self._flush_replies()
-                if self._sock in events and self._stop_reason is None:
-                    self._receive_batch()
-                    if self._spin:
-                        busy_until = time.monotonic() + self._spin
+                if sock in events and self._stop_reason is None:
+                    self._receive_batch(self._main)
             return self._stop_reason or "stopped"
         finally:
             restore()
             self.close()
 
     def close(self) -> None:
-        """Release the socket, the pool and the context (idempotent)."""
+        """Release the sockets, the pool and the context (idempotent)."""
         if self._closed:
             return
         self._closed = True
@@ -192,26 +259,27 @@ class Server:
         for t in self._pool:  # a handler still busy is left behind (daemon thread)
             t.join(timeout=max(0.0, deadline - time.monotonic()))
         self._replies.close()
-        self._sock.close(linger=_LINGER_MS)
-        self._ctx.term()  # returns once queued replies are sent or linger expired
-        if self._ipc_file is not None and self._own_ipc_file() == self._ipc_file:
-            try:
-                os.unlink(self._ipc_file[0])
-            except OSError:
-                pass
-
-    def _own_ipc_file(self) -> tuple[str, int, int] | None:
-        path = ipc_path(self.endpoint)
-        try:
-            st = os.stat(path) if path else None
-        except OSError:
-            return None
-        return (path, st.st_dev, st.st_ino) if st else None
+        self._main.close()
+        fast_done = True
+        if self._fast is not None:
+            if self._fast_thread is None:
+                self._fast.close()  # never handed over
+            else:
+                self._fast_thread.join(timeout=max(0.5, deadline - time.monotonic()))
+                fast_done = not self._fast_thread.is_alive()
+        if fast_done:
+            self._ctx.term()  # returns once queued replies are sent or linger expired
+        else:  # a fast handler is stuck: term() would wait for it forever
+            log.warning("the fast lane did not stop in time; leaving it to process exit")
 
     # ----------------------------------------------------------------- built-ins
     def _hello(self, args: dict, arrays: list) -> dict:
-        return {"service": self.service, "version": PROTOCOL_VERSION, "pid": os.getpid(),
-                "ops": sorted(self._handlers)}
+        info = {"service": self.service, "version": PROTOCOL_VERSION, "pid": os.getpid(),
+                "ops": sorted(self._main.handlers)}
+        if self._fast is not None:
+            info["lanes"] = {"fast": self._fast.endpoint}
+            info["fast_ops"] = sorted(self._fast.handlers)
+        return info
 
     def _ping(self, args: dict, arrays: list) -> dict:
         return {"pid": os.getpid(), "inflight": self._inflight}
@@ -221,6 +289,32 @@ class Server:
         return {"pid": os.getpid()}
 
     # ----------------------------------------------------------------- internals
+    def _fast_lane(self) -> _Lane:
+        if self._fast is None:
+            if self._closed or self._fast_thread is not None:
+                raise MicrokernelError("register fast verbs before serve()")
+            self._fast = _Lane("fast", self._ctx, _fast_endpoint(self.endpoint), self._limits)
+            self._fast.handlers["ping"] = (self._ping, True)
+        return self._fast
+
+    def _fast_loop(self) -> None:
+        lane = self._fast
+        poller = zmq.Poller()
+        poller.register(lane.sock, zmq.POLLIN)
+        busy_until = 0.0
+        try:
+            while not self._closed and self._stop_reason is None:
+                spinning = time.perf_counter() < busy_until
+                if not poller.poll(0 if spinning else _POLL_MS):
+                    continue
+                self._receive_batch(lane)
+                if self._spin:
+                    busy_until = time.perf_counter() + self._spin
+        except BaseException:  # noqa: BLE001 - never die silently
+            log.exception("the fast lane failed; its clients fall back to the main lane")
+        finally:
+            lane.close()
+
     def _install_signal_handlers(self) -> Callable[[], None]:
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
@@ -255,24 +349,24 @@ class Server:
     def _sign(self, frames: list) -> list:
         return sign_frames(self._key, frames) if self._key is not None else frames
 
-    def _send(self, ident: bytes, frames: list) -> None:
+    def _send(self, lane: _Lane, ident: bytes, frames: list) -> None:
         try:
-            self._sock.send_multipart([ident, *frames], copy=False)
+            lane.sock.send_multipart([ident, *frames], copy=False)
         except zmq.ZMQError as exc:  # peer gone; ROUTER drops silently anyway
             log.warning("could not send a reply to peer %s: %s", ident.hex(), exc)
 
-    def _receive_batch(self) -> None:
+    def _receive_batch(self, lane: _Lane) -> None:
         for _ in range(256):  # bounded, so replies from the pool still get out
             try:
-                parts = self._sock.recv_multipart(zmq.NOBLOCK, copy=False)
+                parts = lane.sock.recv_multipart(zmq.NOBLOCK, copy=False)
             except zmq.Again:
                 return
             try:
-                self._on_message(parts)
+                self._on_message(lane, parts)
             except Exception:  # a bug here must not take the service down
                 log.exception("unexpected error while handling a message")
 
-    def _on_message(self, parts: list) -> None:
+    def _on_message(self, lane: _Lane, parts: list) -> None:
         ident = parts[0].bytes
         frames = parts[1:]
         if not frames:
@@ -291,17 +385,18 @@ class Server:
             if rid is None:
                 self._log_drop(f"malformed and no request id: {exc}", ident)
             else:
-                self._send(ident, self._sign(encode_error(rid, "protocol", str(exc))))
+                self._send(lane, ident, self._sign(encode_error(rid, "protocol", str(exc))))
             return
-        entry = self._handlers.get(req.op)
+        entry = lane.handlers.get(req.op)
         if entry is None:
-            known = ", ".join(sorted(self._handlers))
-            self._send(ident, self._sign(encode_error(
-                req.id, "unknown_op", f"{self.service} has no verb '{req.op}' (it has: {known})")))
+            known = ", ".join(sorted(lane.handlers))
+            where = "" if lane is self._main else f"'s {lane.name} lane"
+            self._send(lane, ident, self._sign(encode_error(
+                req.id, "unknown_op", f"{self.service}{where} has no verb '{req.op}' (it has: {known})")))
             return
         fn, inline = entry
-        if inline or self._nthreads == 0:
-            self._send(ident, self._run(fn, req))
+        if inline or self._nthreads == 0 or lane is not self._main:
+            self._send(lane, ident, self._run(fn, req))
         else:
             self._inflight += 1
             self._tasks.put((ident, fn, req))
@@ -309,7 +404,7 @@ class Server:
     def _flush_replies(self) -> None:
         for ident, frames in self._replies.drain():
             self._inflight -= 1
-            self._send(ident, frames)
+            self._send(self._main, ident, frames)
 
     def _pool_loop(self) -> None:
         while True:
@@ -326,7 +421,8 @@ class Server:
             frames = encode_reply(req.id, result, arrays, self._limits)
         except RemoteError as exc:
             frames = encode_error(req.id, exc.kind, exc.message, exc.faq, exc.traceback)
-        except (Exception, SystemExit) as exc:
+        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt / SystemExit raised by user
+            # code (a custom kernel's import) must cost one error reply, never a pool thread
             log.error("handler for '%s' raised %s: %s", req.op, type(exc).__name__, exc)
             frames = encode_error(req.id, "internal", f"{type(exc).__name__}: {exc}",
                                   traceback=_short_traceback(exc))
@@ -334,36 +430,64 @@ class Server:
 
 
 def serve_main(argv: list[str] | None, service_name: str,
-               setup_fn: Callable[[Server], None]) -> int:
-    """Command-line entry of a worker/daemon: parse options, bind, register, serve.
+               setup_fn: Callable[[Server, argparse.Namespace], Callable[[str], None] | None], *,
+               add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+               before_bind: Callable[[argparse.Namespace], None] | None = None,
+               threads: int = 1, parent_pid: int | None = None, spin: float = 0.0,
+               timestamps: bool = False, description: str | None = None) -> int:
+    """Command-line entry of a worker or daemon: parse options, bind, register, serve.
 
     A worker's whole `__main__` is:
         if __name__ == "__main__":
             sys.exit(serve_main(sys.argv[1:], "caffe", register_verbs))
+
+    Standard options: --endpoint (required), --parent-pid (exit when that process
+    dies; default `parent_pid`, None/0: long-lived), --key-file, --threads (default
+    `threads`), --log-level. The service adds its own with `add_arguments(parser)`;
+    `before_bind(opts)` runs before the endpoint is bound (e.g. refuse to start
+    twice); `setup_fn(server, opts)` registers verbs and may return a callable that
+    runs once serving ends, with the reason it ended (e.g. removing a record). A ValueError or
+    MicrokernelError from parsing, before_bind or binding is one `[ ERROR ]` line
+    and exit status 1; the stop reason is logged at the end.
     """
-    parser = argparse.ArgumentParser(prog=service_name,
-                                     description=f"mo-core {service_name} service")
+    parser = argparse.ArgumentParser(prog=f"python -m ... ({service_name})",
+                                     description=description or f"mo-core {service_name} service")
     parser.add_argument("--endpoint", required=True, help="ipc://PATH or tcp://HOST:PORT to bind")
-    parser.add_argument("--parent-pid", type=int, default=None,
-                        help="exit when this process dies")
+    parser.add_argument("--parent-pid", type=int, default=parent_pid,
+                        help="exit when this process dies (0: long-lived)")
     parser.add_argument("--key-file", default=None, help="HMAC key file (mode 0600)")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=int, default=threads,
                         help="handler threads (0 = run handlers in the I/O thread)")
     parser.add_argument("--log-level", default="WARNING")
+    if add_arguments is not None:
+        add_arguments(parser)
     opts = parser.parse_args(argv)
+    stamp = "%(asctime)s " if timestamps else ""
     logging.basicConfig(stream=sys.stderr, level=opts.log_level.upper(),
-                        format=f"[ {service_name} %(levelname)s ] %(message)s")
+                        format=f"{stamp}[ {service_name} %(levelname)s ] %(message)s")
+    if opts.key_file:
+        opts.key_file = os.path.abspath(opts.key_file)
     try:
+        if opts.threads < 0:
+            raise ValueError("--threads must be >= 0")
         key = load_key_file(opts.key_file) if opts.key_file else None
+        if before_bind is not None:
+            before_bind(opts)
         server = Server(opts.endpoint, service=service_name, key=key, threads=opts.threads,
-                        parent_pid=opts.parent_pid)
+                        parent_pid=opts.parent_pid or None, spin=spin)
     except (MicrokernelError, ValueError) as exc:
-        print(f"[ ERROR ] {service_name}: {exc}", file=sys.stderr, flush=True)
+        prefix = time.strftime("%Y-%m-%d %H:%M:%S ") if timestamps else ""
+        print(f"{prefix}[ ERROR ] {service_name}: {exc}", file=sys.stderr, flush=True)
         return 1
+    reason = "failed"
+    cleanup = None
     try:
-        setup_fn(server)
+        cleanup = setup_fn(server, opts)
+        log.info("pid %d serving at %s", os.getpid(), server.endpoint)
         reason = server.serve()
     finally:
         server.close()
-    log.info("stopped: %s", reason)
+        if cleanup is not None:
+            cleanup(reason)
+        log.info("stopped: %s", reason)
     return 0

@@ -39,6 +39,10 @@ def _values_for(values: dict, name: str, n_inputs: int):
     return None
 
 
+def _listed(values) -> str:
+    return "[{}]".format(", ".join("{:g}".format(float(v)) for v in np.ravel(values)))
+
+
 def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float | None, reverse: bool,
                       fusing: bool):
     inputs = graph.op_nodes(op="Parameter")
@@ -60,7 +64,7 @@ def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float
             scl = np.array([scale], dtype=np.float32)
         channels = int(shape[1]) if len(shape) > 1 else 1
         for what, vec, faq in (("mean", mean, 59), ("scale", scl, 59)):
-            if vec is not None and vec.size not in (1, channels) or (vec is not None and np.any(~np.isfinite(vec))):
+            if vec is not None and vec.size not in (1, channels):
                 raise Error("{} channels are expected for given values: input \"{}\" has shape {} but {} {} values "
                             "were given.", channels, param.name, list(shape), vec.size, what, faq=faq)
         if scl is not None and np.any(scl == 0):
@@ -72,11 +76,20 @@ def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float
         if mean is None and scl is None:
             continue
         mean = np.zeros(channels, np.float32) if mean is None else np.broadcast_to(mean, (channels,)).astype(np.float32)
-        inv = np.ones(channels, np.float32) if scl is None else (1.0 / np.broadcast_to(scl, (channels,))).astype(
-            np.float32)
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            inv = np.ones(channels, np.float32) if scl is None else (1.0 / np.broadcast_to(scl, (channels,))).astype(
+                np.float32)
+            shift = -mean * inv
+        if not (np.all(np.isfinite(inv)) and np.all(np.isfinite(shift))):
+            # e.g. --scale 1e-45: the factor 1/scale does not fit float32, the IR would hold inf or NaN
+            raise Error("The preprocessing of input \"{}\" cannot be represented in float32: the scale {} gives the "
+                        "factor {} and the mean {} the shift {}. Give scale values of at least {:.3g} (and means "
+                        "that stay finite when divided by them).", param.name,
+                        _listed(scl if scl is not None else [1.0]), _listed(inv), _listed(mean), _listed(shift),
+                        1.0 / float(np.finfo(np.float32).max), faq=97)
         node = _insert_after(graph, data, param.name + "/mean_scale", (Identity, {}))
         node.epsilon = 0.0
-        replace_with_linear(node, inv, -mean * inv, split=fusing)
+        replace_with_linear(node, inv, shift, split=fusing)
 
 
 def fold_reverse_channels(graph):

@@ -2,9 +2,12 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, ir_attrs
+from core.ops.op import Op, check_ranges, ir_attrs
 
 
+
+
+_WINDOW = ("kernel", "stride", "pad", "dilation", "group", "output")
 
 
 def _weights_count(node):
@@ -28,6 +31,7 @@ class Convolution(Op):
         shape = node.in_node(0).shape
         if len(shape) != 4:
             raise ShapeError("Convolution '{}' needs a 4-D input, got shape {}.", node.name, list(shape))
+        check_ranges(node, "Convolution", _WINDOW)
         k, s, p, d = (np.asarray(node[a], dtype=np.int64) for a in ("kernel", "stride", "pad", "dilation"))
         group, out_c = int(node.group), int(node.output)
         if shape[1] % group or out_c % group:
@@ -60,6 +64,9 @@ class Deconvolution(Op):
     @staticmethod
     def infer(node):
         shape = node.in_node(0).shape
+        if len(shape) != 4:
+            raise ShapeError("Deconvolution '{}' needs a 4-D input, got shape {}.", node.name, list(shape))
+        check_ranges(node, "Deconvolution", _WINDOW)
         k, s, p, d = (np.asarray(node[a], dtype=np.int64) for a in ("kernel", "stride", "pad", "dilation"))
         group, out_c = int(node.group), int(node.output)
         # Caffe keeps deconvolution weights as (C_in, C_out/group, kh, kw)

@@ -52,20 +52,44 @@ class DetectionOutput(Op):
     op = "DetectionOutput"
 
     def __init__(self, graph, attrs):
-        super().__init__(graph, {"type": "DetectionOutput", "op": self.op, "infer": self.infer}, attrs)
+        super().__init__(graph, {"type": "DetectionOutput", "op": self.op, "normalized": True, "input_width": 1,
+                                 "input_height": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ir_attrs("DetectionOutput")
+        pixels = {name: (lambda key: lambda n: None if n.normalized else n[key])(name)
+                  for name in ("input_width", "input_height")}
+        # written only for the R-FCN form: an SSD IR stays as the catalog shows it
+        return ir_attrs("DetectionOutput", normalized=lambda n: None if n.normalized else False, **pixels)
 
     @staticmethod
     def infer(node):
-        loc, conf = node.in_node(0).shape, node.in_node(1).shape
+        loc, conf, prior = node.in_node(0).shape, node.in_node(1).shape, node.in_node(2).shape
         batch = int(loc[0])
-        priors = int(node.in_node(2).shape[-1]) // 4
+        # normalized: [xmin, ymin, xmax, ymax] in [0, 1]; else R-FCN's ROIs [batch, x1, y1, x2, y2] in pixels
+        prior_size = 4 if node.normalized else 5
+        if not node.normalized and min(int(node.input_width), int(node.input_height)) <= 0:
+            raise ShapeError("DetectionOutput '{}' has normalized: false but no positive input_width and "
+                             "input_height (the image size its pixel boxes are divided by); add them to "
+                             "detection_output_param.", node.name)
+        if int(prior[-1]) % prior_size:
+            raise ShapeError("DetectionOutput '{}': its priors input {} does not hold {}-value priors ({}).",
+                             node.name, list(prior), prior_size, "normalized" if node.normalized else
+                             "normalized: false, [batch, x1, y1, x2, y2] per prior")
+        if not node.variance_encoded_in_target and (len(prior) < 2 or int(prior[-2]) < 2):
+            raise ShapeError("DetectionOutput '{}': its priors input {} has no variances (a second row), and "
+                             "variance_encoded_in_target is false. Set variance_encoded_in_target: true (R-FCN) "
+                             "or feed PriorBox outputs.", node.name, list(prior))
+        priors = int(prior[-1]) // prior_size
         loc_classes = 1 if node.share_location else int(node.num_classes)
         if int(np.prod(loc[1:])) != priors * loc_classes * 4:
-            raise ShapeError("DetectionOutput '{}': {} location values per image do not match {} priors.",
-                             node.name, int(np.prod(loc[1:])), priors)
+            hint = ""
+            if node.normalized and int(prior[-1]) % 5 == 0 and \
+                    int(np.prod(loc[1:])) == int(prior[-1]) // 5 * loc_classes * 4:
+                hint = (" They match {} priors of 5 values: if the priors are ROIs [batch, x1, y1, x2, y2] in pixels "
+                        "(R-FCN), set normalized: false, input_width and input_height in detection_output_param."
+                        .format(int(prior[-1]) // 5))
+            raise ShapeError("DetectionOutput '{}': {} location values per image do not match {} priors.{}",
+                             node.name, int(np.prod(loc[1:])), priors, hint)
         if int(np.prod(conf[1:])) != priors * int(node.num_classes):
             raise ShapeError("DetectionOutput '{}': {} confidences per image do not match {} priors x {} classes.",
                              node.name, int(np.prod(conf[1:])), priors, node.num_classes)

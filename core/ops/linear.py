@@ -4,6 +4,7 @@ import numpy as np
 
 from core.errors import ShapeError
 from core.ops.op import Op, copy_shape_infer, ir_attrs
+from core.ops.resize import zoom_rule_hint
 
 
 def _channel_blob_check(node):
@@ -58,8 +59,8 @@ class Eltwise(Op):
         shapes = [d.shape for d in node.data_inputs()]
         for s in shapes[1:]:
             if not np.array_equal(s, shapes[0]):
-                raise ShapeError("Eltwise '{}' inputs have different shapes: {}.", node.name,
-                                 ", ".join(str(list(x)) for x in shapes))
+                raise ShapeError("Eltwise '{}' inputs have different shapes: {}.{}", node.name,
+                                 ", ".join(str(list(x)) for x in shapes), zoom_rule_hint(node))
         coeff = node.soft_get("coeff")
         if coeff is not None and len(coeff) != len(shapes):
             raise ShapeError("Eltwise '{}' has {} coefficients for {} inputs.", node.name, len(coeff), len(shapes))

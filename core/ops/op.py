@@ -79,6 +79,24 @@ def ir_attrs(ir_type: str, **getters) -> SchemaAttrs:
     return SchemaAttrs(ir_type, [(name, getters.get(name) or _node_attr(name)) for name in schema.attrs])
 
 
+def check_ranges(node, ir_type: str, names):
+    """The node's values of these schema attributes are of the right kind and range
+    (e.g. stride >= 1): checked before shapes are computed with them, so that a
+    model's stride 0 is an error naming the layer, not a division by zero."""
+    from core.errors import ShapeError
+    from ir import IRError
+    schema = layer_schema(ir_type)
+    for name in names:
+        value = node.soft_get(name)
+        if value is None:
+            continue
+        try:
+            schema.attrs[name].validate(value)
+        except IRError as err:
+            raise ShapeError("{} '{}': {}. Fix the layer's parameters in the model.", node.soft_get("op", ir_type),
+                             node.name, err.message) from None
+
+
 def _node_attr(name):
     return lambda node: node.soft_get(name)
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, ir_attrs
+from core.ops.op import Op, check_ranges, ir_attrs
 
 
 def pooled_size(size, kernel, stride, pad, rounding):
@@ -38,6 +38,7 @@ class Pooling(Op):
             node.kernel = np.array(shape[2:], dtype=np.int64)
             node.pad = np.zeros(2, dtype=np.int64)
             node.stride = np.ones(2, dtype=np.int64)
+        check_ranges(node, "Pooling", ("kernel", "stride", "pad"))
         if np.any(np.asarray(node.pad) >= np.asarray(node.kernel)):
             raise ShapeError("Pooling '{}': padding {} must be smaller than the kernel {}.", node.name,
                              list(node.pad), list(node.kernel))

@@ -2,7 +2,8 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, ir_attrs
+from core.ops.op import Op, check_ranges, ir_attrs
+from ir.interp import ZOOM_RULES, interp_output_size
 
 
 class Resample(Op):
@@ -27,37 +28,51 @@ class Resample(Op):
 
 
 class Interp(Op):
-    """Caffe Interp (PSPNet/DeepLab fork); its output size rules are the fork's."""
+    """Caffe Interp (PSPNet/DeepLab fork): bilinear resize with corners aligned; the
+    output size rules are in ir/interp.py (shared with the kernels)."""
     op = "Interp"
 
     def __init__(self, graph, attrs):
         super().__init__(graph, {"type": "Interp", "op": self.op, "zoom_factor": 1, "shrink_factor": 1,
-                                 "pad_beg": 0, "pad_end": 0, "height": 0, "width": 0, "infer": self.infer}, attrs)
+                                 "pad_beg": 0, "pad_end": 0, "height": 0, "width": 0, "zoom_rule": "multiply",
+                                 "align_corners": True, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ir_attrs("Interp")
+        # the rule only matters (and is only written) when the layer zooms
+        return ir_attrs("Interp", zoom_rule=lambda n: n.zoom_rule if int(n.zoom_factor) != 1 else None)
 
     @staticmethod
     def infer(node):
         shape = node.in_node(0).shape
-        h_in = int(shape[2]) + int(node.pad_beg) + int(node.pad_end)
-        w_in = int(shape[3]) + int(node.pad_beg) + int(node.pad_end)
-        zoom, shrink = int(node.zoom_factor), int(node.shrink_factor)
-        if len(node.data_inputs()) > 1:
+        if len(shape) != 4:
+            raise ShapeError("Interp '{}' needs a 4-D input, got shape {}.", node.name, list(shape))
+        check_ranges(node, "Interp", ("height", "width", "zoom_factor", "shrink_factor", "pad_beg", "pad_end"))
+        if len(node.data_inputs()) > 1:  # the size of the second input
             ref = node.in_node(1).shape
             h, w = int(ref[2]), int(ref[3])
-        elif node.height and node.width:
-            h, w = int(node.height), int(node.width)
-        elif shrink != 1 and zoom != 1:
-            h, w = (h_in - 1) // shrink + 1, (w_in - 1) // shrink + 1
-            h, w = h + (h - 1) * (zoom - 1), w + (w - 1) * (zoom - 1)
-        elif zoom != 1:
-            h, w = h_in + (h_in - 1) * (zoom - 1), w_in + (w_in - 1) * (zoom - 1)
-        elif shrink != 1:
-            h, w = (h_in - 1) // shrink + 1, (w_in - 1) // shrink + 1
         else:
-            h, w = h_in, w_in
-        if h <= 0 or w <= 0:
-            raise ShapeError("Interp '{}' computes a non-positive output size {}x{}.", node.name, h, w)
-        node.height, node.width = h, w
+            try:
+                h, w = interp_output_size(
+                    int(shape[2]), int(shape[3]), height=int(node.height), width=int(node.width),
+                    zoom_factor=int(node.zoom_factor), shrink_factor=int(node.shrink_factor),
+                    pad_beg=int(node.pad_beg), pad_end=int(node.pad_end), zoom_rule=node.zoom_rule)
+            except ValueError as exc:
+                raise ShapeError("Interp '{}' on an input of shape {}: {}.", node.name, list(shape), exc,
+                                 faq=96) from None
         node.out_node(0).shape = np.array([shape[0], shape[1], h, w], dtype=np.int64)
+
+
+def zoom_rule_hint(node) -> str:
+    """A shape mismatch right after a zooming Interp usually means the model was
+    trained with the other zoom rule (reference FAQ #96): say so."""
+    for data in node.data_inputs():
+        producer = data.producer()
+        if producer is None or producer.soft_get("op") != "Interp" or producer.soft_get("zoom_factor", 1) == 1:
+            continue
+        rule = producer.soft_get("zoom_rule")
+        if rule in ZOOM_RULES:
+            other = next(r for r in ZOOM_RULES if r != rule)
+            return (" Input '{}' comes from an Interp with zoom_factor {} sized by the '{}' rule: if the model was "
+                    "trained with the other rule, convert with --interp_zoom_rule {} (FAQ #96).".format(
+                        data.name, producer.zoom_factor, rule, other))
+    return ""

@@ -1,8 +1,11 @@
 """Layout and shape ops: Concat, Split, Reshape, Crop, Permute, Tile."""
+import math
+
 import numpy as np
 
 from core.errors import ShapeError
 from core.ops.op import Op, ir_attrs
+from core.ops.resize import zoom_rule_hint
 
 
 def _axis(node, rank, attr="axis"):
@@ -28,8 +31,8 @@ class Concat(Op):
         node.axis = axis
         for s in shapes[1:]:
             if len(s) != len(shapes[0]) or not np.array_equal(np.delete(s, axis), np.delete(shapes[0], axis)):
-                raise ShapeError("Concat '{}' inputs {} differ outside the concatenation axis {}.", node.name,
-                                 ", ".join(str(list(x)) for x in shapes), axis)
+                raise ShapeError("Concat '{}' inputs {} differ outside the concatenation axis {}.{}", node.name,
+                                 ", ".join(str(list(x)) for x in shapes), axis, zoom_rule_hint(node))
         out = np.array(shapes[0], dtype=np.int64)
         out[axis] = sum(int(s[axis]) for s in shapes)
         node.out_node(0).shape = out
@@ -92,15 +95,15 @@ def resolve_reshape(node, shape, dims, axis=0, num_axes=-1):
         else:
             middle.append(int(d))
     out = [int(x) for x in shape[:axis]] + middle + [int(x) for x in shape[end:]]
-    total = int(np.prod(shape))
+    total = math.prod(int(x) for x in shape)
     if out.count(-1) > 1:
         raise ShapeError("Reshape '{}': more than one -1 in {}.", node.name, list(dims))
     if -1 in out:
-        known = int(np.prod([d for d in out if d != -1]))
+        known = math.prod(d for d in out if d != -1)
         if known == 0 or total % known:
             raise ShapeError("Reshape '{}' cannot reshape {} into {}.", node.name, list(shape), list(dims))
         out[out.index(-1)] = total // known
-    if int(np.prod(out)) != total:
+    if math.prod(out) != total:
         raise ShapeError("Reshape '{}' cannot reshape {} ({} elements) into {}.", node.name, list(shape), total, out)
     return np.array(out, dtype=np.int64)
 
@@ -122,7 +125,8 @@ class Reshape(Op):
         if node.soft_get("flatten"):
             rank = len(shape)
             start, end = int(node.axis) % rank, int(node.end_axis) % rank
-            out = [int(x) for x in shape[:start]] + [int(np.prod(shape[start:end + 1]))] + \
+            # exact (Python int) product: an int64 np.prod would wrap around silently
+            out = [int(x) for x in shape[:start]] + [math.prod(int(x) for x in shape[start:end + 1])] + \
                   [int(x) for x in shape[end + 1:]]
             node.out_node(0).shape = np.array(out, dtype=np.int64)
             return

@@ -54,6 +54,7 @@ import numpy as np
 
 from ir import IRError, Network
 
+from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, output_ports
 from .backends import build_program, requested_backend
 from .kernels import KERNELS, KernelError
 from .kernels.base import describe
@@ -156,7 +157,7 @@ class _Step:
     is_custom: bool
 
 
-class ExecutionPlan:
+class ExecutionPlan(PlanShapes):
     def __init__(self, network: Network, custom_kernels: dict[str, type] | None = None,
                  extra_outputs=None, backend: str | None = None):
         """extra_outputs: names of layers whose outputs infer() also returns (as an
@@ -171,9 +172,7 @@ class ExecutionPlan:
         self.custom_kernels.update(custom_kernels or {})
         self.states: dict = {}
         self.warnings: list[str] = []
-        order = network.topological_order()
-        # sources first (stable): Input layers and Memory readers run before anything else
-        order = [l for l in order if not l.inputs] + [l for l in order if l.inputs]
+        order = execution_order(network)
 
         producer = {}  # (to_layer, to_port) -> (from_layer, from_port)
         for e in network.edges:
@@ -215,22 +214,8 @@ class ExecutionPlan:
                 kernel.states = self.states
 
         # network outputs: unconsumed output ports
-        self._outputs: list[tuple[str, int]] = []
-        per_layer: dict[int, list] = {}
-        for layer, port in network.outputs():
-            per_layer.setdefault(layer.id, []).append((layer, port))
-        for name in extra_outputs or ():
-            try:
-                layer = network.layer_by_name(name)
-            except KeyError:
-                raise IRError(f"extra output {name!r}: the network has no layer of that name") from None
-            if not layer.outputs:
-                raise KernelError(layer, "has no output port to return")
-            per_layer[layer.id] = [(layer, port) for port in layer.outputs]
-        for items in per_layer.values():
-            for layer, port in items:
-                key = layer.name if len(items) == 1 else f"{layer.name}.{port.id}"
-                self._outputs.append((key, self._slot_of[(layer.id, port.id)]))
+        self._outputs: list[tuple[str, int]] = [(key, self._slot_of[(layer.id, port.id)]) for key, layer, port in
+                         output_ports(network, extra_outputs)]
         output_slots = {s for _, s in self._outputs}
 
         # reference counts -> the step after which each slot can be dropped
@@ -291,38 +276,13 @@ class ExecutionPlan:
                                      f"{type(err).__name__}: {err}") from err
 
     # --- shapes ----------------------------------------------------------------------
-    @property
-    def input_names(self) -> list[str]:
-        return list(self._input_slots)
-
-    @property
-    def output_names(self) -> list[str]:
-        return [k for k, _ in self._outputs]
-
-    def input_shapes(self) -> dict[str, tuple]:
-        return {name: self.shapes[s] for name, s in self._input_slots.items()}
-
-    def output_shapes(self) -> dict[str, tuple]:
-        return {name: self.shapes[s] for name, s in self._outputs}
-
     def reshape(self, input_shapes: dict[str, tuple]):
         """Re-infers every shape for new input shapes (e.g. another batch); inputs not
         named keep their current shape. Memory states are reset."""
-        unknown = set(input_shapes) - set(self._input_slots)
-        if unknown:
-            raise IRError(f"reshape: no input named {', '.join(sorted(map(repr, unknown)))}; the network's inputs "
-                          f"are {', '.join(map(repr, self._input_slots)) or 'none'}")
+        current = {name: self.shapes[slot] or self._ir_input_shapes[name] for name, slot in self._input_slots.items()}
         shapes = list(self.shapes)
-        for name, slot in self._input_slots.items():
-            shape = input_shapes.get(name, shapes[slot] or self._ir_input_shapes[name])
-            try:
-                shape = tuple(int(d) for d in shape)
-            except (TypeError, ValueError):
-                raise IRError(f"reshape: the shape of input {name!r} must be a sequence of integers, got "
-                              f"{shape!r}") from None
-            if any(d <= 0 for d in shape):
-                raise IRError(f"reshape: input {name!r} shape {list(shape)} has a non-positive dimension")
-            shapes[slot] = shape
+        for name, shape in check_reshape(input_shapes, current).items():
+            shapes[self._input_slots[name]] = shape
         batch = None
         if self._input_slots:
             first = next(iter(self._input_slots))
@@ -379,39 +339,8 @@ class ExecutionPlan:
 
     # --- inference -------------------------------------------------------------------
     def _check_inputs(self, inputs) -> list:
-        if not isinstance(inputs, dict):
-            raise IRError("infer takes a dict {input layer name: array}")
-        names = set(self._input_slots)
-        unknown = set(inputs) - names
-        missing = names - set(inputs)
-        if unknown or missing:
-            parts = []
-            if unknown:
-                parts.append(f"no input named {', '.join(sorted(map(repr, unknown)))}")
-            if missing:
-                parts.append(f"missing {', '.join(sorted(map(repr, missing)))}")
-            raise IRError(f"infer: {'; '.join(parts)}. The network's inputs are "
-                          f"{', '.join(map(repr, self._input_slots)) or 'none'}")
-        values = []
-        for name, slot in self._input_slots.items():
-            value = inputs[name]
-            if not isinstance(value, np.ndarray):
-                try:
-                    value = np.asarray(value)
-                except Exception:
-                    raise IRError(f"infer: input {name!r} is not an array") from None
-            if value.dtype.kind not in "fiu":
-                raise IRError(f"infer: input {name!r} has dtype {value.dtype}; give float32 (or another float or "
-                              "integer type, converted to float32)")
-            expected = self.shapes[slot]
-            if value.shape != expected:
-                raise IRError(f"infer: input {name!r} has shape {list(value.shape)} but the plan expects "
-                              f"{list(expected)}; call reshape({{{name!r}: {tuple(value.shape)}}}) first to run "
-                              "another batch or size")
-            if value.dtype != np.float32:
-                value = value.astype(np.float32)
-            values.append((slot, value))
-        return values
+        values = check_inputs(inputs, self.input_shapes())
+        return [(self._input_slots[name], value) for name, value in values.items()]
 
     def infer(self, inputs: dict, perf: list | None = None) -> dict[str, np.ndarray]:
         """{output name: array}; with `perf` (a list) one PerfCounter per step is appended

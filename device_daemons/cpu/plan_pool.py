@@ -39,6 +39,19 @@ class PlanPool:
         self._cond = threading.Condition()
         self.refs = 0
         self.last_used = time.monotonic()
+        self.avg_us: float | None = None  # moving average of the compute time
+
+    def observe(self, compute_us: float) -> None:
+        """Track the compute time (a statistic: racing updates only blur it)."""
+        avg = self.avg_us
+        self.avg_us = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
+
+    @property
+    def fast_ok(self) -> bool:
+        """May this network run on the daemon's fast lane (see contract.FAST_LANE_MAX_US)?"""
+        from ..contract import FAST_LANE_MAX_US
+        avg = self.avg_us
+        return not self.custom and avg is not None and avg < FAST_LANE_MAX_US
 
     def _configure(self, plan):
         if self._shapes:

@@ -14,24 +14,25 @@ Verbs (args -> result; arrays travel as raw frames):
 * infer {handle, inputs: {name: array}, perf} -> {outputs: {name: array}, compute_us,
   perf: [{name, type, backend, status, ms}] when perf is true (a row per step, in
   order; fused layers with status "fused")}
-* infer_fast: the same, run in the I/O thread instead of the worker pool. Clients
-  use it for networks that compute in well under a millisecond (the daemon says
-  how long each request computed: compute_us), where the two thread hand-offs
-  of the pool cost more than the network itself; never for networks with custom
-  kernels (load_network says so: inline_ok), whose time may depend on the data.
-  The daemon refuses it for those (kind "input")
+* infer on the fast lane (the endpoint `hello` gives as lanes.fast): the same,
+  served by a thread of its own with no hand-off (microkernel Server lanes), for
+  networks that compute in well under a millisecond (compute_us), where the two
+  thread hand-offs of the pool cost more than the network itself. The daemon
+  serves there only networks it measured below contract.FAST_LANE_MAX_US and
+  without custom kernels (whose time may depend on the data); others get kind
+  "not_fast" and go to the main endpoint
 * reshape {handle, shapes: {input: dims}} -> like load_network (same handle)
 * unload {handle} -> {}
 * add_extension {path, check_only} -> {types: [...]}: register a custom kernel
   file for every later load (check_only: just import it and report its types)
 * status {} -> {device, pid, started, uptime, endpoint, version, threads,
   requests, networks: [...], cached_plans, extensions, shm_slots}
-* shm_attach {path, size} -> {slot}; shm_detach {slot} -> {}: the shared-memory
-  fast path of local clients (below)
+* shm_create {size} -> {slot, path, name}; shm_detach {slot} -> {}: the
+  shared-memory fast path of local clients (below)
 plus the microkernel's built-in hello / ping / shutdown.
 
-Shared-memory fast path: a local client's inputs and outputs travel in a /dev/shm
-slot that both processes map; only a small header goes over the socket (the
+Shared-memory fast path: a local client's inputs and outputs travel in a sealed
+memfd slot (made by the daemon) that both processes map; only a small header goes over the socket (the
 protocol: device_daemons/shm_protocol.py; this daemon's side: shm_slots.py).
 
 Threading: the microkernel Server runs handlers on a pool of `--threads` threads
@@ -52,25 +53,26 @@ kernel file is bad or a kernel failed), "input" (bad input name, shape or dtype)
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
 import itertools
 import logging
+import math
 import os
+import stat
 import sys
-import tempfile
 import threading
 import time
 
 import msgpack
 import numpy as np
 
-from core.microkernel import MicrokernelError, RemoteError, Server, load_key_file
-from ir import IRError, read_ir
+from core.microkernel import RemoteError, Server, serve_main
+from ir import IRError
 
 from .. import registry
+from ..contract import FAST_LANE_MAX_US, MAX_TENSOR_ELEMENTS
 from .caffe_backed import CaffeWorkerPool, caffe_backed_kernels
 from .kernels import KERNELS
+from .ir_source import IRSource
 from .plan_pool import Handle, PlanPool
 from .shm_slots import ShmSlots, input_views, place_outputs, unpack_shm
 
@@ -80,7 +82,6 @@ SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
 log = logging.getLogger("mo_core.daemon.cpu")
 
 _IDLE_CACHE = 4  # compiled networks kept while no handle uses them
-_MAX_XML_TEXT = 256 << 20
 
 
 def _err(kind: str, message: str) -> RemoteError:
@@ -94,21 +95,13 @@ def _ir_error(exc: IRError, default_kind: str) -> RemoteError:
     return RemoteError(kind, str(exc), exc.faq)
 
 
-def _file_identity(path: str, what: str) -> tuple:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise _err("network", f"cannot find the {what} {path} on the daemon's machine; "
-                              f"check the path") from None
-    except OSError as exc:
-        raise _err("network", f"cannot access the {what} {path}: {exc.strerror}") from None
-    return (path, st.st_size, st.st_mtime_ns, st.st_ino)
-
-
 def _shape_list(value, where: str) -> tuple:
-    if not isinstance(value, (list, tuple)) or not value or not all(
+    if not isinstance(value, (list, tuple)) or not value or len(value) > 8 or not all(
             isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value):
-        raise _err("input", f"{where} must be a list of positive integers, got {value!r:.80}")
+        raise _err("input", f"{where} must be a list of 1 to 8 positive integers, got {value!r:.80}")
+    if math.prod(value) > MAX_TENSOR_ELEMENTS:
+        raise _err("input", f"{where} {list(value)!r:.80} has {math.prod(value)} elements, more than "
+                            f"this daemon's limit of {MAX_TENSOR_ELEMENTS}")
     return tuple(value)
 
 
@@ -136,12 +129,12 @@ class CpuDaemon:
     def register(self, server: Server) -> None:
         server.handle("load_network", self.load_network)
         server.handle("infer", self.infer)
-        server.handle("infer_fast", self.infer_fast, inline=True)
+        server.handle("infer", self.infer_fast, lane="fast")
         server.handle("reshape", self.reshape)
         server.handle("unload", self.unload, inline=True)
         server.handle("add_extension", self.add_extension)
         server.handle("status", self.status, inline=True)
-        server.handle("shm_attach", self.shm_attach)
+        server.handle("shm_create", self.shm_create)
         server.handle("shm_detach", self.shm_detach, inline=True)
 
     # ----------------------------------------------------------------- kernels
@@ -156,6 +149,9 @@ class CpuDaemon:
         except OSError:
             raise _err("kernel", f"cannot find the custom kernel file {path} on the daemon's machine; "
                                  f"check the path given to -l / add_extension") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise _err("kernel", f"the custom kernel file {path} is not a regular file (a FIFO, "
+                                 f"device or directory)")
         if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
             # the daemon runs this code: never a file another local user could have
             # written (a loopback tcp endpoint lets other local users connect)
@@ -169,6 +165,9 @@ class CpuDaemon:
                     found = load_custom_kernels(path)
                 except IRError as exc:
                     raise _err("kernel", str(exc)) from None
+                except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt, SystemExit at import
+                    raise _err("kernel", f"importing the custom kernel file {path} raised "
+                                         f"{type(exc).__name__}: {exc}") from None
                 self._kernel_files[ident] = found
         return ident, found
 
@@ -182,50 +181,13 @@ class CpuDaemon:
         return {"path": ident[0], "types": sorted(found)}
 
     # ----------------------------------------------------------------- networks
-    def _source(self, args: dict, arrays: list):
-        """(identity key part, loader function, description) of the IR in a request."""
-        xml, binp = args.get("xml"), args.get("bin")
-        text, data = args.get("xml_text"), args.get("bin_data")
-        if xml is not None:
-            if not isinstance(xml, str) or (binp is not None and not isinstance(binp, str)):
-                raise _err("network", "'xml' and 'bin' must be file paths")
-            xml = os.path.abspath(xml)
-            binp = os.path.abspath(binp) if binp else os.path.splitext(xml)[0] + ".bin"
-            ident = ("files", _file_identity(xml, "IR topology (.xml)"),
-                     _file_identity(binp, "IR weights (.bin)") if os.path.exists(binp) else (binp,))
-            return ident, (lambda: read_ir(xml, binp)), xml
-        if text is None:
+    def _source(self, args: dict, arrays: list) -> IRSource:
+        """The IR a load_network request names (files, or content it sends)."""
+        if args.get("xml") is not None:
+            return IRSource.from_files(args.get("xml"), args.get("bin"))
+        if args.get("xml_text") is None:
             raise _err("network", "load_network needs 'xml' (+ 'bin') paths or 'xml_text' + 'bin_data'")
-        if isinstance(text, str):
-            text = text.encode("utf-8")
-        if not isinstance(text, bytes) or len(text) > _MAX_XML_TEXT:
-            raise _err("network", "'xml_text' must be the .xml content (str or bytes)")
-        if data is None:
-            data = np.zeros(0, np.uint8)
-        if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 1:
-            raise _err("network", "'bin_data' must be the .bin content as a 1-D uint8 array")
-        digest = (hashlib.sha256(text).hexdigest(), hashlib.sha256(data).hexdigest())
-
-        def load():
-            # read_ir validates files (sizes, XML safety, blob ranges): give it private
-            # temporary files; the .bin stays mapped after they are removed.
-            from .. import registry as reg
-            tmp = tempfile.mkdtemp(prefix="ir-", dir=reg.runtime_dir())
-            try:
-                xml_path = os.path.join(tmp, "network.xml")
-                bin_path = os.path.join(tmp, "network.bin")
-                with open(xml_path, "wb") as f:
-                    f.write(text)
-                with open(bin_path, "wb") as f:
-                    f.write(memoryview(data))
-                return read_ir(xml_path, bin_path)
-            finally:
-                for name in ("network.xml", "network.bin"):
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(tmp, name))
-                with contextlib.suppress(OSError):
-                    os.rmdir(tmp)
-        return ("content",) + digest, load, f"<sent IR sha256 {digest[0][:12]}>"
+        return IRSource.from_content(args.get("xml_text"), args.get("bin_data"))
 
     def _pool_for(self, key: tuple, build) -> tuple[PlanPool, bool]:
         """The cached pool for `key`, or a new one (built once even if asked twice)."""
@@ -305,25 +267,33 @@ class CpuDaemon:
                 pool = PlanPool(key, network, kernels, resolved or None, self.threads, description)
             except IRError as exc:
                 raise _ir_error(exc, "network") from None
+            except MemoryError:
+                raise _err("network", f"{description}: not enough memory to compile the network at "
+                                      f"these shapes") from None
             pool.load_args = (ident, description, kernel_paths)
             return pool
         return self._pool_for(key, build)
 
     def load_network(self, args: dict, arrays: list) -> dict:
-        ident, loader, description = self._source(args, arrays)
         kernel_paths = args.get("kernels") or []
         if not isinstance(kernel_paths, list) or not all(isinstance(p, str) for p in kernel_paths):
             raise _err("kernel", "'kernels' must be a list of file paths")
         kernel_paths = [os.path.abspath(p) for p in kernel_paths]
         batch = args.get("batch")
-        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1
+                                  or batch > MAX_TENSOR_ELEMENTS):
             raise _err("input", f"batch must be a positive integer, got {batch!r:.40}")
         shapes = self._shapes_arg(args.get("shapes"))
-        pool, cached = self._get_pool(ident, loader, description, kernel_paths, shapes, batch)
+        source = self._source(args, arrays)
+        try:
+            pool, cached = self._get_pool(source.ident, source.load, source.description, kernel_paths,
+                                          shapes, batch)
+        finally:
+            source.close()
         with self._lock:
             handle = Handle(next(self._ids), pool)
             self._handles[handle.id] = handle
-        log.info("loaded %s as handle %d%s", description, handle.id, " (cached)" if cached else "")
+        log.info("loaded %s as handle %d%s", source.description, handle.id, " (cached)" if cached else "")
         return self._describe(handle, cached)
 
     def _handle(self, args: dict) -> Handle:
@@ -360,18 +330,22 @@ class CpuDaemon:
         return {}
 
     # ----------------------------------------------------------------- inference
-    def shm_attach(self, args: dict, arrays: list) -> dict:
-        return {"slot": self.shm.attach(args.get("path"), args.get("size"))}
+    def shm_create(self, args: dict, arrays: list) -> dict:
+        return self.shm.create(args.get("size"))
 
     def shm_detach(self, args: dict, arrays: list) -> dict:
         self.shm.detach(args.get("slot"))
         return {}
 
     def infer_fast(self, args: dict, arrays: list):
+        """`infer` on the fast lane (its own thread, no hand-off): only for networks the
+        daemon measured to compute in less than FAST_LANE_MAX_US, so that no request
+        holds the lane longer; others are refused with kind "not_fast"."""
         handle = self._handle(args)
-        if handle.pool.custom:
-            raise _err("input", "infer_fast is not allowed for a network with custom kernels (their time "
-                                "may depend on the data and would block the daemon's I/O thread); use infer")
+        if not handle.pool.fast_ok:
+            raise _err("not_fast", f"network {handle.pool.name!r} is not served on the fast lane (it has custom "
+                                   f"kernels, or it computes in more than {FAST_LANE_MAX_US} us, or it "
+                                   f"was not measured yet); send it to the main endpoint")
         return self.infer(args, arrays)
 
     def infer(self, args: dict, arrays: list):
@@ -395,6 +369,7 @@ class CpuDaemon:
             except IRError as exc:
                 raise _ir_error(exc, "input") from None
             compute_us = int((time.perf_counter() - t0) * 1e6)
+            pool.observe(compute_us)
             # (inside the plan's lease: a custom kernel may hand out a buffer it reuses)
             placed = place_outputs(slot, shm.get("out"), outputs) if slot is not None else None
             if placed is None and pool.custom:
@@ -437,59 +412,50 @@ def _stderr_file() -> str | None:
     return path if path.startswith("/") and os.path.isfile(path) else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m device_daemons.cpu",
-                                     description="mo-core CPU inference daemon")
-    parser.add_argument("--endpoint", required=True, help="ipc://PATH or tcp://HOST:PORT to bind")
-    parser.add_argument("--parent-pid", type=int, default=0,
-                        help="exit when this process dies (0: long-lived, the default)")
-    parser.add_argument("--key-file", default=None, help="HMAC key file (mode 0600)")
-    parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1),
-                        help="requests served in parallel (plan instances per network)")
+def _say(text: str) -> None:
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [ cpu ] {text}", file=sys.stderr, flush=True)
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-record", action="store_true",
                         help="do not record this daemon in the runtime directory (a private "
                              "instance that clients do not find by themselves)")
     parser.add_argument("--caffe-fallback", action="store_true",
                         help="run layers without a kernel that Caffe knows through a Caffe worker process")
-    parser.add_argument("--log-level", default="WARNING")
-    opts = parser.parse_args(argv)
-    logging.basicConfig(stream=sys.stderr, level=opts.log_level.upper(),
-                        format="%(asctime)s [ cpu %(levelname)s ] %(message)s")
-    stamp = lambda: time.strftime("%Y-%m-%d %H:%M:%S")  # noqa: E731
-    key_file = os.path.abspath(opts.key_file) if opts.key_file else None
-    try:
-        if opts.threads < 1:
-            raise ValueError("--threads must be >= 1")
-        key = load_key_file(key_file) if key_file else None
-        if not opts.no_record:
-            other = registry.read_record(DEVICE)
-            if other is not None and other["pid"] != os.getpid():
-                raise ValueError(f"a CPU daemon already runs (pid {other['pid']} at "
-                                 f"{other['endpoint']}); stop it first with 'mo-core daemon stop'")
-        server = Server(opts.endpoint, service="cpu", key=key, threads=opts.threads,
-                        parent_pid=opts.parent_pid or None, spin=SPIN_S)
-    except (MicrokernelError, ValueError) as exc:
-        print(f"{stamp()} [ ERROR ] cpu daemon: {exc}", file=sys.stderr, flush=True)
-        return 1
+
+
+def _before_bind(opts: argparse.Namespace) -> None:
+    if opts.threads < 1:
+        raise ValueError("--threads must be >= 1")
+    if not opts.no_record:
+        other = registry.read_record(DEVICE)
+        if other is not None and other["pid"] != os.getpid():
+            raise ValueError(f"a CPU daemon already runs (pid {other['pid']} at "
+                             f"{other['endpoint']}); stop it first with 'mo-core daemon stop'")
+
+
+def _setup(server: Server, opts: argparse.Namespace):
     daemon = CpuDaemon(threads=opts.threads, endpoint=server.endpoint, caffe_fallback=opts.caffe_fallback)
+    daemon.register(server)
     recorded = False
-    reason = "failed"
-    try:
-        daemon.register(server)
-        if not opts.no_record:
-            registry.write_record(DEVICE, os.getpid(), server.endpoint, key_file=key_file,
-                                  log=_stderr_file(), started=daemon.started)
-            recorded = True
-        print(f"{stamp()} [ cpu ] pid {os.getpid()} serving at {server.endpoint} "
-              f"({opts.threads} threads, version {registry.package_version()})",
-              file=sys.stderr, flush=True)
-        reason = server.serve()
-    finally:
+    if not opts.no_record:
+        registry.write_record(DEVICE, os.getpid(), server.endpoint, key_file=opts.key_file,
+                              log=_stderr_file(), started=daemon.started)
+        recorded = True
+    _say(f"pid {os.getpid()} serving at {server.endpoint} ({opts.threads} threads, version "
+         f"{registry.package_version()})")
+
+    def cleanup(reason: str) -> None:
         if recorded:
             registry.remove_record(DEVICE, os.getpid())
         if daemon.caffe_pool is not None:
             daemon.caffe_pool.stop()
-        server.close()
-        print(f"{stamp()} [ cpu ] pid {os.getpid()} stopped: {reason} "
-              f"({daemon.requests} inference requests served)", file=sys.stderr, flush=True)
-    return 0
+        daemon.shm.close()
+        _say(f"pid {os.getpid()} stopped: {reason} ({daemon.requests} inference requests served)")
+    return cleanup
+
+
+def main(argv: list[str] | None = None) -> int:
+    return serve_main(argv, "cpu", _setup, add_arguments=_add_arguments, before_bind=_before_bind,
+                      threads=min(4, os.cpu_count() or 1), parent_pid=0, spin=SPIN_S, timestamps=True,
+                      description="mo-core CPU inference daemon")

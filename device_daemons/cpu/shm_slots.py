@@ -1,142 +1,164 @@
 """The CPU daemon's side of the shared-memory fast path (the protocol, shared with
-the client: device_daemons/shm_protocol.py): ShmSlots maps the /dev/shm files that
-local clients `shm_attach` and finds them again by slot id; unpack_shm checks the
-`shm` argument of infer, input_views reads a request's inputs from its slot
-without a copy and place_outputs writes the outputs back to it.
+the client: device_daemons/shm_protocol.py): ShmSlots makes the sealed memfd slots
+that local clients ask for (`shm_create`) and finds them again by slot id;
+unpack_shm checks the `shm` argument of infer, input_views reads a request's
+inputs from its slot without a copy and place_outputs writes the outputs back.
 
-Slots are per client request slot; the daemon keeps at most `_MAX_SLOTS`
-(least recently used ones are dropped: a client then gets kind "shm" and falls
-back to frames). Every error here is a RemoteError of kind "shm".
+Slots are per client request slot; the daemon keeps at most `max_slots` of them
+and `max_bytes` in all (the least recently used ones are dropped: a client then
+gets kind "shm" and falls back to frames). Slot ids are random, so one client
+cannot guess another's. Every error here is a RemoteError of kind "shm".
 """
 from __future__ import annotations
 
 import collections
-import itertools
-import math
+import fcntl
+import mmap
 import os
+import secrets
 import threading
 
-import msgpack
 import numpy as np
 
-from core.microkernel import RemoteError
+from core.microkernel import ProtocolError, RemoteError
 
-from ..shm_protocol import SHM_DIR, SHM_PREFIX, align
+from ..shm_protocol import MEMFD_PREFIX, align, tensor_span, unpack_spec
 
 _MAX_SLOTS = 256
-_MAX_SLOT_BYTES = 4 << 30
+_MAX_SLOT_BYTES = 1 << 30
+_MAX_TOTAL_BYTES = 8 << 30
+_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
+
+
+class _Slot:
+    __slots__ = ("fd", "mm", "size")
+
+    def __init__(self, fd: int, mm: mmap.mmap, size: int):
+        self.fd, self.mm, self.size = fd, mm, size
+
+    def close(self) -> None:
+        # the map itself stays valid while numpy views of it are alive
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
 
 
 class ShmSlots:
-    """Shared-memory slots mapped for clients (see the module doc)."""
+    """Shared-memory slots made for clients (see the module doc)."""
 
-    def __init__(self, max_slots: int = _MAX_SLOTS):
-        self._slots: collections.OrderedDict[int, tuple] = collections.OrderedDict()
+    def __init__(self, max_slots: int = _MAX_SLOTS, max_bytes: int = _MAX_TOTAL_BYTES):
+        self._slots: collections.OrderedDict[int, _Slot] = collections.OrderedDict()
         self._lock = threading.Lock()
-        self._ids = itertools.count(1)
         self._max = max_slots
+        self._max_bytes = max_bytes
+        self._bytes = 0
 
     def __len__(self) -> int:
         return len(self._slots)
 
-    def attach(self, path, size) -> int:
-        import mmap
-        import stat
-        if not isinstance(path, str) or os.path.dirname(path) != SHM_DIR \
-                or not os.path.basename(path).startswith(SHM_PREFIX):
-            raise RemoteError("shm", f"shared memory files must be {SHM_DIR}/{SHM_PREFIX}*, got {path!r:.100}")
+    def create(self, size) -> dict:
+        """A new sealed slot of `size` bytes: {slot, path, name} for the client."""
         if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= _MAX_SLOT_BYTES:
-            raise RemoteError("shm", f"bad shared memory size {size!r:.40}")
+            raise RemoteError("shm", f"a shared memory slot takes 1 to {_MAX_SLOT_BYTES} bytes, "
+                                     f"not {size!r:.40}")
+        name = MEMFD_PREFIX + secrets.token_hex(8)
         try:
-            fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError as exc:
-            raise RemoteError("shm", f"cannot open {path}: {exc.strerror}") from None
+            fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        except (AttributeError, OSError) as exc:
+            raise RemoteError("shm", f"cannot make a shared memory slot: {exc}") from None
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-                raise RemoteError("shm", f"{path} is not a private regular file of ours")
-            if st.st_size != size:
-                raise RemoteError("shm", f"{path} has {st.st_size} bytes, not {size}")
+            os.ftruncate(fd, size)
+            # the size can never change again: a mapping of a shrunk file is SIGBUS
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
             mm = mmap.mmap(fd, size)
         except OSError as exc:
-            raise RemoteError("shm", f"cannot map {path}: {exc}") from None
-        finally:
             os.close(fd)
+            raise RemoteError("shm", f"cannot make a shared memory slot of {size} bytes: {exc}") from None
+        slot = _Slot(fd, mm, size)
         with self._lock:
-            sid = next(self._ids)
-            self._slots[sid] = (mm, size)
-            while len(self._slots) > self._max:
-                self._slots.popitem(last=False)  # views still in use keep their map alive
-        return sid
+            sid = secrets.randbits(62) + 1
+            self._slots[sid] = slot
+            self._bytes += size
+            while len(self._slots) > self._max or self._bytes > self._max_bytes:
+                _, old = self._slots.popitem(last=False)
+                self._bytes -= old.size
+                old.close()
+        return {"slot": sid, "path": f"/proc/{os.getpid()}/fd/{fd}", "name": name}
 
-    def get(self, sid) -> tuple:
+    def get(self, sid) -> _Slot:
         with self._lock:
-            entry = self._slots.get(sid) if isinstance(sid, int) else None
-            if entry is None:
-                raise RemoteError("shm", f"no shared memory slot {sid!r:.20} in this daemon (pid {os.getpid()}); "
-                                         f"attach it again")
+            slot = self._slots.get(sid) if isinstance(sid, int) and not isinstance(sid, bool) else None
+            if slot is None:
+                raise RemoteError("shm", f"no shared memory slot {sid!r:.24} in this daemon (pid "
+                                         f"{os.getpid()}); make a new one")
             self._slots.move_to_end(sid)
-            return entry
+            return slot
 
     def detach(self, sid) -> None:
         with self._lock:
-            self._slots.pop(sid, None)
+            slot = self._slots.pop(sid, None) if isinstance(sid, int) else None
+            if slot is not None:
+                self._bytes -= slot.size
+        if slot is not None:
+            slot.close()
+
+    def close(self) -> None:
+        with self._lock:
+            slots, self._slots = list(self._slots.values()), collections.OrderedDict()
+            self._bytes = 0
+        for slot in slots:
+            slot.close()
 
 
 def unpack_shm(packed) -> dict:
     """The `shm` argument of infer: msgpack bytes of {slot, inputs: {name: [offset,
     shape]}, out: [offset, capacity]} (packed, because the protocol's checks walk
     every element of a nested structure in Python, ~30 us for a few shapes)."""
-    if not isinstance(packed, bytes) or len(packed) > 65536:
-        raise RemoteError("shm", "'shm' must be msgpack bytes of at most 64 KiB")
     try:
-        shm = msgpack.unpackb(packed, raw=False, strict_map_key=True, max_ext_len=0)
-    except Exception as exc:  # msgpack raises several types
-        raise RemoteError("shm", f"'shm' is not valid msgpack: {exc}") from None
+        shm = unpack_spec(packed, "shm")
+    except ProtocolError as exc:
+        raise RemoteError("shm", str(exc)) from None
     if not isinstance(shm, dict) or not isinstance(shm.get("inputs"), dict) \
             or not all(isinstance(k, str) for k in shm["inputs"]):
         raise RemoteError("shm", "'shm' must be {slot, inputs: {name: [offset, shape]}, out: [offset, capacity]}")
     return shm
 
 
-def _shm_view(mm, size: int, offset, shape, where: str) -> np.ndarray:
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0 or offset % 4:
-        raise RemoteError("shm", f"{where}: bad offset {offset!r:.40}")
-    shape = tuple(shape) if isinstance(shape, (list, tuple)) else None
-    if shape is None or len(shape) > 8 or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise RemoteError("shm", f"{where}: bad shape")
-    nbytes = 4 * math.prod(shape)
-    if offset + nbytes > size:
-        raise RemoteError("shm", f"{where}: {nbytes} bytes at offset {offset} exceed the slot ({size} bytes)")
-    return np.ndarray(shape, np.float32, buffer=mm, offset=offset)
+def _shm_view(slot: _Slot, offset, shape, where: str) -> np.ndarray:
+    try:
+        offset, shape, nbytes = tensor_span(offset, shape, where)
+    except ProtocolError as exc:
+        raise RemoteError("shm", str(exc)) from None
+    if offset + nbytes > slot.size:
+        raise RemoteError("shm", f"{where}: {nbytes} bytes at offset {offset} exceed the slot "
+                                 f"({slot.size} bytes)")
+    return np.ndarray(shape, np.float32, buffer=slot.mm, offset=offset)
 
 
-def input_views(slot: tuple, specs: dict) -> dict:
+def input_views(slot: _Slot, specs: dict) -> dict:
     """The inputs of an infer request as views of the client's slot (`specs`: the
     {name: [offset, shape]} of its unpacked `shm` argument)."""
-    mm, size = slot
     inputs = {}
     for name, spec in specs.items():
         if not isinstance(spec, list) or len(spec) != 2:
-            raise RemoteError("shm", f"input {name!r}: expected [offset, shape]")
-        inputs[name] = _shm_view(mm, size, spec[0], spec[1], f"input {name!r}")
+            raise RemoteError("shm", f"input {name!r:.80}: expected [offset, shape]")
+        inputs[name] = _shm_view(slot, spec[0], spec[1], f"input {name!r:.80}")
     return inputs
 
 
-def place_outputs(slot: tuple, out, outputs: dict) -> dict | None:
+def place_outputs(slot: _Slot, out, outputs: dict) -> dict | None:
     """Write the outputs into the client's slot; None when they do not fit."""
-    mm, size = slot
     if not isinstance(out, list) or len(out) != 2 or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in out):
         raise RemoteError("shm", "'out' must be [offset, capacity]")
-    pos, end = out[0], min(size, out[0] + out[1])
+    pos, end = out[0], min(slot.size, out[0] + out[1])
     placed = {}
     for name, arr in outputs.items():
         pos = align(pos)
         if pos + arr.nbytes > end:
             return None
-        np.copyto(np.ndarray(arr.shape, np.float32, buffer=mm, offset=pos), arr, casting="unsafe")
+        np.copyto(np.ndarray(arr.shape, np.float32, buffer=slot.mm, offset=pos), arr, casting="unsafe")
         placed[name] = [pos, list(arr.shape)]
         pos += arr.nbytes
     return placed

@@ -3,7 +3,7 @@ import sys
 from core.microkernel import serve_main
 
 
-def _setup(server):
+def _setup(server, opts):
     from fallback_workers.caffe_worker.service import register
     register(server)
 

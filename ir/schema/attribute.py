@@ -55,6 +55,7 @@ class Attr:
     ignore_case: bool = False      # enum
     words: bool = False            # bool written as "true"/"false"
     min: float | None = None       # smallest valid value (each element / both axes)
+    max: float | None = None       # largest valid value
     x: str | None = None           # yx: the attribute names of the two axes
     y: str | None = None
     lists: tuple[str, ...] = ()    # yx: list attributes also read ("3,3", "1,1,2,2")
@@ -136,13 +137,14 @@ class Attr:
         return tuple(self.default)
 
     def _check_range(self, value, name):
-        if self.min is None or value is None:
+        if (self.min is None and self.max is None) or value is None:
             return
         values = value if isinstance(value, (list, tuple)) else [value]
-        bad = [v for v in values if v < self.min]
-        if bad:
-            raise IRError(f"attribute {name!r} is {fmt_value(list(values)) if len(values) > 1 else values[0]}; "
-                          f"it must be at least {fmt_value(self.min)}")
+        shown = fmt_value(list(values)) if len(values) > 1 else values[0]
+        if self.min is not None and any(v < self.min for v in values):
+            raise IRError(f"attribute {name!r} is {shown}; it must be at least {fmt_value(self.min)}")
+        if self.max is not None and any(v > self.max for v in values):
+            raise IRError(f"attribute {name!r} is {shown}; it must be at most {fmt_value(self.max)}")
 
     # --- writing --------------------------------------------------------------------
     def format(self, value) -> dict[str, str]:
@@ -176,6 +178,10 @@ class Attr:
             raise IRError(f"attribute {self.name!r} takes a string, got {value!r}")
         self._check_range(value, self.name)
         return {self.name: fmt_value(value)}
+
+    def validate(self, value):
+        """Raises IRError if a Python value is of the wrong kind or out of range."""
+        self.format(value)
 
     def check_text(self, name: str, text: str):
         """Parses one written attribute as a reader would (IRError if it does not parse)."""
@@ -233,8 +239,8 @@ def _boolean(value, name):
 
 
 # --- constructors: one a kind, so a family file reads like a table ---------------------
-def Int(name, default=REQUIRED, *, min=None, aliases=(), doc=""):  # noqa: N802, A002
-    return Attr(name, "int", default, aliases=tuple(aliases), min=min, doc=doc)
+def Int(name, default=REQUIRED, *, min=None, max=None, aliases=(), doc=""):  # noqa: N802, A002
+    return Attr(name, "int", default, aliases=tuple(aliases), min=min, max=max, doc=doc)
 
 
 def Float(name, default=REQUIRED, *, min=None, aliases=(), doc=""):  # noqa: N802, A002

@@ -1,14 +1,16 @@
-"""core/ and ir/ never import tensorflow, caffe or pyopencl: they live in
-worker processes only."""
+"""core/ and ir/ never import tensorflow, caffe or pyopencl (they live in worker
+processes only), nor the OpenVINO runtime (the tests' reference for IR v11)."""
 import ast
 import json
 import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.support import REPO, make_caffemodel
 
-FORBIDDEN = ("tensorflow", "caffe", "pyopencl")
+FORBIDDEN = ("tensorflow", "caffe", "pyopencl", "openvino")
 NET = os.path.join(REPO, "tests", "convert", "nets", "conv_bn_scale.prototxt")
 
 
@@ -35,15 +37,17 @@ def test_no_import_statement_names_a_framework():
     assert offenders == []
 
 
-def test_a_conversion_loads_no_framework(tmp_path):
+@pytest.mark.parametrize("ir_version", ["2", "11"])
+def test_a_conversion_loads_no_framework(tmp_path, ir_version):
     weights = str(tmp_path / "m.caffemodel")
     make_caffemodel(NET, weights, positive=("conv1_bn", "conv1_scale", "fc_bn"))
     script = (
         "import sys, json\n"
         "from cli.main import main\n"
-        "code = main(['convert', '--input_model', {w!r}, '--input_proto', {p!r}, '--output_dir', {o!r}, '--silent'])\n"
+        "code = main(['convert', '--input_model', {w!r}, '--input_proto', {p!r}, '--output_dir', {o!r}, '--silent',\n"
+        "             '--ir_version', {v!r}])\n"
         "print(json.dumps({{'code': code, 'modules': sorted(sys.modules)}}))\n"
-    ).format(w=weights, p=NET, o=str(tmp_path / "out"))
+    ).format(w=weights, p=NET, o=str(tmp_path / "out"), v=ir_version)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
                           env=dict(os.environ, PYTHONPATH=REPO))
     assert proc.returncode == 0, proc.stderr

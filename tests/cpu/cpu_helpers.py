@@ -74,10 +74,9 @@ class CaffeCase:
         return self.plan.infer(inputs), ref
 
 
-def caffe_case(tmp_path, layers: str, inputs: dict, *, seed=0, scale=0.5, positive=(), disable_fusing=False,
-               data_type="FP32", extra_outputs=None, input_values=None) -> CaffeCase:
-    """A net of Input layers (`inputs`: name -> shape) + `layers` (prototxt text),
-    random weights, saved, converted and compiled."""
+def case_model(tmp_path, layers: str, inputs: dict, *, seed=0, scale=0.5, positive=()):
+    """A net of Input layers (`inputs`: name -> shape) + `layers` (prototxt text) with
+    random weights, made and saved by pycaffe: (prototxt, caffemodel, caffe.Net, rng)."""
     caffe = import_caffe()
     proto = os.path.join(str(tmp_path), "net.prototxt")
     with open(proto, "w") as f:
@@ -90,11 +89,20 @@ def caffe_case(tmp_path, layers: str, inputs: dict, *, seed=0, scale=0.5, positi
     fill_params(net, rng, scale=scale, positive=positive)
     model = os.path.join(str(tmp_path), "net.caffemodel")
     net.save(model)
+    return proto, model, net, rng
+
+
+def random_inputs(rng, inputs: dict) -> dict:
+    return {name: rng.standard_normal(shape).astype(np.float32) for name, shape in inputs.items()}
+
+
+def caffe_case(tmp_path, layers: str, inputs: dict, *, seed=0, scale=0.5, positive=(), disable_fusing=False,
+               data_type="FP32", extra_outputs=None, input_values=None) -> CaffeCase:
+    """case_model(...) converted and compiled."""
+    proto, model, net, rng = case_model(tmp_path, layers, inputs, seed=seed, scale=scale, positive=positive)
     plan, network = convert_to_plan(proto, model, tmp_path, disable_fusing=disable_fusing, data_type=data_type,
                                     extra_outputs=extra_outputs)
-    if input_values is None:
-        input_values = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in inputs.items()}
-    return CaffeCase(net, plan, network, input_values)
+    return CaffeCase(net, plan, network, random_inputs(rng, inputs) if input_values is None else input_values)
 
 
 # --- hand-built IRs ---------------------------------------------------------------------

@@ -206,27 +206,34 @@ def test_argmax_matches_pycaffe(tmp_path, params, shape):
     np.testing.assert_array_equal(ours["t"], ref["out"])
 
 
+BN_SCALE = (conv("conv", "data", "c", "num_output: 6 kernel_size: 3 pad: 1")
+            + 'layer { name: "bn" type: "BatchNorm" bottom: "c" top: "c" '
+              'batch_norm_param { use_global_stats: true eps: 0.001 } }\n'
+            + 'layer { name: "sc" type: "Scale" bottom: "c" top: "c" scale_param { bias_term: true } }\n'
+            + 'layer { name: "relu" type: "ReLU" bottom: "c" top: "c" }\n'
+            # a BatchNorm + Scale with no convolution before it: a ScaleShift either way
+            + 'layer { name: "bn2" type: "BatchNorm" bottom: "data" top: "d" '
+              'batch_norm_param { use_global_stats: true } }\n'
+            + 'layer { name: "sc2" type: "Scale" bottom: "d" top: "d" scale_param { bias_term: true } }\n'
+            + conv("conv2", "d", "e", "num_output: 4 kernel_size: 1"))
+BN_SCALE_INPUTS = {"data": (2, 3, 6, 5)}
+BN_SCALE_POSITIVE = ("bn", "bn2")
+
+
+def check_batchnorm_scale(ours, ref):
+    assert_close(ours["relu"], ref["c"], 1e-4, "conv+bn+scale+relu")
+    assert_close(ours["conv2"], ref["e"], 1e-4, "bn+scale+conv")
+
+
 @pytest.mark.parametrize("fusing", [True, False], ids=["fusing", "no_fusing"])
 def test_batchnorm_scale_matches_pycaffe(tmp_path, fusing):
-    layers = (conv("conv", "data", "c", "num_output: 6 kernel_size: 3 pad: 1")
-              + 'layer { name: "bn" type: "BatchNorm" bottom: "c" top: "c" '
-                'batch_norm_param { use_global_stats: true eps: 0.001 } }\n'
-              + 'layer { name: "sc" type: "Scale" bottom: "c" top: "c" scale_param { bias_term: true } }\n'
-              + 'layer { name: "relu" type: "ReLU" bottom: "c" top: "c" }\n'
-              # a BatchNorm + Scale with no convolution before it: a ScaleShift either way
-              + 'layer { name: "bn2" type: "BatchNorm" bottom: "data" top: "d" '
-                'batch_norm_param { use_global_stats: true } }\n'
-              + 'layer { name: "sc2" type: "Scale" bottom: "d" top: "d" scale_param { bias_term: true } }\n'
-              + conv("conv2", "d", "e", "num_output: 4 kernel_size: 1"))
-    c = caffe_case(tmp_path, layers, {"data": (2, 3, 6, 5)}, positive=("bn", "bn2"), disable_fusing=not fusing)
+    c = caffe_case(tmp_path, BN_SCALE, BN_SCALE_INPUTS, positive=BN_SCALE_POSITIVE, disable_fusing=not fusing)
     types = [layer.type for layer in c.network.layers]
     if fusing:
         assert "ScaleShift" not in types, types
     else:
         assert "ScaleShift" in types, types
-    ours, ref = c.run()
-    assert_close(ours["relu"], ref["c"], 1e-4, "conv+bn+scale+relu")
-    assert_close(ours["conv2"], ref["e"], 1e-4, "bn+scale+conv")
+    check_batchnorm_scale(*c.run())
 
 
 PRIOR_BOX = [
@@ -240,11 +247,16 @@ PRIOR_BOX = [
 ]
 
 
+def prior_box_layer(params):
+    return f'layer {{ name: "t" type: "PriorBox" bottom: "feat" bottom: "data" top: "out" prior_box_param {{ {params} }} }}\n'
+
+
+PRIOR_BOX_INPUTS = {"feat": (1, 2, 4, 5), "data": (1, 3, 32, 30)}
+
+
 @pytest.mark.parametrize("params", [p[1] for p in PRIOR_BOX], ids=[p[0] for p in PRIOR_BOX])
 def test_priorbox_matches_pycaffe(tmp_path, params):
-    layers = ('layer { name: "t" type: "PriorBox" bottom: "feat" bottom: "data" top: "out" '
-              f'prior_box_param {{ {params} }} }}\n')
-    c = caffe_case(tmp_path, layers, {"feat": (1, 2, 4, 5), "data": (1, 3, 32, 30)})
+    c = caffe_case(tmp_path, prior_box_layer(params), PRIOR_BOX_INPUTS)
     ours, ref = c.run()
     assert_close(ours["t"], ref["out"], 1e-5, "priorbox")
 
@@ -287,16 +299,16 @@ layer { name: "det" type: "DetectionOutput" bottom: "loc" bottom: "conf_flatten"
 """
 
 
-@pytest.mark.parametrize("batch,scale,threshold", [(1, 0.3, 0.2), (2, 0.3, 0.2), (2, 0.1, 0.5)],
-                         ids=["b1_keep_top_k_cut", "b2_keep_top_k_cut", "b2_padded"])
-def test_ssd_head_detection_output_matches_pycaffe(tmp_path, batch, scale, threshold):
-    head = SSD_HEAD.replace("confidence_threshold: 0.2", f"confidence_threshold: {threshold}")
-    c = caffe_case(tmp_path, head, {"data": (batch, 3, 32, 32)}, scale=scale,
-                   extra_outputs=["loc", "conf_flatten", "prior"])
-    ours, ref = c.run()
-    for key in ("loc", "conf_flatten", "prior"):
-        assert_close(ours[key], ref[key], 1e-4, key)
-    det, want = ours["det"], ref["det"]
+SSD_HEAD_CASES = [(1, 0.3, 0.2), (2, 0.3, 0.2), (2, 0.1, 0.5)]
+SSD_HEAD_IDS = ["b1_keep_top_k_cut", "b2_keep_top_k_cut", "b2_padded"]
+
+
+def ssd_head(threshold):
+    return SSD_HEAD.replace("confidence_threshold: 0.2", f"confidence_threshold: {threshold}")
+
+
+def check_detections(det, want, batch, threshold):
+    """[1, 1, batch * 40, 7] detections: the reference's rows, then rows of image -1."""
     assert det.shape == (1, 1, batch * 40, 7)
     kept = want.shape[2]
     assert 5 < kept <= batch * 40, kept  # the case must exercise NMS with real detections
@@ -304,28 +316,48 @@ def test_ssd_head_detection_output_matches_pycaffe(tmp_path, batch, scale, thres
     assert_close(det[:, :, :kept], want, 1e-4, "detections")
     if threshold > 0.2:
         assert kept < batch * 40, "this case should leave padding rows"
-    assert np.all(det[0, 0, kept:, 0] == -1)
+    assert kept == batch * 40 or det[0, 0, kept, 0] == -1
 
 
-def test_proposal_matches_pycaffe(tmp_path):
+@pytest.mark.parametrize("batch,scale,threshold", SSD_HEAD_CASES, ids=SSD_HEAD_IDS)
+def test_ssd_head_detection_output_matches_pycaffe(tmp_path, batch, scale, threshold):
+    c = caffe_case(tmp_path, ssd_head(threshold), {"data": (batch, 3, 32, 32)}, scale=scale,
+                   extra_outputs=["loc", "conf_flatten", "prior"])
+    ours, ref = c.run()
+    for key in ("loc", "conf_flatten", "prior"):
+        assert_close(ours[key], ref[key], 1e-4, key)
+    check_detections(ours["det"], ref["det"], batch, threshold)
+    assert np.all(ours["det"][0, 0, ref["det"].shape[2]:, 0] == -1)  # every padding row (the plan's layout)
+
+
+PROPOSAL = ('layer { name: "t" type: "Proposal" bottom: "cls" bottom: "bbox" bottom: "info" top: "rois" '
+            'proposal_param { feat_stride: 16 base_size: 16 min_size: 4 ratio: 0.5 ratio: 1 ratio: 2 '
+            'scale: 2 scale: 4 scale: 8 pre_nms_topn: 200 post_nms_topn: 40 nms_thresh: 0.6 } }\n')
+
+
+def proposal_inputs():
     h = w = 6
     a = 9
     rng = np.random.default_rng(3)
-    scores = rng.uniform(0.01, 1.0, (1, 2 * a, h, w)).astype(np.float32)
-    deltas = (rng.standard_normal((1, 4 * a, h, w)) * 0.2).astype(np.float32)
-    info = np.array([[h * 16, w * 16, 1.0]], np.float32)
-    layers = ('layer { name: "t" type: "Proposal" bottom: "cls" bottom: "bbox" bottom: "info" top: "rois" '
-              'proposal_param { feat_stride: 16 base_size: 16 min_size: 4 ratio: 0.5 ratio: 1 ratio: 2 '
-              'scale: 2 scale: 4 scale: 8 pre_nms_topn: 200 post_nms_topn: 40 nms_thresh: 0.6 } }\n')
-    c = caffe_case(tmp_path, layers, {"cls": scores.shape, "bbox": deltas.shape, "info": info.shape},
-                   input_values={"cls": scores, "bbox": deltas, "info": info})
-    ours, ref = c.run()
-    rois, want = ours["t"], ref["rois"]
+    return {"cls": rng.uniform(0.01, 1.0, (1, 2 * a, h, w)).astype(np.float32),
+            "bbox": (rng.standard_normal((1, 4 * a, h, w)) * 0.2).astype(np.float32),
+            "info": np.array([[h * 16, w * 16, 1.0]], np.float32)}
+
+
+def check_rois(rois, want):
+    """[40, 5] ROIs: the reference's rows, then zeros."""
     assert rois.shape == (40, 5)
     n = want.shape[0]
     assert 10 < n <= 40
     assert_close(rois[:n], want, 1e-4, "rois")
     assert np.all(rois[n:] == 0)
+
+
+def test_proposal_matches_pycaffe(tmp_path):
+    values = proposal_inputs()
+    c = caffe_case(tmp_path, PROPOSAL, {k: v.shape for k, v in values.items()}, input_values=values)
+    ours, ref = c.run()
+    check_rois(ours["t"], ref["rois"])
 
 
 def test_ssd_head_plan_reshape_to_batch_3(tmp_path):
@@ -345,14 +377,14 @@ def test_ssd_head_plan_reshape_to_batch_3(tmp_path):
     assert_close(ours["det"], ref["det"], 1e-4, "detections")
 
 
+FCN_HEAD = (conv("score", "data", "score", "num_output: 4 kernel_size: 3 stride: 2")
+            + conv("up", "score", "up", "num_output: 4 kernel_size: 4 stride: 2 bias_term: false", kind="Deconvolution")
+            + 'layer { name: "crop" type: "Crop" bottom: "up" bottom: "data" top: "out" crop_param { axis: 2 offset: 1 } }\n')
+
+
 def test_fcn_deconv_crop_matches_pycaffe_and_reshapes(tmp_path):
     """FCN-style upsampling: Deconvolution then Crop to the input's size (Crop form 1)."""
-    layers = (conv("score", "data", "score", "num_output: 4 kernel_size: 3 stride: 2")
-              + conv("up", "score", "up", "num_output: 4 kernel_size: 4 stride: 2 bias_term: false",
-                     kind="Deconvolution")
-              + 'layer { name: "crop" type: "Crop" bottom: "up" bottom: "data" top: "out" '
-                'crop_param { axis: 2 offset: 1 } }\n')
-    c = caffe_case(tmp_path, layers, {"data": (1, 3, 17, 15)})
+    c = caffe_case(tmp_path, FCN_HEAD, {"data": (1, 3, 17, 15)})
     ours, ref = c.run()
     assert_close(ours["crop"], ref["out"], 1e-4, "crop")
     c.plan.reshape({"data": (2, 3, 17, 15)})

@@ -1,9 +1,13 @@
 """Kernels pycaffe does not have (or cannot run on the CPU), against independent
 references: plain-loop numpy implementations of the catalog / Caffe semantics and
-OpenCV's resize. The IRs are built directly with ir.Network + write_ir."""
+OpenCV's resize. The IRs are built directly with ir.Network + write_ir.
+
+REFERENCE_CASES (one-layer IRs with their expected outputs) are shared with the
+IR v11 tests, which run the same cases on OpenVINO."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -19,6 +23,26 @@ RNG = np.random.default_rng(7)
 
 def rand(*shape, scale=1.0):
     return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+@dataclass
+class RefCase:
+    """One layer on inputs in0, in1, ... and what it must output."""
+    layer_type: str
+    data: dict
+    inputs: list
+    out_shapes: list
+    expected: list
+    rtol: float | None = None     # None: exactly equal
+    blobs: dict | None = None
+
+    def check(self, outputs):
+        assert len(outputs) == len(self.expected)
+        for out, want in zip(outputs, self.expected):
+            if self.rtol is None:
+                np.testing.assert_array_equal(out, want)
+            else:
+                assert_close(out, want, self.rtol, self.layer_type)
 
 
 # --- RegionYolo / ReorgYolo -------------------------------------------------------------
@@ -49,8 +73,7 @@ def region_yolo_ref(x, coords, classes, regions, do_softmax):
     return flat
 
 
-@pytest.mark.parametrize("do_softmax", [1, 0], ids=["yolo_v2_softmax", "yolo_v3_mask"])
-def test_region_yolo(tmp_path, do_softmax):
+def region_yolo_case(do_softmax) -> RefCase:
     coords, classes, num = 4, 3, 3
     mask = [0, 2] if not do_softmax else []
     regions = num if do_softmax else len(mask)
@@ -60,9 +83,8 @@ def test_region_yolo(tmp_path, do_softmax):
     if mask:
         data["mask"] = ",".join(map(str, mask))
     out_shape = (2, x[0].size) if do_softmax else x.shape
-    (out,), _ = run_single(tmp_path, "RegionYolo", data, [x], [out_shape])
     ref = region_yolo_ref(x, coords, classes, regions, do_softmax).reshape(out_shape)
-    assert_close(out, ref, 1e-5, "RegionYolo")
+    return RefCase("RegionYolo", data, [x], [out_shape], [ref], 1e-5)
 
 
 def reorg_ref(x, stride):
@@ -79,10 +101,9 @@ def reorg_ref(x, stride):
     return out
 
 
-def test_reorg_yolo(tmp_path):
+def reorg_yolo_case() -> RefCase:
     x = rand(2, 3, 6, 4)
-    (out,), _ = run_single(tmp_path, "ReorgYolo", {"stride": 2}, [x], [(2, 12, 3, 2)])
-    np.testing.assert_array_equal(out, reorg_ref(x, 2))
+    return RefCase("ReorgYolo", {"stride": 2}, [x], [(2, 12, 3, 2)], [reorg_ref(x, 2)])
 
 
 # --- CTCGreedyDecoder --------------------------------------------------------------------
@@ -102,8 +123,7 @@ def ctc_ref(probs, seq, merge):
     return out.reshape(n, t_len, 1, 1)
 
 
-@pytest.mark.parametrize("merge", [1, 0])
-def test_ctc_greedy_decoder(tmp_path, merge):
+def ctc_case(merge) -> RefCase:
     t_len, n, c = 12, 3, 4
     # few classes and sticky steps so repeats and blanks occur
     labels = RNG.integers(0, c, (t_len, n))
@@ -113,29 +133,26 @@ def test_ctc_greedy_decoder(tmp_path, merge):
     seq = np.ones((t_len, n), np.float32)
     seq[8:, 1] = 0
     seq[5:, 2] = 0
-    (out,), _ = run_single(tmp_path, "CTCGreedyDecoder", {"ctc_merge_repeated": merge}, [probs, seq],
-                           [(n, t_len, 1, 1)])
-    np.testing.assert_array_equal(out, ctc_ref(probs, seq, merge))
+    return RefCase("CTCGreedyDecoder", {"ctc_merge_repeated": merge}, [probs, seq], [(n, t_len, 1, 1)],
+                   [ctc_ref(probs, seq, merge)])
 
 
 # --- GRN, Clamp, BatchNormalization -----------------------------------------------------
-def test_grn(tmp_path):
+def grn_case() -> RefCase:
     x = rand(2, 5, 3, 4)
-    (out,), _ = run_single(tmp_path, "GRN", {"bias": 0.5}, [x], [x.shape])
     ref = np.empty_like(x)
     for b in range(2):
         for i in range(3):
             for j in range(4):
                 v = x[b, :, i, j].astype(np.float64)
                 ref[b, :, i, j] = v / math.sqrt(float(np.dot(v, v)) + 0.5)
-    assert_close(out, ref, 1e-5, "GRN")
+    return RefCase("GRN", {"bias": 0.5}, [x], [x.shape], [ref], 1e-5)
 
 
-def test_clamp(tmp_path):
+def clamp_case() -> RefCase:
     x = rand(2, 3, 4, 5, scale=3.0)
-    (out,), _ = run_single(tmp_path, "Clamp", {"min": -1.5, "max": 2}, [x], [x.shape])
     ref = np.array([[min(max(v, -1.5), 2.0) for v in row] for row in x.reshape(-1, 5)]).reshape(x.shape)
-    np.testing.assert_array_equal(out, ref.astype(np.float32))
+    return RefCase("Clamp", {"min": -1.5, "max": 2}, [x], [x.shape], [ref.astype(np.float32)])
 
 
 @pytest.mark.parametrize("names", [("mean", "variance"), ("biases", "weights")], ids=["named", "legacy_names"])
@@ -161,16 +178,10 @@ def cv_resize(x, oh, ow, interp):
                      for b in range(n)])
 
 
-@pytest.mark.parametrize("kind,interp,size,data", [
-    ("caffe.ResampleParameter.NEAREST", cv2.INTER_NEAREST, (10, 14), {"factor": 2}),
-    ("caffe.ResampleParameter.NEAREST", cv2.INTER_NEAREST, (7, 9), {"factor": 0, "height": 7, "width": 9}),
-    ("caffe.ResampleParameter.LINEAR", cv2.INTER_LINEAR, (10, 14), {"factor": 2}),
-    ("caffe.ResampleParameter.LINEAR", cv2.INTER_LINEAR, (13, 4), {"factor": 0, "height": 13, "width": 4}),
-], ids=["nearest_x2", "nearest_size", "linear_x2", "linear_size"])
-def test_resample_matches_opencv(tmp_path, kind, interp, size, data):
+def resample_case(kind, interp, size, data) -> RefCase:
     x = rand(2, 3, 5, 7)
-    (out,), _ = run_single(tmp_path, "Resample", dict(data, type=kind, antialias=0), [x], [(2, 3) + size])
-    assert_close(out, cv_resize(x, size[0], size[1], interp), 1e-5, kind)
+    return RefCase("Resample", dict(data, type=kind, antialias=0), [x], [(2, 3) + size],
+                   [cv_resize(x, size[0], size[1], interp)], 1e-5)
 
 
 # --- PriorBoxClustered ---------------------------------------------------------------------
@@ -188,24 +199,16 @@ def prior_clustered_ref(fh, fw, img_h, img_w, widths, heights, step, offset, cli
     return np.array([[boxes, vars_]], np.float32)
 
 
-@pytest.mark.parametrize("data,step", [
-    ({"width": "10,20.5,4", "height": "8,12,30", "clip": 0, "offset": 0.5,
-      "variance": "0.1,0.1,0.2,0.2"}, None),
-    ({"width": "30,6", "height": "14,40", "clip": 1, "offset": 0.25, "step": 7, "variance": "0.1"}, (7, 7)),
-    ({"width": "9", "height": "5", "clip": 1, "offset": 0.5, "step_h": 6, "step_w": 5, "img_h": 40,
-      "img_w": 36, "variance": "0.1,0.2,0.3,0.4"}, (6, 5)),
-], ids=["from_image", "step_clip", "img_hw_step_hw"])
-def test_prior_box_clustered(tmp_path, data, step):
+def prior_box_clustered_case(data, step) -> RefCase:
     feat, image = rand(1, 2, 4, 6), rand(1, 3, 32, 48)
     n = len(data["width"].split(","))
-    (out,), _ = run_single(tmp_path, "PriorBoxClustered", data, [feat, image], [(1, 2, 4 * 6 * n * 4)])
     img_h, img_w = data.get("img_h", 32), data.get("img_w", 48)
     step = step or (img_h / 4, img_w / 6)
     variance = [float(v) for v in data["variance"].split(",")]
     ref = prior_clustered_ref(4, 6, img_h, img_w, [float(v) for v in data["width"].split(",")],
                               [float(v) for v in data["height"].split(",")], step, data["offset"], data["clip"],
                               variance * 4 if len(variance) == 1 else variance)
-    assert_close(out, ref, 1e-6, "PriorBoxClustered")
+    return RefCase("PriorBoxClustered", data, [feat, image], [(1, 2, 4 * 6 * n * 4)], [ref], 1e-6)
 
 
 # --- ROIPooling / PSROIPooling ------------------------------------------------------------
@@ -233,13 +236,12 @@ def roi_pool_ref(feat, rois, ph_n, pw_n, scale):
     return out
 
 
-def test_roi_pooling(tmp_path):
+def roi_pooling_case() -> RefCase:
     feat = rand(2, 3, 12, 10)
     rois = np.array([[0, 0, 0, 79, 95], [1, 10.4, 20, 40, 60], [0, 33, 5, 34, 6], [1, 60, 70, 200, 300],
                      [0, 2, 2, 17.5, 30]], np.float32)
-    (out,), _ = run_single(tmp_path, "ROIPooling", {"pooled_h": 3, "pooled_w": 4, "spatial_scale": 0.125},
-                           [feat, rois], [(5, 3, 3, 4)])
-    assert_close(out, roi_pool_ref(feat, rois, 3, 4, 0.125), 1e-6, "ROIPooling")
+    return RefCase("ROIPooling", {"pooled_h": 3, "pooled_w": 4, "spatial_scale": 0.125}, [feat, rois],
+                   [(5, 3, 3, 4)], [roi_pool_ref(feat, rois, 3, 4, 0.125)], 1e-6)
 
 
 def psroi_ref(feat, rois, od, g, scale):
@@ -266,14 +268,13 @@ def psroi_ref(feat, rois, od, g, scale):
     return out
 
 
-def test_psroi_pooling(tmp_path):
+def psroi_pooling_case() -> RefCase:
     od, g = 2, 3
     feat = rand(2, od * g * g, 9, 11)
     rois = np.array([[0, 0, 0, 60, 50], [1, 8, 16, 40, 70], [1, 30, 30, 31, 31], [0, 50, 40, 200, 100]],
                     np.float32)
-    (out,), _ = run_single(tmp_path, "PSROIPooling", {"output_dim": od, "group_size": g, "spatial_scale": 0.125},
-                           [feat, rois], [(4, od, g, g)])
-    assert_close(out, psroi_ref(feat, rois, od, g, 0.125), 1e-5, "PSROIPooling")
+    return RefCase("PSROIPooling", {"output_dim": od, "group_size": g, "spatial_scale": 0.125}, [feat, rois],
+                   [(4, od, g, g)], [psroi_ref(feat, rois, od, g, 0.125)], 1e-5)
 
 
 # --- SimplerNMS ----------------------------------------------------------------------------
@@ -388,22 +389,65 @@ def test_memory_keeps_state_between_calls(tmp_path):
 
 
 # --- shape ops only the catalog has ----------------------------------------------------------
-def test_crop_second_and_third_forms(tmp_path):
+def crop_dim_case() -> RefCase:
     x = rand(2, 3, 10, 9)
-    (out,), _ = run_single(tmp_path, "Crop", {"axis": "2,3", "offset": "1,2", "dim": "6,5"}, [x], [(2, 3, 6, 5)])
-    np.testing.assert_array_equal(out, x[:, :, 1:7, 2:7])
-    (out,), _ = run_single(tmp_path, "Crop", {"axis": "1,3", "crop_begin": "1,3", "crop_end": "0,2"}, [x],
-                           [(2, 2, 10, 4)])
-    np.testing.assert_array_equal(out, x[:, 1:, :, 3:7])
+    return RefCase("Crop", {"axis": "2,3", "offset": "1,2", "dim": "6,5"}, [x], [(2, 3, 6, 5)], [x[:, :, 1:7, 2:7]])
 
 
-def test_flatten_and_split_types(tmp_path):
+def crop_begin_end_case() -> RefCase:
+    x = rand(2, 3, 10, 9)
+    return RefCase("Crop", {"axis": "1,3", "crop_begin": "1,3", "crop_end": "0,2"}, [x], [(2, 2, 10, 4)],
+                   [x[:, 1:, :, 3:7]])
+
+
+def flatten_case() -> RefCase:
     x = rand(2, 3, 4, 5)
-    (out,), _ = run_single(tmp_path, "Flatten", {"axis": 1, "end_axis": 2}, [x], [(2, 12, 5)])
-    np.testing.assert_array_equal(out, x.reshape(2, 12, 5))
-    outs, _ = run_single(tmp_path, "Split", {"axis": 1}, [x], [(2, 1, 4, 5), (2, 2, 4, 5)])
-    np.testing.assert_array_equal(outs[0], x[:, :1])
-    np.testing.assert_array_equal(outs[1], x[:, 1:])
+    return RefCase("Flatten", {"axis": 1, "end_axis": 2}, [x], [(2, 12, 5)], [x.reshape(2, 12, 5)])
+
+
+def split_case() -> RefCase:
+    x = rand(2, 3, 4, 5)
+    return RefCase("Split", {"axis": 1}, [x], [(2, 1, 4, 5), (2, 2, 4, 5)], [x[:, :1], x[:, 1:]])
+
+
+# id -> builder of the case (called when the test runs)
+REFERENCE_CASES = {
+    "region_yolo_v2_softmax": lambda: region_yolo_case(1),
+    "region_yolo_v3_mask": lambda: region_yolo_case(0),
+    "reorg_yolo": reorg_yolo_case,
+    "ctc_greedy_decoder_merge": lambda: ctc_case(1),
+    "ctc_greedy_decoder_no_merge": lambda: ctc_case(0),
+    "grn": grn_case,
+    "clamp": clamp_case,
+    "resample_nearest_x2": lambda: resample_case("caffe.ResampleParameter.NEAREST", cv2.INTER_NEAREST, (10, 14),
+                                                 {"factor": 2}),
+    "resample_nearest_size": lambda: resample_case("caffe.ResampleParameter.NEAREST", cv2.INTER_NEAREST, (7, 9),
+                                                   {"factor": 0, "height": 7, "width": 9}),
+    "resample_linear_x2": lambda: resample_case("caffe.ResampleParameter.LINEAR", cv2.INTER_LINEAR, (10, 14),
+                                                {"factor": 2}),
+    "resample_linear_size": lambda: resample_case("caffe.ResampleParameter.LINEAR", cv2.INTER_LINEAR, (13, 4),
+                                                  {"factor": 0, "height": 13, "width": 4}),
+    "prior_box_clustered_from_image": lambda: prior_box_clustered_case(
+        {"width": "10,20.5,4", "height": "8,12,30", "clip": 0, "offset": 0.5, "variance": "0.1,0.1,0.2,0.2"}, None),
+    "prior_box_clustered_step_clip": lambda: prior_box_clustered_case(
+        {"width": "30,6", "height": "14,40", "clip": 1, "offset": 0.25, "step": 7, "variance": "0.1"}, (7, 7)),
+    "prior_box_clustered_img_hw_step_hw": lambda: prior_box_clustered_case(
+        {"width": "9", "height": "5", "clip": 1, "offset": 0.5, "step_h": 6, "step_w": 5, "img_h": 40, "img_w": 36,
+         "variance": "0.1,0.2,0.3,0.4"}, (6, 5)),
+    "roi_pooling": roi_pooling_case,
+    "psroi_pooling": psroi_pooling_case,
+    "crop_axis_offset_dim": crop_dim_case,
+    "crop_begin_end": crop_begin_end_case,
+    "flatten": flatten_case,
+    "split": split_case,
+}
+
+
+@pytest.mark.parametrize("name", list(REFERENCE_CASES))
+def test_layer_matches_reference(tmp_path, name):
+    case = REFERENCE_CASES[name]()
+    outputs, _ = run_single(tmp_path, case.layer_type, case.data, case.inputs, case.out_shapes, blobs=case.blobs)
+    case.check(outputs)
 
 
 def test_fp16_blobs_are_computed_in_float32(tmp_path):

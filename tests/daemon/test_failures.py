@@ -154,8 +154,9 @@ def test_malformed_messages_get_an_error_or_are_dropped(tiny):
                 (91, "infer", {"handle": handle, "inputs": 5}, "input"),
                 (92, "infer", {"handle": handle, "shm": b"\xc1"}, "shm"),
                 (93, "infer", {"handle": handle, "shm": msgpack.packb({"slot": 12345, "inputs": {}})}, "shm"),
-                (94, "shm_attach", {"path": "/etc/passwd", "size": 10}, "shm"),
-                (95, "shm_attach", {"path": "/dev/shm/mo-core-../../etc/passwd", "size": 10}, "shm"),
+                (94, "shm_create", {"size": 0}, "shm"),
+                (95, "shm_create", {"size": 1 << 40}, "shm"),
+                (95, "shm_attach", {"path": "/etc/passwd", "size": 10}, "unknown_op"),  # the old verb
                 (96, "load_network", {"xml": "/nonexistent/net.xml"}, "network"),
                 (97, "load_network", {"xml_text": "<net", "bin_data": None}, "network"),
                 (98, "reshape", {"handle": handle, "shapes": {"data": [0, -1]}}, "input"),

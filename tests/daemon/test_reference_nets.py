@@ -2,34 +2,16 @@
 equal pycaffe's forward: the sdist's AlexNet, GoogLeNet and CaffeNet, the
 SSD-style net and the Conv-BatchNorm-Scale net, with fusing on and off (1e-4
 relative, max over outputs), and FP16 IRs within 1e-2."""
-import os
-
 import numpy as np
 import pytest
 
-from tests.support import BVLC, REPO, convert_api, import_caffe, make_caffemodel
-
-NETS = os.path.join(REPO, "tests", "convert", "nets")
-
-
-def rel_err(ours, ref):
-    return float(np.abs(np.asarray(ours, np.float64) - ref).max() / max(np.abs(ref).max(), 1e-12))
+from tests.support import BVLC, caffe_outputs, compare_with_caffe, convert_api
 
 
 @pytest.fixture(scope="module")
 def ie():
     from device_daemons.client import IECore
     return IECore(policy="auto")
-
-
-@pytest.fixture(scope="module")
-def small_nets(tmp_path_factory):
-    d = tmp_path_factory.mktemp("small")
-    ssd = os.path.join(NETS, "ssd_small.prototxt")
-    fuse = os.path.join(NETS, "conv_bn_scale.prototxt")
-    make_caffemodel(ssd, str(d / "ssd.caffemodel"), scale=None)
-    make_caffemodel(fuse, str(d / "fuse.caffemodel"), scale=0.3, positive=("conv1_bn", "conv1_scale", "fc_bn"))
-    return {"ssd_small": (ssd, str(d / "ssd.caffemodel")), "conv_bn_scale": (fuse, str(d / "fuse.caffemodel"))}
 
 
 def run_on_daemon(ie, proto, weights, tmp_path, **options):
@@ -46,39 +28,16 @@ def run_on_daemon(ie, proto, weights, tmp_path, **options):
     return inputs, out
 
 
-def caffe_outputs(proto, weights, inputs):
-    caffe = import_caffe()
-    net = caffe.Net(proto, weights, caffe.TEST)
-    for name, value in inputs.items():
-        net.blobs[name].reshape(*value.shape)
-        net.blobs[name].data[...] = value
-    net.forward()
-    return net
-
-
-def compare(ours, net, tol):
-    worst = 0.0
-    for name, value in ours.items():
-        ref = net.blobs[net.top_names[name][0]].data
-        if name == "detection_out":  # Caffe keeps the detections only; the IR pads to N*keep_top_k
-            kept = ref.shape[2]
-            assert np.all(value[0, 0, kept:, 0] == -1)
-            value = value[:, :, :kept]
-        worst = max(worst, rel_err(value, ref))
-    assert worst <= tol, worst
-    return worst
-
-
 @pytest.mark.parametrize("fusing", [True, False], ids=["fusing", "no_fusing"])
 @pytest.mark.parametrize("model", BVLC + ("ssd_small", "conv_bn_scale"))
 def test_daemon_equals_pycaffe(ie, bvlc_models, small_nets, tmp_path, model, fusing):
     proto, weights = (bvlc_models if model in BVLC else small_nets)[model]
     inputs, ours = run_on_daemon(ie, proto, weights, tmp_path, disable_fusing=not fusing)
-    compare(ours, caffe_outputs(proto, weights, inputs), 1e-4)
+    compare_with_caffe(ours, caffe_outputs(proto, weights, inputs), 1e-4)
 
 
 @pytest.mark.parametrize("model", BVLC)
 def test_fp16_ir_on_the_daemon(ie, bvlc_models, tmp_path, model):
     proto, weights = bvlc_models[model]
     inputs, ours = run_on_daemon(ie, proto, weights, tmp_path, data_type="FP16")
-    compare(ours, caffe_outputs(proto, weights, inputs), 1e-2)
+    compare_with_caffe(ours, caffe_outputs(proto, weights, inputs), 1e-2)

@@ -116,6 +116,8 @@ def sample_value(attr):
     """A valid non-default value of an attribute, for the round trip below."""
     kind = attr.kind
     low = 1 if attr.min is None else int(attr.min) + 1
+    if attr.max is not None:
+        return int(attr.max) - 1
     return {"int": low + 2, "float": 0.25, "bool": True, "str": "state_a", "ints": [low, low + 1],
             "floats": [0.5, 2.0], "yx": (low + 1, low + 2)}.get(kind) or attr.choices[-1]
 

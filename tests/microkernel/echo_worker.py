@@ -61,8 +61,14 @@ def raise_internal(args, arrays):
     return {"value": 1 / 0}
 
 
-def setup(server: Server) -> None:
-    for fn in (echo, add, sleep, crash, write_stderr, raise_user_error, raise_internal):
+def raise_base(args, arrays):
+    """User code that raises what `except Exception` does not catch."""
+    raise {"KeyboardInterrupt": KeyboardInterrupt, "SystemExit": SystemExit,
+           "GeneratorExit": GeneratorExit}[args.get("what", "KeyboardInterrupt")]()
+
+
+def setup(server: Server, opts) -> None:
+    for fn in (echo, add, sleep, crash, write_stderr, raise_user_error, raise_internal, raise_base):
         server.handle(fn.__name__, fn)
 
 

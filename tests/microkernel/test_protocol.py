@@ -310,3 +310,29 @@ def test_misaligned_frames_decode_to_aligned_arrays():
     padded = memoryview(b"\x00" + x.tobytes())[1:]  # data at an odd address
     req = decode_request([head, padded])
     assert req.args["x"].flags.aligned and np.array_equal(req.args["x"], x)
+
+
+@pytest.mark.parametrize("header, needle", [
+    ({"v": 1, "id": 1, "op": "x", "args": {"zeros": [0] * 15_000_000}}, "max_array_len"),
+    ({"v": 1, "id": 1, "op": "x", "args": {"m": {str(i): 0 for i in range(200_000)}}}, "max_map_len"),
+    ({"v": 1, "id": 1, "op": "x", "args": {"l": [[0] * 1000] * 200}}, "limit of 131072"),
+    ({"v": 1, "id": 1, "op": "x", "args": {"l": [[]] * 100_000, "m": [{}] * 100_000}}, "limit of 131072"),
+])
+def test_headers_are_capped_in_elements(header, needle):
+    """Arrays travel as frames, so a header never needs many elements; walking
+    millions of them blocked the receiving thread for seconds."""
+    head = msgpack.packb(header)
+    for decode in (decode_request, decode_reply):
+        with pytest.raises(ProtocolError, match=needle):
+            decode([head])
+
+
+def test_nested_msgpack_gets_the_same_limits():
+    from core.microkernel import unpack_limited
+    assert unpack_limited(msgpack.packb({"a": [1, 2]}), what="spec") == {"a": [1, 2]}
+    with pytest.raises(ProtocolError, match="spec of 20 bytes exceeds the limit of 10"):
+        unpack_limited(b"\x00" * 20, what="spec", max_bytes=10)
+    with pytest.raises(ProtocolError, match="spec exceeds the limit"):
+        unpack_limited(msgpack.packb([[1] * 1000] * 200), what="spec")
+    with pytest.raises(ProtocolError, match="spec is not valid msgpack"):
+        unpack_limited(msgpack.packb(msgpack.ExtType(1, b"x")), what="spec")

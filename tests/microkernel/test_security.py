@@ -76,7 +76,7 @@ def test_local_endpoints_need_no_key(ep):
 
 @pytest.mark.parametrize("ep", ["tcp://0.0.0.0:5555", "tcp://*:5555", "tcp://10.0.0.1:5555",
                                 "tcp://eth0:5555", "tcp://example.com:80", "tcp://[::]:5555",
-                                "tcp://127.0.0.1:5;10.0.0.1:5"])
+                                "tcp://127.0.0.1:5;10.0.0.1:5", "ipc://@mo-core-abstract"])
 def test_other_tcp_endpoints_need_a_key(ep):
     with pytest.raises(EndpointError, match="without an authentication key"):
         check_endpoint(ep, have_key=False)

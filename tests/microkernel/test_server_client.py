@@ -220,3 +220,51 @@ def test_client_discards_unknown_stale_and_malformed_replies(tmp_path):
     finally:
         stop.set()
         th.join()
+
+
+def test_base_exceptions_in_handlers_cost_one_reply_not_a_thread(echo_worker):
+    """The echo worker has ONE pool thread: if a handler's KeyboardInterrupt killed
+    it, nothing would be served after the first call."""
+    for what in ("KeyboardInterrupt", "SystemExit", "GeneratorExit") * 2:
+        with pytest.raises(RemoteError) as ei:
+            echo_worker.call("raise_base", {"what": what})
+        assert ei.value.kind == "internal" and what in ei.value.message
+    assert echo_worker.call("echo", {"after": 1})[0] == {"after": 1}
+
+
+def test_fast_lane_serves_its_verbs_on_its_own_thread():
+    import os
+
+    from core.microkernel import Server, new_ipc_endpoint
+    server = Server(new_ipc_endpoint("lanes"), service="lanes", threads=2, spin=0.001)
+
+    def where(args, arrays):
+        return {"thread": threading.current_thread().name, "lane": args.get("lane")}
+    server.handle("where", where)
+    server.handle("where", where, lane="fast")
+    server.handle("only_fast", where, lane="fast")
+    with pytest.raises(ValueError):
+        server.handle("x", where, lane="slow")
+    runner = threading.Thread(target=server.serve)
+    runner.start()
+    fast_path = server.fast_endpoint[len("ipc://"):]
+    try:
+        with Client(server.endpoint, timeout=10) as main:
+            info = main.call("hello")[0]
+            assert info["lanes"] == {"fast": server.fast_endpoint}
+            assert info["fast_ops"] == ["only_fast", "ping", "where"]
+            assert main.call("where")[0]["thread"].startswith("lanes-pool-")
+            with pytest.raises(RemoteError, match="has no verb 'only_fast'"):
+                main.call("only_fast")
+            with Client(info["lanes"]["fast"], timeout=10) as fast:
+                for _ in range(20):
+                    assert fast.call("where", {"lane": "f"})[0] == {"thread": "lanes-fast", "lane": "f"}
+                assert fast.call("ping")[0]["pid"] == os.getpid()
+                with pytest.raises(RemoteError) as ei:
+                    fast.call("shutdown")
+                assert ei.value.kind == "unknown_op" and "fast lane" in ei.value.message
+    finally:
+        server.request_stop()
+        runner.join(10)
+    assert not runner.is_alive()
+    assert not os.path.exists(fast_path) and not os.path.exists(server.endpoint[len("ipc://"):])

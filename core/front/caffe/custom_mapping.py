@@ -5,6 +5,10 @@
         <CustomLayer NativeType="CustomLayer" hasParam="false"/>
     </CustomLayersMapping>
 
+As the reference does, the <CustomLayer> children are read whatever the root element
+is called (its own shipped example's root is <CustomKernelsMapping>); any other
+child element is skipped with a warning.
+
 A mapped layer keeps its Caffe type in the IR and carries all of its parameters
 (hasParam="true") or none. Its shape comes, in the reference guide's priority
 order, from Caffe (--use-caffe-fallback), else from an op registered for the type
@@ -37,8 +41,10 @@ class CustomLayersMapping:
         self.fallback = fallback        # core.front.caffe.fallback.CaffeFallback or None
 
     @classmethod
-    def load(cls, path: str | None, explicit: bool, **kwargs) -> "CustomLayersMapping | None":
-        """Reads the file; the default path may be absent, an explicit -k may not."""
+    def load(cls, path: str | None, explicit: bool, warnings: list | None = None,
+             **kwargs) -> "CustomLayersMapping | None":
+        """Reads the file; the default path may be absent, an explicit -k may not.
+        Skipped elements are reported in `warnings`."""
         path = path or DEFAULT_PATH
         if not os.path.isfile(path):
             if explicit:
@@ -53,14 +59,14 @@ class CustomLayersMapping:
             raise Error("The custom layers mapping file '{}' uses forbidden XML features ({}).", path, exc) from None
         except ElementTree.ParseError as exc:
             raise Error("The custom layers mapping file '{}' is not valid XML: {}.", path, exc) from None
-        if root.tag != "CustomLayersMapping":
-            raise Error("The custom layers mapping file '{}' must have a <CustomLayersMapping> root element, "
-                        "found <{}>.", path, root.tag)
         entries = {}
         for i, element in enumerate(root, start=1):
             where = "{} entry {} (<{}>)".format(path, i, element.tag)
             if element.tag != "CustomLayer":
-                raise Error("Unexpected element in {}: only <CustomLayer .../> entries are allowed.", where)
+                if warnings is not None:
+                    warnings.append("Unexpected element in {}: only <CustomLayer .../> entries are read; it is "
+                                    "skipped.".format(where))
+                continue
             native = (element.get("NativeType") or "").strip()
             has_param = (element.get("hasParam") or "").strip().lower()
             param_name = (element.get("protoParamName") or "").strip() or None

@@ -52,7 +52,7 @@ def unsupported_layers_error(nodes) -> Error:
         "Register these types in CustomLayersMapping.xml (-k, with --use-caffe-fallback to let Caffe infer their "
         "shapes) or implement extensions for them (--extensions DIR with ops/ and front/caffe/ modules).",
         len(nodes), "s" if len(nodes) > 1 else "", len(by_kind), "s" if len(by_kind) > 1 else "", "\n".join(lines),
-        faq=45)
+        faq=44)
 
 
 def extract_all(graph, custom_mapping=None):

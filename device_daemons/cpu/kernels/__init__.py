@@ -2,7 +2,7 @@
 `KERNELS` ({IR layer type: kernel class}); see base.py for the interface."""
 from . import (  # noqa: F401
     activation, argmax, batch_norm, convolution, ctc, detection, fully_connected, linear, memory, normalization,
-    pooling, resample, roi_pooling, shape_ops, yolo,
+    pooling, resize, roi_pooling, shape_ops, yolo,
 )
 from .base import KERNELS, Kernel, KernelError, register
 

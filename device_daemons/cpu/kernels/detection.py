@@ -11,6 +11,10 @@ target or in the priors), per-class NMS (score > confidence_threshold, top_k, th
 adaptive eta), keep_top_k over all classes. Output [1, 1, N*keep_top_k, 7] rows
 [image_id, label, score, xmin, ymin, xmax, ymax] per image, by label then score;
 rows after the last detection are padded with image_id -1 (legacy Inference Engine).
+With normalized: false (R-FCN: the priors are the Proposal's ROIs reshaped to
+[1, 1, R*5], [batch, x1, y1, x2, y2] in pixels) the prior boxes are divided by
+input_width/input_height first, as OpenVINO's DetectionOutput does, so the
+detections come out normalized too.
 
 Proposal: the anchor enumeration, min-size filter (boxes too small get score 0),
 score sort, NMS (pixel IoU, +1 areas) and post_nms_topn of the Caffe/Inference
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.priors import prior_box_aspect_ratios
+from ir.priors import prior_box_sizes, proposal_anchors
 
 from .base import Kernel, register
 
@@ -117,23 +121,10 @@ class PriorBox(_PriorBase):
             self.max_size = []
         if self.max_size and len(self.max_size) != len(self.min_size):
             raise self.error(f"has {len(self.max_size)} max_size values for {len(self.min_size)} min_size values")
-        self.ratios = prior_box_aspect_ratios(self.aspect_ratio, self.flip)
 
     def boxes_wh(self):
-        wh = []
-        last = len(self.min_size) - 1
-        for i, s in enumerate(self.min_size):
-            wh.append((s, s))
-            if self.max_size:
-                m = np.sqrt(s * self.max_size[i])
-                wh.append((m, m))
-            if self.scale_all_sizes or i == last:
-                base = s if self.scale_all_sizes else self.min_size[0]
-                for ar in self.ratios:
-                    if abs(ar - 1.0) < 1e-6:
-                        continue
-                    wh.append((base * np.sqrt(ar), base / np.sqrt(ar)))
-        return np.asarray(wh, np.float64)
+        sizes = prior_box_sizes(self.min_size, self.max_size, self.aspect_ratio, self.flip, self.scale_all_sizes)
+        return np.asarray(sizes, np.float64)
 
     def num_priors(self):
         return len(self.boxes_wh())
@@ -205,6 +196,10 @@ class DetectionOutput(Kernel):
         self.code_type = a["code_type"].rsplit(".", 1)[-1].lower()  # corner, center_size, corner_size
         self.variance_in_target = a["variance_encoded_in_target"]
         self.keep_top_k, self.confidence_threshold = a["keep_top_k"], a["confidence_threshold"]
+        # normalized: false (R-FCN): priors are [batch, x1, y1, x2, y2] in pixels of input_width x input_height
+        self.prior_size = 4 if a["normalized"] else 5
+        self.pixel_scale = None if a["normalized"] else np.array(
+            [a["input_width"], a["input_height"], a["input_width"], a["input_height"]], np.float64)
         if not 0 < self.eta <= 1:
             raise self.error(f"eta {self.eta} must be in (0, 1]")
 
@@ -219,7 +214,9 @@ class DetectionOutput(Kernel):
         self.expect_inputs(input_shapes, (3, 5))
         loc, conf, prior = input_shapes[:3]
         n = loc[0]
-        priors = prior[-1] // 4
+        if prior[-1] % self.prior_size:
+            raise self.error(f"the priors input {list(prior)} does not hold {self.prior_size}-value priors")
+        priors = prior[-1] // self.prior_size
         loc_classes = 1 if self.share_location else self.num_classes
         if int(np.prod(loc[1:])) != priors * loc_classes * 4:
             raise self.error(f"{int(np.prod(loc[1:]))} location values per image do not match {priors} priors")
@@ -250,13 +247,16 @@ class DetectionOutput(Kernel):
     def forward(self, inputs):
         loc_in, conf_in, prior_in = inputs[:3]
         n = loc_in.shape[0]
-        priors = prior_in.shape[-1] // 4
+        size = self.prior_size
+        priors = prior_in.shape[-1] // size
         c = self.num_classes
         loc_classes = 1 if self.share_location else c
         prior_flat = prior_in.reshape(-1)
-        prior_boxes = prior_flat[:priors * 4].reshape(priors, 4).astype(np.float64)
-        if prior_flat.size >= priors * 8:
-            variances = prior_flat[priors * 4:priors * 8].reshape(priors, 4).astype(np.float64)
+        prior_boxes = prior_flat[:priors * size].reshape(priors, size)[:, size - 4:].astype(np.float64)
+        if self.pixel_scale is not None:
+            prior_boxes = prior_boxes / self.pixel_scale  # decoded boxes come out normalized
+        if prior_flat.size >= priors * (size + 4):
+            variances = prior_flat[priors * size:priors * (size + 4)].reshape(priors, 4).astype(np.float64)
         elif self.variance_in_target:
             variances = np.ones((priors, 4))
         else:
@@ -331,23 +331,7 @@ class Proposal(Kernel):
         self.ratio, self.scale = a["ratio"], a["scale"]
         if not self.ratio or not self.scale:
             raise self.error("needs non-empty ratio and scale lists")
-        self.anchors = self._anchors()
-
-    def _anchors(self):
-        f32 = np.float32
-        base = self.base_size
-        area = f32(base * base)
-        center = f32(0.5) * f32(base - 1)
-        anchors = []
-        for r in self.ratio:
-            rw = f32(np.sqrt(area / f32(r)))
-            rh = f32(rw * f32(r))
-            for s in self.scale:
-                # (int)(x + 0.5) of a double, as the reference layer rounds
-                sw = f32(0.5) * f32(np.trunc(float(f32(rw * f32(s))) / base - 1 + 0.5))
-                sh = f32(0.5) * f32(np.trunc(float(f32(rh * f32(s))) / base - 1 + 0.5))
-                anchors.append((center - sw, center - sh, center + sw, center + sh))
-        return np.asarray(anchors, np.float32)
+        self.anchors = proposal_anchors(self.base_size, self.ratio, self.scale)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 3)

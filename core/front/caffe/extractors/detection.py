@@ -64,7 +64,9 @@ class DetectionOutputExtractor(FrontExtractorOp):
             "variance_encoded_in_target": bool(p.variance_encoded_in_target), "keep_top_k": int(p.keep_top_k),
             # unset means "keep every score" in Caffe (-FLT_MAX), not 0
             "confidence_threshold": float(p.confidence_threshold) if p.HasField("confidence_threshold")
-            else -3.4028234663852886e38})
+            else -3.4028234663852886e38,
+            # R-FCN style: priors are ROIs in pixels [batch, x1, y1, x2, y2] of an input_width x input_height image
+            "normalized": bool(p.normalized), "input_width": int(p.input_width), "input_height": int(p.input_height)})
         return True
 
 

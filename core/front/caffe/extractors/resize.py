@@ -12,7 +12,9 @@ class InterpExtractor(FrontExtractorOp):
         p = node.pb.interp_param
         Interp.update_node_stat(node, {"height": int(p.height), "width": int(p.width),
                                        "zoom_factor": int(p.zoom_factor), "shrink_factor": int(p.shrink_factor),
-                                       "pad_beg": int(p.pad_beg), "pad_end": int(p.pad_end)})
+                                       "pad_beg": int(p.pad_beg), "pad_end": int(p.pad_end),
+                                       # --interp_zoom_rule (load_model puts it on the graph)
+                                       "zoom_rule": node.graph.graph.get("interp_zoom_rule", "multiply")})
         return True
 
 
@@ -24,7 +26,7 @@ class UpsampleExtractor(FrontExtractorOp):
         if len(node.pb.bottom) > 1:
             raise FrameworkError("Upsample '{}' takes pooling indices as a second input (SegNet max-unpooling), "
                                  "which IR v2 cannot express. Write an extension for it (--extensions) or map it "
-                                 "in CustomLayersMapping.xml.", node.name, faq=45)
+                                 "in CustomLayersMapping.xml.", node.name, faq=44)
         p = node.pb.upsample_param
         scale = int(p.scale_h or p.scale)
         if p.scale_w and p.scale_w != scale:

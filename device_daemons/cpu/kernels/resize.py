@@ -1,4 +1,5 @@
-"""Resample: nearest or bilinear resizing of the H, W axes.
+"""Resizing of the H, W axes: Resample (nearest or bilinear) and Interp (Caffe's
+PSPNet/DeepLab bilinear resize with corners aligned).
 
 Output size: H*factor, W*factor (truncated) when the IR's ports say the factor
 made them, else the fixed height/width attributes. NEAREST takes source pixel
@@ -8,6 +9,8 @@ floor(y * H_in / H_out); LINEAR is bilinear with half-pixel centres
 from __future__ import annotations
 
 import numpy as np
+
+from ir.interp import interp_output_size
 
 from .base import Kernel, register
 
@@ -85,3 +88,59 @@ class Resample(Kernel):
         left = rows[:, :, :, x0]
         right = rows[:, :, :, x1]
         return [(left + (right - left) * fx).astype(np.float32, copy=False)]
+
+
+@register("Interp")
+class Interp(Kernel):
+    """Caffe's Interp: the input cropped by pad_beg/pad_end (both <= 0), resized
+    bilinearly with corners aligned to the size of ir/interp.py's rules (or of the
+    second input's H, W). Source coordinate of output row i: i * (H_in - 1) / (H_out - 1),
+    computed in float32 as Caffe does."""
+
+    def __init__(self, layer):
+        super().__init__(layer)
+        if not self.attrs["align_corners"]:
+            raise self.error("align_corners 0 is not supported by the CPU plugin (Caffe's Interp aligns corners)")
+        self._key = None
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, (1, 2), rank=4)
+        n, c, h, w = input_shapes[0]
+        if len(input_shapes) == 2:
+            if len(input_shapes[1]) != 4:
+                raise self.error(f"the size input must be 4-D, got {list(input_shapes[1])}")
+            return [(n, c, input_shapes[1][2], input_shapes[1][3])]
+        a = self.attrs
+        try:
+            oh, ow = interp_output_size(h, w, height=a["height"], width=a["width"], zoom_factor=a["zoom_factor"],
+                                        shrink_factor=a["shrink_factor"], pad_beg=a["pad_beg"], pad_end=a["pad_end"],
+                                        zoom_rule=a["zoom_rule"])
+        except ValueError as exc:
+            raise self.error(f"input {list(input_shapes[0])}: {exc}") from None
+        return [(n, c, oh, ow)]
+
+    @staticmethod
+    def _axis(size_in, size_out):
+        f32 = np.float32
+        ratio = f32(size_in - 1) / f32(size_out - 1) if size_out > 1 else f32(0)
+        src = ratio * np.arange(size_out, dtype=np.float32)
+        lo = src.astype(np.int64)  # truncation, as Caffe's (int) cast
+        hi = np.where(lo < size_in - 1, lo + 1, lo)
+        frac = (src - lo).astype(np.float32)
+        return lo, hi, frac
+
+    def forward(self, inputs):
+        x = inputs[0]
+        n, c, oh, ow = self.getMemoryShapes([t.shape for t in inputs])[0]
+        beg, end = -self.attrs["pad_beg"], -self.attrs["pad_end"]
+        x = x[:, :, beg:x.shape[2] - end, beg:x.shape[3] - end]
+        h, w = x.shape[2], x.shape[3]
+        key = (h, w, oh, ow)
+        if self._key != key:
+            self._maps, self._key = (self._axis(h, oh), self._axis(w, ow)), key
+        (y0, y1, fy), (x0, x1, fx) = self._maps
+        fy = fy[:, None]
+        rows = x[:, :, y0] * (np.float32(1) - fy) + x[:, :, y1] * fy
+        out = rows[:, :, :, x0] * (np.float32(1) - fx) + rows[:, :, :, x1] * fx
+        return [out.astype(np.float32, copy=False)]
+

@@ -1,0 +1,65 @@
+// Shared by every built-in kernel file (prepended by programs.py).
+//
+// T is the storage type of tensors and weights: float, or half with -DMO_HALF.
+// Half is read and written with vload_half / vstore_half_rte, which are core
+// OpenCL (no cl_khr_fp16 needed): values are stored as half, arithmetic is float.
+// Indexes are int: a tensor has fewer than 2^31 elements (the plan checks).
+// LD8/ST8 move 8 consecutive values at element offset i (no alignment needed).
+#ifdef MO_HALF
+#define T half
+#define LD(p, i) vload_half((i), (p))
+#define ST(p, i, v) vstore_half_rte((v), (i), (p))
+#define LD8(p, i) vload_half8(0, (p) + (i))
+#define ST8(p, i, v) vstore_half8_rte((v), 0, (p) + (i))
+#else
+#define T float
+#define LD(p, i) ((p)[i])
+#define ST(p, i, v) ((p)[i] = (v))
+#define LD8(p, i) vload8(0, (p) + (i))
+#define ST8(p, i, v) vstore8((v), 0, (p) + (i))
+#endif
+
+// Activations, applied standalone (activation.cl) or fused into the epilogue of
+// the layer before them (convolution, fully connected, eltwise, scale-shift).
+#define ACT_NONE 0
+#define ACT_RELU 1      // a: negative slope
+#define ACT_CLAMP 2     // [a, b]
+#define ACT_SIGMOID 3
+#define ACT_TANH 4
+#define ACT_ELU 5       // a: alpha
+#define ACT_ABS 6
+
+inline float activate(float v, int act, float a, float b) {
+    switch (act) {
+    case ACT_RELU: return v > 0.0f ? v : v * a;
+    case ACT_CLAMP: return fmin(fmax(v, a), b);
+    case ACT_SIGMOID: return 1.0f / (1.0f + exp(-v));
+    case ACT_TANH: return tanh(v);
+    case ACT_ELU: return v > 0.0f ? v : a * expm1(v);
+    case ACT_ABS: return fabs(v);
+    default: return v;
+    }
+}
+
+inline float8 activate8(float8 v, int act, float a, float b) {
+    switch (act) {
+    case ACT_NONE: return v;
+    case ACT_RELU: return select(v * a, v, v > 0.0f);
+    case ACT_CLAMP: return fmin(fmax(v, a), b);
+    default: {
+        float t[8];
+        vstore8(v, 0, t);
+        for (int i = 0; i < 8; ++i) t[i] = activate(t[i], act, a, b);
+        return vload8(0, t);
+    }
+    }
+}
+
+// x^-beta for x > 0 (LRN): exp2/log2 instead of pow, whose full-range accuracy
+// costs several times more on some OpenCL compilers; rsqrt for Caffe's 0.75.
+inline float pow_neg(float x, float beta) {
+    if (beta == 0.75f) { float r = rsqrt(x); return r * sqrt(r); }
+    if (beta == 0.5f) return rsqrt(x);
+    if (beta == 1.0f) return 1.0f / x;
+    return exp2(-beta * log2(x));
+}

@@ -1,0 +1,190 @@
+// Convolution (grouped, dilated, padded), its 1x1 fast path, depthwise
+// convolution, and Deconvolution. Tensors NCHW.
+//
+// A work item computes OCB output channels of one output pixel: the input value
+// is loaded once for OCB multiply-adds, the OCB weights of a tap are contiguous
+// (weights packed on the host as [group][channel block][in channel][ky][kx][OCB],
+// zero-padded to whole blocks) and the same for all work items of a row, which
+// read neighbouring input pixels: coalesced on a GPU, vectorized across work
+// items by PoCL on a CPU.
+#define OCB 8
+
+#define EPILOGUE(n, oc0, ocg_left, pixel, plane, O)                                        \
+    for (int i = 0; i < OCB; ++i) {                                                        \
+        if (i < (ocg_left)) {                                                              \
+            int oc = (oc0) + i;                                                            \
+            float r = acc[i] + (has_bias ? LD(bias, oc) : 0.0f);                           \
+            ST(out, ((n) * (O) + oc) * (plane) + (pixel), activate(r, act, act_a, act_b)); \
+        }                                                                                  \
+    }
+
+// A work item of conv_direct / deconv: output pixel (ox, oy), block b of OCB
+// output channels of group g, image n; acc the OCB sums; xg / wb the group's
+// input planes and the block's packed weights.
+#define BLOCK_PROLOGUE                                                           \
+    int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);     \
+    if (ox >= OW) return;                                                        \
+    int b = z % blocks, t = z / blocks, g = t % G, n = t / G;                    \
+    float acc[OCB];                                                              \
+    for (int i = 0; i < OCB; ++i) acc[i] = 0.0f;                                 \
+    __global const T* xg = x + (n * C + g * ICg) * H * W;                       \
+    __global const T* wb = w + (g * blocks + b) * ICg * KH * KW * OCB;
+
+// global: (OW rounded up, OH, N * G * blocks)
+__kernel void conv_direct(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
+                          int C, int H, int W, int O, int OH, int OW, int G, int ICg, int OCg, int blocks,
+                          int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW,
+                          int has_bias, int act, float act_a, float act_b)
+{
+    BLOCK_PROLOGUE
+    int iy0 = oy * SH - PH, ix0 = ox * SW - PW;
+    for (int ic = 0; ic < ICg; ++ic) {
+        __global const T* xc = xg + ic * H * W;
+        for (int ky = 0; ky < KH; ++ky) {
+            int iy = iy0 + ky * DH;
+            bool row_ok = iy >= 0 && iy < H;
+            for (int kx = 0; kx < KW; ++kx) {
+                int ix = ix0 + kx * DW;
+                float v = (row_ok && ix >= 0 && ix < W) ? LD(xc, iy * W + ix) : 0.0f;
+                __global const T* wk = wb + ((ic * KH + ky) * KW + kx) * OCB;
+                for (int i = 0; i < OCB; ++i) acc[i] = mad(v, LD(wk, i), acc[i]);
+            }
+        }
+    }
+    EPILOGUE(n, g * OCg + b * OCB, OCg - b * OCB, oy * OW + ox, OH * OW, O)
+}
+
+// 1x1 kernel, no padding (any stride, groups): a work item per output pixel of
+// the flattened plane. global: (OH*OW rounded up, 1, N * G * blocks)
+__kernel void conv_1x1(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
+                       int C, int H, int W, int O, int OH, int OW, int G, int ICg, int OCg, int blocks,
+                       int SH, int SW, int has_bias, int act, float act_a, float act_b)
+{
+    int p = get_global_id(0), z = get_global_id(2);
+    if (p >= OH * OW) return;
+    int b = z % blocks, t = z / blocks, g = t % G, n = t / G;
+    int src = (SH == 1 && SW == 1) ? p : (p / OW) * SH * W + (p % OW) * SW;
+    float acc[OCB];
+    for (int i = 0; i < OCB; ++i) acc[i] = 0.0f;
+    __global const T* xg = x + (n * C + g * ICg) * H * W + src;
+    __global const T* wb = w + (g * blocks + b) * ICg * OCB;
+    int plane = H * W;
+    for (int ic = 0; ic < ICg; ++ic) {
+        float v = LD(xg, ic * plane);
+        __global const T* wk = wb + ic * OCB;
+        for (int i = 0; i < OCB; ++i) acc[i] = mad(v, LD(wk, i), acc[i]);
+    }
+    EPILOGUE(n, g * OCg + b * OCB, OCg - b * OCB, p, OH * OW, O)
+}
+
+// One input channel per group, one output channel per group (depthwise): a work
+// item per output pixel. weights [C][KH][KW]. global: (OW rounded up, OH, N*C)
+__kernel void conv_depthwise(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
+                             int C, int H, int W, int OH, int OW, int KH, int KW, int SH, int SW,
+                             int PH, int PW, int DH, int DW, int has_bias, int act, float act_a, float act_b)
+{
+    int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
+    if (ox >= OW) return;
+    int c = z % C;
+    __global const T* xc = x + z * H * W;
+    __global const T* wc = w + c * KH * KW;
+    float acc = has_bias ? LD(bias, c) : 0.0f;
+    int iy0 = oy * SH - PH, ix0 = ox * SW - PW;
+    for (int ky = 0; ky < KH; ++ky) {
+        int iy = iy0 + ky * DH;
+        if (iy < 0 || iy >= H) continue;
+        for (int kx = 0; kx < KW; ++kx) {
+            int ix = ix0 + kx * DW;
+            if (ix >= 0 && ix < W) acc = mad(LD(xc, iy * W + ix), LD(wc, ky * KW + kx), acc);
+        }
+    }
+    ST(out, (z * OH + oy) * OW + ox, activate(acc, act, act_a, act_b));
+}
+
+// Deconvolution as a gather: output pixel (oy, ox) takes input (iy, ix) through
+// tap (ky, kx) when oy + PH - ky*DH = iy*SH. weights packed like conv_direct's
+// (from Caffe's [C_in][C_out/g][KH][KW]). global: (OW rounded up, OH, N*G*blocks)
+__kernel void deconv(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
+                     int C, int H, int W, int O, int OH, int OW, int G, int ICg, int OCg, int blocks,
+                     int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW,
+                     int has_bias, int act, float act_a, float act_b)
+{
+    BLOCK_PROLOGUE
+    for (int ky = 0; ky < KH; ++ky) {
+        int ty = oy + PH - ky * DH;
+        if (ty < 0 || ty % SH) continue;
+        int iy = ty / SH;
+        if (iy >= H) continue;
+        for (int kx = 0; kx < KW; ++kx) {
+            int tx = ox + PW - kx * DW;
+            if (tx < 0 || tx % SW) continue;
+            int ix = tx / SW;
+            if (ix >= W) continue;
+            for (int ic = 0; ic < ICg; ++ic) {
+                float v = LD(xg, (ic * H + iy) * W + ix);
+                __global const T* wk = wb + ((ic * KH + ky) * KW + kx) * OCB;
+                for (int i = 0; i < OCB; ++i) acc[i] = mad(v, LD(wk, i), acc[i]);
+            }
+        }
+    }
+    EPILOGUE(n, g * OCg + b * OCB, OCg - b * OCB, oy * OW + ox, OH * OW, O)
+}
+
+// --- the "simd" style (CPU-like OpenCL devices): im2col + a register-tiled GEMM
+// whose work item computes MR output channels x 8 pixels with 8-wide vectors
+// (PoCL does not vectorize the kernels above across work items).
+#define MR 8
+
+// col[(image*C + c)*KH*KW + ky*KW + kx][p] = x[image][c][oy*SH - PH + ky*DH][ox*SW - PW + kx*DW]
+// (0 in the padding). global: (OH*OW rounded up, KH*KW, N*C)
+__kernel void im2col(__global const T* x, __global T* col, int H, int W, int OH, int OW, int KH, int KW,
+                     int SH, int SW, int PH, int PW, int DH, int DW)
+{
+    int p = get_global_id(0), t = get_global_id(1), z = get_global_id(2);
+    int P = OH * OW;
+    if (p >= P) return;
+    int oy = p / OW, ox = p % OW, ky = t / KW, kx = t % KW;
+    int iy = oy * SH - PH + ky * DH, ix = ox * SW - PW + kx * DW;
+    float v = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? LD(x, (z * H + iy) * W + ix) : 0.0f;
+    ST(col, (z * KH * KW + t) * P + p, v);
+}
+
+// out[image][g*M + m][p] = sum_k w[g][m][k] * B[z][k][p] (+ bias, activation) for
+// z = image*G + g; B is the im2col columns, or the input itself for a 1x1 kernel
+// with stride 1 and no padding. global: (ceil(N/8), ceil(M/MR), images*G)
+__kernel void conv_gemm(__global const T* w, __global const T* B, __global const T* bias, __global T* out,
+                        int M, int N, int K, int G, int has_bias, int act, float act_a, float act_b)
+{
+    int n0 = get_global_id(0) * 8, m0 = get_global_id(1) * MR, z = get_global_id(2);
+    int g = z % G;
+    __global const T* A = w + g * M * K;
+    __global const T* Bz = B + z * K * N;
+    __global T* C = out + z * M * N;
+    int rows = min(MR, M - m0), cols = min(8, N - n0);
+    float8 acc[MR];
+    for (int r = 0; r < MR; ++r) acc[r] = 0.0f;
+    if (cols == 8 && rows == MR) {
+        for (int k = 0; k < K; ++k) {
+            float8 bv = LD8(Bz, k * N + n0);
+            for (int r = 0; r < MR; ++r) acc[r] = mad((float8)(LD(A, (m0 + r) * K + k)), bv, acc[r]);
+        }
+    } else {
+        for (int k = 0; k < K; ++k) {
+            float t[8];
+            for (int j = 0; j < 8; ++j) t[j] = j < cols ? LD(Bz, k * N + n0 + j) : 0.0f;
+            float8 bv = vload8(0, t);
+            for (int r = 0; r < rows; ++r) acc[r] = mad((float8)(LD(A, (m0 + r) * K + k)), bv, acc[r]);
+        }
+    }
+    for (int r = 0; r < rows; ++r) {
+        int m = m0 + r;
+        float8 v = activate8(acc[r] + (has_bias ? LD(bias, g * M + m) : 0.0f), act, act_a, act_b);
+        if (cols == 8) {
+            ST8(C, m * N + n0, v);
+        } else {
+            float t[8];
+            vstore8(v, 0, t);
+            for (int j = 0; j < cols; ++j) ST(C, m * N + n0 + j, t[j]);
+        }
+    }
+}

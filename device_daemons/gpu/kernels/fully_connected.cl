@@ -1,0 +1,57 @@
+// FullyConnected: y[r, o] = sum_i x[r, i] * w[i, o] + b[o], weights stored
+// transposed (I, O) so that neighbouring work items (neighbouring o) read
+// neighbouring weights. A work item computes RB rows of one output column.
+// global: (O rounded up, ceil(R / RB))
+#define RB 4
+
+__kernel void fully_connected(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
+                              int R, int I, int O, int has_bias, int act, float act_a, float act_b)
+{
+    int o = get_global_id(0), r0 = get_global_id(1) * RB;
+    if (o >= O) return;
+    int rows = min(RB, R - r0);
+    float acc[RB];
+    for (int j = 0; j < RB; ++j) acc[j] = 0.0f;
+    __global const T* xr = x + r0 * I;
+    if (rows == RB) {
+        for (int i = 0; i < I; ++i) {
+            float wv = LD(w, i * O + o);
+            for (int j = 0; j < RB; ++j) acc[j] = mad(LD(xr, j * I + i), wv, acc[j]);
+        }
+    } else {
+        for (int i = 0; i < I; ++i) {
+            float wv = LD(w, i * O + o);
+            for (int j = 0; j < rows; ++j) acc[j] = mad(LD(xr, j * I + i), wv, acc[j]);
+        }
+    }
+    float b = has_bias ? LD(bias, o) : 0.0f;
+    for (int j = 0; j < rows; ++j) ST(out, (r0 + j) * O + o, activate(acc[j] + b, act, act_a, act_b));
+}
+
+// The same for CPU-like OpenCL devices (style "simd"): weights in their IR
+// layout (O, I); a work item makes RB dot products of a weight row with 8-wide
+// vector loads, which a CPU compiler keeps in vector registers (PoCL does not
+// vectorize across the work items of fully_connected). global: (O, ceil(R / RB))
+__kernel void fully_connected_rows(__global const T* x, __global const T* w, __global const T* bias,
+                                   __global T* out, int R, int I, int O, int has_bias,
+                                   int act, float act_a, float act_b)
+{
+    int o = get_global_id(0), r0 = get_global_id(1) * RB;
+    if (o >= O) return;
+    int rows = min(RB, R - r0);
+    float8 acc[RB];
+    for (int j = 0; j < RB; ++j) acc[j] = 0.0f;
+    __global const T* wr = w + o * I;
+    int i8 = I & ~7;
+    for (int i = 0; i < i8; i += 8) {
+        float8 wv = LD8(wr, i);
+        for (int j = 0; j < rows; ++j) acc[j] = mad(LD8(x, (r0 + j) * I + i), wv, acc[j]);
+    }
+    float b = has_bias ? LD(bias, o) : 0.0f;
+    for (int j = 0; j < rows; ++j) {
+        float8 a = acc[j];
+        float s = ((a.s0 + a.s1) + (a.s2 + a.s3)) + ((a.s4 + a.s5) + (a.s6 + a.s7));
+        for (int i = i8; i < I; ++i) s = mad(LD(x, (r0 + j) * I + i), LD(wr, i), s);
+        ST(out, (r0 + j) * O + o, activate(s + b, act, act_a, act_b));
+    }
+}

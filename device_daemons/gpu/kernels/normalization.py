@@ -1,0 +1,58 @@
+"""SoftMax, Norm/LRN and Normalize on the GPU (normalization.cl)."""
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+
+from .base import GpuKernel, channel_layout, f32, i32, register, round_up
+
+
+def _axis_layout(shape, axis):
+    a = axis + len(shape) if axis < 0 else axis
+    outer = int(np.prod(shape[:a])) if a else 1
+    inner = int(np.prod(shape[a + 1:])) if a + 1 < len(shape) else 1
+    return outer, int(shape[a]), inner
+
+
+@register("SoftMax", "Softmax")
+class SoftMax(GpuKernel):
+    program = "normalization.cl"
+    inplace = True  # a work item reads its whole axis before it writes it
+
+    def launches(self, ins, outs):
+        outer, a, inner = _axis_layout(self.in_shapes[0], self.ref.axis)
+        return [self.launch("softmax", [ins[0], outs[0]] + i32(a, inner), (round_up(inner, 8), outer))]
+
+
+@register("Norm", "LRN")
+class Norm(GpuKernel):
+    program = "normalization.cl"
+
+    def launches(self, ins, outs):
+        ref = self.ref
+        n, c, h, w = self.in_shapes[0]
+        if ref.region == "across":
+            args = [ins[0], outs[0]] + i32(c, h * w, ref.size) + f32(ref.alpha / ref.size, ref.beta, ref.k)
+            return [self.launch("lrn_across", args, (round_up(h * w, 8), c, n))]
+        args = [ins[0], outs[0]] + i32(h, w, ref.size) + f32(ref.alpha / (ref.size * ref.size), ref.beta)
+        return [self.launch("lrn_within", args, (round_up(w, 8), h, n * c))]
+
+
+@register("Normalize")
+class Normalize(GpuKernel):
+    program = "normalization.cl"
+    inplace = True  # each value is read (for the norm) before any is written
+
+    def __init__(self, layer, ctx):
+        super().__init__(layer, ctx)
+        self.scale = ctx.upload(self.ref.scale)
+        self.shared = int(self.ref.channel_shared or self.ref.scale.size == 1)
+
+    def launches(self, ins, outs):
+        ref = self.ref
+        n, c, inner = channel_layout(self.in_shapes[0])
+        args = [ins[0], self.scale, outs[0]] + i32(c, inner) + f32(ref.eps) + i32(self.shared)
+        if not ref.across_spatial:
+            return [self.launch("normalize_pixel", args, (round_up(inner, 8), n))]
+        group = self.ctx.group_size(self.prog(), "normalize_image", 256)
+        return [self.launch("normalize_image", args + [cl.LocalMemory(4 * group)], (group, n), (group, 1))]

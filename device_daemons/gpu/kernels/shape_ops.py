@@ -1,0 +1,109 @@
+"""Concat, Split/Slice, Crop, Permute (shape_ops.cl's strided copy) and
+Reshape/Flatten (views: the output is the input's buffer, no launch)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import GpuKernel, i32, register, round_up
+
+MAX_RANK = 6  # shape_ops.cl
+
+
+def contiguous_strides(shape) -> list[int]:
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= int(d)
+    return strides[::-1]
+
+
+def merge_dims(shape, src_strides, dst_strides):
+    """Drops size-1 dims and merges neighbours that are contiguous in both source
+    and destination: fewer index divisions per element, and any rank up to the
+    tensors' fits MAX_RANK in practice."""
+    dims = [(int(n), int(s), int(d)) for n, s, d in zip(shape, src_strides, dst_strides) if n != 1]
+    merged = []
+    for n, s, d in dims:
+        if merged:
+            pn, ps, pd = merged[-1]
+            if ps == n * s and pd == n * d:
+                merged[-1] = (pn * n, s, d)
+                continue
+        merged.append((n, s, d))
+    return merged or [(1, 1, 1)]
+
+
+class _Copy(GpuKernel):
+    program = "shape_ops.cl"
+
+    def copy(self, src, dst, shape, src_strides, dst_strides, src_offset=0, dst_offset=0):
+        """A Launch copying `shape` elements; its descriptor buffer is made once."""
+        dims = merge_dims(shape, src_strides, dst_strides)
+        if len(dims) > MAX_RANK:
+            raise self.error(f"a copy over {len(dims)} non-contiguous dimensions is more than the GPU plugin's "
+                             f"{MAX_RANK}")
+        desc = np.ones(3 * MAX_RANK, np.int32)
+        for k, (n, s, d) in enumerate(dims):
+            desc[k], desc[MAX_RANK + k], desc[2 * MAX_RANK + k] = n, s, d
+        count = int(np.prod(shape))
+        return self.launch("copy_nd", [src, dst, self.ctx.upload_ints(desc)] +
+                           i32(len(dims), count, src_offset, dst_offset), (round_up(count, 64),))
+
+
+@register("Concat")
+class Concat(_Copy):
+    def launches(self, ins, outs):
+        out_shape = self.out_shapes[0]
+        rank = len(out_shape)
+        axis = self.ref.axis + rank if self.ref.axis < 0 else self.ref.axis
+        dst_strides = contiguous_strides(out_shape)
+        result, offset = [], 0
+        for buf, shape in zip(ins, self.in_shapes):
+            result.append(self.copy(buf, outs[0], shape, contiguous_strides(shape), dst_strides,
+                                    dst_offset=offset * dst_strides[axis]))
+            offset += shape[axis]
+        return result
+
+
+@register("Split", "Slice")
+class Split(_Copy):
+    def launches(self, ins, outs):
+        shape = self.in_shapes[0]
+        rank = len(shape)
+        axis = self.ref.axis + rank if self.ref.axis < 0 else self.ref.axis
+        src_strides = contiguous_strides(shape)
+        result, offset = [], 0
+        for buf, out_shape in zip(outs, self.out_shapes):
+            result.append(self.copy(ins[0], buf, out_shape, src_strides, contiguous_strides(out_shape),
+                                    src_offset=offset * src_strides[axis]))
+            offset += out_shape[axis]
+        return result
+
+
+@register("Crop")
+class Crop(_Copy):
+    def launches(self, ins, outs):
+        shape = self.in_shapes[0]
+        slices, out_shape = self.ref._slices(self.in_shapes)
+        src_strides = contiguous_strides(shape)
+        offset = sum((s.start or 0) * st for s, st in zip(slices, src_strides))
+        return [self.copy(ins[0], outs[0], out_shape, src_strides, contiguous_strides(out_shape), src_offset=offset)]
+
+
+@register("Permute")
+class Permute(_Copy):
+    def launches(self, ins, outs):
+        shape = self.in_shapes[0]
+        order = self.ref._order(len(shape))
+        in_strides = contiguous_strides(shape)
+        out_shape = self.out_shapes[0]
+        return [self.copy(ins[0], outs[0], out_shape, [in_strides[a] for a in order],
+                          contiguous_strides(out_shape))]
+
+
+@register("Reshape", "Flatten")
+class View(GpuKernel):
+    view = True
+
+    def launches(self, ins, outs):
+        return []

@@ -1,0 +1,341 @@
+"""GpuPlan: an IR network compiled once for an OpenCL device.
+
+    from ir import read_ir
+    from device_daemons.gpu import GpuPlan
+    plan = GpuPlan(read_ir("net.xml"))            # the default device: open_device("GPU")
+    outputs = plan.infer({"data": image})        # {output layer name: float32 array}
+    plan.reshape({"data": (2, 3, 224, 224)})     # another batch: shapes re-inferred, memory re-planned
+
+Compilation (once per network): one GPU kernel per layer (a GPU custom layer for
+its type wins over the built-in kernel); weights are uploaded once and shared by
+all requests; programs are built once per process (programs.py). An activation
+that is the only reader of a convolution / fully connected / eltwise /
+scale-shift output runs in that layer's epilogue. Shapes come from the layers'
+CPU kernels (the reference for what an IR means).
+
+Memory (once per shape, memory.py): every tensor lives on the device for the
+whole request; tensors share storage by lifetime inside one arena per request.
+
+Requests: `create_request()` makes an InferRequest with its own command queue,
+arena and kernel objects (arguments set once). Requests of one plan run
+concurrently from different threads; `infer()` borrows an idle request (making
+one when all are busy), so concurrent infer() calls are safe and each in-flight
+call has its own queue.
+
+Precision: tensors and weights are stored as float32, or as half when the IR is
+FP16 (`precision` overrides); arithmetic is float32 either way (common.cl).
+Inputs and outputs are float32 arrays.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyopencl as cl
+
+from ir import IRError
+
+from ..cpu.kernels import KernelError
+from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, output_ports
+from .device import open_device
+from .kernels import GPU_KERNELS
+from .kernels.activation import activation_code
+from .kernels.base import NO_ACTIVATION
+from .memory import Block, Groups, align, place
+from .programs import builtin_program
+
+_MAX_ELEMENTS = 2**31 - 1  # kernels index with int
+
+
+def network_precision(network) -> str:
+    """FP16 when every computing layer of the IR is FP16, else FP32."""
+    precisions = {layer.precision for layer in network.layers if layer.type != "Input"}
+    return "FP16" if precisions == {"FP16"} else "FP32"
+
+
+STYLES = ("simt", "simd")
+
+
+class EngineContext:
+    """What GPU kernels use to reach the device: programs, uploads, work-group sizes,
+    and the style of kernels that suits it: "simt" for GPUs (many scalar work
+    items, neighbours reading neighbouring addresses), "simd" for CPU OpenCL
+    devices such as PoCL (vectors inside a work item; they run a work group as a
+    loop and often do not vectorize across its work items)."""
+
+    def __init__(self, device, half: bool, style: str | None = None):
+        self.device = device
+        self.half = half
+        self.style = style or ("simt" if device.is_gpu else "simd")
+        if self.style not in STYLES:
+            raise IRError(f"kernel style {self.style!r} is not one of {', '.join(STYLES)}")
+        self.dtype = np.dtype(np.float16 if half else np.float32)
+        self._ints: dict[bytes, cl.Buffer] = {}
+        self.dummy = self.upload(np.zeros(1, np.float32))
+
+    def program(self, filename: str, half: bool | None = None):
+        return builtin_program(self.device, filename, self.half if half is None else half)
+
+    def upload(self, array, dtype=None) -> cl.Buffer:
+        """A read-only device copy of `array` in the storage type (or `dtype`)."""
+        a = np.ascontiguousarray(array, dtype or self.dtype)
+        if a.size == 0:
+            a = np.zeros(1, a.dtype)
+        return cl.Buffer(self.device.context, cl.mem_flags.READ_ONLY | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+
+    def upload_ints(self, array) -> cl.Buffer:
+        """A read-only int32 buffer, shared by every caller with the same values."""
+        a = np.ascontiguousarray(array, np.int32)
+        key = a.tobytes()
+        if key not in self._ints:
+            self._ints[key] = self.upload(a, np.int32)
+        return self._ints[key]
+
+    def group_size(self, program, name: str, preferred: int) -> int:
+        """The largest power of two <= preferred that the kernel and device allow."""
+        limit = cl.Kernel(program, name).get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                                             self.device.cl_device)
+        size = 1
+        while size * 2 <= min(preferred, limit, self.device.max_work_group):
+            size *= 2
+        return size
+
+
+@dataclass
+class _Step:
+    layer: object
+    kernel: object
+    in_slots: tuple
+    out_slots: tuple
+    fused: bool = False          # an activation run by the step that produces its input
+    scratch: list = field(default_factory=list)  # slots of this step's scratch buffers
+
+
+class GpuPlan(PlanShapes):
+    def __init__(self, network, device=None, custom_layers=None, precision: str | None = None,
+                 extra_outputs=None, style: str | None = None):
+        """custom_layers: a CustomLayers (custom.py) of GPU custom kernels, or None.
+        extra_outputs: names of layers whose outputs infer() also returns.
+        style: "simt" or "simd" kernels (EngineContext); default: by device type."""
+        self.network = network
+        self.device = device if device is not None else open_device("GPU")
+        self.precision = precision or network_precision(network)
+        if self.precision not in ("FP32", "FP16"):
+            raise IRError(f"precision {self.precision!r} is not supported by the GPU plugin; use FP32 or FP16")
+        self.ctx = EngineContext(self.device, self.precision == "FP16", style)
+        self.custom_layers = custom_layers
+        self.warnings: list[str] = []
+
+        producer = {(e.to_layer, e.to_port): (e.from_layer, e.from_port) for e in network.edges}
+        slot_of: dict[tuple[int, int], int] = {}
+        self._slot_names: list[str] = []
+        self._input_slots: dict[str, int] = {}
+        self._ir_input_shapes: dict[str, tuple] = {}
+        self.steps: list[_Step] = []
+        for layer in execution_order(network):
+            for port in layer.outputs:
+                slot_of[(layer.id, port.id)] = len(self._slot_names)
+                self._slot_names.append(f"{layer.name}.{port.id}")
+            if layer.type == "Input" and not self._is_custom(layer.type):
+                if len(layer.outputs) != 1 or layer.inputs:
+                    raise KernelError(layer, "an Input layer must have no input and exactly one output port")
+                self._input_slots[layer.name] = slot_of[(layer.id, layer.outputs[0].id)]
+                self._ir_input_shapes[layer.name] = tuple(layer.outputs[0].dims)
+                continue
+            in_slots = []
+            for port in sorted(layer.inputs, key=lambda p: p.id):
+                src = producer.get((layer.id, port.id))
+                if src is None or src not in slot_of:
+                    raise KernelError(layer, f"input port {port.id} is not connected")
+                in_slots.append(slot_of[src])
+            self.steps.append(_Step(layer, self._make_kernel(layer), tuple(in_slots),
+                                    tuple(slot_of[(layer.id, p.id)] for p in layer.outputs)))
+        self._outputs = [(key, slot_of[(layer.id, port.id)]) for key, layer, port in
+                         output_ports(network, extra_outputs)]
+        self._n_slots = len(self._slot_names)
+        self._fuse_activations()
+        self._lock = threading.Lock()
+        self._idle: list = []
+        self._generation = 0
+        self.shapes: list[tuple | None] = [None] * self._n_slots
+        self._current_inputs = dict(self._ir_input_shapes)
+        self.reshape({})
+        for step in self.steps:
+            for port, s in zip(step.layer.outputs, step.out_slots):
+                if tuple(port.dims) != self.shapes[s]:
+                    self.warnings.append(f"layer {step.layer.name!r} (type {step.layer.type}): output port "
+                                         f"{port.id} has dims {list(port.dims)} in the IR, the GPU plugin "
+                                         f"computes {list(self.shapes[s])}")
+
+    # --- construction ------------------------------------------------------------
+    def _is_custom(self, layer_type: str) -> bool:
+        return self.custom_layers is not None and layer_type in self.custom_layers
+
+    def _make_kernel(self, layer):
+        if self._is_custom(layer.type):
+            return self.custom_layers.kernel(layer, self.ctx)
+        cls = GPU_KERNELS.get(layer.type)
+        if cls is None:
+            raise KernelError(layer, f"layer type {layer.type!r} is not supported by the GPU plugin; run the "
+                                     "network with -d HETERO:GPU,CPU (the layers the GPU lacks run on the CPU), or "
+                                     "register a GPU custom layer for it (an .xml + .cl given with -c FILE)")
+        try:
+            return cls(layer, self.ctx)
+        except IRError:
+            raise
+        except cl.Error as err:
+            raise KernelError(layer, f"preparing it on {self.device.full_name} failed: {err}") from err
+
+    def _fuse_activations(self):
+        """An activation whose input is only read by it runs in its producer's epilogue."""
+        producer = {s: i for i, st in enumerate(self.steps) for s in st.out_slots}
+        readers: dict[int, int] = {}
+        for st in self.steps:
+            for s in st.in_slots:
+                readers[s] = readers.get(s, 0) + 1
+        returned = {s for _, s in self._outputs}
+        for st in self.steps:
+            if type(st.kernel) is not GPU_KERNELS.get(st.layer.type) or len(st.in_slots) != 1:
+                continue  # (a custom kernel for an activation type is the user's code: never fused)
+            code = activation_code(st.kernel)
+            src = st.in_slots[0]
+            if code is None or src not in producer or readers[src] != 1 or src in returned:
+                continue
+            prod = self.steps[producer[src]]
+            if prod.fused or not prod.kernel.fuses_activation or prod.kernel.act != NO_ACTIVATION \
+                    or len(prod.out_slots) != 1:
+                continue
+            prod.kernel.act = code
+            st.fused = True
+
+    # --- shapes and memory -----------------------------------------------------------
+    def reshape(self, input_shapes: dict):
+        """Re-infers every shape for new input shapes (e.g. another batch) and re-plans
+        the memory; inputs not named keep their current shape. Requests made before
+        are dropped."""
+        current = check_reshape(input_shapes, self._current_inputs)
+        shapes: list = [None] * self._n_slots
+        for name, slot in self._input_slots.items():
+            shapes[slot] = current[name]
+        for step in self.steps:
+            in_shapes = [shapes[s] for s in step.in_slots]
+            try:
+                outs = step.kernel.shapes(in_shapes)
+            except IRError:
+                raise
+            except Exception as err:
+                raise KernelError(step.layer, f"computing the output shapes for inputs {in_shapes} failed: "
+                                              f"{type(err).__name__}: {err}") from err
+            if len(outs) != len(step.out_slots):
+                raise KernelError(step.layer, f"computes {len(outs)} outputs for {len(step.out_slots)} output ports")
+            for s, shape in zip(step.out_slots, outs):
+                if int(np.prod(shape)) > _MAX_ELEMENTS:
+                    raise KernelError(step.layer, f"output shape {list(shape)} has more than 2^31 values, more than "
+                                                  "the GPU plugin indexes")
+                shapes[s] = tuple(shape)
+        self.shapes = shapes
+        self._current_inputs = current
+        for step in self.steps:
+            if not step.fused:
+                step.kernel.configure([shapes[s] for s in step.in_slots], [shapes[s] for s in step.out_slots])
+        self._plan_memory()
+        with self._lock:
+            self._generation += 1
+            self._idle = []
+
+    def _plan_memory(self):
+        itemsize = self.ctx.dtype.itemsize
+        n_steps = len(self.steps)
+        scratch_sizes: list[int] = []
+        for st in self.steps:
+            sizes = [] if st.fused else list(getattr(st.kernel, "scratch_bytes", lambda: [])())
+            st.scratch = list(range(self._n_slots + len(scratch_sizes), self._n_slots + len(scratch_sizes) + len(sizes)))
+            scratch_sizes += sizes
+        total = self._n_slots + len(scratch_sizes)
+        groups = Groups(total)
+        last_read = [-2] * total
+        for i, st in enumerate(self.steps):
+            for s in st.in_slots:
+                last_read[s] = i
+        first_write = [-1] * total
+        for i, st in enumerate(self.steps):
+            for s in list(st.out_slots) + st.scratch:
+                first_write[s] = i
+            for s in st.scratch:
+                last_read[s] = i
+        returned = {s for _, s in self._outputs}
+        inputs = set(self._input_slots.values())
+        constant = {s for st in self.steps if st.kernel.constant for s in st.out_slots}
+        group_last = list(last_read)
+        group_pinned = [s in returned or s in inputs or s in constant for s in range(total)]
+
+        def join(member, root):
+            root = groups.find(root)
+            groups.join(member, root)
+            group_last[root] = max(group_last[root], group_last[member])
+            group_pinned[root] = group_pinned[root] or group_pinned[member]
+
+        for i, st in enumerate(self.steps):
+            if st.fused or st.kernel.view:
+                join(st.out_slots[0], st.in_slots[0])
+            elif st.kernel.inplace and st.in_slots:
+                root = groups.find(st.in_slots[0])
+                if not group_pinned[root] and group_last[root] <= i and \
+                        self._nbytes(st.out_slots[0]) == self._nbytes(st.in_slots[0]):
+                    join(st.out_slots[0], root)
+        self._groups = groups
+        self._constant_roots = {groups.find(s) for s in constant}
+        blocks: dict[int, Block] = {}
+        for s in range(total):
+            root = groups.find(s)
+            if root in self._constant_roots:
+                continue
+            size = scratch_sizes[s - self._n_slots] if s >= self._n_slots else self._nbytes(s, itemsize)
+            start = -1 if s in inputs else first_write[s]
+            end = n_steps if s in returned else max(last_read[s], start)
+            b = blocks.get(root)
+            if b is None:
+                blocks[root] = Block(start, end, align(max(size, 1), self.device.align))
+            else:
+                b.start, b.end = min(b.start, start), max(b.end, end)
+                b.size = max(b.size, align(max(size, 1), self.device.align))
+        self.arena_bytes = place(blocks, self.device.align)
+        if self.arena_bytes > self.device.max_allocation:
+            raise IRError(f"the network needs {self.arena_bytes >> 20} MB of device memory per request at these "
+                          f"shapes, more than the {self.device.max_allocation >> 20} MB one buffer may have on "
+                          f"{self.device.full_name}; use a smaller batch")
+        self._blocks = blocks
+        self._constants = {}
+        for st in self.steps:
+            if st.kernel.constant:
+                outs = st.kernel.ref.forward([np.broadcast_to(np.float32(0), self.shapes[s]) for s in st.in_slots])
+                for s, value in zip(st.out_slots, outs):
+                    self._constants[groups.find(s)] = self.ctx.upload(value)
+
+    def _nbytes(self, slot, itemsize=None) -> int:
+        return int(np.prod(self.shapes[slot])) * (itemsize or self.ctx.dtype.itemsize)
+
+    # --- inference -------------------------------------------------------------------
+    def create_request(self) -> "InferRequest":
+        from .request import InferRequest
+        return InferRequest(self)
+
+    def infer(self, inputs: dict) -> dict[str, np.ndarray]:
+        """Runs the network on a free request of this plan (thread-safe)."""
+        values = check_inputs(inputs, self.input_shapes())
+        with self._lock:
+            request = self._idle.pop() if self._idle else None
+            generation = self._generation
+        if request is None:
+            request = self.create_request()
+        try:
+            return request.run(values)
+        finally:
+            with self._lock:
+                if generation == self._generation:
+                    self._idle.append(request)
+
+    def reset_state(self):
+        """No layer of the GPU plugin keeps a state between calls (a no-op, as in
+        the CPU plan's interface)."""

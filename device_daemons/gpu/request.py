@@ -1,0 +1,98 @@
+"""InferRequest: one in-flight inference of a GpuPlan, with its own command
+queue, its own arena of device memory (sub-buffers per tensor group) and its own
+kernel objects whose arguments are set once, so that a run only enqueues.
+
+A request is used by one thread at a time; requests of the same plan run
+concurrently (the plan's weights and constants are read-only and shared).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyopencl as cl
+
+from ir import IRError
+
+from ..cpu.kernels import KernelError
+
+_host_lock = threading.Lock()  # the CPU kernels of host layers are not re-entrant
+
+
+class InferRequest:
+    def __init__(self, plan):
+        self.plan = plan
+        device = plan.device
+        self.queue = cl.CommandQueue(device.context)
+        self.arena = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, max(plan.arena_bytes, device.align))
+        groups = plan._groups
+        by_root = {root: self.arena.get_sub_region(b.offset, b.size) for root, b in plan._blocks.items()}
+        by_root.update(plan._constants)
+        self.buffers = [by_root.get(groups.find(s)) for s in range(len(groups.parent))]
+        self.actions: list = []
+        for step in plan.steps:
+            if step.fused or step.kernel.view or step.kernel.constant:
+                continue
+            ins = [self.buffers[s] for s in step.in_slots]
+            outs = [self.buffers[s] for s in step.out_slots]
+            if step.kernel.host:
+                self.actions.append((step, None, None, None))
+                continue
+            scratch = [self.buffers[s] for s in step.scratch]
+            try:
+                launches = step.kernel.launches(ins, outs, *([scratch] if scratch else []))
+                for launch in launches:
+                    kernel = cl.Kernel(launch.program, launch.name)
+                    kernel.set_args(*launch.args)
+                    self.actions.append((step, kernel, launch.global_size, launch.local_size))
+            except IRError:
+                raise
+            except cl.Error as err:
+                raise KernelError(step.layer, f"setting up its OpenCL kernel failed: {err}") from err
+
+    def _download(self, slot) -> np.ndarray:
+        host = np.empty(self.plan.shapes[slot], self.plan.ctx.dtype)
+        cl.enqueue_copy(self.queue, host, self.buffers[slot], is_blocking=True)
+        return host.astype(np.float32, copy=False)
+
+    def _upload(self, slot, value: np.ndarray, blocking: bool):
+        host = np.ascontiguousarray(value, self.plan.ctx.dtype)
+        cl.enqueue_copy(self.queue, self.buffers[slot], host, is_blocking=blocking)
+        return host
+
+    def _run_host(self, step):
+        ins = [self._download(s) for s in step.in_slots]
+        with _host_lock:
+            outs = step.kernel.ref.forward(ins)
+        for s, value in zip(step.out_slots, outs):
+            value = np.asarray(value, np.float32)
+            if value.shape != self.plan.shapes[s]:
+                raise KernelError(step.layer, f"produced shape {list(value.shape)}, expected "
+                                              f"{list(self.plan.shapes[s])}")
+            self._upload(s, value, blocking=True)
+
+    def run(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """values: checked float32 inputs by name -> {output key: float32 array}."""
+        plan = self.plan
+        keep = [self._upload(plan._input_slots[name], value, blocking=False) for name, value in values.items()]
+        step = None
+        try:
+            for step, kernel, global_size, local_size in self.actions:
+                if kernel is None:
+                    self._run_host(step)
+                else:
+                    cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
+            step = None
+            results = {}
+            for name, slot in plan._outputs:
+                host = np.empty(plan.shapes[slot], plan.ctx.dtype)
+                cl.enqueue_copy(self.queue, host, self.buffers[slot], is_blocking=False)
+                results[name] = host
+            self.queue.finish()
+        except cl.Error as err:
+            where = f"layer {step.layer.name!r} (type {step.layer.type}): " if step is not None else ""
+            raise IRError(f"{where}the OpenCL device {plan.device.full_name} failed: {err}") from err
+        del keep
+        if plan.ctx.half:
+            results = {k: v.astype(np.float32) for k, v in results.items()}
+        return results

@@ -1,0 +1,116 @@
+"""What every device's execution plan does the same way: the order layers run in,
+which (layer, port) outputs a plan returns and under which keys, and the checks
+of the inputs given to infer() and reshape(). Used by the GPU plan
+(device_daemons/gpu/plan.py); the behaviour is the CPU plan's, so both devices
+answer the same call the same way.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ir import IRError
+
+
+def execution_order(network) -> list:
+    """Topological order with the sources (Input layers, reading Memory layers)
+    first, so that a state is read before it is written in a call."""
+    order = network.topological_order()
+    return [layer for layer in order if not layer.inputs] + [layer for layer in order if layer.inputs]
+
+
+def output_ports(network, extra_outputs=()) -> list[tuple[str, object, object]]:
+    """[(key, layer, port)] the plan returns: every unconsumed output port, plus every
+    output of the layers named in `extra_outputs`. The key is the layer name, or
+    "name.port" for a layer with several returned outputs."""
+    per_layer: dict[int, list] = {}
+    for layer, port in network.outputs():
+        per_layer.setdefault(layer.id, []).append((layer, port))
+    for name in extra_outputs or ():
+        try:
+            layer = network.layer_by_name(name)
+        except KeyError:
+            raise IRError(f"extra output {name!r}: the network has no layer of that name") from None
+        if not layer.outputs:
+            raise IRError(f"extra output {name!r}: the layer has no output port to return")
+        per_layer[layer.id] = [(layer, port) for port in layer.outputs]
+    result = []
+    for items in per_layer.values():
+        for layer, port in items:
+            result.append((layer.name if len(items) == 1 else f"{layer.name}.{port.id}", layer, port))
+    return result
+
+
+class PlanShapes:
+    """The names and current shapes of a plan's inputs and outputs, from its
+    `_input_slots` ({input name: slot}), `_outputs` ([(key, slot)]) and `shapes`
+    (per slot)."""
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self._input_slots)
+
+    @property
+    def output_names(self) -> list[str]:
+        return [k for k, _ in self._outputs]
+
+    def input_shapes(self) -> dict[str, tuple]:
+        return {name: self.shapes[s] for name, s in self._input_slots.items()}
+
+    def output_shapes(self) -> dict[str, tuple]:
+        return {name: self.shapes[s] for name, s in self._outputs}
+
+
+def _names(names) -> str:
+    return ", ".join(map(repr, names)) or "none"
+
+
+def check_reshape(input_shapes: dict, current: dict[str, tuple]) -> dict[str, tuple]:
+    """New {input name: shape} from `current` updated with the validated `input_shapes`."""
+    unknown = set(input_shapes) - set(current)
+    if unknown:
+        raise IRError(f"reshape: no input named {', '.join(sorted(map(repr, unknown)))}; the network's inputs "
+                      f"are {_names(current)}")
+    result = dict(current)
+    for name, shape in input_shapes.items():
+        try:
+            shape = tuple(int(d) for d in shape)
+        except (TypeError, ValueError):
+            raise IRError(f"reshape: the shape of input {name!r} must be a sequence of integers, got "
+                          f"{shape!r}") from None
+        if any(d <= 0 for d in shape):
+            raise IRError(f"reshape: input {name!r} shape {list(shape)} has a non-positive dimension")
+        result[name] = shape
+    return result
+
+
+def check_inputs(inputs, expected: dict[str, tuple]) -> dict[str, np.ndarray]:
+    """{name: float32 array} for infer(), checked by name, shape and dtype against
+    `expected` ({input name: shape})."""
+    if not isinstance(inputs, dict):
+        raise IRError("infer takes a dict {input layer name: array}")
+    unknown = set(inputs) - set(expected)
+    missing = set(expected) - set(inputs)
+    if unknown or missing:
+        parts = []
+        if unknown:
+            parts.append(f"no input named {', '.join(sorted(map(repr, unknown)))}")
+        if missing:
+            parts.append(f"missing {', '.join(sorted(map(repr, missing)))}")
+        raise IRError(f"infer: {'; '.join(parts)}. The network's inputs are {_names(expected)}")
+    values = {}
+    for name, shape in expected.items():
+        value = inputs[name]
+        if not isinstance(value, np.ndarray):
+            try:
+                value = np.asarray(value)
+            except Exception:
+                raise IRError(f"infer: input {name!r} is not an array") from None
+        if value.dtype.kind not in "fiu":
+            raise IRError(f"infer: input {name!r} has dtype {value.dtype}; give float32 (or another float or "
+                          "integer type, converted to float32)")
+        if value.shape != tuple(shape):
+            raise IRError(f"infer: input {name!r} has shape {list(value.shape)} but the plan expects "
+                          f"{list(shape)}; call reshape({{{name!r}: {tuple(value.shape)}}}) first to run "
+                          "another batch or size")
+        values[name] = value if value.dtype == np.float32 else value.astype(np.float32)
+    return values

@@ -1,0 +1,86 @@
+"""ir.Network (IR v2) -> Model (IR v11): every layer through its mapper.
+
+Input layers become Parameters, every output nothing consumes gets a Result. A
+layer's output tensors are named like the CPU daemon names outputs: the layer
+name, or `<layer>.<port id>` for a layer with several outputs. Layers that have
+no opset equivalent are collected over the whole network and reported at once.
+"""
+from __future__ import annotations
+
+from ..errors import IRError
+from ..model import Network, describe_layer
+from .extension_ops import ExtensionOp, map_extension_layer
+from .layer_attrs import LayerAttrs
+from .layers import MAPPERS, Mapping, Unmappable
+from .model import Model, Op, Tensor
+
+
+def _placeholders(layer) -> list[Tensor]:
+    """Stand-ins for the outputs of a layer that could not be mapped, so that the
+    rest of the network is still checked (they never reach a written model)."""
+    op = Op("Unmapped", "none", layer.name, {}, [])
+    return [Tensor(op, i, "f32", tuple(p.dims)) for i, p in enumerate(layer.outputs)]
+
+
+def _unmappable_error(problems: list[tuple], extension_ops: dict) -> IRError:
+    types = sorted({t for _, t, _ in problems})
+    listing = "; ".join(f"{name!r} ({type_}{': ' + reason if reason else ''})" for name, type_, reason in problems)
+    hint = ",".join(types)
+    return IRError(
+        f"IR version 11 cannot express {len(problems)} layer(s): {listing}. OpenVINO's opsets have no operation "
+        f"for them. Write IR version 2 instead (without --ir_version 11), or, if you load an OpenVINO extension "
+        f"that implements them, name its operations with --ov_extension_ops {hint} (TYPE[=OP_TYPE][@VERSION], "
+        "see the README's IR v11 section)")
+
+
+def to_model(net: Network, extension_ops: dict[str, ExtensionOp] | None = None) -> Model:
+    extension_ops = extension_ops or {}
+    model = Model(net.name)
+    producer = {(e.to_layer, e.to_port): (e.from_layer, e.from_port) for e in net.edges}
+    tensors: dict[tuple[int, int], Tensor] = {}
+    problems: list[tuple[str, str, str]] = []
+    for layer in net.topological_order():
+        inputs = []
+        for port in layer.inputs:
+            source = producer.get((layer.id, port.id))
+            if source is None or source not in tensors:
+                raise IRError(f"{describe_layer(layer.id, layer.name)}: input port {port.id} is not connected")
+            inputs.append(tensors[source])
+        if layer.type == "Input":
+            outputs = [model.parameter(layer.name, layer.outputs[0].dims)] if len(layer.outputs) == 1 else None
+            if outputs is None:
+                raise IRError(f"{describe_layer(layer.id, layer.name)}: an Input layer has exactly one output port")
+        elif layer.type in extension_ops:
+            outputs = map_extension_layer(Mapping(model, layer, LayerAttrs(layer), inputs), extension_ops[layer.type])
+        elif layer.type not in MAPPERS:
+            problems.append((layer.name, layer.type, ""))
+            outputs = _placeholders(layer)
+        else:
+            try:
+                outputs = MAPPERS[layer.type](Mapping(model, layer, LayerAttrs(layer), inputs))
+            except Unmappable as err:
+                problems.append((layer.name, layer.type, err.reason))
+                outputs = _placeholders(layer)
+        _check_outputs(layer, outputs)
+        several = len(layer.outputs) > 1
+        for port, tensor in zip(layer.outputs, outputs):
+            name = f"{layer.name}.{port.id}" if several else layer.name
+            if name not in tensor.names:
+                tensor.names.append(name)
+            tensors[(layer.id, port.id)] = tensor
+    if problems:
+        raise _unmappable_error(problems, extension_ops)
+    for layer, port in net.outputs():
+        model.result(tensors[(layer.id, port.id)], f"{layer.name}/sink_port_{port.id}")
+    return model
+
+
+def _check_outputs(layer, outputs) -> None:
+    what = describe_layer(layer.id, layer.name)
+    if len(outputs) != len(layer.outputs):
+        raise IRError(f"internal: the IR v11 mapping of {what} ({layer.type}) made {len(outputs)} outputs for "
+                      f"{len(layer.outputs)} output ports")
+    for port, tensor in zip(layer.outputs, outputs):
+        if tuple(tensor.shape) != tuple(port.dims):
+            raise IRError(f"internal: the IR v11 mapping of {what} ({layer.type}) computes shape "
+                          f"{list(tensor.shape)} for output port {port.id}, the IR says {list(port.dims)}")

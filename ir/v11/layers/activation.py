@@ -1,0 +1,74 @@
+"""Element-wise activations: ReLU (leaky: PRelu), Activation (Sigmoid, Tanh, Elu,
+Abs, Clamp for relu6, ReLU), Clamp, PReLU (PRelu), Power ((shift + scale*x)^power
+as Multiply, Add, Power)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Mapping, maps, per_channel
+
+def _relu(m: Mapping, slope: float):
+    x = m.inputs[0]
+    if slope == 0.0:
+        return m.op("ReLU", [x], x.shape)
+    return m.op("PRelu", [x, m.const(np.float32([slope]), "slope")], x.shape)
+
+
+@maps("ReLU")
+def relu(m: Mapping):
+    return [_relu(m, m.attrs["negative_slope"])]
+
+
+@maps("Activation")
+def activation(m: Mapping):
+    a = m.attrs
+    kind = a["type"]
+    x = m.inputs[0]
+    if kind == "relu":
+        return [_relu(m, a["negative_slope"])]
+    if kind == "elu":
+        return [m.op("Elu", [x], x.shape, attrs={"alpha": a["alpha"]})]
+    if kind == "relu6":
+        return [m.op("Clamp", [x], x.shape, attrs={"min": 0.0, "max": 6.0})]
+    type_ = {"sigmoid": "Sigmoid", "tanh": "Tanh", "abs": "Abs"}[kind]
+    return [m.op(type_, [x], x.shape)]
+
+
+@maps("Clamp")
+def clamp(m: Mapping):
+    lo, hi = m.attrs["min"], m.attrs["max"]
+    if lo > hi:
+        raise m.attrs.error(f"min {lo} is greater than max {hi}")
+    x = m.inputs[0]
+    return [m.op("Clamp", [x], x.shape, attrs={"min": lo, "max": hi})]
+
+
+@maps("PReLU")
+def prelu(m: Mapping):
+    x = m.inputs[0]
+    slopes = m.attrs.blob("weights")
+    if m.attrs["channel_shared"]:
+        slopes = slopes[:1]
+    channels = x.shape[1] if len(x.shape) > 1 else x.shape[0]
+    slope = per_channel(m, slopes, len(x.shape), channels, "the slope blob 'weights'")
+    return [m.op("PRelu", [x, m.const(slope, "slope")], x.shape)]
+
+
+@maps("Power")
+def power(m: Mapping):
+    a = m.attrs
+    p, scale, shift = a["power"], a["scale"], a["shift"]
+    x = m.inputs[0]
+    steps = [("Multiply", "scale", scale)] if scale != 1.0 else []
+    if shift != 0.0:
+        steps.append(("Add", "shift", shift))
+    if p != 1.0:
+        steps.append(("Power", "power", p))
+    if not steps:
+        return [m.identity(x)]
+    y = x
+    for i, (type_, what, value) in enumerate(steps):
+        last = i == len(steps) - 1
+        y = m.op(type_, [y, m.const(np.float32(value), what)], x.shape, None if last else type_.lower(),
+                 attrs={"auto_broadcast": "numpy"})
+    return [y]

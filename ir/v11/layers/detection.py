@@ -1,0 +1,99 @@
+"""Detection heads: PriorBox and PriorBoxClustered (PriorBoxClustered), DetectionOutput
+(DetectionOutput-1); Proposal is in proposal.py.
+
+Caffe's PriorBox boxes at one position are a list of (width, height) pairs
+(ir.priors.prior_box_sizes); PriorBoxClustered takes exactly such a list, with
+separate x and y steps, so both layer types map to it. Its [2, H*W*P*4] output
+gets the batch axis of the IR's [1, 2, H*W*P*4].
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...priors import prior_box_sizes
+from .base import Mapping, Unmappable, maps
+
+def _priors(m: Mapping, sizes: list[tuple[float, float]]):
+    a = m.attrs
+    feat = m.in_dims(0)
+    if len(feat) != 4:
+        raise a.error(f"needs a 4-D feature map input, got {list(feat)}")
+    img_h, img_w = a["img_h"], a["img_w"]
+    if not (img_h and img_w) and a.values.get("img_size"):
+        img_h = img_w = a["img_size"]
+    if not (img_h and img_w):
+        if len(m.layer.inputs) < 2 or len(m.in_dims(1)) < 4:
+            raise a.error("has no img_h/img_w (or img_size) and no image input to take the size from")
+        img_h, img_w = m.in_dims(1)[2:4]
+    step_h, step_w = a["step_h"], a["step_w"]
+    if not (step_h and step_w):
+        step_h = step_w = a["step"]
+    if not (step_h and step_w):
+        step_h, step_w = img_h / feat[2], img_w / feat[3]
+    variance = a["variance"] or [0.1]
+    if len(variance) not in (1, 4):
+        raise a.error(f"variance has {len(variance)} values; give 1 or 4")
+    attrs = {"width": [w for w, _ in sizes], "height": [h for _, h in sizes], "clip": a["clip"],
+             "step_w": step_w, "step_h": step_h, "step": 0.0, "offset": a["offset"],
+             "variance": variance * 4 if len(variance) == 1 else variance}
+    out = m.out_dims()
+    boxes = m.op("PriorBoxClustered", [m.ints(feat[2:4], "output_size"), m.ints([img_h, img_w], "image_size")],
+                 out[1:], "priors", attrs=attrs)
+    return [m.reshape(boxes, out, None)]
+
+
+@maps("PriorBox")
+def prior_box(m: Mapping):
+    a = m.attrs
+    min_size, max_size, scale_all = a["min_size"], a["max_size"] or [], a["scale_all_sizes"]
+    if not min_size or min(min_size) <= 0:
+        raise a.error(f"min_size {min_size} must list positive sizes")
+    if scale_all and max_size and len(max_size) != len(min_size):
+        raise a.error(f"has {len(max_size)} max_size values for {len(min_size)} min_size values")
+    sizes = prior_box_sizes(min_size, max_size, a["aspect_ratio"] or [], a["flip"], scale_all)
+    return _priors(m, sizes)
+
+
+@maps("PriorBoxClustered")
+def prior_box_clustered(m: Mapping):
+    widths, heights = m.attrs["width"], m.attrs["height"]
+    if len(widths) != len(heights) or not widths:
+        raise m.attrs.error(f"needs as many widths as heights (got {len(widths)} and {len(heights)})")
+    return _priors(m, list(zip(widths, heights)))
+
+
+def _rows(m: Mapping, x, suffix):
+    """[N, ...] -> [N, everything else] (DetectionOutput takes 2-D loc and conf)."""
+    return m.reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))), suffix)
+
+
+@maps("DetectionOutput")
+def detection_output(m: Mapping):
+    a = m.attrs
+    if a["eta"] != 1.0:
+        raise Unmappable("adaptive NMS (eta < 1)")
+    threshold = a["confidence_threshold"]
+    if not np.isfinite(threshold):  # Caffe's "no threshold"; OpenVINO reads finite numbers only
+        threshold = float(np.finfo(np.float32).min)
+    attrs = {"num_classes": a["num_classes"], "background_label_id": a["background_label_id"], "top_k": a["top_k"],
+             "variance_encoded_in_target": a["variance_encoded_in_target"], "keep_top_k": [a["keep_top_k"]],
+             "code_type": a["code_type"], "share_location": a["share_location"],
+             "nms_threshold": a["nms_threshold"], "confidence_threshold": threshold, "clip_after_nms": False,
+             "clip_before_nms": False, "decrease_label_id": False, "normalized": a["normalized"],
+             "input_height": a["input_height"], "input_width": a["input_width"], "objectness_score": 0.0}
+    loc, conf = _rows(m, m.inputs[0], "loc"), _rows(m, m.inputs[1], "conf")
+    inputs = [loc, conf] + list(m.inputs[2:])
+    out = m.out_dims()
+    n = loc.shape[0]
+    priors = m.inputs[2].shape[-1] // (4 if attrs["normalized"] else 5)
+    keep, top_k, classes = attrs["keep_top_k"][0], attrs["top_k"], attrs["num_classes"]
+    # OpenVINO's row count; the IR's can be smaller (keep_top_k unset, top_k set):
+    # the rows past it are cut as the CPU daemon cuts them
+    rows = n * (keep if keep > 0 else top_k * classes if top_k > 0 else priors * classes)
+    if rows == out[2]:
+        return [m.op("DetectionOutput", inputs, out, attrs=attrs)]
+    if rows < out[2]:
+        raise m.attrs.error(f"the IR says {out[2]} detection rows, OpenVINO makes {rows}")
+    y = m.op("DetectionOutput", inputs, (1, 1, rows, 7), "all", attrs=attrs)
+    cut = [y, m.ints([0], "cut/start"), m.ints([out[2]], "cut/stop"), m.ints([1], "cut/step"), m.ints([2], "cut/axes")]
+    return [m.op("Slice", cut, out, version="opset8")]

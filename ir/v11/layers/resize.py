@@ -1,0 +1,47 @@
+"""Resizing: Resample (nearest: floor(dst * in/out); linear and cubic: half-pixel
+centres, clamped at the borders) and Caffe Interp (bilinear with aligned corners, after
+cropping by its non-positive pad_beg/pad_end) -> Interpolate-11 to the port's size."""
+from __future__ import annotations
+
+from .base import Mapping, Unmappable, maps
+
+def _interpolate(m: Mapping, x, out, mode: str, transform: str, suffix=None):
+    attrs = {"mode": mode, "shape_calculation_mode": "sizes", "coordinate_transformation_mode": transform,
+             "nearest_mode": "floor", "antialias": False, "pads_begin": [0] * len(out), "pads_end": [0] * len(out),
+             "cube_coeff": -0.75}
+    inputs = [x, m.ints(out[2:], "sizes"), m.ints([2, 3], "axes")]
+    return m.op("Interpolate", inputs, out, suffix, version="opset11", attrs=attrs)
+
+
+@maps("Resample")
+def resample(m: Mapping):
+    a = m.attrs
+    kind = a["type"].rsplit(".", 1)[-1]
+    x = m.inputs[0]
+    out = m.out_dims()
+    if len(out) != 4:
+        raise a.error(f"needs a 4-D input, got {list(x.shape)}")
+    if a["antialias"] and (out[2] < x.shape[2] or out[3] < x.shape[3]):
+        raise Unmappable("antialiased downscaling")
+    if kind == "NEAREST":
+        return [_interpolate(m, x, out, "nearest", "asymmetric")]
+    if kind == "LINEAR":
+        return [_interpolate(m, x, out, "linear_onnx", "half_pixel")]
+    return [_interpolate(m, x, out, "cubic", "half_pixel")]  # Keys' a = -0.75, as OpenCV's INTER_CUBIC
+
+
+@maps("Interp")
+def interp(m: Mapping):
+    a = m.attrs
+    x = m.inputs[0]
+    out = m.out_dims()
+    pad_beg, pad_end = a["pad_beg"], a["pad_end"]
+    if pad_beg > 0 or pad_end > 0:
+        raise a.error(f"pad_beg {pad_beg} and pad_end {pad_end} must not be positive (Caffe crops with them)")
+    n, c, h, w = x.shape
+    if pad_beg or pad_end:
+        shape = (n, c, h + pad_beg + pad_end, w + pad_beg + pad_end)
+        inputs = [x, m.ints([-pad_beg, -pad_beg], "crop/start"), m.ints([h + pad_end, w + pad_end], "crop/stop"),
+                  m.ints([1, 1], "crop/step"), m.ints([2, 3], "crop/axes")]
+        x = m.op("Slice", inputs, shape, "crop", version="opset8")
+    return [_interpolate(m, x, out, "linear_onnx", "align_corners")]

@@ -1,0 +1,304 @@
+"""Every GPU kernel against the CPU plugin's kernel of the same layer (the plan
+objects, in-process, on real OpenCL: PoCL here), on random shapes with odd sizes,
+FP32 and FP16 (half storage)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.gpu.gpu_helpers import compare_layer, rand
+
+PRECISIONS = ["FP32", "FP16"]
+SEEDS = [0, 1]
+STYLES = ["simt", "simd"]  # the GPU-style and the CPU-device-style kernel variants, both run on any device
+
+
+def pads(rng, k):
+    return int(rng.integers(0, k)), int(rng.integers(0, k))
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("variant", ["direct", "strided_dilated_grouped", "pointwise", "pointwise_strided_grouped",
+                                     "depthwise", "large_stride"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_convolution(tmp_path, gpu_device, seed, variant, precision, style):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3))
+    k, s, d, g = {"direct": (3, 1, 1, 1), "strided_dilated_grouped": (3, 2, 2, 3), "pointwise": (1, 1, 1, 1),
+                  "pointwise_strided_grouped": (1, 2, 1, 2), "depthwise": (3, 1, 1, 0),
+                  "large_stride": (5, 3, 1, 1)}[variant]
+    c = int(rng.integers(1, 4)) * (g or 1) if g else int(rng.integers(3, 12))
+    g = g or c
+    o = c if variant == "depthwise" else g * int(rng.integers(1, 12))
+    h, w = (int(v) for v in rng.integers(k * d + 2, 19, size=2))
+    (ph, pw), (ph2, pw2) = ((0, 0), (0, 0)) if k == 1 else (pads(rng, k), pads(rng, k))
+    oh = (h + ph + ph2 - d * (k - 1) - 1) // s + 1
+    ow = (w + pw + pw2 - d * (k - 1) - 1) // s + 1
+    data = {"kernel": f"{k},{k}", "strides": f"{s},{s}", "dilations": f"{d},{d}", "pads_begin": f"{ph},{pw}",
+            "pads_end": f"{ph2},{pw2}", "output": o, "group": g}
+    blobs = {"weights": rand(rng, o, c // g, k, k), "biases": rand(rng, o)}
+    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, [rand(rng, n, c, h, w)], [(n, o, oh, ow)],
+                            blobs, precision, style=style)
+    expected = "conv_depthwise" if variant == "depthwise" else "conv_gemm" if style == "simd" else \
+        "conv_1x1" if k == 1 else "conv_direct"
+    assert plan.steps[0].kernel.variant == expected
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_convolution_without_bias_and_odd_channel_blocks(tmp_path, gpu_device, seed, precision, style):
+    """13 output channels: one full block of 8 and a partial one."""
+    rng = np.random.default_rng(seed)
+    x = rand(rng, 1, 5, 7, 9)
+    data = {"kernel": "3,2", "strides": "1,2", "pads_begin": "1,0", "pads_end": "0,1", "output": 13, "group": 1}
+    compare_layer(tmp_path, gpu_device, "Convolution", data, [x], [(1, 13, 6, 5)],
+                  {"weights": rand(rng, 13, 5, 3, 2)}, precision, style=style)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("k,s,p,d,g", [(4, 2, 1, 1, 1), (3, 2, 0, 1, 2), (3, 1, 1, 2, 1), (2, 3, 0, 1, 3)])
+def test_deconvolution(tmp_path, gpu_device, k, s, p, d, g, precision):
+    rng = np.random.default_rng(k * 10 + s)
+    n, cin, h, w = 2, 3 * g, 5, 7
+    o = 2 * g + 1 if g == 1 else 2 * g
+    oh, ow = s * (h - 1) + d * (k - 1) + 1 - 2 * p, s * (w - 1) + d * (k - 1) + 1 - 2 * p
+    data = {"kernel": f"{k},{k}", "strides": f"{s},{s}", "dilations": f"{d},{d}", "pads_begin": f"{p},{p}",
+            "pads_end": f"{p},{p}", "output": o, "group": g}
+    blobs = {"weights": rand(rng, cin, o // g, k, k), "biases": rand(rng, o)}
+    compare_layer(tmp_path, gpu_device, "Deconvolution", data, [rand(rng, n, cin, h, w)], [(n, o, oh, ow)], blobs,
+                  precision)
+
+
+def pool_out(size, k, s, p, p_end, ceil):
+    span = size + p + p_end - k
+    out = (-(-span // s) if ceil else span // s) + 1
+    if ceil and p > 0 and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("method,exclude", [("max", 0), ("avg", 0), ("avg", 1)])
+@pytest.mark.parametrize("k,s,p,rounding", [(3, 2, 0, "ceil"), (3, 2, 1, "ceil"), (2, 2, 0, "floor"),
+                                            (3, 1, 1, "ceil"), (5, 3, 2, "floor")])
+def test_pooling(tmp_path, gpu_device, method, exclude, k, s, p, rounding, precision):
+    rng = np.random.default_rng(k + s + p)
+    n, c, h, w = 2, 3, 11, 8
+    oh = pool_out(h, k, s, p, p, rounding == "ceil")
+    ow = pool_out(w, k, s, p, p, rounding == "ceil")
+    data = {"kernel": f"{k},{k}", "strides": f"{s},{s}", "pads_begin": f"{p},{p}", "pads_end": f"{p},{p}",
+            "pool-method": method, "exclude-pad": "true" if exclude else "false", "rounding_type": rounding}
+    compare_layer(tmp_path, gpu_device, "Pooling", data, [rand(rng, n, c, h, w)], [(n, c, oh, ow)],
+                  precision=precision)
+
+
+@pytest.mark.parametrize("method", ["max", "avg"])
+def test_global_pooling(tmp_path, gpu_device, method):
+    rng = np.random.default_rng(3)
+    data = {"kernel": "7,5", "strides": "1,1", "pads_begin": "0,0", "pads_end": "0,0", "pool-method": method}
+    compare_layer(tmp_path, gpu_device, "Pooling", data, [rand(rng, 3, 9, 7, 5)], [(3, 9, 1, 1)])
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape,axis", [((1, 37), 1), ((5, 3, 4, 3), 1), ((7, 9), 1), ((2, 3, 5), 2), ((3, 16), 1)])
+def test_fully_connected(tmp_path, gpu_device, shape, axis, precision, style):
+    rng = np.random.default_rng(len(shape))
+    out = 19
+    size = int(np.prod(shape[axis:]))
+    compare_layer(tmp_path, gpu_device, "FullyConnected", {"out-size": out, "axis": axis}, [rand(rng, *shape)],
+                  [tuple(shape[:axis]) + (out,)], {"weights": rand(rng, out, size), "biases": rand(rng, out)}, precision,
+                  style=style)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("region,size", [("across", 5), ("across", 3), ("same", 3), ("same", 5)])
+def test_norm(tmp_path, gpu_device, region, size, precision):
+    rng = np.random.default_rng(size)
+    x = rand(rng, 2, 7, 5, 9, scale=3.0)
+    data = {"alpha": 0.3, "beta": 0.75, "local-size": size, "region": region, "k": 2.0}
+    compare_layer(tmp_path, gpu_device, "Norm", data, [x], [x.shape], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape,axis", [((3, 10), 1), ((2, 5, 3, 7), 1), ((2, 5, 3, 7), 2), ((4, 6, 9), -1)])
+def test_softmax(tmp_path, gpu_device, shape, axis, precision):
+    rng = np.random.default_rng(len(shape))
+    x = rand(rng, *shape, scale=4.0)
+    compare_layer(tmp_path, gpu_device, "SoftMax", {"axis": axis}, [x], [x.shape], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("across_spatial", [0, 1])
+@pytest.mark.parametrize("channel_shared", [0, 1])
+def test_normalize(tmp_path, gpu_device, across_spatial, channel_shared, precision):
+    rng = np.random.default_rng(across_spatial * 2 + channel_shared)
+    x = rand(rng, 2, 11, 13, 7)
+    scale = rand(rng, 1 if channel_shared else 11)
+    data = {"across_spatial": across_spatial, "channel_shared": channel_shared, "eps": 1e-10}
+    compare_layer(tmp_path, gpu_device, "Normalize", data, [x], [x.shape], {"weights": scale}, precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("operation,coeff,n_inputs", [("sum", None, 2), ("sum", "0.5,-2,3", 3), ("mul", None, 3),
+                                                      ("max", None, 2), ("sum", "2.5", 1), ("max", None, 1)])
+def test_eltwise(tmp_path, gpu_device, operation, coeff, n_inputs, precision):
+    rng = np.random.default_rng(n_inputs)
+    inputs = [rand(rng, 2, 3, 5, 7) for _ in range(n_inputs)]
+    data = {"operation": operation}
+    if coeff:
+        data["coeff"] = coeff
+    compare_layer(tmp_path, gpu_device, "Eltwise", data, inputs, [inputs[0].shape], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("axis", [0, 1, 2, 3])
+def test_concat(tmp_path, gpu_device, axis, precision):
+    rng = np.random.default_rng(axis)
+    shapes = []
+    for extra in (2, 3, 1):
+        shape = [2, 3, 5, 7]
+        shape[axis] = extra
+        shapes.append(tuple(shape))
+    out = list(shapes[0])
+    out[axis] = 6
+    compare_layer(tmp_path, gpu_device, "Concat", {"axis": axis}, [rand(rng, *s) for s in shapes], [tuple(out)],
+                  precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer_type,axis,sizes", [("Split", 1, (2, 3, 1)), ("Slice", 2, (1, 4)),
+                                                   ("Split", 3, (3, 3, 1)), ("Split", 0, (1, 1))])
+def test_split(tmp_path, gpu_device, layer_type, axis, sizes, precision):
+    rng = np.random.default_rng(axis)
+    shape = [2, 6, 5, 7]
+    shape[axis] = sum(sizes)
+    outs = []
+    for size in sizes:
+        part = list(shape)
+        part[axis] = size
+        outs.append(tuple(part))
+    compare_layer(tmp_path, gpu_device, layer_type, {"axis": axis}, [rand(rng, *shape)], outs, precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("form", [1, 2, 3])
+def test_crop(tmp_path, gpu_device, form, precision):
+    rng = np.random.default_rng(form)
+    x = rand(rng, 2, 5, 9, 11)
+    if form == 1:
+        inputs, data, out = [x, rand(rng, 2, 5, 4, 6)], {"axis": "2,3", "offset": "3,1"}, (2, 5, 4, 6)
+    elif form == 2:
+        inputs, data, out = [x], {"axis": "1,3", "offset": "1,2", "dim": "3,7"}, (2, 3, 9, 7)
+    else:
+        inputs, data, out = [x], {"axis": "2", "crop_begin": "2", "crop_end": "3"}, (2, 5, 4, 11)
+    compare_layer(tmp_path, gpu_device, "Crop", data, inputs, [out], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape,order", [((2, 5, 3, 7), (0, 2, 3, 1)), ((2, 5, 3, 7), (0, 3, 1, 2)),
+                                         ((3, 4, 5), (2, 0, 1)), ((2, 3, 4, 5, 6), (0, 4, 2, 1, 3))])
+def test_permute(tmp_path, gpu_device, shape, order, precision):
+    rng = np.random.default_rng(len(shape))
+    out = tuple(shape[a] for a in order)
+    compare_layer(tmp_path, gpu_device, "Permute", {"order": ",".join(map(str, order))}, [rand(rng, *shape)], [out],
+                  precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer_type,data,blobs", [
+    ("ReLU", {}, None),
+    ("ReLU", {"negative_slope": 0.2}, None),
+    ("Clamp", {"min": -0.5, "max": 1.5}, None),
+    ("Activation", {"type": "sigmoid"}, None),
+    ("Activation", {"type": "tanh"}, None),
+    ("Activation", {"type": "elu", "alpha": 0.7}, None),
+    ("Activation", {"type": "abs"}, None),
+    ("Activation", {"type": "relu6"}, None),
+    ("Activation", {"type": "relu", "negative_slope": 0.1}, None),
+    ("PReLU", {}, "per_channel"),
+    ("PReLU", {"channel_shared": 1}, "shared"),
+    ("Power", {"power": 2, "scale": 0.5, "shift": 1}, None),
+    ("Power", {"power": 0.5, "scale": 0.2, "shift": 9}, None),
+    ("Power", {"power": -1, "scale": 0.3, "shift": 5}, None),
+    ("Power", {"power": 3, "scale": -1.5, "shift": 0.2}, None),
+    ("Power", {"power": 1.7, "scale": 0.2, "shift": 10}, None),
+], ids=lambda v: str(v) if not isinstance(v, dict) else ",".join(f"{k}={x}" for k, x in v.items()))
+def test_activations(tmp_path, gpu_device, layer_type, data, blobs, precision):
+    rng = np.random.default_rng(5)
+    x = rand(rng, 2, 5, 3, 9, scale=3.0)
+    blob = None
+    if blobs:
+        blob = {"weights": rand(rng, 1 if blobs == "shared" else 5)}
+    compare_layer(tmp_path, gpu_device, layer_type, data, [x], [x.shape], blob, precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("blobs", ["weights", "biases", "both", "single"])
+def test_scale_shift(tmp_path, gpu_device, blobs, precision):
+    rng = np.random.default_rng(11)
+    x = rand(rng, 3, 7, 4, 5)
+    c = 1 if blobs == "single" else 7
+    values = {}
+    if blobs in ("weights", "both", "single"):
+        values["weights"] = rand(rng, c)
+    if blobs in ("biases", "both", "single"):
+        values["biases"] = rand(rng, c)
+    compare_layer(tmp_path, gpu_device, "ScaleShift", {}, [x], [x.shape], values, precision)
+
+
+def test_scale_shift_on_a_2d_input(tmp_path, gpu_device):
+    rng = np.random.default_rng(12)
+    x = rand(rng, 4, 9)
+    compare_layer(tmp_path, gpu_device, "ScaleShift", {}, [x], [x.shape],
+                  {"weights": rand(rng, 9), "biases": rand(rng, 9)})
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_batch_normalization(tmp_path, gpu_device, precision):
+    rng = np.random.default_rng(13)
+    x = rand(rng, 2, 6, 5, 3)
+    blobs = {"mean": rand(rng, 6), "variance": rng.uniform(0.5, 2, 6).astype(np.float32), "gamma": rand(rng, 6),
+             "beta": rand(rng, 6)}
+    compare_layer(tmp_path, gpu_device, "BatchNormalization", {"epsilon": 1e-3}, [x], [x.shape], blobs, precision)
+
+
+@pytest.mark.parametrize("layer_type,data,shape", [
+    ("Reshape", {"dim": "0,-1,5"}, (2, 12, 5)),
+    ("Flatten", {"axis": 1}, (2, 60)),
+])
+def test_views(tmp_path, gpu_device, layer_type, data, shape):
+    rng = np.random.default_rng(14)
+    out, plan = compare_layer(tmp_path, gpu_device, layer_type, data, [rand(rng, 2, 3, 4, 5)], [shape])
+    assert plan._groups.find(plan.steps[0].out_slots[0]) == plan._groups.find(plan.steps[0].in_slots[0])
+
+
+@pytest.mark.parametrize("layer_type,data", [
+    ("PriorBox", {"min_size": "4", "max_size": "9", "aspect_ratio": "2,3", "flip": 1, "clip": 1,
+                  "variance": "0.1,0.1,0.2,0.2", "offset": 0.5}),
+    ("PriorBoxClustered", {"width": "2,5.5", "height": "3,1.5", "variance": "0.1", "step": 8, "offset": 0.5}),
+])
+def test_prior_boxes_are_device_constants(tmp_path, gpu_device, layer_type, data):
+    rng = np.random.default_rng(15)
+    feature, image = rand(rng, 1, 4, 3, 5), rand(rng, 1, 3, 24, 40)
+    priors = 6 if layer_type == "PriorBox" else 2
+    _, plan = compare_layer(tmp_path, gpu_device, layer_type, data, [feature, image], [(1, 2, 3 * 5 * priors * 4)])
+    assert plan.steps[0].kernel.constant
+
+
+def test_detection_output_runs_on_the_host_between_device_layers(tmp_path, gpu_device):
+    rng = np.random.default_rng(16)
+    priors, classes = 12, 3
+    loc = rand(rng, 2, priors * 4, scale=0.1)
+    conf = rng.uniform(0, 1, (2, priors * classes)).astype(np.float32)
+    centers = rng.uniform(0.2, 0.8, (priors, 2))
+    boxes = np.concatenate([centers - 0.1, centers + 0.1], axis=1).ravel()
+    prior = np.stack([boxes, np.full(boxes.size, 0.1)])[None].astype(np.float32)
+    data = {"num_classes": classes, "share_location": 1, "background_label_id": 0, "nms_threshold": 0.45,
+            "top_k": 10, "keep_top_k": 5, "code_type": "caffe.PriorBoxParameter.CENTER_SIZE",
+            "confidence_threshold": 0.1}
+    out, plan = compare_layer(tmp_path, gpu_device, "DetectionOutput", data, [loc, conf, prior], [(1, 1, 10, 7)])
+    assert plan.steps[0].kernel.host
+    assert (out["layer"][0, 0, :, 0] >= 0).any()

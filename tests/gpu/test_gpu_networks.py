@@ -1,0 +1,71 @@
+"""Whole networks on the GPU plan (real OpenCL: PoCL here) against pycaffe's
+forward: the Caffe sdist's AlexNet, GoogLeNet and CaffeNet, the SSD-style net and
+the Conv-BatchNorm-Scale net, FP32 within 1e-4 (fusing on and off) and FP16 IRs
+(half storage on the device) within 1e-2, as max |diff| / max |reference|."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.support import BVLC, caffe_outputs, compare_with_caffe, convert_api
+
+MODELS = BVLC + ("ssd_small", "conv_bn_scale")
+# a mid-level blob no in-place Caffe layer overwrites, returned as an extra output
+MIDDLE = {"bvlc_googlenet": "inception_4e/output", "bvlc_alexnet": "pool5", "bvlc_reference_caffenet": "norm2"}
+
+
+def gpu_plan(proto, weights, tmp_path, gpu_device, model, **options):
+    from device_daemons.gpu import GpuPlan
+    from ir import read_ir, write_ir
+    options.setdefault("batch", 1)  # the sdist's AlexNet/CaffeNet deploy nets say 10: 1 keeps the suite fast
+    network = convert_api(input_model=weights, input_proto=proto, **options)
+    xml = str(tmp_path / "model.xml")
+    write_ir(network, xml, precision=options.get("data_type", "FP32"))
+    extra = [MIDDLE[model]] if model in MIDDLE else None
+    return GpuPlan(read_ir(xml), gpu_device, extra_outputs=extra)
+
+
+def run(plan, seed=11):
+    rng = np.random.default_rng(seed)
+    inputs = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in plan.input_shapes().items()}
+    return inputs, plan.infer(inputs)
+
+
+def model_files(model, bvlc_models, small_nets):
+    return (bvlc_models if model in BVLC else small_nets)[model]
+
+
+@pytest.mark.parametrize("fusing", [True, False], ids=["fusing", "no_fusing"])
+@pytest.mark.parametrize("model", MODELS)
+def test_network_equals_pycaffe(bvlc_models, small_nets, gpu_device, tmp_path, model, fusing):
+    proto, weights = model_files(model, bvlc_models, small_nets)
+    plan = gpu_plan(proto, weights, tmp_path, gpu_device, model, disable_fusing=not fusing)
+    assert plan.warnings == [] and plan.precision == "FP32"
+    inputs, ours = run(plan)
+    compare_with_caffe(ours, caffe_outputs(proto, weights, inputs), 1e-4)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_fp16_network_equals_pycaffe(bvlc_models, small_nets, gpu_device, tmp_path, model):
+    proto, weights = model_files(model, bvlc_models, small_nets)
+    plan = gpu_plan(proto, weights, tmp_path, gpu_device, model, data_type="FP16")
+    assert plan.precision == "FP16" and plan.ctx.dtype == np.float16
+    inputs, ours = run(plan)
+    compare_with_caffe(ours, caffe_outputs(proto, weights, inputs), 1e-2)
+
+
+def test_batch_reshape_and_concurrent_requests(bvlc_models, gpu_device, tmp_path):
+    """GoogLeNet made for batch 1, reshaped to 3 (every shape and the memory plan
+    re-done), run from two threads at once (one queue and arena per request)."""
+    from tests.support import run_in_threads
+    proto, weights = bvlc_models["bvlc_googlenet"]
+    plan = gpu_plan(proto, weights, tmp_path, gpu_device, "bvlc_googlenet")
+    plan.reshape({"data": (3, 3, 224, 224)})
+    assert plan.output_shapes()["prob"] == (3, 1000)
+    x = np.random.default_rng(4).standard_normal((3, 3, 224, 224)).astype(np.float32)
+    net = caffe_outputs(proto, weights, {"data": x})
+    results = {}
+    run_in_threads(lambda t: results.__setitem__(t, plan.infer({"data": x})), 2)
+    for ours in results.values():
+        compare_with_caffe(ours, net, 1e-4)
+    assert len(plan._idle) == 2
