@@ -25,15 +25,16 @@ def requested_backend(value: str | None = None) -> str:
     return value
 
 
-def build_program(plan):
-    """The Program that runs `plan` at its current shapes."""
+def build_program(plan, threads: int | None = None):
+    """The Program that runs `plan` at its current shapes (oneDNN primitives made for
+    `threads` OpenMP threads; None: all)."""
     from .program import numpy_program
     if plan.backend == "numpy":
         return numpy_program(plan)
     from .onednn.library import NativeUnavailable
     try:
         from .onednn.compiler import compile_program
-        return compile_program(plan)
+        return compile_program(plan, threads)
     except NativeUnavailable as err:
         if plan.backend == "onednn":
             raise IRError(f"the oneDNN CPU backend cannot run here: {err}. Set {ENV}=numpy to use the numpy "

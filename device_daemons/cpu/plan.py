@@ -317,6 +317,7 @@ class ExecutionPlan(PlanShapes):
         self.shapes = shapes
         self.states.clear()
         self.program = build_program(self)  # per shape: oneDNN primitives are made for these shapes
+        self._shared_programs: dict[int, object] = {}  # threads -> program (see infer's `concurrent`)
 
     def reset_state(self):
         """Forgets the Memory layers' states (they read zeros on the next call)."""
@@ -342,10 +343,22 @@ class ExecutionPlan(PlanShapes):
         values = check_inputs(inputs, self.input_shapes())
         return [(self._input_slots[name], value) for name, value in values.items()]
 
-    def infer(self, inputs: dict, perf: list | None = None) -> dict[str, np.ndarray]:
+    def infer(self, inputs: dict, perf: list | None = None, concurrent: int = 1) -> dict[str, np.ndarray]:
         """{output name: array}; with `perf` (a list) one PerfCounter per step is appended
-        (layer, type, backend, ms: what `infer -pc` prints)."""
-        return self.program.run(self._check_inputs(inputs), perf)
+        (layer, type, backend, ms: what `infer -pc` prints). `concurrent`: how many
+        requests run at the same time in this process (the daemon's plan pool); above
+        one, oneDNN runs with cpus / concurrent threads (a program made for that many,
+        once) instead of every request spreading over all cores."""
+        return self._program(concurrent).run(self._check_inputs(inputs), perf)
+
+    def _program(self, concurrent: int):
+        if concurrent <= 1 or self.program.backend == "numpy":
+            return self.program
+        threads = max(1, (os.cpu_count() or 1) // concurrent)
+        program = self._shared_programs.get(threads)
+        if program is None:
+            program = self._shared_programs[threads] = build_program(self, threads)
+        return program
 
 
 def load_plan(xml_path, bin_path=None, custom_kernels=None) -> ExecutionPlan:

@@ -365,7 +365,7 @@ class CpuDaemon:
         with pool.acquire() as plan:
             t0 = time.perf_counter()
             try:
-                outputs = plan.infer(inputs, perf)
+                outputs = plan.infer(inputs, perf, concurrent=pool.busy)
             except IRError as exc:
                 raise _ir_error(exc, "input") from None
             compute_us = int((time.perf_counter() - t0) * 1e6)

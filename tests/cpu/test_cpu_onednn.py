@@ -156,7 +156,8 @@ def test_plans_of_one_network_share_weights_and_run_in_parallel(tmp_path):
         try:
             for _ in range(5):
                 for x, ref in zip(xs, want):
-                    assert_close(plan.infer({"data": x})["prob"], ref, 1e-4, "threaded")
+                    # as the daemon's plan pool says when requests run side by side
+                    assert_close(plan.infer({"data": x}, concurrent=len(plans))["prob"], ref, 1e-4, "threaded")
         except AssertionError as err:
             errors.append(err)
     threads = [threading.Thread(target=work, args=(p,)) for p in plans]
@@ -165,6 +166,11 @@ def test_plans_of_one_network_share_weights_and_run_in_parallel(tmp_path):
     for t in threads:
         t.join()
     assert not errors, errors[0]
+    threads = max(1, os.cpu_count() // len(plans))
+    for plan in plans:  # a program made once for that many OpenMP threads, the default one kept
+        assert list(plan._shared_programs) == [threads] and plan._shared_programs[threads].threads == threads
+        assert plan.program.threads is None
+    assert all(len(layouts) == 1 for layouts in constants.values())
 
 
 def _run_python(code, **env):

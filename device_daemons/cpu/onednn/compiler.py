@@ -113,11 +113,21 @@ class ReorderStep(NativeStep):
 
 
 class NativeProgram(Program):
-    def __init__(self, steps, n_slots, outputs, fused, d, stream, arena, scratchpad, fallbacks):
+    def __init__(self, steps, n_slots, outputs, fused, d, stream, arena, scratchpad, fallbacks, threads):
         super().__init__(steps, n_slots, outputs, BACKEND, fused)
         self.d, self.stream = d, stream
         self.arena, self.scratchpad = arena, scratchpad  # kept alive: memory objects point into them
         self.fallbacks = fallbacks
+        self.threads = threads  # OpenMP threads its primitives were made for (None: all)
+
+    def run(self, values, perf=None):
+        if self.threads is None:
+            return super().run(values, perf)
+        self.d.set_threads(self.threads)
+        try:
+            return super().run(values, perf)
+        finally:
+            self.d.set_threads(None)
 
     def finish(self):
         status = self.d.lib.dnnl_stream_wait(self.stream)
@@ -126,9 +136,10 @@ class NativeProgram(Program):
 
 
 class _Compiler:
-    def __init__(self, plan):
+    def __init__(self, plan, threads):
         self.d = load()
         self.plan = plan
+        self.threads = threads
         self.stream = self.d.new_stream()
         self.shapes = plan.shapes
         self.outputs = {s for _, s in plan._outputs}
@@ -266,7 +277,7 @@ class _Compiler:
         arena = self.allocate()
         fused_list = [(steps[j].layer, steps[i].layer.name) for j, i in sorted(fused.items())]
         program = NativeProgram(self.final, plan._n_slots, plan._outputs, fused_list, self.d, self.stream, *arena,
-                                self.fallbacks)
+                                self.fallbacks, self.threads)
         program.inplace = self.inplace
         return program
 
@@ -298,5 +309,14 @@ class _Compiler:
         return arena, scratchpad
 
 
-def compile_program(plan) -> NativeProgram:
-    return _Compiler(plan).compile()
+def compile_program(plan, threads: int | None = None) -> NativeProgram:
+    """threads: OpenMP threads for the program's primitives (None: all, the latency
+    case); the daemon asks for fewer when requests run side by side."""
+    d = load()
+    if threads is None:
+        return _Compiler(plan, None).compile()
+    d.set_threads(threads)
+    try:
+        return _Compiler(plan, threads).compile()
+    finally:
+        d.set_threads(None)

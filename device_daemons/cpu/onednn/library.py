@@ -212,10 +212,24 @@ class Dnnl:
         version = self.lib.dnnl_version()
         self.version = f"{version.major}.{version.minor}.{version.patch}"
         self.isa = self._isa_name(self.lib.dnnl_get_effective_cpu_isa())
+        # OpenMP's per-thread team size: primitives size their work for the team of the
+        # thread that creates them (set_threads around compiling and running a program)
+        self._omp = cffi.FFI()
+        self._omp.cdef("void omp_set_num_threads(int); int omp_get_max_threads(void);")
+        try:
+            self._gomp = self._omp.dlopen("libgomp.so.1")  # the runtime libdnnl is linked with
+        except OSError:
+            self._gomp = None
+        self.default_threads = self._gomp.omp_get_max_threads() if self._gomp else os.cpu_count() or 1
 
     def _isa_name(self, value: int) -> str:
         names = [n for n in dir(self.lib) if n.startswith("dnnl_cpu_isa_") and getattr(self.lib, n) == value]
         return names[0][len("dnnl_cpu_isa_"):] if names else str(value)
+
+    def set_threads(self, n: int | None):
+        """OpenMP threads of this thread's next parallel regions (None: the default)."""
+        if self._gomp is not None:
+            self._gomp.omp_set_num_threads(int(n or self.default_threads))
 
     def arg(self, name: str) -> int:
         return self.args[name]
