@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -260,6 +259,7 @@ def xla_function(plan):
 
 # --- one route in this process -------------------------------------------------------------
 def run_route(route, xml, iterations):
+    from benchmarks.infer import measure
     from device_daemons.cpu.plan import ExecutionPlan
     from ir import read_ir
     network = read_ir(xml)
@@ -287,14 +287,7 @@ def run_route(route, xml, iterations):
         return
     got = call()
     result["error"] = max(float(np.abs(got[k] - v).max() / (np.abs(v).max() or 1)) for k, v in want.items())
-    for _ in range(3):
-        call()
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    result["median"], result["min"] = statistics.median(times), min(times)
+    result["median"], result["min"] = measure(call, iterations, warmup=3)
     if plan is not None:
         per_type = collections.defaultdict(list)
         for _ in range(max(5, iterations // 3)):
