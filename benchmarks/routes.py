@@ -240,7 +240,7 @@ def xla_function(plan):
         elif t == "Concat":
             ops.append(lambda *xs, a=k.axis: jnp.concatenate(xs, axis=a))
         elif t == "FullyConnected":
-            w, b = jnp.asarray(k.weights_t), None if k.bias is None else jnp.asarray(k.bias)
+            w, b = jnp.asarray(k.weights.T), None if k.bias is None else jnp.asarray(k.bias)
             ops.append(lambda x, w=w, b=b: (lambda y: y if b is None else y + b)(x.reshape(x.shape[0], -1) @ w))
         elif t in ("SoftMax", "Softmax"):
             ops.append(lambda x, a=k.axis: jax.nn.softmax(x, axis=a))

@@ -248,3 +248,37 @@ def test_arena_never_overlaps_tensors_alive_at_the_same_step():
                 assert a.offset + a.size <= b.offset or b.offset + b.size <= a.offset
     peak = max(sum(t.size for t in tensors if t.first <= step <= t.last) for step in range(110))
     assert peak <= total < sum(t.size for t in tensors) / 3
+
+
+def _mapping_rss_kb(address: int) -> int:
+    """Resident kB of the mapping of this process that contains `address` (/proc/self/smaps)."""
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                lo, hi = (int(v, 16) for v in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and line.startswith("Rss:"):
+                return int(line.split()[1])
+    raise AssertionError("no mapping holds that address")
+
+
+def test_weights_copied_into_onednn_leave_the_resident_memory(tmp_path):
+    """The IR's .bin is memory-mapped; once a primitive has its weights in its own
+    layout, the mapped pages are dropped from the process (read again from the file
+    if a numpy kernel needs them)."""
+    import mmap
+    from device_daemons.cpu.onednn.op import _release_mapped
+    path = tmp_path / "w.bin"
+    values = np.random.default_rng(0).standard_normal(300_000).astype(np.float32)
+    values.tofile(path)
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    weights = np.frombuffer(mapped, np.float32)[1000:].reshape(-1, 100)  # a view, as the IR reader's blobs
+    assert float(weights.sum()) != 0.0  # touch every page
+    address = weights.ctypes.data
+    assert _mapping_rss_kb(address) >= 1100
+    _release_mapped(weights)
+    assert _mapping_rss_kb(address) <= 8  # at most the two partial pages at the ends
+    np.testing.assert_array_equal(weights.ravel(), values[1000:])  # read back from the file

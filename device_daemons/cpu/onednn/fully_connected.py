@@ -32,8 +32,7 @@ class FullyConnectedOp(NativeOp):
 
     def bind(self, ins, outs, scratch):
         k = self.kernel
-        # the numpy kernel keeps W transposed (I, O); oneDNN wants (O, I...) in its dims
-        weights = constant(self.d, self.network, self.layer.id, "weights", k.weights_t.T,
+        weights = constant(self.d, self.network, self.layer.id, "weights", k.weights,
                            self.pd.md("weights_md", dims=self.w_dims))
         args = {"DNNL_ARG_SRC": ins[0], "DNNL_ARG_WEIGHTS": weights, "DNNL_ARG_DST": outs[0]}
         if k.bias is not None:

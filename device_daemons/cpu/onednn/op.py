@@ -17,6 +17,7 @@ that reads only its output) inside its primitive.
 """
 from __future__ import annotations
 
+import mmap
 import threading
 import weakref
 
@@ -101,7 +102,27 @@ def constant(d, network, layer_id: int, name: str, values: np.ndarray, desc: Des
         prim.run(stream)
         d.check(d.lib.dnnl_stream_wait(stream), "waiting for a weights reorder")
         entries.append((desc, target))
+        _release_mapped(values)
         return target
+
+
+def _release_mapped(values: np.ndarray):
+    """The IR's weights are views of the memory-mapped .bin: once oneDNN has its own
+    copy, their pages leave this process's resident memory (the kernel reads them
+    from the file again if the numpy kernel ever runs)."""
+    base = values
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, memoryview):
+        base = base.obj
+    if not isinstance(base, mmap.mmap) or not hasattr(base, "madvise"):
+        return
+    start = values.ctypes.data - np.frombuffer(base, np.uint8, count=1).ctypes.data
+    page = mmap.PAGESIZE
+    first = -(-start // page) * page
+    last = (start + values.nbytes) // page * page
+    if last > first:
+        base.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def _aligned(nbytes: int, align: int = 64) -> np.ndarray:
