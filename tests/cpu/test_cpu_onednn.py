@@ -282,3 +282,29 @@ def test_weights_copied_into_onednn_leave_the_resident_memory(tmp_path):
     _release_mapped(weights)
     assert _mapping_rss_kb(address) <= 8  # at most the two partial pages at the ends
     np.testing.assert_array_equal(weights.ravel(), values[1000:])  # read back from the file
+
+
+# residual blocks: a projection shortcut (both branches convolutions) and an identity
+# shortcut (the block's input, read by the branch's first convolution too)
+RESIDUAL = (conv("c0", "data", "c0", 16) + layer("ReLU", "r0", "c0", "c0")
+            + conv("a1", "c0", "a1", 16) + layer("ReLU", "ra1", "a1", "a1") + conv("a2", "a1", "a2", 16)
+            + layer("Eltwise", "sum1", ["c0", "a2"], "sum1") + layer("ReLU", "rs1", "sum1", "sum1")
+            + conv("b1", "sum1", "b1", 8, "kernel_size: 1") + conv("p", "sum1", "p", 8, "kernel_size: 1")
+            + layer("Eltwise", "sum2", ["p", "b1"], "sum2", "eltwise_param { operation: SUM coeff: 1 coeff: 1 }")
+            + layer("Eltwise", "sum3", ["sum2", "p"], "sum3", "eltwise_param { operation: SUM coeff: 0.5 coeff: 1 }")
+            + conv("out", "sum3", "out", 4))
+
+
+def test_residual_sums_are_fused_into_the_convolution_when_safe(tmp_path):
+    c = caffe_case(tmp_path, RESIDUAL, {"data": (2, 8, 9, 7)}, scale=0.3)
+    assert_backend(c.plan, "onednn", ("Convolution", "ReLU", "Eltwise"))
+    rows = perf_rows(c.plan, c.inputs)
+    # sum1: a2 adds into c0 (c0's other reader a1 ran before); its ReLU follows as a post-op
+    assert (rows["sum1"].backend, rows["rs1"].backend) == ("fused into a2", "fused into a2")
+    # sum2: p does not exist yet when b1 runs, and p has a second reader (sum3): a sum
+    # primitive of its own
+    assert rows["sum2"].status == "executed" and rows["sum2"].backend == "onednn"
+    ours, ref = c.run()
+    assert_close(ours["out"], ref["out"], 1e-4, "out")
+    numpy_out = ExecutionPlan(c.network, backend="numpy").infer(c.inputs)["out"]
+    assert_close(ours["out"], numpy_out, 1e-4, "numpy backend")

@@ -170,22 +170,77 @@ class _Compiler:
 
     def fuse(self, ops):
         """{activation step: step it is fused into}, {step: the slot it finally writes}."""
-        steps = self.plan.steps
         fused, out_slot = {}, {}
         for i, op in ops.items():
-            if not op.accepts_post_ops or i in fused:
-                continue
-            slot = steps[i].out_slots[0]
-            while slot not in self.outputs and len(self.consumers.get(slot, ())) == 1:
-                j = self.consumers[slot][0]
-                nxt = steps[j]
-                post = activation_post_op(nxt.layer.type, nxt.kernel) if j in ops else None
-                if post is None or len(nxt.in_slots) != 1 or not op.fuse(post):
-                    break
-                fused[j] = i
-                slot = nxt.out_slots[0]
-            out_slot[i] = slot
+            if op.accepts_post_ops and i not in fused:
+                out_slot[i] = self.activation_chain(op, i, self.plan.steps[i].out_slots[0], ops, fused)
         return fused, out_slot
+
+    def activation_chain(self, op, i, slot, ops, fused):
+        """Fuses the activations that alone read `slot` (then their outputs) into op i;
+        returns the slot written last."""
+        steps = self.plan.steps
+        while slot not in self.outputs and len(self.consumers.get(slot, ())) == 1:
+            j = self.consumers[slot][0]
+            nxt = steps[j]
+            post = activation_post_op(nxt.layer.type, nxt.kernel) if j in ops else None
+            if post is None or len(nxt.in_slots) != 1 or not op.fuse(post):
+                break
+            fused[j] = i
+            slot = nxt.out_slots[0]
+        return slot
+
+    def sum_target(self, i, slot, ops, fused):
+        """(Eltwise step, its other input slot, that input's coefficient) when the only
+        reader of `slot` is a two-input Eltwise sum (coefficient 1 for `slot`) whose other
+        input is a oneDNN tensor already made that no step from step i on reads but the
+        Eltwise (a residual shortcut whose other readers ran): the convolution i then
+        adds its result into that tensor (a sum post-op) and the Eltwise disappears."""
+        if slot in self.outputs or len(self.consumers.get(slot, ())) != 1:
+            return None
+        j = self.consumers[slot][0]
+        step = self.plan.steps[j]
+        if j not in ops or j in fused or step.layer.type != "Eltwise" or len(step.in_slots) != 2:
+            return None
+        if step.kernel.op != "sum" or step.in_slots[0] == step.in_slots[1]:
+            return None
+        mine = step.in_slots.index(slot)
+        other = step.in_slots[1 - mine]
+        coeff = step.kernel.coeff or [1.0, 1.0]
+        if coeff[mine] != 1.0 or other not in self.tensor_of or other in self.outputs:
+            return None
+        if any(c != j and c >= i for c in self.consumers.get(other, ())):
+            return None
+        return j, other, coeff[1 - mine]
+
+    def create(self, op, i, step, out_slot, ops, fused):
+        """op.create, first with the result summed into an Eltwise's other input where
+        that applies; (wanted input layouts, output layouts, slot written, the tensor
+        summed into or None). Unsupported / DnnlError: the layer stays numpy."""
+        in_descs = [self.tensor_of[s].desc if s in self.tensor_of else None for s in step.in_slots]
+        in_shapes = [self.shapes[s] for s in step.in_slots]
+        slot = out_slot.get(i, step.out_slots[0])
+        target = self.sum_target(i, slot, ops, fused) if op.accepts_sum else None
+        if target is not None:
+            j, other, scale = target
+            saved, added = list(op.post_ops), {j}
+            op.post_ops.append(("sum", scale))
+            fused[j] = i
+            before = set(fused)
+            end = self.activation_chain(op, i, self.plan.steps[j].out_slots[0], ops, fused)
+            added |= set(fused) - before
+            op.dst_hint = self.tensor_of[other].desc
+            try:
+                want, outs = op.create(in_descs, in_shapes, [self.shapes[end]])
+                if outs[0] == op.dst_hint:
+                    return want, outs, end, self.tensor_of[other]
+            except (Unsupported, DnnlError):
+                pass
+            op.post_ops, op.dst_hint = saved, None  # add it up on its own then
+            for k in added:
+                del fused[k]
+        want, outs = op.create(in_descs, in_shapes, [self.shapes[slot]])
+        return want, outs, slot, None
 
     # --- tensors ----------------------------------------------------------------------------
     def new_tensor(self, desc: Desc) -> Tensor:
@@ -240,10 +295,7 @@ class _Compiler:
             op = ops.get(i)
             if op is not None:
                 try:
-                    want, outs = op.create([self.tensor_of[s].desc if s in self.tensor_of else None
-                                            for s in step.in_slots],
-                                           [self.shapes[s] for s in step.in_slots],
-                                           [self.shapes[out_slot.get(i, step.out_slots[0])]])
+                    want, outs, slot, summed = self.create(op, i, step, out_slot, ops, fused)
                 except (Unsupported, DnnlError) as err:
                     self.fallbacks[step.layer.name] = str(err)
                     op = None
@@ -260,13 +312,15 @@ class _Compiler:
             for t in ins:
                 t.use(index)
             first = step.in_slots[0]
-            if (op.inplace and ins[0] is self.tensor_of.get(first) and ins[0].desc == outs[0]
+            if summed is not None:
+                out = summed  # the result is added into it: it becomes the Eltwise's output
+                out.use(index)
+            elif (op.inplace and ins[0] is self.tensor_of.get(first) and ins[0].desc == outs[0]
                     and self.exclusive(first, i)):
                 out = ins[0]
                 self.inplace.append(step.layer.name)
             else:
                 out = self.new_tensor(outs[0])
-            slot = out_slot.get(i, step.out_slots[0])
             self.tensor_of[slot] = out
             prims = op.bind([t.memory for t in ins], [out.memory], self.scratch)
             layers = (step.layer,) + tuple(steps[j].layer for j, into in fused.items() if into == i)

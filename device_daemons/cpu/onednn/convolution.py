@@ -1,5 +1,6 @@
 """Convolution on oneDNN: the layouts of source, weights and destination left to the
-library ("any": blocked, e.g. nChw8c on AVX2), bias and activations fused."""
+library ("any": blocked, e.g. nChw8c on AVX2), bias and activations fused, and an
+Eltwise sum that reads it (the result added into the other input's tensor)."""
 from __future__ import annotations
 
 from .op import NativeOp, Unsupported, constant, register
@@ -9,6 +10,7 @@ from .primitives import Desc, conv_pd
 @register("Convolution")
 class ConvolutionOp(NativeOp):
     accepts_post_ops = True
+    accepts_sum = True
 
     def create(self, in_descs, in_shapes, out_shapes):
         k, d = self.kernel, self.d
@@ -21,7 +23,7 @@ class ConvolutionOp(NativeOp):
             self.w_dims = (g, k.output // g, c // g, kh, kw)
         self.has_bias = k.bias is not None
         pd = conv_pd(d, self.attr(), Desc.any(d, in_shapes[0]), Desc.any(d, self.w_dims),
-                     Desc.plain(d, (k.output,)) if self.has_bias else None, Desc.any(d, out),
+                     Desc.plain(d, (k.output,)) if self.has_bias else None, self.dst_hint or Desc.any(d, out),
                      k.stride, [x - 1 for x in k.dilation], k.pad, k.pad_end)
         if pd.implementation.startswith("ref"):
             raise Unsupported(f"oneDNN has only its reference convolution for {self.layer.name}")

@@ -42,7 +42,9 @@ def register(*types):
 
 class NativeOp:
     accepts_post_ops = False
+    accepts_sum = False  # may add its result into an existing tensor (a sum post-op, dst_hint its layout)
     inplace = False  # the output may overwrite input 0 (same layout) when nobody else reads it
+    dst_hint = None
 
     def __init__(self, step, kernel, d, network):
         self.step, self.kernel, self.d, self.network = step, kernel, d, network
