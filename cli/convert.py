@@ -1,4 +1,4 @@
-"""`mo-core convert`: the Model Optimizer's options, Caffe front end."""
+"""`mo-core convert`: the Model Optimizer's options (Caffe and TensorFlow front ends)."""
 import logging
 import os
 import time
@@ -7,17 +7,20 @@ from core.errors import Error
 
 
 def add_parser(sub):
-    p = sub.add_parser("convert", help="convert a Caffe model into IR (.xml + .bin), version 2 or 11",
-                       description="Convert a trained Caffe model into an optimized Intermediate Representation.")
+    p = sub.add_parser("convert", help="convert a Caffe or TensorFlow model into IR (.xml + .bin), version 2 or 11",
+                       description="Convert a trained Caffe or TensorFlow model into an optimized Intermediate "
+                                   "Representation.")
     g = p.add_argument_group("framework-agnostic parameters")
-    g.add_argument("--input_model", "-m", "-w", help="the .caffemodel with trained weights")
-    g.add_argument("--framework", choices=["caffe"], help="framework of the model (deduced from the file names)")
+    g.add_argument("--input_model", "-m", "-w",
+                   help="the .caffemodel with trained weights, or the frozen TensorFlow graph (.pb, .pbtxt)")
+    g.add_argument("--framework", choices=["caffe", "tf"], help="framework of the model (deduced from the file names)")
     g.add_argument("--output_dir", "-o", default=".", help="directory for the .xml and .bin (default: .)")
     g.add_argument("--model_name", "-n", help="name of the IR files and of the net (default: model file name)")
     g.add_argument("--input", help="comma-separated entry points: NODE, PORT:NODE (input port) or NODE:PORT "
                    "(output port); the model is cut there")
     g.add_argument("--output", help="comma-separated exit points: NODE, NODE:PORT or PORT:NODE")
-    g.add_argument("--input_shape", help="shape(s) for the inputs, e.g. [1,3,227,227] or (1,3,227,227),(1,6,1,1)")
+    g.add_argument("--input_shape", help="shape(s) for the inputs in the framework's layout (NHWC for TensorFlow), "
+                   "e.g. [1,3,227,227] or (1,3,227,227),(1,6,1,1)")
     g.add_argument("--batch", "-b", type=int, help="batch size for every input (overrides dim 0)")
     g.add_argument("--mean_values", "-ms", help="per-channel means to subtract: (R,G,B) or name[R,G,B],...")
     g.add_argument("--scale_values", help="per-channel values to divide by: (R,G,B) or name[R,G,B],...")
@@ -32,7 +35,8 @@ def add_parser(sub):
     g.add_argument("--ov_extension_ops", metavar="TYPE[=OP_TYPE][@VERSION],...",
                    help="IR 11: write layers of these types (no opset equivalent) as the named operations of an "
                         "OpenVINO extension you load at run time (VERSION default: extension)")
-    g.add_argument("--extensions", help="comma-separated directories with ops/ and front/caffe/ extension modules")
+    g.add_argument("--extensions", help="comma-separated directories with ops/, front/caffe/ and front/tf/ "
+                   "extension modules")
     g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
     g.add_argument("--silent", action="store_true", help="print only errors")
     c = p.add_argument_group("Caffe-specific parameters")
@@ -46,9 +50,17 @@ def add_parser(sub):
                    help="write every parameter of a mapped layer, also unset ones without a default")
     c.add_argument("--enable_flattening_nested_params", action="store_true",
                    help="write the fields of a mapped layer's nested parameter messages too")
+    c.add_argument("--caffe_proto", metavar="caffe.proto",
+                   help="the schema of the Caffe fork the model comes from (compiled at run time; its extra fields "
+                        "reach extractors and CustomLayersMapping rules)")
     c.add_argument("--interp_zoom_rule", choices=["multiply", "deeplab"], default="multiply",
                    help="output size of Interp layers with zoom_factor: multiply (in * zoom, the reference's "
                         "default) or deeplab (in + (in - 1) * (zoom - 1), DeepLab-Caffe's); FAQ #96")
+    t = p.add_argument_group("TensorFlow-specific parameters")
+    t.add_argument("--input_model_is_text", action="store_true",
+                   help="the --input_model graph is in the protobuf text format (.pbtxt)")
+    t.add_argument("--disable_nhwc_to_nchw", action="store_true",
+                   help="keep the model's 4-D inputs and outputs NHWC (the IR converts inside)")
     p.set_defaults(func=run)
 
 
@@ -72,14 +84,15 @@ def run(args) -> int:
         custom_layers_mapping=args.custom_layers_mapping, use_caffe_fallback=args.use_caffe_fallback,
         disable_omitting_optional=args.disable_omitting_optional,
         enable_flattening_nested_params=args.enable_flattening_nested_params,
-        interp_zoom_rule=args.interp_zoom_rule, ir_version=args.ir_version,
-        ov_extension_ops=args.ov_extension_ops)
+        interp_zoom_rule=args.interp_zoom_rule, caffe_proto=args.caffe_proto, ir_version=args.ir_version,
+        ov_extension_ops=args.ov_extension_ops,
+        input_model_is_text=args.input_model_is_text, disable_nhwc_to_nchw=args.disable_nhwc_to_nchw)
     if not args.silent:
         print("Model Optimizer arguments:")
         for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",
                     "batch", "mean_values", "scale_values", "scale", "reverse_input_channels", "data_type",
-                    "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback", "ir_version",
-                    "ov_extension_ops"):
+                    "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback", "caffe_proto",
+                    "ir_version", "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw"):
             value = getattr(args, key)
             if value not in (None, False):
                 print("\t- {:<26}{}".format(key + ":", value))

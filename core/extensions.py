@@ -1,4 +1,4 @@
-"""--extensions DIR[,DIR]: user ops (ops/*.py) and extractors (front/caffe/*.py).
+"""--extensions DIR[,DIR]: user ops (ops/*.py) and extractors (front/caffe/*.py, front/tf/*.py).
 
 Modules are imported from the files under each directory; defining an Op or
 FrontExtractorOp subclass registers it, and a user class with the op name of a
@@ -13,7 +13,7 @@ import sys
 
 from core.errors import Error
 
-_SUBDIRS = ("ops", os.path.join("front", "caffe"), "front")
+_SUBDIRS = ("ops", os.path.join("front", "caffe"), os.path.join("front", "tf"), "front")
 _PREFIX = "mo_user_ext_"  # module names of imported extension files
 
 
@@ -67,7 +67,7 @@ def load_extension_dirs(dirs: list[str]):
             folder = os.path.join(d, sub)
             if not os.path.isdir(folder):
                 continue
-            hint = "caffe" if sub.endswith("caffe") else "common"
+            hint = "caffe" if sub.endswith("caffe") else "tf" if sub.endswith("tf") else "common"
             for fname in sorted(os.listdir(folder)):
                 if fname.endswith(".py") and not fname.startswith("_"):
                     _import_file(os.path.join(folder, fname), hint)

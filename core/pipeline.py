@@ -41,7 +41,10 @@ class ConvertOptions:
     use_caffe_fallback: bool = False
     disable_omitting_optional: bool = False
     enable_flattening_nested_params: bool = False
+    input_model_is_text: bool = False            # TensorFlow
+    disable_nhwc_to_nchw: bool = False
     interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
+    caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
     ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
     ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
 
@@ -49,6 +52,7 @@ class ConvertOptions:
 @dataclass
 class Context:
     options: ConvertOptions
+    front: object = None        # the framework's front end (core/front/<framework>/frontend.py)
     graph: object = None
     network: object = None
     v11_model: object = None                     # ir.v11.Model when --ir_version 11
@@ -60,28 +64,36 @@ class Context:
 
 
 # --- passes -------------------------------------------------------------------
+TF_SUFFIXES = (".pb", ".pbtxt", ".frozen", ".graphdef")
+
+
+def front_end(framework: str):
+    if framework == "caffe":
+        from core.front.caffe.frontend import CaffeFrontEnd
+        return CaffeFrontEnd()
+    from core.front.tf.frontend import TFFrontEnd
+    return TFFrontEnd()
+
+
 def deduce_framework(ctx):
     o = ctx.options
     if not o.input_model and not o.input_proto:
-        raise Error("Nothing to convert: give the trained model with --input_model MODEL.caffemodel (and its "
-                    "topology with --input_proto deploy.prototxt).", faq=20)
+        raise Error("Nothing to convert: give the trained model with --input_model (a Caffe .caffemodel with its "
+                    "--input_proto deploy.prototxt, or a frozen TensorFlow graph .pb).", faq=20)
     if o.framework is None:
-        model = o.input_model or ""
+        model = (o.input_model or "").lower()
         if model.endswith(".caffemodel") or o.input_proto:
             o.framework = "caffe"
+        elif model.endswith(TF_SUFFIXES) or o.input_model_is_text:
+            o.framework = "tf"
         else:
             raise Error("Framework name can not be deduced from the given options. Use --framework to choose one of "
-                        "caffe (and tf in a later release).", faq=15)
-    if o.framework != "caffe":
-        raise Error("Framework '{}' is not supported yet: mo-core converts Caffe models (--framework caffe).",
-                    o.framework, faq=15)
-    if not o.input_proto and o.input_model:
-        guess = os.path.splitext(o.input_model)[0] + ".prototxt"
-        if os.path.isfile(guess):
-            o.input_proto = guess
-    if not o.input_model:
-        raise Error("--input_model is required: the .caffemodel with the trained weights (FAQ #2 tells how to make "
-                    "one from a prototxt).", faq=20)
+                        "caffe, tf (.caffemodel means Caffe, .pb/.pbtxt TensorFlow).", faq=15)
+    if o.framework not in ("caffe", "tf"):
+        raise Error("Framework '{}' is not supported: mo-core converts Caffe (--framework caffe) and TensorFlow "
+                    "(--framework tf) models.", o.framework, faq=15)
+    ctx.front = front_end(o.framework)
+    ctx.front.check_options(o)
     from core.middle.precision import ir_precision
     from ir.interp import ZOOM_RULES
     ir_precision(o.data_type)  # bad values fail before any work
@@ -100,25 +112,7 @@ def load_extensions(ctx):
 
 
 def load_model(ctx):
-    from core.front.caffe import extractors  # noqa: F401  (registers the standard extractors)
-    from core.front.caffe.builder import build_graph
-    from core.front.caffe.custom_mapping import CustomLayersMapping
-    from core.front.caffe.fallback import CaffeFallback
-    from core.front.caffe.loader import load_caffemodel, load_prototxt
-    o = ctx.options
-    net = load_prototxt(o.input_proto)
-    model = load_caffemodel(o.input_model)
-    ctx.graph = build_graph(net, model)
-    ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
-    dirs = [os.path.dirname(os.path.abspath(p)) for p in (o.input_proto, o.input_model)]
-    ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs)
-    ctx.custom_mapping = CustomLayersMapping.load(
-        o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping), warnings=ctx.warnings,
-        disable_omitting_optional=o.disable_omitting_optional,
-        enable_flattening_nested_params=o.enable_flattening_nested_params, fallback=ctx.caffe_fallback)
-    if o.use_caffe_fallback and ctx.custom_mapping is None:
-        raise Error("--use-caffe-fallback needs a CustomLayersMapping.xml (-k FILE) that registers the layers Caffe "
-                    "should infer.")
+    ctx.front.load(ctx)
 
 
 def cut_outputs(ctx):
@@ -135,9 +129,8 @@ def cut_inputs(ctx):
         for d in data_ids:
             keep |= nx.ancestors(ctx.graph, d)
         sub = ctx.graph.subgraph(keep).copy()
-        from core.front.caffe.extract import extract_all
         from core.middle.shape_infer import partial_infer
-        extract_all(sub, ctx.custom_mapping)
+        ctx.front.extract(sub, ctx)
         cutting.set_input_shapes(sub, [], o.batch)
         partial_infer(sub)
         return {d: sub.nodes[d]["shape"] for d in data_ids}
@@ -146,8 +139,7 @@ def cut_inputs(ctx):
 
 
 def extract(ctx):
-    from core.front.caffe.extract import extract_all
-    extract_all(ctx.graph, ctx.custom_mapping)
+    ctx.front.extract(ctx.graph, ctx)
 
 
 def check_blob_values(ctx):
@@ -162,6 +154,18 @@ def set_input_shapes(ctx):
 def infer_shapes(ctx):
     from core.middle.shape_infer import partial_infer
     partial_infer(ctx.graph)
+
+
+def replace_patterns(ctx):
+    """TensorFlow: sub-graphs that are one IR layer (atrous convolution, leaky ReLU, l2 normalization, zero
+    padding into the convolution or pooling after it); Caffe: nothing."""
+    ctx.front.replace_patterns(ctx)
+
+
+def lower_to_ir(ctx):
+    """TensorFlow: framework ops become IR layers and 4-D tensors NCHW; Caffe: nothing (its extractors make IR
+    ops directly)."""
+    ctx.front.lower(ctx)
 
 
 def remove_identities(ctx):
@@ -231,8 +235,7 @@ def emit(ctx):
     ctx.network = to_network(ctx.graph, name, ctx.warnings)
     # like the legacy tool's <cli_parameters>: where the IR came from. The CPU
     # daemon's Caffe-backed layers find their Caffe definition through it.
-    meta = {"generator": "mo-core 0.1.0", "framework": o.framework,
-            "input_model": os.path.abspath(o.input_model), "input_proto": os.path.abspath(o.input_proto)}
+    meta = {"generator": "mo-core 0.1.0", "framework": o.framework, **ctx.front.source_files(o)}
     for key, value in sorted(vars(o).items()):
         if key not in meta and value not in (None, False, "") and not (key == "output_dir"):
             meta["cli_" + key] = str(value)
@@ -261,6 +264,8 @@ PIPELINE = [
     check_blob_values,
     set_input_shapes,
     infer_shapes,
+    replace_patterns,
+    lower_to_ir,
     remove_identities,
     preprocessing,
     lower_batch_norm,

@@ -59,11 +59,11 @@ from ir import read_ir
 
 from . import daemon as _daemon
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
-from .contract import FAST_LANE_MAX_US
+from .contract import fast_lane_max_us
 from .errors import InferenceError, remote_error
 from .infer_job import InferJob
 from .shm_protocol import align
-from .transport import Connection, Link
+from .transport import Connection, Link, LinkSettings
 
 __all__ = ["IECore", "IENetwork", "ExecutableNetwork", "InferRequest", "InferenceError",
            "DaemonError", "DaemonDied", "DaemonNotRunning", "DaemonTimeout", "StatusCode"]
@@ -246,13 +246,15 @@ def _perf_count(config: dict | None) -> bool:
 
 
 class ExecutableNetwork:
-    """A network loaded on a device daemon (IE's ExecutableNetwork)."""
+    """A network loaded on a device daemon (IE's ExecutableNetwork). It is the
+    LoadedNetwork of its InferJobs (infer_job.py): link, loaded, forget, observe,
+    fast, refused_fast, output_bytes, perf_count."""
 
     def __init__(self, core: "IECore", network: IENetwork, link: Link, num_requests: int,
                  perf_count: bool = False):
         self._core = core
         self.perf_count = perf_count  # each request brings back per-layer times (get_perf_counts)
-        self._link = link
+        self.link = link
         self.name = network.name
         self._network = network
         self._lock = threading.Lock()
@@ -263,17 +265,17 @@ class ExecutableNetwork:
         self.warnings: list[str] = []
         self.cached = False
         self._box: dict = {}  # what the finalizer unloads (it must not reference self)
-        self._out_bytes = 0
-        self._fast = False  # send to the daemon's fast lane (see _observe)
-        self._inline_ok = False  # the daemon allows it: no custom kernel (unpredictable time)
+        self.output_bytes = 0
+        self._fast = False  # send to the daemon's fast lane (see observe)
+        self._fast_ok = False  # the daemon allows it: no custom kernel (unpredictable time)
         self._compute_us: float | None = None
-        self._ensure_loaded(time.monotonic() + core.timeout)
+        self.loaded(time.monotonic() + core.timeout)
         self.requests = [InferRequest(self, i) for i in range(max(1, int(num_requests)))]
         self._finalizer = weakref.finalize(self, ExecutableNetwork._unload_quietly, self._box)
 
     @property
     def device(self) -> str:
-        return self._link.device
+        return self.link.device
 
     @property
     def input_info(self) -> dict[str, list]:
@@ -294,13 +296,15 @@ class ExecutableNetwork:
                 raise Error("cannot read the IR to send it to the daemon: {}", exc) from None
             args = {"xml_text": xml_text, "bin_data": bin_data}
         args.update(self._args)
-        kernels = self._core._extensions.get(self._link.device, [])
+        kernels = self._core._extensions.get(self.link.device, [])
         if kernels:
             args["kernels"] = list(kernels)
         return args, []
 
-    def _ensure_loaded(self, deadline: float) -> tuple[Connection, int]:
-        link = self._link
+    def loaded(self, deadline: float) -> tuple[Connection, int]:
+        """(connection, handle) on the current daemon, loading the network first when
+        this daemon does not have it (a new or restarted daemon)."""
+        link = self.link
         conn = link.connection()
         loaded = self._loaded
         if loaded is not None and loaded[0] is conn:
@@ -318,32 +322,41 @@ class ExecutableNetwork:
                 raise remote_error(exc, link.device) from None
             self.inputs = {n: list(i["shape"]) for n, i in result["inputs"].items()}
             self.outputs = {n: list(i["shape"]) for n, i in result["outputs"].items()}
-            self._out_bytes = sum(align(4 * int(np.prod(shape, dtype=np.int64)))
-                                  for shape in self.outputs.values())
+            self.output_bytes = sum(align(4 * int(np.prod(shape, dtype=np.int64)))
+                                    for shape in self.outputs.values())
             self.warnings = list(result.get("warnings") or [])
             self.cached = bool(result.get("cached"))  # the daemon had it compiled already
-            self._inline_ok = bool(result.get("inline_ok"))
+            self._fast_ok = bool(result.get("fast_ok"))
             self._fast = False
+            self._compute_us = None
             self._loaded = (conn, int(result["handle"]))
             self._box["loaded"] = self._loaded
             return self._loaded
 
-    def _observe(self, compute_us) -> None:
+    @property
+    def fast(self) -> bool:
+        return self._fast
+
+    def refused_fast(self) -> None:
+        self._fast = False
+        self._compute_us = None  # measure again before trying the fast lane again
+
+    def observe(self, compute_us) -> None:
         """Track how long the daemon computes this network (moving average): a network
-        that takes less than FAST_LANE_MAX_US goes to the daemon's fast lane (a thread
+        that takes less than contract.fast_lane_max_us() goes to the daemon's fast lane (a thread
         that receives, computes and replies with no hand-off), saving the two thread
         hand-offs of its worker pool (they cost more than such a network takes);
         slower ones keep the pool (parallel). Networks with custom kernels always use
         the pool: their time may depend on the data. The daemon has the last word
         (kind "not_fast")."""
-        if not isinstance(compute_us, (int, float)):
+        if not isinstance(compute_us, (int, float)) or isinstance(compute_us, bool):
             return
         avg = self._compute_us
         avg = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
         self._compute_us = avg
-        self._fast = self._inline_ok and avg < FAST_LANE_MAX_US
+        self._fast = self._fast_ok and avg < fast_lane_max_us()
 
-    def _forget(self, conn: Connection, handle: int) -> None:
+    def forget(self, conn: Connection, handle: int) -> None:
         with self._lock:
             if self._loaded == (conn, handle):
                 self._loaded = None
@@ -444,6 +457,8 @@ class IECore:
         if shared_memory is None:
             shared_memory = os.environ.get("MO_CORE_SHM", "1") != "0" and hasattr(os, "memfd_create")
         self.shared_memory = bool(shared_memory)
+        self._settings = LinkSettings(policy, self.timeout, self.startup_timeout, endpoint, self.key_file,
+                                      self.shared_memory)
         self._links: dict[str, Link] = {}
         self._links_lock = threading.Lock()
         self._extensions: dict[str, list[str]] = {}
@@ -457,7 +472,7 @@ class IECore:
         with self._links_lock:
             link = self._links.get(device)
             if link is None:
-                link = self._links[device] = Link(self, device)
+                link = self._links[device] = Link(self._settings, device)
             return link
 
     def read_network(self, model: str, weights: str | None = None) -> IENetwork:

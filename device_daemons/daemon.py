@@ -5,37 +5,36 @@ Used by `mo-core daemon start|stop|status` and by the client (`IECore` with the
 device name to the module run as `python -m <module>`; the GPU daemon will be one
 more entry.
 
+The detached policy over the launcher (core/microkernel/launcher.py):
 * start: under the per-device start lock (registry.start_lock) look for a live
-  record; if there is none, spawn `python -m device_daemons.cpu --endpoint EP
-  --parent-pid 0` in a new session (no controlling terminal, Ctrl-C in the shell
-  that started it does not reach it) with stdout/stderr appended to
-  `runtime_dir()/daemon-<device>.log`, then wait for its `hello` while watching the
-  process, so a daemon that fails at start is reported at once with its log lines.
-  The daemon writes its own record (registry.py) before it answers `hello`.
-* stop: `shutdown` request (in-flight requests get a short grace), then SIGTERM,
-  then SIGKILL; the record and a left-over ipc socket file are removed.
+  record; if there is none, launch `python -m device_daemons.cpu --endpoint EP
+  --parent-pid 0` (long-lived, in a new session: Ctrl-C in the shell that started
+  it does not reach it) with stdout/stderr appended to
+  `runtime_dir()/daemon-<device>.log`, wait for its record, then its `hello` while
+  watching the process, so a daemon that fails at start is reported at once with
+  its log lines. The daemon writes its own record (registry.py) before it answers.
+  No restarts here: a client's next request starts a new daemon ("auto" policy).
+* stop: launcher.stop - `shutdown` request (in-flight requests get a short grace),
+  then SIGTERM, then SIGKILL, re-checking before each signal that the pid is still
+  our daemon; the record and a left-over ipc socket file are removed.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 
 from core.errors import Error
 from core.microkernel import Client, MicrokernelError, check_endpoint, load_key_file, new_ipc_endpoint
 from core.microkernel.endpoints import ipc_path
-from core.microkernel.supervisor import describe_exit, read_tail
+from core.microkernel.launcher import (Launched, LogFile, Process, ProcessSpec, StartFailure, handshake,
+                                       launch as launch_process, stop as stop_process)
 
 from . import registry
 
 DEVICES = {"CPU": "device_daemons.cpu"}
 PLANNED_DEVICES = ("GPU", "HETERO")  # daemons to come; named in the error message
-_LOG_ROTATE_BYTES = 4 << 20
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class DaemonError(Error):
@@ -82,29 +81,37 @@ def check_daemon_endpoint(endpoint: str, have_key: bool) -> None:
         raise DaemonError(str(exc)) from None
 
 
-def _open_log(path: str) -> int:
-    with contextlib.suppress(OSError):
-        if os.path.getsize(path) > _LOG_ROTATE_BYTES:
-            os.replace(path, path + ".1")
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-
-
 @dataclass
 class Launch:
     record: dict  # the daemon's registry record
     started: bool  # False: one was running already
-    proc: subprocess.Popen | None = None  # set when this process spawned it
+    proc: Process | None = None  # set when this process spawned it
     info: dict | None = None  # its hello reply, when this process spawned it
 
 
+def daemon_process(pid: int, popen=None) -> Process:
+    """A daemon to watch and stop: our child, or found by the pid of its record
+    (checked to still be one of our daemons before every look and signal)."""
+    return Process(pid, popen, is_ours=registry.is_daemon_process)
+
+
 def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | None = None,
-           threads: int | None = None, startup_timeout: float = 60.0, caffe_fallback: bool = False) -> Launch:
-    """Start the daemon of `device` unless one runs; returns its record."""
+           threads: int | None = None, startup_timeout: float = 60.0, caffe_fallback: bool = False,
+           python_path: list[str] | None = None) -> Launch:
+    """Start the daemon of `device` unless one runs; returns its record.
+    `python_path`: directories the Caffe worker may import `Python` layers from."""
     device = normalize_device(device)
     key_file = os.path.abspath(key_file) if key_file else None
     key = load_key(key_file)
     if endpoint:
         check_daemon_endpoint(endpoint, key is not None)
+    args = []
+    if threads:
+        args += ["--threads", str(threads)]
+    if caffe_fallback:
+        args += ["--caffe-fallback"]
+    for directory in python_path or []:
+        args += ["--python-path", os.path.abspath(directory)]
     try:
         lock = registry.start_lock(device, timeout=startup_timeout + 10)
         lock.__enter__()
@@ -114,144 +121,86 @@ def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | 
         record = registry.read_record(device, holding_lock=True)
         if record is not None:
             return Launch(record, False)
-        return _spawn(device, endpoint, key_file, key, threads, startup_timeout, caffe_fallback)
+        return _spawn(device, endpoint, key_file, key, args, startup_timeout)
     finally:
         lock.__exit__(None, None, None)
 
 
-def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes | None,
-           threads: int | None, startup_timeout: float, caffe_fallback: bool = False) -> Launch:
+def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes | None, args: list,
+           startup_timeout: float) -> Launch:
+    """The detached policy over the launcher: long-lived (no parent watch), its own
+    log file in the runtime directory, run in "/" (it must not pin the caller's
+    directory), no restarts (a client's next request starts a new one)."""
     try:
-        endpoint = endpoint or new_ipc_endpoint(f"daemon-{device.lower()}")
+        spec = ProcessSpec(DEVICES[device], f"daemon-{device.lower()}", args=args,
+                           endpoint=endpoint or new_ipc_endpoint(f"daemon-{device.lower()}"),
+                           key_file=key_file, parent_pid=0, log=LogFile(registry.log_path(device)), cwd="/")
+        proc = launch_process(spec, have_key=key is not None)
     except MicrokernelError as exc:
-        raise DaemonError(str(exc)) from None
-    log = registry.log_path(device)
-    fd = _open_log(log)
-    offset = os.fstat(fd).st_size
-    cmd = [sys.executable, "-m", DEVICES[device], "--endpoint", endpoint, "--parent-pid", "0"]
-    if key_file:
-        cmd += ["--key-file", key_file]
-    if threads:
-        cmd += ["--threads", str(threads)]
-    if caffe_fallback:
-        cmd += ["--caffe-fallback"]
-    env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONFAULTHANDLER="1")
-    # The daemon runs in "/" (it must not pin the caller's directory), so make sure
-    # it imports this very installation of mo-core.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO_ROOT, env.get("PYTHONPATH")) if p)
-    try:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, env=env,
-                                cwd="/", close_fds=True, start_new_session=True)
-    except OSError as exc:
-        raise DaemonError(f"cannot start the {device} daemon ({cmd[0]}): {exc}") from None
-    finally:
-        os.close(fd)
+        raise DaemonError(f"cannot start the {device} daemon: {exc}") from None
     try:
         deadline = time.monotonic() + startup_timeout
         # The daemon records itself once bound (a wildcard tcp port is resolved then),
         # before it serves; then the hello handshake on the recorded endpoint.
-        record = _wait_for_record(device, proc, deadline, log, offset)
-        info = _handshake(device, proc, record["endpoint"], key, deadline, log, offset)
-        if info.get("pid") != proc.pid:
-            raise DaemonError(f"the {device} daemon at {record['endpoint']} answered as pid "
-                              f"{info.get('pid')}, but the process started is pid {proc.pid}; is "
-                              f"another daemon using that endpoint?")
+        record = _wait_for_record(device, proc, deadline)
+        with Client(record["endpoint"], timeout=startup_timeout, key=key) as client:
+            try:
+                info = handshake(client, proc, max(0.1, deadline - time.monotonic()))
+            except StartFailure as exc:
+                raise _start_failed(device, proc, exc) from None
     except BaseException:
-        _terminate(proc.pid, proc, grace=1.0)
+        proc.cleanup()
         raise
+    proc.close_log()
     return Launch(record, True, proc, info)
 
 
-def _exited_error(device, proc, log, offset) -> DaemonError:
-    tail = read_tail(log, 20, offset)
-    return DaemonError(f"the {device} daemon {describe_exit(proc.returncode)} while starting"
-                       + (f"; its log ({log}) says:\n{tail}" if tail else f" (its log {log} is empty)"))
+def _start_failed(device: str, proc: Launched, exc: StartFailure) -> DaemonError:
+    if exc.reason == "exited":
+        tail = proc.log_tail(20)
+        return DaemonError(f"the {device} daemon {exc.status} while starting"
+                           + (f"; its log ({proc.spec.log.path}) says:\n{tail}" if tail
+                              else f" (its log {proc.spec.log.path} is empty)"))
+    if exc.reason == "timeout":
+        return DaemonError(f"the {device} daemon (pid {proc.pid}) did not answer in time after starting; "
+                           f"it was stopped. See its log {proc.spec.log.path}")
+    return DaemonError(f"the {device} daemon failed the handshake: {exc}")
 
 
-def _wait_for_record(device, proc, deadline, log, offset) -> dict:
+def _wait_for_record(device: str, proc: Launched, deadline: float) -> dict:
     while True:
         record = registry.read_record(device, holding_lock=True)
         if record is not None and record.get("pid") == proc.pid:
             return record
-        if proc.poll() is not None:
-            raise _exited_error(device, proc, log, offset)
+        if not proc.alive():
+            raise _start_failed(device, proc, StartFailure("", "exited", proc.exit_status()))
         if time.monotonic() >= deadline:
             raise DaemonError(f"the {device} daemon (pid {proc.pid}) did not record itself in "
-                              f"{registry.record_path(device)} in time; it was stopped. See its log {log}")
+                              f"{registry.record_path(device)} in time; it was stopped. See its log "
+                              f"{proc.spec.log.path}")
         time.sleep(0.01)
-
-
-def _handshake(device, proc, endpoint, key, deadline, log, offset) -> dict:
-    client = Client(endpoint, timeout=max(1.0, deadline - time.monotonic()), key=key)
-    try:
-        pending = client.call_async("hello")
-        while not pending.wait(0.05):
-            if proc.poll() is not None:
-                if pending.wait(0.05):
-                    break
-                raise _exited_error(device, proc, log, offset)
-            if time.monotonic() >= deadline:
-                pending.cancel()
-                raise DaemonError(f"the {device} daemon (pid {proc.pid}) did not answer in time "
-                                  f"after starting; it was stopped. See its log {log}")
-        try:
-            info, _ = pending.result(0)
-        except MicrokernelError as exc:
-            raise DaemonError(f"the {device} daemon failed the handshake: {exc}") from None
-        return info
-    finally:
-        client.close()
 
 
 # --------------------------------------------------------------------------- stop
 
-def _alive(pid: int, proc: subprocess.Popen | None) -> bool:
-    if proc is not None and proc.poll() is not None:
-        return False
-    return registry.is_daemon_process(pid)
-
-
-def _wait_gone(pid: int, proc: subprocess.Popen | None, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while _alive(pid, proc):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
-def _terminate(pid: int, proc: subprocess.Popen | None, grace: float) -> None:
-    """SIGTERM, wait `grace`, SIGKILL, wait: the daemon is gone on return."""
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        if not _alive(pid, proc):
-            break
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-        if _wait_gone(pid, proc, wait):
-            break
-    if proc is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(1.0)  # reap our own child
-
-
-def stop(device: str, *, grace: float = 3.0, proc: subprocess.Popen | None = None) -> dict | None:
+def stop(device: str, *, grace: float = 3.0, proc: Process | None = None) -> dict | None:
     """Stop the daemon of `device`: its record, or None when none was running."""
     device = normalize_device(device)
     record = registry.read_record(device)
     if record is None:
         return None
     pid = record["pid"]
-    try:
+    target = proc if proc is not None and proc.pid == pid else daemon_process(pid)
+
+    def request_shutdown(timeout: float) -> None:
         key = load_key(record.get("key_file"))
-        with Client(record["endpoint"], timeout=grace, key=key) as client:
-            client.call("shutdown", timeout=grace)
-    except (MicrokernelError, DaemonError):
-        pass  # not answering: the signals below do it
-    if not _wait_gone(pid, proc, grace + 2.0):
-        _terminate(pid, proc, grace)
-    elif proc is not None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(1.0)
+        with Client(record["endpoint"], timeout=timeout, key=key) as client:
+            client.call("shutdown", timeout=timeout)
+    try:
+        # (+2 s: the daemon itself gives in-flight requests a grace before it exits)
+        stop_process(target, request_shutdown, grace + 2.0)
+    except DaemonError:  # an unreadable key file: the signals did it
+        target.terminate(grace)
     registry.remove_record(device, pid)
     path = ipc_path(record["endpoint"])
     if path and os.path.dirname(path) == registry.runtime_dir():

@@ -1,37 +1,66 @@
 """One inference request on the wire (InferJob, behind ExecutableNetwork.infer and
-InferRequest in client.py): loads the network on the current daemon if needed
-(ExecutableNetwork._ensure_loaded), sends the inputs through a shared-memory slot
-(shm_client.py) or as array frames, on the link's thread-safe Client (async) or
-the calling thread's own socket (sync: Link.fast_call), and retries what can be
-retried: a slot the daemon dropped (frames then), a handle the daemon does not
-know (restarted at the same endpoint: load again, once).
+InferRequest in client.py): loads the network on the current daemon if needed,
+sends the inputs through a shared-memory slot (shm_client.py) or as array frames,
+through the link's Client (async) or on the calling thread's own socket (sync: to
+the daemon's fast lane for networks it computes in well under a millisecond), and
+retries what can be retried: a slot the daemon dropped (frames then), a handle the
+daemon does not know (restarted at the same endpoint: load again, once), the fast
+lane refusing the network (the main endpoint then).
+
+What a job needs of the network it runs is the small LoadedNetwork interface
+below (ExecutableNetwork implements it), not the network's internals.
 """
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from core.microkernel import RemoteError
 
 from .daemon import DaemonError
 from .errors import remote_error
-from .shm_client import ShmSlot, discard, give_back, lend_outputs, take_slot, write_inputs
+from .shm_client import ShmSlot, write_inputs
 from .shm_protocol import align
-from .transport import SPIN_S
+from .transport import Connection, Link
 
-if TYPE_CHECKING:
-    from .client import ExecutableNetwork
+
+class LoadedNetwork(Protocol):
+    """A network a job can run (see ExecutableNetwork)."""
+
+    link: Link
+    perf_count: bool  # ask the daemon for per-step times (the reply's "perf")
+
+    def loaded(self, deadline: float) -> tuple[Connection, int]:
+        """(connection, handle) of the network on the current daemon, loading it
+        there first when needed."""
+
+    def forget(self, conn: Connection, handle: int) -> None:
+        """The daemon no longer knows `handle`: load again on the next request."""
+
+    def observe(self, compute_us) -> None:
+        """Take the daemon's compute time of a request (it picks the lane)."""
+
+    @property
+    def fast(self) -> bool:
+        """Send synchronous requests to the daemon's fast lane?"""
+
+    def refused_fast(self) -> None:
+        """The fast lane refused the network: use the main endpoint."""
+
+    @property
+    def output_bytes(self) -> int:
+        """Bytes of all outputs, each aligned as in a slot."""
 
 
 class InferJob:
     """One inference request: sent through the link's thread-safe Client (async) or
-    on the calling thread's own socket (sync, see transport.FastChannel)."""
+    on the calling thread's own socket (sync)."""
 
-    def __init__(self, exec_net: "ExecutableNetwork", inputs: dict, timeout: float | None,
-                 sync: bool = False):
-        self.exec_net = exec_net
+    def __init__(self, net: LoadedNetwork, inputs: dict, timeout: float | None, sync: bool = False):
+        self.net = net
+        self.link = net.link
         self.inputs = inputs
-        self.timeout = exec_net._link.core.timeout if timeout is None else timeout
+        self.timeout = self.link.settings.timeout if timeout is None else timeout
         self.deadline = time.monotonic() + self.timeout
         self.sync = sync
         self.retried = False
@@ -44,66 +73,58 @@ class InferJob:
         if not sync:
             self._send()
 
-    def _args(self) -> tuple[str, dict]:
-        """(verb, args) of the request; takes a shared-memory slot when it can."""
-        exec_net = self.exec_net
-        link = exec_net._link
-        conn, handle = exec_net._ensure_loaded(self.deadline)
+    def _args(self) -> dict:
+        """The args of the request; takes a shared-memory slot when it can."""
+        conn, handle = self.net.loaded(self.deadline)
         self.conn, self.handle = conn, handle
-        verb = "infer"
-        extra = {"perf": True} if exec_net.perf_count else {}
-        if self.use_shm and conn.shm_ok is not False:
-            need = sum(align(a.nbytes) for a in self.inputs.values()) + exec_net._out_bytes
-            slot = take_slot(link, conn, need)
+        extra = {"perf": True} if self.net.perf_count else {}
+        if self.use_shm:
+            need = sum(align(a.nbytes) for a in self.inputs.values()) + self.net.output_bytes
+            slot = conn.slots.take(need)
             if slot is not None:
-                shm = write_inputs(slot, self.inputs)
                 self.slot = slot
-                return verb, {"handle": handle, "shm": shm, **extra}
-        return verb, {"handle": handle, "inputs": self.inputs, **extra}
+                return {"handle": handle, "shm": write_inputs(slot, self.inputs), **extra}
+        return {"handle": handle, "inputs": self.inputs, **extra}
 
     def _send(self) -> None:
-        verb, args = self._args()
+        args = self._args()
         try:
-            self.pending = self.exec_net._link.send(self.conn, verb, args)
+            self.pending = self.link.send(self.conn, "infer", args)
         except BaseException:
             self._drop_slot(False)
             raise
 
     def _exchange(self) -> dict:
         """One attempt: the reply's result (raises RemoteError, DaemonDied, ...)."""
-        exec_net = self.exec_net
-        link = exec_net._link
         if self.sync:
-            verb, args = self._args()
-            if exec_net._fast and self.conn.fast_endpoint:
+            args = self._args()
+            if self.net.fast and self.conn.fast is not None:
                 try:
-                    return link.fast_call(self.conn, verb, args, self.deadline, "infer",
-                                          endpoint=self.conn.fast_endpoint, spin=SPIN_S)
+                    return self.link.call_here(self.conn, "infer", args, self.deadline, fast=True)
                 except RemoteError as exc:
                     if exc.kind != "not_fast":
                         raise
-                    exec_net._fast = False  # the daemon says no: the main endpoint then
-            return link.fast_call(self.conn, verb, args, self.deadline, "infer")
+                    self.net.refused_fast()  # the daemon says no: the main endpoint then
+            return self.link.call_here(self.conn, "infer", args, self.deadline)
         if self.pending is None:
             self._send()
-        return link.wait(self.conn, self.pending, "infer", self.deadline)[0]
+        return self.link.wait(self.conn, self.pending, "infer", self.deadline)[0]
 
-    def _lend_slot(self, packed: bytes) -> dict:
+    def _lend_slot(self, packed) -> dict:
         """The outputs as views of the slot, which is lent to them: it is reused
-        only once all of them are garbage (shm_client.lend_outputs)."""
+        only once all of them are garbage (SlotPool.lend_outputs)."""
         try:
-            outputs = lend_outputs(self.slot, self.conn, packed)
-        except (TypeError, ValueError) as exc:
+            outputs = self.conn.slots.lend_outputs(self.slot, packed)
+        except ValueError as exc:
             self._drop_slot(False)
-            raise DaemonError(f"the {self.exec_net._link.device} daemon sent a bad shared memory "
-                              f"reply: {exc}") from None
+            raise DaemonError(f"the {self.link.device} daemon sent a bad shared memory reply: {exc}") from None
         self.slot = None
         return outputs
 
     def _drop_slot(self, reusable: bool) -> None:
         slot, self.slot = self.slot, None
         if slot is not None:
-            (give_back if reusable else discard)(self.conn, slot)
+            (self.conn.slots.give_back if reusable else self.conn.slots.discard)(slot)
 
     def result(self, timeout: float | None = None) -> dict | None:
         """Outputs, or None when `timeout` (s) ran out first; raises the request's error."""
@@ -111,7 +132,6 @@ class InferJob:
             raise self._error
         if self._outputs is not None:
             return self._outputs
-        link = self.exec_net._link
         if timeout is not None and self.pending is not None and not self.pending.wait(timeout):
             if time.monotonic() < self.deadline:
                 return None
@@ -132,24 +152,23 @@ class InferJob:
                         # the daemon no longer knows the network (restarted at the same
                         # endpoint): load it again and retry once
                         self.retried = True
-                        self.exec_net._forget(self.conn, self.handle)
+                        self.net.forget(self.conn, self.handle)
                         continue
-                    raise remote_error(exc, link.device) from None
+                    raise remote_error(exc, self.link.device) from None
         except BaseException as exc:
             self._drop_slot(False)  # died / timed out: the daemon may still write to it
             self._error = exc
             raise
-        self.exec_net._observe(result.get("compute_us"))
+        self.net.observe(result.get("compute_us"))
         self.perf = result.get("perf") if isinstance(result.get("perf"), list) else None
         placed = result.get("outputs_shm")
-        if isinstance(placed, bytes) and self.slot is not None:
+        if placed is not None and self.slot is not None:
             outputs = self._lend_slot(placed)
         else:
             outputs = result.get("outputs")
             self._drop_slot(True)
         if not isinstance(outputs, dict):
-            self._error = DaemonError(f"the {link.device} daemon sent a reply without outputs")
+            self._error = DaemonError(f"the {self.link.device} daemon sent a reply without outputs")
             raise self._error
         self._outputs = outputs
         return outputs
-

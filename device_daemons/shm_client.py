@@ -2,21 +2,26 @@
 
 With a local daemon, inputs and outputs go through a per-request slot of shared
 memory instead of the socket (made by the daemon's `shm_create`, see
-device_daemons/cpu/shm_slots.py): only a small header travels over ZeroMQ. Here:
-asking for slots and mapping them (take_slot), keeping the free ones per connection for reuse (give_back, at most
-_MAX_FREE_SLOTS) or forgetting one the daemon may still write to (discard),
-writing a request's inputs into its slot (write_inputs), and handing out the
-outputs as views of the slot (lend_outputs). A slot that cannot be made or
-mapped (no memfd, a daemon in another container) turns shared memory off for
-that connection: requests fall back to array frames by themselves.
+device_daemons/cpu/shm_slots.py): only a small header travels over ZeroMQ.
+
+A SlotPool belongs to one connection to one daemon: it asks the daemon for slots
+and maps them (take), keeps the free ones for reuse (give_back, at most
+_MAX_FREE_SLOTS) or forgets one the daemon may still write to (discard), writes a
+request's inputs into its slot (write_inputs) and hands out the outputs as views
+of the slot (lend_outputs), which is lent to them until they are garbage. A slot
+that cannot be made or mapped (no memfd, a daemon in another container) turns
+shared memory off for that connection: requests fall back to array frames by
+themselves. The pool talks to the daemon only through the two callables it is
+given, so it knows nothing of connections and links.
 """
 from __future__ import annotations
 
+import collections
 import mmap
 import os
-import time
+import threading
 import weakref
-from typing import TYPE_CHECKING
+from typing import Callable
 
 import msgpack
 import numpy as np
@@ -24,10 +29,6 @@ import numpy as np
 from core.microkernel import MicrokernelError, ProtocolError, RemoteError
 
 from .shm_protocol import MEMFD_PREFIX, align, memfd_link, tensor_span, unpack_spec
-from .transport import HELLO_TIMEOUT
-
-if TYPE_CHECKING:
-    from .transport import Connection, Link
 
 _MAX_FREE_SLOTS = 16
 
@@ -36,43 +37,108 @@ class ShmSlot:
     """A shared-memory buffer mapped by this process and by the daemon."""
     __slots__ = ("id", "mm", "size")
 
-    def __init__(self, slot_id: int, mm: mmap.mmap, size: int):
+    def __init__(self, slot_id: int, mm: mmap.mmap | None, size: int):
         self.id, self.mm, self.size = slot_id, mm, size
 
 
-def take_slot(link: Link, conn: Connection, need: int) -> ShmSlot | None:
-    """A free shared-memory slot of at least `need` bytes (made by the daemon and
-    mapped here when there is none); None when shared memory cannot be used with
-    this daemon."""
-    if conn.shm_ok is False or not link.core.shared_memory:
-        return None
-    while conn.shm_returned:
+class SlotPool:
+    """The shared-memory slots of one connection (see the module doc).
+
+    `call(op, args) -> result` asks the daemon and waits; `post(op, args)` sends
+    without waiting (used for shm_detach). `ok`: None until the first slot is made,
+    then True / False (False: frames only)."""
+
+    def __init__(self, enabled: bool, call: Callable[[str, dict], dict],
+                 post: Callable[[str, dict], None]):
+        self.ok: bool | None = None if enabled else False
+        self._call = call
+        self._post = post
+        self._free: list[ShmSlot] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        # slots lent to the caller with outputs that were collected since: appended
+        # by a finalizer (any thread, any time: so nothing but an atomic append)
+        self._returned: collections.deque = collections.deque()
+
+    def take(self, need: int) -> ShmSlot | None:
+        """A free slot of at least `need` bytes (made by the daemon and mapped here
+        when there is none); None when shared memory cannot be used."""
+        if self.ok is False:
+            return None
+        while self._returned:
+            try:
+                self.give_back(self._returned.popleft())
+            except IndexError:
+                break
+        with self._lock:
+            for i, slot in enumerate(self._free):
+                if slot.size >= need:
+                    return self._free.pop(i)
+        size = max(align(need), 1 << 16)
         try:
-            give_back(conn, conn.shm_returned.popleft())
-        except IndexError:
-            break
-    with conn.shm_lock:
-        for i, slot in enumerate(conn.shm_free):
-            if slot.size >= need:
-                return conn.shm_free.pop(i)
-    size = max(align(need), 1 << 16)
-    try:
-        pending = link.send(conn, "shm_create", {"size": size})
-        result, _ = link.wait(conn, pending, "shm_create",
-                              time.monotonic() + min(HELLO_TIMEOUT, link.core.timeout))
-    except RemoteError:  # e.g. a daemon that cannot make memfds
-        conn.shm_ok = False
-        return None
-    sid = result.get("slot")
-    mm = _map_slot(result.get("path"), result.get("name"), size)
-    if mm is None or not isinstance(sid, int):
-        # e.g. a daemon in another container: /proc/<its pid> is not ours to open
-        conn.shm_ok = False
-        if isinstance(sid, int):
-            discard(conn, ShmSlot(sid, None, size))
-        return None
-    conn.shm_ok = True
-    return ShmSlot(sid, mm, size)
+            result = self._call("shm_create", {"size": size})
+        except RemoteError:  # e.g. a daemon that cannot make memfds
+            self.ok = False
+            return None
+        sid = result.get("slot")
+        mm = _map_slot(result.get("path"), result.get("name"), size)
+        if mm is None or not isinstance(sid, int):
+            # e.g. a daemon in another container: /proc/<its pid> is not ours to open
+            self.ok = False
+            if isinstance(sid, int):
+                self.discard(ShmSlot(sid, None, size))
+            return None
+        self.ok = True
+        return ShmSlot(sid, mm, size)
+
+    def give_back(self, slot: ShmSlot) -> None:
+        """Return a slot the daemon is done with."""
+        with self._lock:
+            if not self._closed and len(self._free) < _MAX_FREE_SLOTS:
+                self._free.append(slot)
+                return
+        self.discard(slot)
+
+    def discard(self, slot: ShmSlot) -> None:
+        """Forget a slot (the daemon may still write to it: never reuse it)."""
+        if not self._closed:
+            try:
+                self._post("shm_detach", {"slot": slot.id})  # fire and forget
+            except MicrokernelError:
+                pass
+
+    def close(self) -> None:
+        """The connection is gone: nothing more to reuse or detach."""
+        with self._lock:
+            self._closed = True
+            self._free.clear()
+
+    def lend_outputs(self, slot: ShmSlot, packed) -> dict:
+        """The outputs the daemon placed in the slot (`outputs_shm` of its reply) as
+        views of the slot, which is lent to them: it is reused only once all of them
+        are garbage (no copy of the outputs is made). A bad reply raises ValueError
+        (the slot is not lent then)."""
+        try:
+            placed = unpack_spec(packed, "outputs_shm")
+        except ProtocolError as exc:
+            raise ValueError(str(exc)) from None
+        if not isinstance(placed, dict):
+            raise ValueError("'outputs_shm' must be a map {output name: [offset, shape]}")
+        holder = np.ndarray((slot.size,), np.uint8, buffer=slot.mm)
+        outputs = {}
+        for name, spec in placed.items():
+            if not isinstance(spec, list) or len(spec) != 2:
+                raise ValueError(f"output {name!r:.80}: expected [offset, shape]")
+            try:
+                off, shape, n = tensor_span(spec[0], spec[1], f"output {name!r:.80}")
+            except ProtocolError as exc:
+                raise ValueError(str(exc)) from None
+            if off + n > slot.size:
+                raise ValueError(f"output {name!r:.80} lies outside the slot")
+            outputs[name] = holder[off:off + n].view(np.float32).reshape(shape)
+        # every output's .base is `holder`: when the last output dies, so does holder
+        weakref.finalize(holder, self._returned.append, slot).atexit = False
+        return outputs
 
 
 def _map_slot(path, name, size: int) -> mmap.mmap | None:
@@ -94,24 +160,6 @@ def _map_slot(path, name, size: int) -> mmap.mmap | None:
         os.close(fd)
 
 
-def give_back(conn: Connection, slot: ShmSlot) -> None:
-    """Return a slot the daemon is done with."""
-    with conn.shm_lock:
-        if conn.dead is None and len(conn.shm_free) < _MAX_FREE_SLOTS:
-            conn.shm_free.append(slot)
-            return
-    discard(conn, slot)
-
-
-def discard(conn: Connection, slot: ShmSlot) -> None:
-    """Forget a slot (the daemon may still write to it: never reuse it)."""
-    if conn.dead is None and not conn.client.closed:
-        try:
-            conn.client.call_async("shm_detach", {"slot": slot.id})  # fire and forget
-        except MicrokernelError:
-            pass
-
-
 def write_inputs(slot: ShmSlot, inputs: dict) -> bytes:
     """Copy the (float32) inputs into the slot; the `shm` argument of infer that
     says where they are and where the outputs may go (the rest of the slot)."""
@@ -121,31 +169,3 @@ def write_inputs(slot: ShmSlot, inputs: dict) -> bytes:
         spec[name] = [pos, list(arr.shape)]
         pos = align(pos + arr.nbytes)
     return msgpack.packb({"slot": slot.id, "inputs": spec, "out": [pos, slot.size - pos]})
-
-
-def lend_outputs(slot: ShmSlot, conn: Connection, packed: bytes) -> dict:
-    """The outputs the daemon placed in the slot (`outputs_shm` of its reply) as
-    views of the slot, which is lent to them: it is reused only once all of them
-    are garbage (no copy of the outputs is made). A bad reply raises TypeError or
-    ValueError (the slot is not lent then)."""
-    try:
-        placed = unpack_spec(packed, "outputs_shm")
-    except ProtocolError as exc:
-        raise ValueError(str(exc)) from None
-    if not isinstance(placed, dict):
-        raise ValueError("'outputs_shm' must be a map {output name: [offset, shape]}")
-    holder = np.ndarray((slot.size,), np.uint8, buffer=slot.mm)
-    outputs = {}
-    for name, spec in placed.items():
-        if not isinstance(spec, list) or len(spec) != 2:
-            raise ValueError(f"output {name!r:.80}: expected [offset, shape]")
-        try:
-            off, shape, n = tensor_span(spec[0], spec[1], f"output {name!r:.80}")
-        except ProtocolError as exc:
-            raise ValueError(str(exc)) from None
-        if off + n > slot.size:
-            raise ValueError(f"output {name!r:.80} lies outside the slot")
-        outputs[name] = holder[off:off + n].view(np.float32).reshape(shape)
-    # every output's .base is `holder`: when the last output dies, so does holder
-    weakref.finalize(holder, conn.shm_returned.append, slot).atexit = False
-    return outputs

@@ -2,52 +2,42 @@
 
 * Link - an IECore's way to the daemon of one device. It finds the daemon through
   its record (registry.py) or the explicit endpoint, starts one with the "auto"
-  policy (daemon.launch), checks it with `hello` (protocol version, pid), and
-  after a failure reconnects on the next request: to the daemon that runs now, or
-  to a newly started one;
-* Connection - one connection to one daemon incarnation: the microkernel Client,
-  the daemon's pid / process / log, whether it is dead and why, and its
-  shared-memory slots (shm_client.py);
-* FastChannel - the calling thread's own socket for synchronous requests.
+  policy (daemon.launch), greets it (launcher.handshake: protocol version, pid),
+  and after a failure reconnects on the next request: to the daemon that runs now,
+  or to a newly started one;
+* Connection - one connection to one daemon incarnation: the microkernel Clients
+  of its main endpoint and of its fast lane, the daemon process as far as we can
+  watch it (launcher.Process), its log, whether it is dead and why, and its
+  shared-memory slots (shm_client.SlotPool).
 
-Failure detection: while a request waits, the daemon process is looked at every
-_TICK s (the Popen object when this process started the daemon, else its pid;
-a remote daemon only by timeouts): when it is gone the request fails at once with
-DaemonDied (its exit status and log, and whether the next request restarts it);
-no reply within the deadline is DaemonTimeout (the daemon is shared, so it is not
-killed).
-
-Requests are multiplexed by id on the Client (any thread); fast_call() sends and
-receives on the calling thread's FastChannel instead, saving the two thread
-hand-offs of the Client's I/O thread.
+Every request goes through core/microkernel/client.py: either the Client's I/O
+thread (`send` + `wait`, `call`: any thread, async) or the calling thread's own
+socket (`call_here`, direct: a synchronous request saves the two thread hand-offs
+of the I/O thread; to the fast lane it also polls for the reply for SPIN_S before
+sleeping). Failure detection is the Client's `watch`: while a request waits, the
+daemon process is looked at every tick (the Popen when this process started the
+daemon, else its pid, re-checked to still be our daemon; a remote daemon only by
+timeouts): when it is gone the request fails at once with DaemonDied (its exit
+status and log, and whether the next request restarts it); no reply within the
+deadline is DaemonTimeout (the daemon is shared, so it is not killed).
 """
 from __future__ import annotations
 
-import collections
-import itertools
 import os
 import threading
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Callable
 
-import zmq
-
-from core.microkernel import (DEFAULT_LIMITS, PROTOCOL_VERSION, Client, MicrokernelError,
-                              ProtocolError, RemoteError, decode_reply, encode_request,
-                              is_loopback, sign_frames, verify_frames)
-from core.microkernel.protocol import peek_id
-from core.microkernel.supervisor import describe_exit
+from core.microkernel import Client, MicrokernelError, MicrokernelTimeout, RemoteError, ServiceGone, is_loopback
+from core.microkernel.launcher import Process, StartFailure, handshake
 
 from . import daemon as _daemon
 from . import registry
-from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
+from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout, daemon_process
 from .errors import remote_error
+from .shm_client import SlotPool
 
-if TYPE_CHECKING:
-    from .client import IECore
-    from .shm_client import ShmSlot
-
-_TICK = 0.1  # how often a waiting request looks at the daemon process
 _ALIVE_CACHE_S = 0.05  # a liveness check this recent is trusted before a send
 # A reply from the daemon's fast lane (a network that computes in well under a
 # millisecond) is awaited by polling the socket for up to this long before sleeping:
@@ -55,40 +45,49 @@ _ALIVE_CACHE_S = 0.05  # a liveness check this recent is trusted before a send
 # MO_CORE_SPIN_US=0 turns it off.
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
 HELLO_TIMEOUT = 10.0
-_gen = itertools.count(1)
+
+
+@dataclass
+class LinkSettings:
+    """What a Link needs to know of its IECore."""
+    policy: str = "auto"  # "auto": start a daemon when none runs; "existing": never
+    timeout: float = 120.0
+    startup_timeout: float = 60.0
+    endpoint: str | None = None  # explicit endpoint (else: the registry's record)
+    key_file: str | None = None
+    shared_memory: bool = True
 
 
 class Connection:
     """One connection to one daemon incarnation."""
 
-    def __init__(self, client: Client, endpoint: str, pid: int | None, proc, log: str | None,
-                 local: bool):
+    def __init__(self, client: Client, endpoint: str, pid: int | None, process: Process | None,
+                 log: str | None, local: bool, slots: Callable[["Connection"], SlotPool]):
         self.client = client
+        self.fast: Client | None = None  # the daemon's fast lane (hello: lanes.fast)
         self.endpoint = endpoint
         self.pid = pid
-        self.proc = proc  # subprocess.Popen when this process started the daemon
+        self.process = process  # what can be watched of the daemon (None: remote)
         self.log = log
         self.local = local
-        self.gen = next(_gen)
         self.dead: str | None = None  # why it is considered dead
         self.checked = time.monotonic()
-        self.shm_ok: bool | None = None if local else False  # False: use array frames
-        self.shm_free: list[ShmSlot] = []
-        self.shm_lock = threading.Lock()
-        # slots lent to the caller with outputs that were collected since: appended
-        # by a finalizer (any thread, any time: so nothing but an atomic append)
-        self.shm_returned: collections.deque = collections.deque()
-        self.fast_endpoint: str | None = None  # the daemon's fast lane (hello: lanes.fast)
+        self.slots = slots(self)
 
-    def learn(self, info: dict) -> None:
-        """Take what the daemon's hello says about its lanes."""
+    def learn(self, info: dict, key: bytes | None, timeout: float) -> None:
+        """Take what the daemon's hello says: its pid, its lanes."""
+        if self.pid is None:
+            self.pid = info.get("pid")
         lanes = info.get("lanes")
         fast = lanes.get("fast") if isinstance(lanes, dict) else None
-        if isinstance(fast, str):
+        if isinstance(fast, str) and self.fast is None:
             if fast.startswith("tcp://") and self.endpoint.startswith("tcp://"):
                 # the daemon reports the interface it bound; reach it like the main one
                 fast = self.endpoint.rsplit(":", 1)[0] + ":" + fast.rsplit(":", 1)[1]
-            self.fast_endpoint = fast
+            try:
+                self.fast = Client(fast, timeout=timeout, key=key)
+            except MicrokernelError:
+                self.fast = None  # the main endpoint serves everything anyway
 
     def alive(self, max_age: float = 0.0) -> bool:
         if self.dead is not None:
@@ -96,57 +95,27 @@ class Connection:
         now = time.monotonic()
         if max_age and now - self.checked < max_age:
             return True
-        if self.proc is not None:
-            ok = self.proc.poll() is None  # also reaps it
-        elif self.local and self.pid is not None:
-            ok = registry.is_daemon_process(self.pid)
-        else:
-            ok = True  # a remote daemon: only timeouts tell
+        ok = self.process.alive() if self.process is not None else True
         if ok:
             self.checked = now
         return ok
 
-
-class FastChannel:
-    """A DEALER socket owned by one calling thread, for synchronous requests.
-
-    The microkernel Client hands every request to its I/O thread and every reply
-    back (two thread hand-offs, ~0.1 ms on a small VM); a synchronous infer() sends
-    and receives on its own thread's socket instead. Only the owning thread ever
-    touches the socket; it is replaced when the connection changes and closed with
-    the thread (garbage collection of the thread-local)."""
-
-    def __init__(self, conn: Connection, key: bytes | None, endpoint: str):
-        self.gen = conn.gen
-        self.key = key
-        self.sock = zmq.Context.instance().socket(zmq.DEALER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.setsockopt(zmq.MAXMSGSIZE, DEFAULT_LIMITS.max_message_bytes)
-        self.sock.connect(endpoint)
-        self.rcvtimeo = -1
-        self.ids = itertools.count(1)
-
     def close(self) -> None:
-        self.sock.close(0)
-
-    def __del__(self):  # the owning thread ended
-        try:
-            self.sock.close(0)
-        except Exception:  # noqa: BLE001
-            pass
+        self.slots.close()
+        self.client.close()  # a daemon we started is long-lived: it keeps running
+        if self.fast is not None:
+            self.fast.close()
 
 
 class Link:
     """An IECore's way to the daemon of one device: connects, starts, reconnects."""
 
-    def __init__(self, core: "IECore", device: str):
-        self.core = core
+    def __init__(self, settings: LinkSettings, device: str):
+        self.settings = settings
         self.device = device
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # (a failure seen while connecting drops under it)
         self._conn: Connection | None = None
         self.closed = False
-        self._local = threading.local()  # the calling thread's FastChannel
-        self.key: bytes | None = None
 
     # ----------------------------------------------------------------- connect
     def connection(self) -> Connection:
@@ -165,72 +134,63 @@ class Link:
             return self._conn
 
     def _connect(self) -> Connection:
-        core = self.core
-        proc = None
-        started = False
+        st = self.settings
+        process = None
         info = None
-        if core.endpoint:
-            endpoint, key_file, pid, log = core.endpoint, core.key_file, None, None
+        if st.endpoint:
+            endpoint, key_file, pid, log = st.endpoint, st.key_file, None, None
         else:
             record = registry.read_record(self.device)
             if record is None:
-                if core.policy != "auto":
+                if st.policy != "auto":
                     raise DaemonNotRunning(
-                        f"no {self.device} daemon is running and the policy is '{core.policy}'; "
+                        f"no {self.device} daemon is running and the policy is '{st.policy}'; "
                         f"start one with 'mo-core daemon start --device {self.device}' (or allow "
                         f"starting one: IECore(policy='auto'), no --no-auto-start)")
-                launch = _daemon.launch(self.device, startup_timeout=core.startup_timeout)
-                record, proc, started = launch.record, launch.proc, launch.started
-                info = launch.info
+                launch = _daemon.launch(self.device, startup_timeout=st.startup_timeout)
+                record, process, info = launch.record, launch.proc, launch.info
             endpoint, key_file = record["endpoint"], record.get("key_file")
             pid, log = record["pid"], record.get("log")
-        key = self.key = _daemon.load_key(key_file)
-        local = endpoint.startswith("ipc://") or is_loopback(endpoint)
+            if process is None:
+                process = daemon_process(pid)
+        key = _daemon.load_key(key_file)
+        local = (endpoint.startswith("ipc://") or is_loopback(endpoint)) and pid is not None
         try:
-            client = Client(endpoint, timeout=core.timeout, key=key)
+            client = Client(endpoint, timeout=st.timeout, key=key)
         except MicrokernelError as exc:
             raise DaemonError(f"cannot connect to the {self.device} daemon at {endpoint}: {exc}") from None
-        conn = Connection(client, endpoint, pid, proc, log, local and (pid is not None))
-        if not core.shared_memory:
-            conn.shm_ok = False
-        if started and info:
-            conn.learn(info)
-        else:
-            self._hello(conn)
+
+        def slots(conn: Connection) -> SlotPool:
+            deadline = lambda: time.monotonic() + min(HELLO_TIMEOUT, st.timeout)  # noqa: E731
+            return SlotPool(local and st.shared_memory,
+                            lambda op, args: self.wait(conn, self.send(conn, op, args), op, deadline())[0],
+                            lambda op, args: conn.client.call_async(op, args))
+        conn = Connection(client, endpoint, pid, process, log, local, slots)
+        if info is None:
+            info = self._hello(conn)
+        conn.learn(info, key, st.timeout)
         return conn
 
-    def _hello(self, conn: Connection) -> None:
-        timeout = min(HELLO_TIMEOUT, self.core.timeout)
+    def _hello(self, conn: Connection) -> dict:
+        timeout = min(HELLO_TIMEOUT, self.settings.timeout)
+        restart = (f"restart it: 'mo-core daemon stop --device {self.device}' then "
+                   f"'mo-core daemon start --device {self.device}'")
         try:
-            info, _ = self.wait(conn, conn.client.call_async("hello"), "hello",
-                                time.monotonic() + timeout)
-        except DaemonTimeout:
-            conn.client.close()
-            raise DaemonError(
-                f"the {self.device} daemon (pid {conn.pid}) at {conn.endpoint} does not answer "
-                f"within {timeout:g} s; restart it: 'mo-core daemon stop --device {self.device}' "
-                f"then 'mo-core daemon start --device {self.device}'") from None
-        except BaseException:
-            conn.client.close()
-            raise
-        if info.get("version") != PROTOCOL_VERSION:
-            conn.client.close()
-            raise DaemonError(f"the {self.device} daemon at {conn.endpoint} speaks protocol "
-                              f"{info.get('version')!r}, this client {PROTOCOL_VERSION}; restart it")
-        if conn.pid is not None and info.get("pid") != conn.pid:
-            conn.client.close()
-            raise DaemonError(f"the daemon at {conn.endpoint} is pid {info.get('pid')}, not the "
-                              f"recorded pid {conn.pid}; restart it with 'mo-core daemon stop' and "
-                              f"'mo-core daemon start'")
-        if conn.pid is None:
-            conn.pid = info.get("pid")
-        conn.learn(info)
+            return handshake(conn.client, conn.process, timeout, expect_pid=conn.pid)
+        except StartFailure as exc:
+            if exc.reason == "exited":
+                raise self._died(conn, "hello") from None
+            conn.close()
+            if exc.reason == "timeout":
+                raise DaemonError(f"the {self.device} daemon (pid {conn.pid}) at {conn.endpoint} does not "
+                                  f"answer within {timeout:g} s; {restart}") from None
+            raise DaemonError(f"the {self.device} daemon at {conn.endpoint}: {exc}; {restart}") from None
 
     def _drop(self, conn: Connection, why: str) -> None:
         """Forget a dead or unwanted connection (call with self._lock held)."""
         if conn.dead is None:
             conn.dead = why
-        conn.client.close()  # a daemon we started is long-lived: it keeps running
+        conn.close()
         if self._conn is conn:
             self._conn = None
 
@@ -242,10 +202,9 @@ class Link:
 
     # ----------------------------------------------------------------- requests
     def send(self, conn: Connection, op: str, args: dict | None = None, arrays=None):
+        """Send `op` through the connection's I/O thread: its PendingCall."""
         try:
             return conn.client.call_async(op, args, arrays)
-        except RemoteError:
-            raise
         except MicrokernelError as exc:
             if conn.dead is not None:
                 raise self._died_error(conn, op) from None
@@ -255,36 +214,51 @@ class Link:
     def wait(self, conn: Connection, pending, op: str, deadline: float) -> tuple[dict, list]:
         """The reply of `pending`, watching the daemon; raises DaemonDied / DaemonTimeout
         / RemoteError (the daemon's error reply)."""
-        while True:
-            now = time.monotonic()
-            if pending.wait(max(0.0, min(_TICK, deadline - now))):
-                break
-            if not conn.alive():
-                if pending.wait(0.05):  # answered just before dying
-                    break
-                pending.cancel()
-                raise self._died(conn, op)
-            if time.monotonic() >= deadline:
-                pending.cancel()
-                raise self._timeout(conn, op)
+        return self._outcome(conn, op, lambda: pending.result(max(0.0, deadline - time.monotonic()),
+                                                              watch=conn))
+
+    def call_here(self, conn: Connection, op: str, args: dict, deadline: float, *,
+                  fast: bool = False) -> dict:
+        """Request/reply of `op` on the calling thread's own socket, to the daemon's
+        fast lane when `fast` (polling for the reply for SPIN_S first) else to its
+        main endpoint: the result; raises like wait()."""
+        client = conn.fast if fast and conn.fast is not None else conn.client
+        spin = SPIN_S if client is conn.fast else 0.0
+        return self._outcome(conn, op, lambda: client.call(
+            op, args, timeout=max(0.0, deadline - time.monotonic()), watch=conn, direct=True,
+            spin=spin))[0]
+
+    def _outcome(self, conn: Connection, op: str, receive) -> tuple[dict, list]:
+        """receive()'s reply, with the microkernel's failures as the daemon's."""
         try:
-            return pending.result(0)
+            return receive()
         except RemoteError:
             raise
+        except ServiceGone:
+            raise self._died(conn, op) from None
+        except MicrokernelTimeout:
+            raise self._timeout(conn, op) from None
         except MicrokernelError as exc:
             if conn.dead is not None or not conn.alive():
                 raise self._died(conn, op) from None
             raise DaemonError(f"'{op}' to the {self.device} daemon failed: {exc}") from None
 
+    def call(self, op: str, args: dict | None = None, arrays=None, timeout: float | None = None):
+        """Connect (start) as needed and call `op`: (result, arrays); the daemon's
+        error reply becomes an InferenceError / DaemonError."""
+        conn = self.connection()
+        t = self.settings.timeout if timeout is None else timeout
+        pending = self.send(conn, op, args, arrays)
+        try:
+            return self.wait(conn, pending, op, time.monotonic() + t)
+        except RemoteError as exc:
+            raise remote_error(exc, self.device) from None
+
+    # ----------------------------------------------------------------- failures
     def _died(self, conn: Connection, op: str) -> DaemonDied:
         with self._lock:
-            first = conn.dead is None
-            if first:
-                if conn.proc is not None:
-                    conn.proc.poll()
-                    status = describe_exit(conn.proc.returncode)
-                else:
-                    status = "is gone"
+            if conn.dead is None:
+                status = conn.process.exit_status() if conn.process is not None else "is gone"
                 conn.dead = f"{status} during '{op}'"
             self._drop(conn, conn.dead)
         return self._died_error(conn, op)
@@ -296,101 +270,16 @@ class Link:
         msg += "; the request was lost."
         if conn.log:
             msg += f" Its log: {conn.log}."
-        if self.core.policy == "auto" and not self.core.endpoint:
+        if self.settings.policy == "auto" and not self.settings.endpoint:
             msg += " The next request starts a new daemon and loads the network again."
         else:
             msg += (f" Start a new one with 'mo-core daemon start --device {self.device}'; the "
                     f"next request then loads the network again.")
         return DaemonDied(msg)
 
-    def fast_call(self, conn: Connection, verb: str, args: dict, deadline: float, op: str = "",
-                  endpoint: str | None = None, spin: float = 0.0) -> dict:
-        """Request/reply of `verb` on the calling thread's own socket (see FastChannel)
-        to `endpoint` (default: the daemon's main one), polling for the reply for
-        `spin` s before sleeping: the result; raises RemoteError, DaemonDied,
-        DaemonTimeout like wait(). `op` names the request in messages."""
-        op = op or verb
-        endpoint = endpoint or conn.endpoint
-        chans = getattr(self._local, "chans", None)
-        if chans is None:
-            chans = self._local.chans = {}
-        chan = chans.get(endpoint)
-        if chan is None or chan.gen != conn.gen:
-            if chan is not None:
-                chan.close()
-            if conn.dead is not None:
-                raise self._died_error(conn, op)
-            chan = chans[endpoint] = FastChannel(conn, self.key, endpoint)
-        req_id = next(chan.ids)
-        try:
-            frames = encode_request(req_id, verb, args)
-        except ProtocolError as exc:
-            raise DaemonError(f"cannot send '{op}': {exc}") from None
-        if chan.key is not None:
-            frames = sign_frames(chan.key, frames)
-        sock = chan.sock
-        try:
-            sock.send_multipart(frames, copy=False)
-            spin_reply = None
-            if spin:
-                until = time.perf_counter() + spin
-                while spin_reply is None:
-                    try:
-                        spin_reply = sock.recv_multipart(copy=False, flags=zmq.NOBLOCK)
-                    except zmq.Again:
-                        if time.perf_counter() > until:
-                            break
-            while True:
-                # a blocking receive with a timeout (RCVTIMEO) is cheaper than a poll()
-                wait_ms = max(1, int(min(_TICK, deadline - time.monotonic()) * 1000))
-                if wait_ms != chan.rcvtimeo:
-                    sock.setsockopt(zmq.RCVTIMEO, wait_ms)
-                    chan.rcvtimeo = wait_ms
-                if spin_reply is not None:
-                    reply, spin_reply = spin_reply, None
-                else:
-                    try:
-                        reply = sock.recv_multipart(copy=False)
-                    except zmq.Again:
-                        reply = None
-                if reply is not None:
-                    if chan.key is not None:
-                        try:
-                            reply = verify_frames(chan.key, reply)
-                        except ProtocolError:
-                            continue  # not from our daemon: ignore
-                    try:
-                        decoded = decode_reply(reply)
-                    except ProtocolError as exc:
-                        if peek_id(reply) == req_id:
-                            raise DaemonError(f"malformed reply from the {self.device} daemon: {exc}") from None
-                        continue
-                    if decoded.id != req_id:
-                        continue  # a late reply to a request that timed out
-                    return decoded.unwrap()[0]
-                if not conn.alive():
-                    raise self._died(conn, op)
-                if time.monotonic() >= deadline:
-                    raise self._timeout(conn, op)
-        except zmq.ZMQError as exc:
-            chans.pop(endpoint, None)
-            chan.close()
-            raise DaemonError(f"'{op}' to the {self.device} daemon failed: {exc}") from None
-
     def _timeout(self, conn: Connection, op: str) -> DaemonTimeout:
         return DaemonTimeout(
             f"no reply from the {self.device} daemon (pid {conn.pid}) to '{op}' within "
-            f"{self.core.timeout:g} s; it is still running (busy or hung). Raise the timeout "
+            f"{self.settings.timeout:g} s; it is still running (busy or hung). Raise the timeout "
             f"(IECore(timeout=...)) or restart it: 'mo-core daemon stop --device "
             f"{self.device}' then 'mo-core daemon start --device {self.device}'")
-
-    def call(self, op: str, args: dict | None = None, arrays=None, timeout: float | None = None):
-        """Connect (start) as needed and call `op`: (result, arrays)."""
-        conn = self.connection()
-        t = self.core.timeout if timeout is None else timeout
-        pending = self.send(conn, op, args, arrays)
-        try:
-            return self.wait(conn, pending, op, time.monotonic() + t)
-        except RemoteError as exc:
-            raise remote_error(exc, self.device) from None
-

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Compiles the project's own caffe.proto (the Caffe file format schema) with protoc.
+# Compiles the project's own file-format schemas with protoc: caffe.proto (Caffe
+# models) and mo_tensorflow.proto (TensorFlow GraphDef).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-d=$repo/core/front/caffe/proto
-if [ ! -f "$d/mo_caffe_pb2.py" ] || [ "$d/mo_caffe.proto" -nt "$d/mo_caffe_pb2.py" ]; then
-  protoc --proto_path="$d" --python_out="$d" "$d/mo_caffe.proto"
-fi
+for proto in core/front/caffe/proto/mo_caffe.proto core/front/tf/proto/mo_tensorflow.proto; do
+  d=$repo/$(dirname "$proto")
+  f=$repo/$proto
+  out=$d/$(basename "$proto" .proto)_pb2.py
+  if [ ! -f "$out" ] || [ "$f" -nt "$out" ]; then
+    protoc --proto_path="$d" --python_out="$d" "$f"
+  fi
+done

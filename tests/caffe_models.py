@@ -23,13 +23,13 @@ _V1_TYPES = {4: "Convolution", 18: "ReLU", 17: "Pooling", 14: "InnerProduct", 20
              19: "Sigmoid", 23: "TanH", 39: "Deconvolution", 26: "Power", 35: "AbsVal", 5: "Data"}
 
 
-def read_net(prototxt: str) -> pb.NetParameter:
-    """A prototxt path or its text."""
+def read_net(prototxt: str, net_class=None) -> pb.NetParameter:
+    """A prototxt path or its text (in our schema, or a fork's NetParameter class)."""
     text = prototxt
     if "\n" not in prototxt and not prototxt.lstrip().startswith(("name", "layer", "input")):
         with open(prototxt) as f:
             text = f.read()
-    return text_format.Parse(text, pb.NetParameter())
+    return text_format.Parse(text, (net_class or pb.NetParameter)())
 
 
 def _pair(param, name, name_h, name_w, default):
@@ -163,6 +163,17 @@ def _shapes(layer, ltype, bottoms):
 
 def blob_shapes(net: pb.NetParameter) -> dict[str, list[tuple]]:
     """{layer name: shapes of its trained blobs} by Caffe's rules."""
+    return walk(net)[1]
+
+
+def top_shapes(net: pb.NetParameter) -> dict[str, list[int] | None]:
+    """{top name: shape} by Caffe's rules (None where a layer's output is unknown);
+    an in-place top keeps the last shape given to it."""
+    return walk(net)[0]
+
+
+def walk(net: pb.NetParameter):
+    """(top shapes, trained blob shapes) of a net, layer by layer."""
     shapes = {}
     if net.input:
         dims = [list(s.dim) for s in net.input_shape] or \
@@ -170,7 +181,7 @@ def blob_shapes(net: pb.NetParameter) -> dict[str, list[tuple]]:
         shapes.update(zip(net.input, dims))
     result = {}
     layers = [(layer, layer.type) for layer in net.layer] + [(layer, _V1_TYPES.get(layer.type, str(layer.type)))
-                                                            for layer in net.layers]
+                                                            for layer in getattr(net, "layers", ())]
     for layer, ltype in layers:
         if ltype == "Input":
             for top, shape in zip(layer.top, layer.input_param.shape):
@@ -188,17 +199,17 @@ def blob_shapes(net: pb.NetParameter) -> dict[str, list[tuple]]:
             shapes[top] = shape
         if params:
             result[layer.name] = [tuple(int(d) for d in s) for s in params]
-    return result
+    return shapes, result
 
 
 def make_caffemodel(prototxt: str, path: str, seed: int = 0, scale: float | None = 0.01, positive=(),
-                    blobs: dict | None = None) -> dict[str, list[np.ndarray]]:
+                    blobs: dict | None = None, net_class=None) -> dict[str, list[np.ndarray]]:
     """Writes a caffemodel for the prototxt (path or text); returns {layer: [blobs]}.
 
     Values N(0, scale^2), He-scaled weights (N(0, 2/fan_in), biases N(0, 1e-4)) when
     scale is None, [0.5, 1.5) for layers named in `positive`; `blobs` gives some
     layers' blobs explicitly."""
-    net = read_net(prototxt)
+    net = read_net(prototxt, net_class)
     rng = np.random.default_rng(seed)
     values = {}
     for name, shapes in blob_shapes(net).items():
@@ -249,12 +260,13 @@ def _blob(array: np.ndarray) -> list:
 def _serialize(net: pb.NetParameter, values: dict):
     """NetParameter bytes in chunks: the net's own fields, then each layer with its
     blobs (field 7 of LayerParameter, field 6 of V1LayerParameter) appended."""
-    head = pb.NetParameter()
+    head = type(net)()
     head.CopyFrom(net)
     del head.layer[:]
-    del head.layers[:]
+    if hasattr(head, "layers"):
+        del head.layers[:]
     yield head.SerializeToString()
-    for number, layers, blob_field in ((100, net.layer, 7), (2, net.layers, 6)):
+    for number, layers, blob_field in ((100, net.layer, 7), (2, getattr(net, "layers", ()), 6)):
         for layer in layers:
             body = [layer.SerializeToString()]
             for array in values.get(layer.name, ()):

@@ -114,6 +114,18 @@ def assert_clean_failure(code, out, err, outdir, *needles):
         assert leftovers == [], leftovers
 
 
+def descriptor_set(proto_dir: str, name: str, out: str):
+    """FileDescriptorProto of a .proto, compiled with the protoc grpcio-tools ships."""
+    from google.protobuf import descriptor_pb2
+
+    from core.front.caffe.user_proto import run_protoc
+    run_protoc(["--proto_path=" + proto_dir, "--descriptor_set_out=" + out, name])
+    files = descriptor_pb2.FileDescriptorSet()
+    with open(out, "rb") as f:
+        files.ParseFromString(f.read())
+    return files.file[0]
+
+
 def ir_shapes(network) -> dict[str, list[tuple]]:
     """{layer name: [output dims...]} of an ir.Network."""
     return {layer.name: [tuple(p.dims) for p in layer.outputs] for layer in network.layers}

@@ -34,7 +34,15 @@ class NewInput:
 
 
 def dynamic_in_ports(node) -> list[int]:
-    return sorted(d["in"] for _, d in node.in_edges_data() if "bin" not in d)
+    """Input ports fed by the model's data: not blobs and not constants (a TensorFlow weight
+    read through Identity nodes stays in the model, as the reference guide says)."""
+    return sorted(d["in"] for u, d in node.in_edges_data() if "bin" not in d and not _is_constant(node.graph, u))
+
+
+def _is_constant(graph, data_id) -> bool:
+    """No model input (or other source) is upstream of the tensor."""
+    return not any(graph.nodes[a].get("kind") == "op" and _is_source(graph.node_obj(a))
+                   for a in nx.ancestors(graph, data_id))
 
 
 def apply_outputs(graph, output_text: str | None):

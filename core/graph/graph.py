@@ -86,8 +86,9 @@ class Graph(nx.MultiDiGraph):
             order = list(nx.topological_sort(self))
         except nx.NetworkXUnfeasible:
             cycle = nx.find_cycle(self)
-            names = [self.nodes[u].get("name", u) for u, *_ in cycle]
-            raise Error("Graph contains a cycle. Can not proceed: {}", " -> ".join(map(str, names)), faq=93)
+            names = [self.nodes[u].get("name", u) for u, *_ in cycle if self.nodes[u].get("kind") == "op"]
+            raise Error("Graph contains a cycle. Can not proceed: {}", " -> ".join(map(str, names + names[:1])),
+                        faq=93)
         return [Node(self, n) for n in order if self.nodes[n].get("kind") == "op"]
 
     def remove_op_with_data(self, node: "Node"):

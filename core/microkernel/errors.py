@@ -29,6 +29,11 @@ class MicrokernelTimeout(MicrokernelError, TimeoutError):
     catches TimeoutError keeps working)."""
 
 
+class ServiceGone(MicrokernelError):
+    """The process serving a call ended before it replied (seen by a caller that
+    watches it: Client.call(watch=...), PendingCall.result(watch=...))."""
+
+
 class WorkerError(MicrokernelError):
     """A supervised worker process died, failed to start, or the supervisor gave up
     restarting it. `exit_status` is a text such as "killed by signal SIGKILL";

@@ -11,6 +11,7 @@ then leftovers become ScaleShift layers.
 import numpy as np
 
 from core.graph.blobs import get_blob, per_channel, set_blob
+from core.ops.convolution import pad_end
 from core.ops.linear import ScaleShift
 
 FUSABLE = ("Convolution", "FullyConnected")
@@ -129,7 +130,7 @@ def _forward_targets(node):
             return None
         if c.op == "FullyConnected" and int(c.axis) != 1:
             return None
-        if node.op == "Add" and c.op == "Convolution" and np.any(np.asarray(c.pad) != 0):
+        if node.op == "Add" and c.op == "Convolution" and (np.any(np.asarray(c.pad) != 0) or np.any(pad_end(c) != 0)):
             return None
     return consumers
 

@@ -4,10 +4,20 @@ import numpy as np
 from core.errors import ShapeError
 from core.ops.op import Op, check_ranges, ir_attrs
 
+_WINDOW = ("kernel", "stride", "pad", "pad_end", "dilation", "group", "output")
 
 
+def pad_end(node) -> np.ndarray:
+    """Bottom/right padding: `pad_end` where a front end set it (TensorFlow's SAME pads more at
+    the end), else the same as the top/left `pad`."""
+    value = node.soft_get("pad_end")
+    return np.asarray(node.pad if value is None else value, dtype=np.int64)
 
-_WINDOW = ("kernel", "stride", "pad", "dilation", "group", "output")
+
+def end_pad_getter(node):
+    """pad-b / pad-r are written only when they differ from pad-y / pad-x."""
+    end = pad_end(node)
+    return None if np.array_equal(end, node.pad) else end
 
 
 def _weights_count(node):
@@ -24,7 +34,7 @@ class Convolution(Op):
         super().__init__(graph, {"type": "Convolution", "op": self.op, "group": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ir_attrs(self.op)
+        return ir_attrs(self.op, pad_end=end_pad_getter)
 
     @staticmethod
     def infer(node):
@@ -45,7 +55,7 @@ class Convolution(Op):
                 "channels per group x kernel {}). The input shape does not agree with the weights: check "
                 "--input_shape.", node.name, have, list(shape), expected, out_c, shape[1] // group, list(k))
         extent = d * (k - 1) + 1
-        spatial = (shape[2:] + 2 * p - extent) // s + 1
+        spatial = (shape[2:] + p + pad_end(node) - extent) // s + 1
         if np.any(spatial <= 0):
             raise ShapeError("Convolution '{}': input {} is smaller than the kernel extent {}.", node.name,
                              list(shape), list(extent))
@@ -59,7 +69,7 @@ class Deconvolution(Op):
         super().__init__(graph, {"type": "Deconvolution", "op": self.op, "group": 1, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ir_attrs(self.op)
+        return ir_attrs(self.op, pad_end=end_pad_getter)
 
     @staticmethod
     def infer(node):
@@ -75,5 +85,5 @@ class Deconvolution(Op):
         if have is not None and have != expected:
             raise ShapeError("Deconvolution '{}' has {} weights but an input of shape {} needs {}.",
                              node.name, have, list(shape), expected)
-        spatial = s * (shape[2:] - 1) + d * (k - 1) + 1 - 2 * p
+        spatial = s * (shape[2:] - 1) + d * (k - 1) + 1 - p - pad_end(node)
         node.out_node(0).shape = np.array([shape[0], out_c, *spatial], dtype=np.int64)

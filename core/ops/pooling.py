@@ -2,19 +2,22 @@
 import numpy as np
 
 from core.errors import ShapeError
+from core.ops.convolution import end_pad_getter, pad_end
 from core.ops.op import Op, check_ranges, ir_attrs
 
 
-def pooled_size(size, kernel, stride, pad, rounding):
+def pooled_size(size, kernel, stride, pad, rounding, end=None):
     """Caffe's formula: ceil by default, and the last window must start inside
-    the image (or its left padding), else it is dropped."""
+    the image (or its left padding), else it is dropped. `end`: the bottom/right
+    padding when it differs from `pad` (TensorFlow's SAME, with floor rounding)."""
     size, kernel, stride, pad = (np.asarray(v, dtype=np.int64) for v in (size, kernel, stride, pad))
+    end = pad if end is None else np.asarray(end, dtype=np.int64)
     if rounding == "ceil":
-        out = -(-(size + 2 * pad - kernel) // stride) + 1
+        out = -(-(size + pad + end - kernel) // stride) + 1
         clip = (pad > 0) & ((out - 1) * stride >= size + pad)
         out = np.where(clip, out - 1, out)
     else:
-        out = (size + 2 * pad - kernel) // stride + 1
+        out = (size + pad + end - kernel) // stride + 1
     return out
 
 
@@ -26,7 +29,7 @@ class Pooling(Op):
                                  "global_pool": False, "exclude-pad": False, "infer": self.infer}, attrs)
 
     def backend_attrs(self):
-        return ir_attrs("Pooling")
+        return ir_attrs("Pooling", pad_end=end_pad_getter)
 
     @staticmethod
     def infer(node):
@@ -37,12 +40,13 @@ class Pooling(Op):
             # the IR has no global flag: the kernel becomes the whole plane
             node.kernel = np.array(shape[2:], dtype=np.int64)
             node.pad = np.zeros(2, dtype=np.int64)
+            node.pad_end = None
             node.stride = np.ones(2, dtype=np.int64)
-        check_ranges(node, "Pooling", ("kernel", "stride", "pad"))
-        if np.any(np.asarray(node.pad) >= np.asarray(node.kernel)):
+        check_ranges(node, "Pooling", ("kernel", "stride", "pad", "pad_end"))
+        if np.any(np.maximum(node.pad, pad_end(node)) >= np.asarray(node.kernel)):
             raise ShapeError("Pooling '{}': padding {} must be smaller than the kernel {}.", node.name,
                              list(node.pad), list(node.kernel))
-        spatial = pooled_size(shape[2:], node.kernel, node.stride, node.pad, node.rounding_type)
+        spatial = pooled_size(shape[2:], node.kernel, node.stride, node.pad, node.rounding_type, pad_end(node))
         if np.any(spatial <= 0):
             raise ShapeError("Pooling '{}': input {} is smaller than the kernel {}.", node.name, list(shape),
                              list(node.kernel))

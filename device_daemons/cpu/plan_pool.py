@@ -49,10 +49,10 @@ class PlanPool:
 
     @property
     def fast_ok(self) -> bool:
-        """May this network run on the daemon's fast lane (see contract.FAST_LANE_MAX_US)?"""
-        from ..contract import FAST_LANE_MAX_US
+        """May this network run on the daemon's fast lane (see contract.fast_lane_max_us)?"""
+        from ..contract import fast_lane_max_us
         avg = self.avg_us
-        return not self.custom and avg is not None and avg < FAST_LANE_MAX_US
+        return not self.custom and avg is not None and avg < fast_lane_max_us()
 
     def _configure(self, plan):
         if self._shapes:

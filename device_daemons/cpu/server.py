@@ -18,7 +18,7 @@ Verbs (args -> result; arrays travel as raw frames):
   served by a thread of its own with no hand-off (microkernel Server lanes), for
   networks that compute in well under a millisecond (compute_us), where the two
   thread hand-offs of the pool cost more than the network itself. The daemon
-  serves there only networks it measured below contract.FAST_LANE_MAX_US and
+  serves there only networks it measured below contract.fast_lane_max_us() and
   without custom kernels (whose time may depend on the data); others get kind
   "not_fast" and go to the main endpoint
 * reshape {handle, shapes: {input: dims}} -> like load_network (same handle)
@@ -69,7 +69,7 @@ from core.microkernel import RemoteError, Server, serve_main
 from ir import IRError
 
 from .. import registry
-from ..contract import FAST_LANE_MAX_US, MAX_TENSOR_ELEMENTS
+from ..contract import MAX_TENSOR_ELEMENTS, fast_lane_max_us
 from .caffe_backed import CaffeWorkerPool, caffe_backed_kernels
 from .kernels import KERNELS
 from .ir_source import IRSource
@@ -125,6 +125,7 @@ class CpuDaemon:
         self._kernel_lock = threading.Lock()
         self.shm = ShmSlots()
         self.requests = 0
+        self.fast_requests = 0
 
     def register(self, server: Server) -> None:
         server.handle("load_network", self.load_network)
@@ -234,7 +235,7 @@ class CpuDaemon:
     def _describe(self, handle: Handle, cached: bool) -> dict:
         pool = handle.pool
         return {"handle": handle.id, "name": pool.name, "inputs": pool.inputs, "outputs": pool.outputs,
-                "cached": cached, "warnings": pool.warnings, "inline_ok": not pool.custom}
+                "cached": cached, "warnings": pool.warnings, "fast_ok": not pool.custom}
 
     def _get_pool(self, ident: tuple, loader, description: str, kernel_paths: list,
                   shapes: dict | None, batch: int | None) -> tuple[PlanPool, bool]:
@@ -339,12 +340,13 @@ class CpuDaemon:
 
     def infer_fast(self, args: dict, arrays: list):
         """`infer` on the fast lane (its own thread, no hand-off): only for networks the
-        daemon measured to compute in less than FAST_LANE_MAX_US, so that no request
+        daemon measured to compute in less than fast_lane_max_us(), so that no request
         holds the lane longer; others are refused with kind "not_fast"."""
         handle = self._handle(args)
+        self.fast_requests += 1  # a statistic (status): racing updates only blur it
         if not handle.pool.fast_ok:
             raise _err("not_fast", f"network {handle.pool.name!r} is not served on the fast lane (it has custom "
-                                   f"kernels, or it computes in more than {FAST_LANE_MAX_US} us, or it "
+                                   f"kernels, or it computes in more than {fast_lane_max_us():g} us, or it "
                                    f"was not measured yet); send it to the main endpoint")
         return self.infer(args, arrays)
 
@@ -400,7 +402,8 @@ class CpuDaemon:
         return {"device": DEVICE, "pid": os.getpid(), "started": self.started,
                 "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
                 "version": registry.package_version(), "threads": self.threads,
-                "requests": requests, "networks": networks, "cached_plans": cached,
+                "requests": requests, "fast_requests": self.fast_requests, "networks": networks,
+                "cached_plans": cached,
                 "extensions": extensions, "shm_slots": len(self.shm)}
 
 

@@ -18,16 +18,16 @@ from __future__ import annotations
 
 from ..errors import IRError
 from . import (
-    activation, argmax, convolution, ctc, detection, fully_connected, input, linear, memory, normalization,
-    pooling, resize, roi_pooling, shape_ops, yolo,
+    activation, argmax, const, convolution, ctc, detection, fully_connected, input, interpolate, linear, memory,
+    normalization, pad, pooling, reduce, resize, roi_pooling, shape_ops, slicing, yolo,
 )
 from .attribute import (
     REQUIRED, YX, Attr, Bool, Enum, Float, Floats, Int, Ints, Same, Str,
 )
 from .layer import LayerSchema, SchemaError
 
-FAMILIES = (activation, argmax, convolution, ctc, detection, fully_connected, input, linear, memory,
-            normalization, pooling, resize, roi_pooling, shape_ops, yolo)
+FAMILIES = (activation, argmax, const, convolution, ctc, detection, fully_connected, input, interpolate, linear,
+            memory, normalization, pad, pooling, reduce, resize, roi_pooling, shape_ops, slicing, yolo)
 
 
 def _index() -> dict[str, LayerSchema]:

@@ -1,8 +1,10 @@
 """The sdist's real deploy nets convert, and every IR output shape equals
-pycaffe's blob shape, at batch 1 and 4."""
+pycaffe's blob shape (and, with no framework at all, the shape Caffe's rules give
+in tests/caffe_models.py), at batch 1 and 4."""
 import pytest
 
-from tests.support import import_caffe, ir_shapes, convert_api, BVLC
+from tests.caffe_models import read_net, top_shapes
+from tests.support import BVLC, convert_api, import_caffe, ir_shapes
 
 
 def pycaffe_top_shapes(proto, weights, batch):
@@ -18,6 +20,7 @@ def pycaffe_top_shapes(proto, weights, batch):
     return shapes, types
 
 
+@pytest.mark.pycaffe
 @pytest.mark.parametrize("batch", [1, 4])
 @pytest.mark.parametrize("model", BVLC)
 def test_bvlc_shapes_equal_pycaffe(bvlc_models, model, batch, tmp_path):
@@ -41,10 +44,26 @@ def test_bvlc_shapes_equal_pycaffe(bvlc_models, model, batch, tmp_path):
     assert missing == [], missing
 
 
-def test_googlenet_cli_writes_valid_ir(bvlc_models, tmp_path):
+@pytest.mark.parametrize("batch", [1, 4])
+@pytest.mark.parametrize("model", BVLC)
+def test_bvlc_shapes_follow_caffes_rules(own_models, model, batch):
+    proto, weights = own_models[model]
+    network = convert_api(input_model=weights, input_proto=proto, batch=batch)
+    net = read_net(proto)
+    for layer in net.layer:
+        if layer.type == "Input":
+            layer.input_param.shape[0].dim[0] = batch
+    shapes = top_shapes(net)
+    expected = {layer.name: [tuple(shapes[t]) for t in layer.top] for layer in net.layer
+                if layer.type not in ("Dropout", "Input")}
+    ours = ir_shapes(network)
+    assert {name: ours[name] for name in expected} == expected
+
+
+def test_googlenet_cli_writes_valid_ir(own_models, tmp_path):
     from ir import read_ir
     from tests.support import run_cli
-    proto, weights = bvlc_models["bvlc_googlenet"]
+    proto, weights = own_models["bvlc_googlenet"]
     code, out, err = run_cli("convert", "--input_model", weights, "--input_proto", proto, "-b", "1",
                              "--output_dir", str(tmp_path), "--model_name", "googlenet")
     assert code == 0, err

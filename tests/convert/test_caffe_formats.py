@@ -1,8 +1,10 @@
 """The prototxt/caffemodel variants: deprecated V1 `layers` with `input_dim`, the
 upb protobuf backend, FP16 output, and constant folding on a hand-made graph."""
 import numpy as np
+import pytest
 
 from core.front.caffe.loader import caffe_pb2
+from tests.caffe_models import make_caffemodel as make_own_caffemodel
 from tests.support import convert_api, import_caffe, ir_shapes, write_text
 
 V1_NET = """
@@ -21,6 +23,20 @@ layers { name: "prob" type: SOFTMAX bottom: "fc" top: "prob" }
 """
 
 
+def test_v1_layers_without_pycaffe(tmp_path):
+    """The same V1 net and caffemodel (V1 `layers` holding the blobs), shapes worked out by hand."""
+    proto = write_text(str(tmp_path / "v1.prototxt"), V1_NET)
+    weights = str(tmp_path / "v1.caffemodel")
+    blobs = make_own_caffemodel(proto, weights, scale=1.0)
+    network = convert_api(input_model=weights, input_proto=proto)
+    # conv 3x3 stride 2 on 12: 5; AVE pool 2 stride 2 with Caffe's ceil: 3; fc to 5 outputs
+    assert ir_shapes(network) == {"data": [(2, 3, 12, 12)], "conv1": [(2, 4, 5, 5)], "relu1": [(2, 4, 5, 5)],
+                                  "pool1": [(2, 4, 3, 3)], "fc": [(2, 5)], "prob": [(2, 5)]}
+    np.testing.assert_array_equal(network.layer_by_name("conv1").blobs["weights"], blobs["conv1"][0].ravel())
+    np.testing.assert_array_equal(network.layer_by_name("fc").blobs["weights"], blobs["fc"][0].ravel())
+
+
+@pytest.mark.pycaffe
 def test_v1_layers_and_input_dim(tmp_path):
     caffe = import_caffe()
     proto = write_text(str(tmp_path / "v1.prototxt"), V1_NET)
@@ -60,11 +76,11 @@ def test_fast_protobuf_backend():
     assert api_implementation.Type() == "upb"
 
 
-def test_fp16_ir(bvlc_models, tmp_path):
+def test_fp16_ir(own_models, tmp_path):
     """--data_type FP16 is a pipeline pass: the network convert() returns already holds
     float16 blobs and FP16 layers, and the writer writes what it says."""
     from ir import read_ir, write_ir
-    proto, weights = bvlc_models["bvlc_googlenet"]
+    proto, weights = own_models["bvlc_googlenet"]
     full = convert_api(input_model=weights, input_proto=proto)
     half = convert_api(input_model=weights, input_proto=proto, data_type="FP16")
     assert {layer.precision for layer in half.layers} == {"FP16"}

@@ -9,8 +9,8 @@ CONV, RELU = "conv1/7x7_s2", "conv1/relu_7x7"
 
 
 @pytest.fixture(scope="module")
-def googlenet(bvlc_models):
-    proto, weights = bvlc_models["bvlc_googlenet"]
+def googlenet(own_models):
+    proto, weights = own_models["bvlc_googlenet"]
     return dict(input_model=weights, input_proto=proto)
 
 
@@ -92,7 +92,8 @@ def test_missing_inputs_for_the_outputs_are_reported(googlenet):
 
 
 def test_several_inputs_with_shapes(tmp_path):
-    from tests.support import make_caffemodel, write_text
+    from tests.caffe_models import make_caffemodel
+    from tests.support import write_text
     proto = write_text(str(tmp_path / "two.prototxt"), """
 input: "a"
 input_shape { dim: 1 dim: 2 dim: 4 dim: 4 }

@@ -31,8 +31,8 @@ def test_missing_file(tmp_path, good):
     assert_clean_failure(*res, tmp_path / "out", "nope.prototxt", "#20")
 
 
-def test_truncated_caffemodel(tmp_path, bvlc_models):
-    proto, weights = bvlc_models["bvlc_googlenet"]
+def test_truncated_caffemodel(tmp_path, own_models):
+    proto, weights = own_models["bvlc_googlenet"]
     cut = tmp_path / "cut.caffemodel"
     with open(weights, "rb") as f:
         cut.write_bytes(f.read()[: os.path.getsize(weights) // 2])

@@ -1,11 +1,13 @@
 """--mean_values / --scale_values / --scale / --reverse_input_channels: folded into
 the first convolution where that is exact, else a ScaleShift; checked by running
-pycaffe with the IR's weights on raw input against the original net on
-preprocessed input."""
+the net with the IR's weights on raw input against the original net on
+preprocessed input, in numpy and in pycaffe."""
 import numpy as np
 import pytest
 
-from tests.support import convert_api, import_caffe, make_caffemodel, write_text
+from tests.caffe_models import make_caffemodel
+from tests.numpy_reference import conv2d, relu
+from tests.support import convert_api, import_caffe, write_text
 
 NET = """
 name: "pre"
@@ -21,11 +23,20 @@ def model(request, tmp_path_factory):
     d = tmp_path_factory.mktemp("pre")
     proto = write_text(str(d / "pre.prototxt"), NET.format(pad=request.param))
     weights = str(d / "pre.caffemodel")
-    make_caffemodel(proto, weights, scale=0.5)
-    return proto, weights, request.param
+    blobs = make_caffemodel(proto, weights, scale=0.5)
+    return proto, weights, request.param, blobs
 
 
-def run_caffe(proto, weights, x, conv_weights=None, conv_bias=None):
+def run_numpy(model, x, conv_weights=None, conv_bias=None):
+    _, _, pad, blobs = model
+    w, b = blobs["conv1"]
+    if conv_weights is not None:
+        w, b = conv_weights.reshape(w.shape), conv_bias
+    return relu(conv2d(x, w, b, pad=pad))
+
+
+def run_caffe(model, x, conv_weights=None, conv_bias=None):
+    proto, weights = model[:2]
     caffe = import_caffe()
     net = caffe.Net(proto, weights, caffe.TEST)
     if conv_weights is not None:
@@ -35,30 +46,32 @@ def run_caffe(proto, weights, x, conv_weights=None, conv_bias=None):
     return net.forward()["conv1"].copy()
 
 
+@pytest.mark.parametrize("engine", [run_numpy, pytest.param(run_caffe, marks=pytest.mark.pycaffe)],
+                         ids=["numpy", "pycaffe"])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_mean_scale_reverse(model, reverse):
-    proto, weights, pad = model
+def test_mean_scale_reverse(model, reverse, engine):
+    proto, weights, pad, _ = model
     mean, scale = np.array([10.0, 20.0, 30.0]), np.array([2.0, 4.0, 8.0])
     network = convert_api(input_model=weights, input_proto=proto, mean_values="(10,20,30)",
                           scale_values="[2,4,8]", reverse_input_channels=reverse)
     types = [layer.type for layer in network.layers]
     x = np.random.default_rng(1).uniform(0, 255, (1, 3, 9, 9)).astype(np.float32)
     model_input = x[:, ::-1] if reverse else x
-    ref = run_caffe(proto, weights, (model_input - mean[None, :, None, None]) / scale[None, :, None, None])
+    ref = engine(model, (model_input - mean[None, :, None, None]) / scale[None, :, None, None])
     conv = network.layer_by_name("conv1")
     if pad == 0:  # everything folds into the convolution
         assert types == ["Input", "Convolution", "ReLU"]
-        ours = run_caffe(proto, weights, x, conv.blobs["weights"], conv.blobs["biases"])
+        ours = engine(model, x, conv.blobs["weights"], conv.blobs["biases"])
     else:  # the shift cannot go into a padded convolution: a ScaleShift stays
         assert types == ["Input", "ScaleShift", "Convolution", "ReLU"]
         ss = network.layers[1]
         y = x * ss.blobs["weights"][None, :, None, None] + ss.blobs["biases"][None, :, None, None]
-        ours = run_caffe(proto, weights, y, conv.blobs["weights"], conv.blobs["biases"])
+        ours = engine(model, y, conv.blobs["weights"], conv.blobs["biases"])
     np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
 
 
 def test_named_values_and_scale(model):
-    proto, weights, _ = model
+    proto, weights = model[:2]
     a = convert_api(input_model=weights, input_proto=proto, mean_values="data[1,2,3]", scale=4.0,
                     disable_fusing=True)
     assert [layer.type for layer in a.layers] == ["Input", "ScaleShift", "Convolution", "ReLU"]

@@ -2,21 +2,13 @@
 every message, field number, label, type and default of the Caffe sdist's
 caffe.proto must be in it unchanged (fork additions come on top)."""
 import os
-import subprocess
 
 from google.protobuf import descriptor_pb2
 
-from tests.support import REPO, SDIST
+from tests.support import REPO, SDIST, descriptor_set
 
 OURS = os.path.join(REPO, "core", "front", "caffe", "proto")
 THEIRS = os.path.join(SDIST, "src", "caffe", "proto")
-
-
-def descriptor_set(proto_dir, name, out):
-    subprocess.run(["protoc", "--proto_path=" + proto_dir, "--descriptor_set_out=" + out, name], check=True)
-    fds = descriptor_pb2.FileDescriptorSet()
-    fds.ParseFromString(open(out, "rb").read())
-    return fds.file[0]
 
 
 def messages(file_proto):

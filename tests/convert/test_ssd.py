@@ -1,12 +1,32 @@
 """An SSD-style net (PriorBox, Permute, Flatten, Concat, Normalize, Reshape,
-Softmax, DetectionOutput) converts with pycaffe-equal shapes."""
+Softmax, DetectionOutput) converts with pycaffe-equal shapes (and, without
+pycaffe, the shapes Caffe's rules give in tests/caffe_models.py)."""
 import os
 
+import pytest
+
+from tests.caffe_models import make_caffemodel as make_own_caffemodel
+from tests.caffe_models import read_net, top_shapes
 from tests.support import convert_api, import_caffe, ir_shapes, make_caffemodel
 
 NET = os.path.join(os.path.dirname(__file__), "nets", "ssd_small.prototxt")
 
 
+def test_ssd_shapes_follow_caffes_rules(tmp_path):
+    weights = str(tmp_path / "ssd.caffemodel")
+    make_own_caffemodel(NET, weights)
+    net = read_net(NET)
+    shapes = top_shapes(net)
+    ours = ir_shapes(convert_api(input_model=weights, input_proto=NET))
+    compared = 0
+    for layer in net.layer:
+        if layer.type not in ("Input", "DetectionOutput"):
+            assert ours[layer.name] == [tuple(shapes[t]) for t in layer.top], layer.name
+            compared += 1
+    assert compared > 20 and ours["detection_out"] == [(1, 1, 50, 7)]
+
+
+@pytest.mark.pycaffe
 def test_ssd_shapes_equal_pycaffe(tmp_path):
     caffe = import_caffe()
     weights = str(tmp_path / "ssd.caffemodel")

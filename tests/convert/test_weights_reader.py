@@ -4,14 +4,17 @@ another exception; a good file reads the same blobs as pycaffe."""
 import os
 
 import numpy as np
+import pytest
 
 from core.errors import FrameworkError
 from core.front.caffe.weights import blob_array, read_caffemodel_blobs
+from tests.caffe_models import make_caffemodel as make_own_caffemodel
 from tests.support import import_caffe, make_caffemodel
 
 NET = os.path.join(os.path.dirname(__file__), "nets", "conv_bn_scale.prototxt")
 
 
+@pytest.mark.pycaffe
 def test_blobs_equal_pycaffe(tmp_path):
     caffe = import_caffe()
     weights = str(tmp_path / "m.caffemodel")
@@ -24,9 +27,20 @@ def test_blobs_equal_pycaffe(tmp_path):
             np.testing.assert_array_equal(blob_array(ours, name), ref.data)
 
 
+def test_blobs_of_a_caffemodel_made_without_pycaffe(tmp_path):
+    weights = str(tmp_path / "m.caffemodel")
+    made = make_own_caffemodel(NET, weights, positive=("conv1_bn", "conv1_scale", "fc_bn"))
+    blobs = read_caffemodel_blobs(weights, 1 << 30)
+    assert {name for name, b in blobs.items() if b} == set(made)  # layers without blobs list none
+    for name, arrays in made.items():
+        assert [blob_array(b, name).shape for b in blobs[name]] == [a.shape for a in arrays]
+        for ours, ref in zip(blobs[name], arrays):
+            np.testing.assert_array_equal(blob_array(ours, name), ref)
+
+
 def test_corrupted_files_fail_cleanly(tmp_path):
     weights = str(tmp_path / "m.caffemodel")
-    make_caffemodel(NET, weights, positive=("conv1_bn", "conv1_scale", "fc_bn"))
+    make_own_caffemodel(NET, weights, positive=("conv1_bn", "conv1_scale", "fc_bn"))
     good = open(weights, "rb").read()
     rng = np.random.default_rng(0)
     bad = str(tmp_path / "bad.caffemodel")
@@ -56,7 +70,7 @@ def test_corrupted_files_fail_cleanly(tmp_path):
 
 def test_size_limit(tmp_path):
     weights = str(tmp_path / "m.caffemodel")
-    make_caffemodel(NET, weights, positive=("conv1_bn", "conv1_scale", "fc_bn"))
+    make_own_caffemodel(NET, weights, positive=("conv1_bn", "conv1_scale", "fc_bn"))
     try:
         read_caffemodel_blobs(weights, 100)
     except FrameworkError as exc:

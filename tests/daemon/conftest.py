@@ -233,3 +233,20 @@ def slow_model(tmp_path_factory):
     xml = write_custom_ir(str(d / "slow"), "SlowOp")
     kernel = write_text(str(d / "slow_kernel.py"), SLOW_KERNEL)
     return xml, kernel
+
+
+def raw_socket(endpoint: str):
+    """A bare DEALER socket, to send what a broken or hostile client would."""
+    import zmq
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(endpoint)
+    return sock
+
+
+def raw_reply(sock, timeout_ms: int = 3000):
+    """The decoded header of the next reply on `sock`, None if none came in time."""
+    import msgpack
+    if not sock.poll(timeout_ms):
+        return None
+    return msgpack.unpackb(sock.recv_multipart()[0], raw=False)

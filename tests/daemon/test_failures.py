@@ -9,11 +9,11 @@ import time
 import msgpack
 import numpy as np
 import pytest
-import zmq
 
 from device_daemons.client import (DaemonDied, DaemonNotRunning, DaemonTimeout, IECore,
                                    InferenceError)
-from tests.daemon.conftest import assert_close, daemon_processes, run_mo, write_custom_ir
+from tests.daemon.conftest import (assert_close, daemon_processes, raw_reply, raw_socket, run_mo,
+                                   write_custom_ir)
 
 SLOW = np.full((1, 4), 110.0, np.float32)  # the SlowOp kernel sleeps 10 s on it
 FAST = np.arange(4, dtype=np.float32).reshape(1, 4)
@@ -107,20 +107,6 @@ def test_timeout_is_a_clear_error(slow_model):
     ie.close()
 
 
-def _raw_socket(endpoint):
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.connect(endpoint)
-    return sock
-
-
-def _reply(sock, timeout_ms=3000):
-    if not sock.poll(timeout_ms):
-        return None
-    frames = sock.recv_multipart()
-    return msgpack.unpackb(frames[0], raw=False)
-
-
 @pytest.mark.timeout(120)
 def test_malformed_messages_get_an_error_or_are_dropped(tiny):
     ie = IECore()
@@ -128,7 +114,7 @@ def test_malformed_messages_get_an_error_or_are_dropped(tiny):
     endpoint = exec_net._loaded[0].endpoint
     handle = exec_net._loaded[1]
     pid = ie.daemon_pid()
-    sock = _raw_socket(endpoint)
+    sock = raw_socket(endpoint)
     try:
         # not msgpack at all, and no recoverable id: dropped
         sock.send_multipart([b"\xc1\xff garbage \x00", b"more"])
@@ -137,7 +123,7 @@ def test_malformed_messages_get_an_error_or_are_dropped(tiny):
         huge = {"v": 1, "id": 77, "op": "infer", "args": {"handle": handle, "inputs": {"data": {"$array": 0}}},
                 "arrays": [{"dtype": "<f4", "shape": [1 << 40]}]}
         sock.send_multipart([msgpack.packb(huge), b"\0" * 16])
-        r = _reply(sock)
+        r = raw_reply(sock)
         assert r["id"] == 77 and r["ok"] is False and r["error"]["kind"] == "protocol"
         # shape/frame mismatch, bad dtype, wrong types: error replies
         for rid, header, frames in [
@@ -146,7 +132,7 @@ def test_malformed_messages_get_an_error_or_are_dropped(tiny):
                 (80, {"v": 1, "id": 80, "op": 12, "args": {}}, []),
                 (81, {"v": 2, "id": 81, "op": "ping"}, [])]:
             sock.send_multipart([msgpack.packb(header), *frames])
-            r = _reply(sock)
+            r = raw_reply(sock)
             assert r is not None and r["id"] == rid and r["ok"] is False, r
         # well-formed but nonsense for the daemon's verbs: error replies naming the problem
         for rid, op, args, kind in [
@@ -162,12 +148,12 @@ def test_malformed_messages_get_an_error_or_are_dropped(tiny):
                 (98, "reshape", {"handle": handle, "shapes": {"data": [0, -1]}}, "input"),
                 (99, "no_such_verb", {}, "unknown_op")]:
             sock.send_multipart([msgpack.packb({"v": 1, "id": rid, "op": op, "args": args})])
-            r = _reply(sock)
+            r = raw_reply(sock)
             assert r is not None and r["id"] == rid and r["ok"] is False, (op, r)
             assert r["error"]["kind"] == kind, (op, r)
         # still serving everybody
         sock.send_multipart([msgpack.packb({"v": 1, "id": 100, "op": "ping"})])
-        assert _reply(sock)["ok"] is True
+        assert raw_reply(sock)["ok"] is True
     finally:
         sock.close(0)
     x = tiny.input(9)

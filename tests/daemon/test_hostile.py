@@ -16,10 +16,9 @@ import threading
 import msgpack
 import numpy as np
 import pytest
-import zmq
 
 from core.microkernel import Client, RemoteError
-from tests.daemon.conftest import assert_close, cleanup_runtime, run_mo, write_text
+from tests.daemon.conftest import assert_close, cleanup_runtime, raw_reply, raw_socket, run_mo, write_text
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,16 +48,10 @@ def daemon():
     assert not left, f"daemon processes had to be killed: {left}"
 
 
-def _raw(endpoint):
-    sock = zmq.Context.instance().socket(zmq.DEALER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.connect(endpoint)
-    return sock
-
-
 def _reply(sock, timeout_ms=20000):
-    assert sock.poll(timeout_ms), "no reply: the daemon is blocked or dead"
-    return msgpack.unpackb(sock.recv_multipart()[0], raw=False)
+    reply = raw_reply(sock, timeout_ms)
+    assert reply is not None, "no reply: the daemon is blocked or dead"
+    return reply
 
 
 def _error_kind(client, op, args=None, arrays=None):
@@ -172,7 +165,7 @@ def test_huge_headers_are_refused_by_their_size(daemon, build):
     """A 15 MB header of zeros held the I/O thread for 18 s, and was then served.
     Container lengths and the total of elements are capped while unpacking: the
     message is refused (an error reply when its id can be read, else dropped)."""
-    sock = _raw(daemon["endpoint"])
+    sock = raw_socket(daemon["endpoint"])
     try:
         sock.send_multipart([build()])
         sock.send_multipart([msgpack.packb({"v": 1, "id": 7, "op": "ping"})])

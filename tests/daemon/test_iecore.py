@@ -41,7 +41,7 @@ def test_transfer_modes(tiny, options):
     with IECore(**options) as core:
         exec_net = core.load_network(core.read_network(tiny.xml), "CPU")
         assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
-        assert exec_net._loaded[0].shm_ok is (False if options.get("shared_memory") is False else True)
+        assert exec_net._loaded[0].slots.ok is (False if options.get("shared_memory") is False else True)
 
 
 @pytest.mark.timeout(120)
@@ -186,7 +186,7 @@ def test_reshape_verb_and_status(ie, tiny):
     """The daemon's reshape verb (per handle: other handles keep their shapes)."""
     exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
     other = ie.load_network(ie.read_network(tiny.xml), "CPU")
-    link = exec_net._link
+    link = exec_net.link
     handle = exec_net._loaded[1]
     result, _ = link.call("reshape", {"handle": handle, "shapes": {"data": [2, 3, 16, 16]}})
     assert result["handle"] == handle and result["outputs"]["prob"]["shape"] == [2, 10]
@@ -212,3 +212,21 @@ def test_world_writable_kernel_file_is_refused(ie, tmp_path, slow_model):
     os.chmod(path, 0o666)
     with pytest.raises(InferenceError, match="not writable by group or others"):
         ie.add_extension(str(path))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("limit_us", ["1e9", "0"])
+def test_small_networks_go_to_the_fast_lane(fresh_runtime, monkeypatch, tiny, limit_us):
+    """A network the daemon measured below the fast lane's limit is sent, after the
+    first request, to its fast lane; above the limit it never is. (The limit is
+    set for this daemon and client, so the test does not depend on how fast the
+    machine is.)"""
+    monkeypatch.setenv("MO_CORE_FAST_LANE_US", limit_us)
+    with IECore() as ie:
+        exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+        for seed in range(5):
+            x = tiny.input(seed)
+            assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+        status = exec_net.link.call("status")[0]
+        assert exec_net.fast is (limit_us != "0")
+        assert status["fast_requests"] == (4 if limit_us != "0" else 0)

@@ -149,7 +149,7 @@ def test_non_loopback_tcp_with_key_file(fresh_runtime, tiny, tmp_path):
     with IECore(policy="existing") as ie:
         exec_net = ie.load_network(ie.read_network(tiny.xml))
         np.testing.assert_allclose(exec_net.infer({"data": x})["prob"], tiny.reference(x), rtol=1e-4, atol=1e-6)
-        assert exec_net._loaded[0].shm_ok is False
+        assert exec_net._loaded[0].slots.ok is False
     # explicitly, as a client on another machine would
     with IECore(endpoint=endpoint, key_file=key_file) as ie:
         out = ie.load_network(ie.read_network(tiny.xml)).infer({"data": x})

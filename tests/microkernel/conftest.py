@@ -64,3 +64,23 @@ def process_state(pid: int) -> str | None:
     except OSError:
         return None
     return stat[stat.rindex(")") + 2:].split()[0]
+
+
+def echo_from_threads(call, threads: int = 4, calls: int = 50) -> list:
+    """`call(op, args)` from several threads at once, each checking that it gets
+    its own echo back: the errors seen (none expected)."""
+    import numpy as np
+
+    from tests.support import run_in_threads
+    errors = []
+
+    def run(t):
+        try:
+            for i in range(calls):
+                a = np.full(4, t * 1000 + i, np.int64)
+                r, _ = call("echo", {"a": a, "t": t}, t)
+                assert r["t"] == t and np.array_equal(r["a"], a)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+    run_in_threads(run, threads)
+    return errors

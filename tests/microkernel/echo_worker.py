@@ -67,8 +67,19 @@ def raise_base(args, arrays):
            "GeneratorExit": GeneratorExit}[args.get("what", "KeyboardInterrupt")]()
 
 
+def say(args, arrays):
+    print(args.get("text", ""), file=sys.stderr, flush=True)
+    return {}
+
+
+def whoami(args, arrays):
+    return {"pid": os.getpid(), "executable": sys.executable, "sys_path": sys.path[:3],
+            "wrapper": os.environ.get("MO_CORE_TEST_WRAPPER")}
+
+
 def setup(server: Server, opts) -> None:
-    for fn in (echo, add, sleep, crash, write_stderr, raise_user_error, raise_internal, raise_base):
+    for fn in (echo, add, sleep, crash, write_stderr, raise_user_error, raise_internal, raise_base, say,
+               whoami):
         server.handle(fn.__name__, fn)
 
 

@@ -10,6 +10,7 @@ import pytest
 import zmq
 
 from tests.support import run_in_threads
+from tests.microkernel.conftest import echo_from_threads
 from core.microkernel import (Client, MicrokernelError, MicrokernelTimeout, RemoteError,
                               decode_reply, encode_request)
 
@@ -268,3 +269,42 @@ def test_fast_lane_serves_its_verbs_on_its_own_thread():
         runner.join(10)
     assert not runner.is_alive()
     assert not os.path.exists(fast_path) and not os.path.exists(server.endpoint[len("ipc://"):])
+
+
+def test_direct_calls_from_many_threads(echo_worker):
+    """call(direct=True): each thread sends and receives on a socket of its own."""
+    with Client(echo_worker.endpoint, timeout=10) as c:
+        errors = echo_from_threads(lambda op, args, t: c.call(op, args, direct=True, spin=0.0005 * (t % 2)))
+        assert not errors, errors[:3]
+
+
+def test_direct_call_timeout_then_late_reply_is_discarded(echo_worker):
+    with Client(echo_worker.endpoint, timeout=10) as c:
+        with pytest.raises(MicrokernelTimeout, match="no reply to 'sleep'"):
+            c.call("sleep", {"seconds": 0.6, "tag": "late"}, timeout=0.2, direct=True)
+        # the late reply arrives on this thread's socket while the next call waits
+        assert c.call("sleep", {"seconds": 0.01, "tag": "fresh"}, direct=True)[0]["tag"] == "fresh"
+        with pytest.raises(RemoteError) as ei:
+            c.call("raise_user_error", {"kind": "shape", "message": "m"}, direct=True)
+        assert ei.value.kind == "shape"
+
+
+@pytest.mark.parametrize("direct", [False, True])
+def test_a_watched_service_that_ends_fails_the_call_at_once(direct):
+    """With watch=, a caller learns that the serving process ended (ServiceGone)
+    instead of waiting for its timeout."""
+    import os
+    import signal
+
+    from core.microkernel import ServiceGone, WorkerProcess
+    from tests.microkernel.conftest import ECHO
+    with WorkerProcess(ECHO, name="watched", request_timeout=60) as w:
+        process = w._inst.proc
+        with Client(w.endpoint, timeout=60) as c:
+            timer = threading.Timer(0.5, os.kill, (w.pid, signal.SIGKILL))
+            timer.start()
+            try:
+                with pytest.raises(ServiceGone, match="ended during 'sleep'"):
+                    c.call("sleep", {"seconds": 30}, watch=process, direct=direct)
+            finally:
+                timer.cancel()

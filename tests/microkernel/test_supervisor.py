@@ -10,13 +10,11 @@ import textwrap
 import threading
 import time
 
-import numpy as np
 import pytest
 
-from core.microkernel import MicrokernelTimeout, RemoteError, WorkerError, WorkerProcess
+from core.microkernel import MicrokernelTimeout, RemoteError, WorkerError, WorkerProcess, runtime_dir
 
-from tests.support import run_in_threads
-from .conftest import ECHO, REPO, children_of, process_state, wait_until
+from .conftest import ECHO, REPO, children_of, echo_from_threads, process_state, wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -26,15 +24,19 @@ def _gone(pid: int) -> bool:
     return process_state(pid) is None
 
 
-def test_start_handshake_and_context_manager():
+def test_start_handshake_and_context_manager(runtime_env):
+    before = set(os.listdir(runtime_dir()))
     with WorkerProcess(ECHO, name="echo") as w:
         assert w.alive() and w.service_info["service"] == "echo"
         assert w.service_info["pid"] == w.pid
         assert w.ping()["pid"] == w.pid
-        pid, log_path, sock = w.pid, w.log_path, w.endpoint[len("ipc://"):]
-        assert os.path.exists(sock) and os.path.exists(log_path)
+        pid, sock = w.pid, w.endpoint[len("ipc://"):]
+        # its socket is the only file it has: the log has no name
+        assert set(os.listdir(runtime_env)) - before == {os.path.basename(sock)}
+        assert w.call("say", {"text": "hello from the worker"})[0] == {}
+        assert "hello from the worker" in w.stderr_tail()
     assert _gone(pid)
-    assert not os.path.exists(sock) and not os.path.exists(log_path)
+    assert set(os.listdir(runtime_env)) == before
 
 
 def test_call_starts_lazily():
@@ -175,7 +177,7 @@ def test_stop_escalates_to_sigkill_for_an_unresponsive_worker():
 
 def test_sigterm_makes_the_worker_exit_cleanly_and_it_is_restarted():
     with WorkerProcess(ECHO, name="echo") as w:
-        proc = w._inst.proc
+        proc = w._inst.proc.popen
         os.kill(proc.pid, signal.SIGTERM)
         assert proc.wait(5) == 0
         assert w.call("echo", {"x": 2})[0] == {"x": 2}
@@ -191,12 +193,16 @@ def test_forgotten_worker_is_reaped_by_its_finalizer():
 
 
 @pytest.mark.timeout(60)
-def test_worker_exits_when_its_parent_dies():
+def test_worker_exits_when_its_parent_dies(runtime_env):
+    """The core killed with SIGKILL (no finalizer): its worker exits and leaves no
+    file behind (neither its socket nor its log)."""
+    before = set(os.listdir(runtime_dir()))
     script = textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {REPO!r})
         from core.microkernel import WorkerProcess
         w = WorkerProcess({ECHO!r}, name="orphan").start()
+        w.call("say", {{"text": "something for the log"}})
         print(w.pid, flush=True)
         time.sleep(120)
     """)
@@ -210,19 +216,27 @@ def test_worker_exits_when_its_parent_dies():
         parent.wait()
         parent.stdout.close()
     assert wait_until(lambda: process_state(worker_pid) in (None, "Z"), timeout=5)
+    assert wait_until(lambda: set(os.listdir(runtime_env)) == before, timeout=5), \
+        set(os.listdir(runtime_env)) - before
 
 
 @pytest.mark.timeout(120)
 def test_concurrent_calls_through_the_supervisor():
     with WorkerProcess(ECHO, name="echo", threads=2) as w:
-        errors = []
-        def run(t):
-            try:
-                for i in range(50):
-                    a = np.full(4, t * 100 + i, np.int64)
-                    r, _ = w.call("echo", {"a": a, "t": t})
-                    assert r["t"] == t and np.array_equal(r["a"], a)
-            except Exception as exc:  # noqa: BLE001
-                errors.append(exc)
-        run_in_threads(run, 4)
+        errors = echo_from_threads(lambda op, args, t: w.call(op, args))
         assert not errors, errors[:3]
+
+
+def test_worker_under_another_interpreter(tmp_path):
+    """A worker may run under another Python (e.g. a venv of its own): the launcher
+    runs the interpreter it is given, with this checkout on its PYTHONPATH."""
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f"#!/bin/sh\nMO_CORE_TEST_WRAPPER=yes exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    with WorkerProcess(ECHO, name="other", interpreter=str(wrapper),
+                       env={"PYTHONPATH": str(tmp_path)}) as w:
+        info = w.call("whoami")[0]
+        assert info["wrapper"] == "yes" and info["pid"] == w.pid
+        assert info["sys_path"][:1] != [""]  # -m from the launcher's PYTHONPATH, not the cwd
+    with pytest.raises(WorkerError, match="does not exist or is not executable"):
+        WorkerProcess(ECHO, name="none", interpreter=str(tmp_path / "no-python")).start()

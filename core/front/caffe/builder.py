@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from core.errors import FrameworkError
-from core.front.caffe.loader import caffe_pb2
 from core.graph.graph import Graph
 from core.ops.parameter import Parameter
 
@@ -43,14 +42,19 @@ def layer_type(layer) -> str:
 
 
 def _layers(net):
-    if net.layer and net.layers:
+    old = getattr(net, "layers", None) or []  # a fork's schema (--caffe_proto) may not have V1 layers
+    if net.layer and old:
         raise FrameworkError("The model mixes 'layer' and the deprecated 'layers' sections; use one of them.", faq=7)
-    return list(net.layer) if net.layer else list(net.layers)
+    return list(net.layer) if net.layer else list(old)
 
 
 def _included_in_test(layer) -> bool:
     """NetStateRule filtering for phase TEST (stage/level rules are not used by deploy nets)."""
-    test = caffe_pb2().TEST
+    if not layer.include and not layer.exclude:
+        return True
+    # Phase.TEST of the layer's own schema (ours, or a fork's from --caffe_proto)
+    test = layer.DESCRIPTOR.fields_by_name["include"].message_type.fields_by_name["phase"] \
+        .enum_type.values_by_name["TEST"].number
     if layer.include:
         return any(rule.HasField("phase") and rule.phase == test or not rule.HasField("phase")
                    for rule in layer.include)

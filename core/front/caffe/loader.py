@@ -50,16 +50,17 @@ _NO_FIELD = re.compile(r'^(\d+):(\d+) : .*?Message type "([\w.]+)" has no field 
 _LINE = re.compile(r"^(\d+):(\d+) : (.*)$", re.S)
 
 
-def load_prototxt(path: str):
-    """Parses a text-format NetParameter; FAQ #1 / #11 style errors."""
-    pb2 = caffe_pb2()
+def load_prototxt(path: str, net_class=None, schema_path: str | None = None):
+    """Parses a text-format NetParameter (of our schema, or of `net_class` from the
+    user's --caffe_proto `schema_path`); FAQ #1 / #11 style errors."""
+    net_class = net_class or caffe_pb2().NetParameter
     raw = _read_bytes(path, "prototxt", MAX_PROTOTXT_BYTES)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise FrameworkError("Invalid prototxt file '{}': it is not text (is it a .caffemodel passed as "
                              "--input_proto?)", path, faq=11) from None
-    net = pb2.NetParameter()
+    net = net_class()
     try:
         text_format.Parse(text, net, allow_unknown_extension=False)
     except text_format.ParseError as exc:
@@ -67,16 +68,21 @@ def load_prototxt(path: str):
         m = _NO_FIELD.match(msg)
         if m:
             line, col, msg_type, field = m.groups()
+            if schema_path:
+                raise FrameworkError(
+                    'The Caffe schema {} (--caffe_proto) does not contain field "{}" (message {}), found in {} at '
+                    "line {}, column {}. Give the schema the model was trained with.", schema_path, field, msg_type,
+                    path, line, col, faq=1) from None
             raise FrameworkError(
-                'Current caffe.proto does not contain field "{}" (message {}), found in {} at line {}, column {}.\n'
-                " This field comes from a Caffe fork. Add it to core/front/caffe/proto/mo_caffe.proto with the "
-                "fork's field number and run scripts/compile_proto.sh, or remove it from the prototxt if it is "
-                "not needed for inference.", field, msg_type, path, line, col, faq=1) from None
+                'Our caffe.proto (core/front/caffe/proto/mo_caffe.proto) does not contain field "{}" (message {}), '
+                "found in {} at line {}, column {}.\n This field comes from a Caffe fork: convert with --caffe_proto "
+                "FORK/caffe.proto (the fork's own schema), or remove it from the prototxt if it is not needed for "
+                "inference.", field, msg_type, path, line, col, faq=1) from None
         m = _LINE.match(msg)
         where = "line {}, column {}".format(m.group(1), m.group(2)) if m else "unknown position"
         detail = m.group(3) if m else msg
         raise FrameworkError("Invalid prototxt file '{}' at {}: {}", path, where, detail, faq=11) from None
-    if not net.layer and not net.layers:
+    if not net.layer and not getattr(net, "layers", None):
         raise FrameworkError("Invalid proto file '{}': there is neither 'layer' nor 'layers' top-level messages.",
                              path, faq=7)
     return net

@@ -1,4 +1,5 @@
 """ReLU, ReLU6, PReLU, ELU, Sigmoid, TanH, AbsVal, Power."""
+from core.errors import FrameworkError
 from core.front.caffe.extractors.common import layer_blobs
 from core.front.extractor import FrontExtractorOp, embed_blobs
 from core.ops.activation import Activation, Clamp, Power, PReLU, ReLU
@@ -18,7 +19,21 @@ class ReLU6Extractor(FrontExtractorOp):
 
     @staticmethod
     def extract(node):
-        Clamp.update_node_stat(node, {"min": 0.0, "max": 6.0})
+        # brocolli-caffe: min(max(x, 0) + negative_slope * min(x, 0), threshold); OpenVINO mo's schema calls
+        # the cap n. A fork's schema (--caffe_proto) may have neither.
+        pb = node.pb
+        param = pb.relu6_param if "relu6_param" in pb.DESCRIPTOR.fields_by_name else None
+        fields = param.DESCRIPTOR.fields_by_name if param is not None else {}
+        cap = 6.0
+        if "n" in fields and param.HasField("n"):
+            cap = float(param.n)
+        elif "threshold" in fields:
+            cap = float(param.threshold)
+        slope = float(param.negative_slope) if "negative_slope" in fields else 0.0
+        if slope:
+            raise FrameworkError("ReLU6 '{}' has negative_slope {}: a leaky ReLU capped at {} is not an IR layer. "
+                                 "Write an extension for it (--extensions).", node.name, slope, cap)
+        Clamp.update_node_stat(node, {"min": 0.0, "max": cap})
         return True
 
 

@@ -1,0 +1,60 @@
+"""The Caffe front end as the pipeline sees it (core/pipeline.py): load the model
+into a graph, extract every layer into an IR op. Caffe extractors make IR ops
+directly in Caffe's NCHW layout, so the framework-specific steps after shape
+inference have nothing to do."""
+from __future__ import annotations
+
+import os
+
+from core.errors import Error
+
+
+class CaffeFrontEnd:
+    name = "caffe"
+
+    def check_options(self, o):
+        if not o.input_proto and o.input_model:
+            guess = os.path.splitext(o.input_model)[0] + ".prototxt"
+            if os.path.isfile(guess):
+                o.input_proto = guess
+        if not o.input_model:
+            raise Error("--input_model is required: the .caffemodel with the trained weights (FAQ #2 tells how to "
+                        "make one from a prototxt).", faq=20)
+
+    def load(self, ctx):
+        from core.front.caffe import extractors  # noqa: F401  (registers the standard extractors)
+        from core.front.caffe.builder import build_graph
+        from core.front.caffe.custom_mapping import CustomLayersMapping
+        from core.front.caffe.fallback import CaffeFallback
+        from core.front.caffe.loader import load_caffemodel, load_prototxt
+        o = ctx.options
+        if o.caffe_proto:
+            from core.front.caffe.user_proto import load_schema
+            net = load_prototxt(o.input_proto, load_schema(o.caffe_proto), schema_path=o.caffe_proto)
+        else:
+            net = load_prototxt(o.input_proto)
+        model = load_caffemodel(o.input_model)
+        ctx.graph = build_graph(net, model)
+        ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
+        dirs = [os.path.dirname(os.path.abspath(p)) for p in (o.input_proto, o.input_model)]
+        ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs)
+        ctx.custom_mapping = CustomLayersMapping.load(
+            o.custom_layers_mapping, explicit=bool(o.custom_layers_mapping), warnings=ctx.warnings,
+            disable_omitting_optional=o.disable_omitting_optional,
+            enable_flattening_nested_params=o.enable_flattening_nested_params, fallback=ctx.caffe_fallback)
+        if o.use_caffe_fallback and ctx.custom_mapping is None:
+            raise Error("--use-caffe-fallback needs a CustomLayersMapping.xml (-k FILE) that registers the layers "
+                        "Caffe should infer.")
+
+    def extract(self, graph, ctx):
+        from core.front.caffe.extract import extract_all
+        extract_all(graph, ctx.custom_mapping)
+
+    def replace_patterns(self, ctx):
+        """Nothing: Caffe layers map one to one."""
+
+    def lower(self, ctx):
+        """Nothing: the extractors already made IR ops in NCHW."""
+
+    def source_files(self, o) -> dict:
+        return {"input_model": os.path.abspath(o.input_model), "input_proto": os.path.abspath(o.input_proto)}

@@ -1,0 +1,67 @@
+"""Attribute extraction for TensorFlow graphs.
+
+Priority as for Caffe: a user extension's extractor for the op type (its Op
+then computes the node, in TensorFlow's layout, and stays as it is in the IR),
+then the built-in TFOp (core/front/tf/ops). Every node without either is
+collected, and all of them are reported in one error: name, type, how many of
+each type.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+from core.errors import Error
+from core.front.extractor import FrontExtractorOp
+from core.front.tf.ops import TF_OPS
+
+
+def _unsupported_error(nodes) -> Error:
+    counts = Counter(n.tf_op for n in nodes)
+    lines = []
+    for op, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        names = [n.name for n in nodes if n.tf_op == op]
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        lines.append("{} ({} node{}): {}".format(op, count, "s" if count > 1 else "", shown))
+    return Error(
+        "List of operations that cannot be converted to the IR ({} node{} of {} type{}):\n  {}\n"
+        " Part of the nodes was not translated to IR. Stopped. Ways out: write an extension for these ops "
+        "(--extensions DIR with ops/ and front/tf/ modules: an Op with its shape function and a FrontExtractorOp), "
+        "or cut them off with --input/--output.",
+        len(nodes), "s" if len(nodes) > 1 else "", len(counts), "s" if len(counts) > 1 else "",
+        "\n  ".join(lines), faq=23)
+
+
+def extract_all(graph):
+    user = FrontExtractorOp.extractors_for("tf")
+    missing = []
+    for node in graph.op_nodes():
+        if node.soft_get("op") == "Parameter" or node.soft_get("tf_class") is not None:
+            continue
+        tf_op = node.soft_get("tf_op")
+        extractor = user.get(tf_op)
+        if extractor is not None:
+            _run_user_extractor(node, extractor)
+            continue
+        cls = TF_OPS.get(tf_op)
+        if cls is None:
+            missing.append(node)
+            continue
+        node["tf"] = {}
+        cls.extract(node)
+        node["tf_class"] = cls
+        node["infer"] = cls.infer
+    if missing:
+        raise _unsupported_error(missing)
+
+
+def _run_user_extractor(node, extractor):
+    try:
+        ok = extractor.extract(node)
+    except Error:
+        raise
+    except Exception as exc:  # the user's code: name the node and the class
+        raise Error("The extractor {} of node '{}' ({}) failed: {}: {}", extractor.__name__, node.name, node.tf_op,
+                    type(exc).__name__, exc) from exc
+    if ok is False or not node.has("op"):
+        raise Error("The extractor {} did not handle node '{}' ({}): it must call update_node_stat of an Op.",
+                    extractor.__name__, node.name, node.tf_op)

@@ -1,0 +1,347 @@
+"""TensorFlow ops -> IR layers, NHWC -> NCHW.
+
+Runs once TensorFlow's own shapes and constant values are known (TFOp.infer):
+
+1. every op whose outputs are all constants goes: its values live on in the
+   data nodes, to become blobs or attributes of the layers that read them;
+2. every other TF op becomes IR layers (its `lower`, with the `Lowering` helper
+   below). A 4-D tensor is NCHW in the IR: its TF shape is permuted (0, 3, 1, 2),
+   weights are transposed, axis attributes are mapped (`ir_axis`), and where a
+   Reshape-like op needs TensorFlow's element order a Permute back to NHWC is
+   put before it (and one to NCHW after it), as the reference guide explains;
+3. a constant still read as a tensor (an Eltwise operand, a Concat part, a
+   model output) becomes a `Const` layer;
+4. inputs get their IR shapes; with --disable_nhwc_to_nchw the model's 4-D
+   inputs and outputs stay NHWC and Permutes convert at the boundary;
+5. IR shape inference runs over the new layers, and every tensor that TF
+   inference knew must come out with the same shape in IR layout: a lowering
+   that disagrees is an internal error, not a wrong IR.
+Ops that cannot be lowered in the form they are used (e.g. a conversion-time-only
+op on data) are collected and reported all at once.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from core.errors import Error
+from core.front.tf.tensors import describe
+from core.ops.const import Const
+from core.ops.shape_ops import Permute
+
+log = logging.getLogger("mo_core")
+
+TO_NCHW = (0, 3, 1, 2)     # ir[i] = tf[TO_NCHW[i]]
+TO_NHWC = (0, 2, 3, 1)
+IR_AXIS4 = (0, 2, 3, 1)    # TF axis -> IR axis of a 4-D tensor
+
+
+class NotLowerable(Error):
+    """This node cannot become IR layers in the form the model uses it."""
+
+
+class Lowering:
+    def __init__(self, graph):
+        self.graph = graph
+
+    # --- layout -------------------------------------------------------------------
+    @staticmethod
+    def nchw(data) -> bool:
+        return bool(data.soft_get("nchw"))
+
+    @staticmethod
+    def tf_shape(data) -> np.ndarray:
+        return np.asarray(data["tf_shape"], dtype=np.int64)
+
+    def rank(self, data) -> int:
+        return len(self.tf_shape(data))
+
+    def ir_axis(self, data, axis: int) -> int:
+        rank = self.rank(data)
+        axis = int(axis) % rank if rank else 0
+        return IR_AXIS4[axis] if self.nchw(data) else axis
+
+    def ir_shape(self, data) -> np.ndarray:
+        shape = self.tf_shape(data)
+        return shape[list(TO_NCHW)] if self.nchw(data) else shape
+
+    @staticmethod
+    def ir_value(value, nchw: bool):
+        value = np.asarray(value)
+        return np.transpose(value, TO_NCHW) if nchw and value.ndim == 4 else value
+
+    # --- rewiring -----------------------------------------------------------------
+    @staticmethod
+    def inputs(node) -> list:
+        return node.data_inputs()
+
+    def keep_inputs(self, node, *datas):
+        """The node reads exactly these data nodes, on ports 0, 1, ... (constants that became
+        attributes or blobs are dropped)."""
+        graph = self.graph
+        for u, _, key in list(graph.in_edges(node.id, keys=True)):
+            graph.remove_edge(u, node.id, key)
+        for port, data in enumerate(datas):
+            graph.connect(data, node, inp=port)
+
+    def add_blob(self, node, name: str, value):
+        from core.graph.blobs import add_blob
+        add_blob(node, name, np.ascontiguousarray(value, dtype=np.float32))
+
+    @staticmethod
+    def retype(node, op_class, attrs: dict | None = None):
+        op_class.update_node_stat(node, attrs or {})
+        node["tf_class"] = None
+
+    def new_op(self, name: str, op_class, attrs: dict | None = None):
+        node = self.graph.add_op(name)
+        op_class.update_node_stat(node, attrs or {})
+        return node
+
+    @staticmethod
+    def _same_shape(new, old):
+        """A tensor an element-wise layer adds has the TF shape and layout of its neighbour."""
+        if "tf_shape" in old.attrs:
+            new["tf_shape"] = old["tf_shape"]
+            new["nchw"] = old.soft_get("nchw")
+
+    def insert_after(self, node, name: str, op_class, attrs: dict | None = None, port: int = 0):
+        """node -> new data -> new op -> node's old output data (consumers unchanged). The new op
+        produces the TF node's tensor now, so it takes the node's name (users find outputs by it)
+        and the node takes `name`. Except for a Permute, the new tensor has the shape of the
+        output (element-wise layers)."""
+        graph = self.graph
+        out = node.out_node(port)
+        graph.remove_edge(node.id, out.id)
+        mid = graph.add_data(name)
+        if op_class is not Permute:
+            self._same_shape(mid, out)
+        graph.connect(node, mid, out=port)
+        op = self.new_op(name, op_class, attrs)
+        op["name"], node["name"] = node.name, name
+        graph.connect(mid, op, inp=0)
+        graph.connect(op, out, out=0)
+        return op
+
+    def insert_before(self, node, port: int, name: str, op_class, attrs: dict | None = None):
+        """input data -> new op -> new data -> node's input `port`. Except for a Permute, the new
+        tensor has the shape of the input (element-wise layers)."""
+        graph = self.graph
+        src = node.in_node(port)
+        for u, v, key, a in list(graph.in_edges(node.id, keys=True, data=True)):
+            if u == src.id and a.get("in") == port:
+                graph.remove_edge(u, v, key)
+        op = self.new_op(name, op_class, attrs)
+        graph.connect(src, op, inp=0)
+        mid = graph.add_data(name)
+        if op_class is not Permute:
+            self._same_shape(mid, src)
+        graph.connect(op, mid, out=0)
+        graph.connect(mid, node, inp=port)
+        return op
+
+    def tf_order_before(self, node, port: int = 0):
+        """A Permute to NHWC before input `port` when that input is an NCHW tensor."""
+        if self.nchw(node.in_node(port)):
+            self.insert_before(node, port, "{}/to_nhwc".format(node.name), Permute, {"order": list(TO_NHWC)})
+
+    def tf_order_after(self, node, port: int = 0):
+        """A Permute to NCHW after output `port` when that output is an NCHW tensor."""
+        if self.nchw(node.out_node(port)):
+            self.insert_after(node, "{}/to_nchw".format(node.name), Permute, {"order": list(TO_NCHW)}, port)
+
+    def unsupported(self, node, why: str) -> NotLowerable:
+        return NotLowerable("{}: {}", describe(node), why)
+
+
+# --- the pass -----------------------------------------------------------------------
+def _fold_constant_ops(graph):
+    for node in graph.op_nodes():
+        if node.soft_get("tf_class") is None or node.soft_get("op") == "Parameter":
+            continue
+        outs = list(node.out_nodes().values())
+        if outs and all(d.soft_get("value") is not None for d in outs):
+            graph.remove_node(node.id)
+
+
+def _lower_ops(graph, lw):
+    problems = []
+    for node in graph.topological_ops():
+        cls = node.soft_get("tf_class")
+        if cls is None:
+            continue
+        try:
+            cls.lower(node, lw)
+        except NotLowerable as exc:
+            problems.append(exc.message)
+            continue
+        if node.id in graph and node.soft_get("tf_class") is not None:
+            raise Error("Internal error: lowering of {} left a TensorFlow op in the graph.", describe(node))
+    if problems:
+        raise Error("Part of the nodes was not translated to IR. Stopped. These nodes cannot be converted in the "
+                    "form the model uses them:\n  {}\n Cut the model around them (--input/--output) or replace them "
+                    "with an extension (--extensions).",
+                    "\n  ".join(problems), faq=23)
+
+
+def _materialize_constants(graph, lw):
+    """Constants read as tensors become Const layers (their values in IR layout)."""
+    for data in graph.data_nodes():
+        if data.soft_get("value") is None or graph.in_degree(data.id):
+            continue
+        readers = [a for _, _, a in graph.out_edges(data.id, data=True)]
+        if not data.soft_get("is_output") and all("bin" in a for a in readers):
+            continue
+        value = np.asarray(data.value)
+        if value.dtype.kind not in "fiub":
+            raise Error("The constant '{}' of type {} is read as a tensor; the IR holds numbers only.",
+                        data.name, value.dtype)
+        const = lw.new_op(data.name, Const, {})
+        lw.add_blob(const, "custom", lw.ir_value(value, lw.nchw(data)))
+        # the value now lives in the Const layer's blob
+        data.value = None
+        graph.connect(const, data, out=0)
+
+
+def _inputs_and_outputs(graph, lw, keep_nhwc: bool):
+    for param in graph.op_nodes(op="Parameter"):
+        data = param.out_node(0)
+        if not lw.nchw(data):
+            continue
+        if keep_nhwc:
+            data["nchw"] = False
+            new = graph.add_data(param.name + "/nchw")
+            new.attrs.update({"tf_shape": data.tf_shape, "nchw": True})
+            for _, v, key, a in list(graph.out_edges(data.id, keys=True, data=True)):
+                graph.remove_edge(data.id, v, key)
+                graph.add_edge(new.id, v, **a)
+            op = lw.new_op(param.name + "/to_nchw", Permute, {"order": list(TO_NCHW)})
+            graph.connect(data, op, inp=0)
+            graph.connect(op, new, out=0)
+        else:
+            param.shape = np.asarray(param.shape, dtype=np.int64)[list(TO_NCHW)]
+    if not keep_nhwc:
+        return
+    for data in graph.data_nodes():
+        if data.soft_get("is_output") and lw.nchw(data) and graph.in_degree(data.id):
+            # the Permute takes the producer's name (insert_after): users find the output by it
+            producer = data.producer()
+            port = next(p for p, d in producer.out_nodes().items() if d.id == data.id)
+            lw.insert_after(producer, producer.name + "/nchw", Permute, {"order": list(TO_NHWC)}, port=port)
+            data["nchw"] = False
+
+
+def _check_shapes(graph, lw):
+    for data in graph.data_nodes():
+        if "tf_shape" not in data.attrs or data.shape is None or data.soft_get("value") is not None:
+            continue
+        expected = lw.ir_shape(data)
+        if not np.array_equal(np.asarray(data.shape), expected):
+            producer = data.producer()
+            raise Error("Internal error: after lowering, tensor '{}' (from {}) has IR shape {}, but TensorFlow's "
+                        "shape {} says {}.", data.name, producer.name if producer is not None else "a constant",
+                        list(data.shape), list(lw.tf_shape(data)), list(expected))
+
+
+def lower_to_ir(graph, keep_nhwc: bool = False):
+    from core.middle.shape_infer import partial_infer
+    lw = Lowering(graph)
+    for data in graph.data_nodes():
+        if data.soft_get("shape") is not None:
+            data["tf_shape"] = np.array(data.shape, dtype=np.int64)
+            data["nchw"] = len(data.shape) == 4
+    _fold_constant_ops(graph)
+    _lower_ops(graph, lw)
+    _materialize_constants(graph, lw)
+    _inputs_and_outputs(graph, lw, keep_nhwc)
+    for data in graph.data_nodes():  # IR inference recomputes every tensor's shape
+        if data.soft_get("value") is None:
+            data.shape = None
+    partial_infer(graph)
+    _check_shapes(graph, lw)
+    _warn_about_read_outputs(graph)
+
+
+def _warn_about_read_outputs(graph):
+    """IR v2 lists as outputs the tensors no layer reads: a model output that later layers also
+    read is computed but not an output of the IR."""
+    for data in graph.data_nodes():
+        if data.soft_get("is_output") and data.consumers():
+            producer = data.producer()
+            log.warning("The model output '%s' is also read by other layers; the IR lists only tensors no layer "
+                        "reads as outputs. To get it, convert with --output naming it.",
+                        producer.name if producer is not None else data.name)
+
+
+# --- reshaping and broadcasting in IR layout ------------------------------------------
+def permute_is_noop(shape, order) -> bool:
+    """True when permuting a tensor of `shape` by `order` keeps its memory order (only
+    axes of size 1 move), so a Reshape alone does the job."""
+    moved = [a for a in order if shape[a] != 1]
+    return moved == sorted(moved)
+
+
+def _reshape_class():
+    from core.ops.shape_ops import Reshape
+    return Reshape
+
+
+def reshape_node(lw: Lowering, node, in_port: int = 0, out_port: int = 0):
+    """Retypes `node` into an IR Reshape from input `in_port` to output `out_port`, both in
+    TensorFlow's element order: Permutes to NHWC before it and to NCHW after it where a 4-D
+    side is NCHW in the IR (and the Permute is not a no-op on that shape)."""
+    src, out = node.in_node(in_port), node.out_node(out_port)
+    lw.keep_inputs(node, src)
+    before = lw.nchw(src) and not permute_is_noop(lw.ir_shape(src), TO_NHWC)
+    after = lw.nchw(out) and not permute_is_noop(lw.tf_shape(out), TO_NCHW)
+    target = lw.tf_shape(out) if after else lw.ir_shape(out)
+    lw.retype(node, _reshape_class(), {"dim": [int(d) for d in target]})
+    if before:
+        lw.insert_before(node, 0, "{}/to_nhwc".format(node.name), Permute, {"order": list(TO_NHWC)})
+    if after:
+        lw.insert_after(node, "{}/to_nchw".format(node.name), Permute, {"order": list(TO_NCHW)}, out_port)
+
+
+def apply_op(lw: Lowering, data, name: str, op_class, attrs: dict):
+    """data -> a new op -> a new data node (returned)."""
+    op = lw.new_op(name, op_class, attrs)
+    lw.graph.connect(data, op, inp=0)
+    out = lw.graph.add_data(name)
+    lw.graph.connect(op, out, out=0)
+    return out
+
+
+def reshaped(lw: Lowering, src, tf_shape, nchw: bool, name: str):
+    """A new tensor with TF shape `tf_shape` (TensorFlow's element order of `src`), stored
+    NCHW when `nchw`."""
+    cur = src
+    if lw.nchw(src) and not permute_is_noop(lw.ir_shape(src), TO_NHWC):
+        cur = apply_op(lw, cur, name + "/to_nhwc", Permute, {"order": list(TO_NHWC)})
+    tf_shape = np.asarray(tf_shape, dtype=np.int64)
+    after = nchw and not permute_is_noop(tf_shape, TO_NCHW)
+    target = tf_shape if after or not nchw else tf_shape[list(TO_NCHW)]
+    cur = apply_op(lw, cur, name + "/reshape", _reshape_class(), {"dim": [int(d) for d in target]})
+    if after:
+        cur = apply_op(lw, cur, name + "/to_nchw", Permute, {"order": list(TO_NCHW)})
+    return cur
+
+
+def broadcast_to(lw: Lowering, src, tf_shape, name: str):
+    """`src` broadcast (TensorFlow/numpy rules) to `tf_shape`: a Reshape to the full rank
+    where needed, then IR Tile layers along the axes it repeats."""
+    from core.ops.shape_ops import Tile
+    tf_shape = np.asarray(tf_shape, dtype=np.int64)
+    rank = len(tf_shape)
+    nchw = rank == 4
+    shape = lw.tf_shape(src)
+    aligned = np.concatenate([np.ones(rank - len(shape), np.int64), shape])
+    cur = src
+    if len(shape) != rank:
+        cur = reshaped(lw, src, aligned, nchw, name)
+    ir_have = aligned[list(TO_NCHW)] if nchw else aligned
+    ir_want = tf_shape[list(TO_NCHW)] if nchw else tf_shape
+    for axis in range(rank):
+        if ir_have[axis] == 1 and ir_want[axis] > 1:
+            cur = apply_op(lw, cur, "{}/tile{}".format(name, axis), Tile, {"axis": axis, "tiles": int(ir_want[axis])})
+    return cur

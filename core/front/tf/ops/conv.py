@@ -1,0 +1,157 @@
+"""Convolutions: Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput (transposed).
+
+TensorFlow's padding: VALID none; SAME pads (out - 1) * stride + extent - in in
+total, the smaller half first (so an even input with stride 2 is padded at the
+bottom/right only: IR pad-b / pad-r); EXPLICIT from `explicit_paddings`.
+Weights: Conv2D HWIO -> OIHW (a filter with fewer input channels than the input
+is a grouped convolution); depthwise HWCM -> (C*M, 1, kh, kw) with group C;
+transposed HW[out][in] -> Caffe's deconvolution (in, out, kh, kw).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.errors import Error, ShapeError
+from core.front.tf.ops.base import TFOp, const_input, expect_inputs
+from core.front.tf.tensors import attr, describe
+from core.ops.convolution import Convolution, Deconvolution
+
+
+def spatial_pair(node, name, default=None):
+    """A 4-value NHWC list attribute (strides, dilations, ksize) -> its (h, w)."""
+    values = attr(node, name, "list_i", default)
+    if len(values) != 4:
+        raise Error("{}: attribute '{}' has {} values; TensorFlow needs 4 (N, H, W, C).", describe(node), name,
+                    len(values), faq=43)
+    if values[0] != 1 or values[3] != 1:
+        raise Error("{}: {} {} moves along the batch or channel axis, which the IR cannot do.", describe(node), name,
+                    values)
+    if min(values) <= 0:
+        raise Error("{}: {} {} must be positive.", describe(node), name, values)
+    return np.array(values[1:3], dtype=np.int64)
+
+
+def read_window_attrs(node, kernel_attr=None):
+    fmt = attr(node, "data_format", "s", "NHWC")
+    if fmt != "NHWC":
+        raise Error("{}: data_format {} is not supported; frozen graphs for CPU are NHWC.", describe(node), fmt)
+    node.tf["strides"] = spatial_pair(node, "strides")
+    node.tf["padding"] = attr(node, "padding", "s")
+    if node.tf["padding"] not in ("SAME", "VALID", "EXPLICIT"):
+        raise Error("{}: padding '{}' is not one of SAME, VALID, EXPLICIT.", describe(node), node.tf["padding"],
+                    faq=43)
+    if node.tf["padding"] == "EXPLICIT":
+        pads = attr(node, "explicit_paddings", "list_i")
+        if len(pads) != 8 or pads[0] or pads[1] or pads[6] or pads[7]:
+            raise Error("{}: explicit_paddings {} must pad H and W only (8 values).", describe(node), pads, faq=43)
+        node.tf["explicit"] = (np.array([pads[2], pads[4]], np.int64), np.array([pads[3], pads[5]], np.int64))
+    if kernel_attr:
+        node.tf["kernel"] = spatial_pair(node, kernel_attr)
+
+
+def window_pads(node, size, kernel, stride, dilation):
+    """(output size, pad begin, pad end) of H and W, TensorFlow's rules."""
+    size, kernel = np.asarray(size, np.int64), np.asarray(kernel, np.int64)
+    extent = dilation * (kernel - 1) + 1
+    padding = node.tf["padding"]
+    if padding == "SAME":
+        out = -(-size // stride)
+        total = np.maximum((out - 1) * stride + extent - size, 0)
+        begin = total // 2
+        return out, begin, total - begin
+    if padding == "VALID":
+        begin = end = np.zeros(2, np.int64)
+    else:
+        begin, end = node.tf["explicit"]
+    out = (size + begin + end - extent) // stride + 1
+    if np.any(out <= 0):
+        raise ShapeError("{}: input {} is smaller than the window {}.", describe(node), list(size), list(extent))
+    return out, begin, end
+
+
+class Conv2D(TFOp):
+    tf_types = ("Conv2D", "DepthwiseConv2dNative")
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 2)
+        read_window_attrs(node)
+        node.tf["dilation"] = spatial_pair(node, "dilations", [1, 1, 1, 1])
+
+    @staticmethod
+    def shape(node, shapes):
+        x, f = shapes
+        if len(x) != 4 or len(f) != 4:
+            raise ShapeError("{}: input {} and filter {} must be 4-D (NHWC and HWIO).", describe(node), list(x),
+                             list(f))
+        depthwise = node.tf_op == "DepthwiseConv2dNative"
+        if depthwise and f[2] != x[3] or not depthwise and x[3] % f[2]:
+            raise ShapeError("{}: the filter {} does not fit the input's {} channels.", describe(node), list(f), x[3])
+        out, begin, end = window_pads(node, x[1:3], f[:2], node.tf["strides"], node.tf["dilation"])
+        node.tf["pad_begin"], node.tf["pad_end"] = begin, end
+        channels = f[2] * f[3] if depthwise else f[3]
+        return [[x[0], out[0], out[1], channels]]
+
+    @staticmethod
+    def lower(node, lw):
+        x, f = node.data_inputs()
+        if f.soft_get("value") is None:
+            raise lw.unsupported(node, "its filter is computed from the model's data, not a constant")
+        w = np.asarray(f.value, dtype=np.float32)
+        kh, kw, cin, cout = w.shape
+        channels = int(lw.tf_shape(x)[3])
+        if node.tf_op == "DepthwiseConv2dNative":
+            weights = w.transpose(2, 3, 0, 1).reshape(cin * cout, 1, kh, kw)
+            group, output = cin, cin * cout
+        else:
+            weights = w.transpose(3, 2, 0, 1)
+            group, output = channels // cin, cout
+        lw.keep_inputs(node, x)
+        lw.retype(node, Convolution, {
+            "kernel": np.array([kh, kw], np.int64), "stride": node.tf["strides"], "dilation": node.tf["dilation"],
+            "pad": node.tf["pad_begin"], "pad_end": node.tf["pad_end"], "group": int(group), "output": int(output)})
+        lw.add_blob(node, "weights", weights)
+
+
+class Conv2DBackpropInput(TFOp):
+    """tf.nn.conv2d_transpose: inputs (output shape, filter, data)."""
+    tf_types = ("Conv2DBackpropInput",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 3)
+        read_window_attrs(node)
+        node.tf["dilation"] = spatial_pair(node, "dilations", [1, 1, 1, 1])
+
+    @staticmethod
+    def shape(node, shapes):
+        sizes = const_input(node, 0, "output shape").astype(np.int64).ravel()
+        f, x = shapes[1], shapes[2]
+        if len(sizes) != 4 or len(f) != 4 or len(x) != 4 or f[3] != x[3]:
+            raise ShapeError("{}: output shape {}, filter {} and input {} do not fit a transposed convolution.",
+                             describe(node), list(sizes), list(f), list(x))
+        stride, dilation = node.tf["strides"], node.tf["dilation"]
+        # the forward convolution from the output back to the input decides the padding
+        fwd, begin, _ = window_pads(node, sizes[1:3], f[:2], stride, dilation)
+        if not np.array_equal(fwd, x[1:3]):
+            raise ShapeError("{}: an output of {} does not come from an input of {} with this filter and stride.",
+                             describe(node), list(sizes), list(x))
+        extent = dilation * (f[:2] - 1) + 1
+        end = stride * (x[1:3] - 1) + extent - begin - sizes[1:3]
+        node.tf["pad_begin"], node.tf["pad_end"] = begin, end
+        return [[x[0], sizes[1], sizes[2], f[2]]]
+
+    @staticmethod
+    def lower(node, lw):
+        _, f, x = node.data_inputs()
+        if f.soft_get("value") is None:
+            raise lw.unsupported(node, "its filter is computed from the model's data, not a constant")
+        if np.any(node.tf["pad_end"] < 0):
+            raise lw.unsupported(node, "its output is larger than the transposed convolution covers")
+        w = np.asarray(f.value, dtype=np.float32)
+        kh, kw, cout, _ = w.shape
+        lw.keep_inputs(node, x)
+        lw.retype(node, Deconvolution, {
+            "kernel": np.array([kh, kw], np.int64), "stride": node.tf["strides"], "dilation": node.tf["dilation"],
+            "pad": node.tf["pad_begin"], "pad_end": node.tf["pad_end"], "group": 1, "output": int(cout)})
+        lw.add_blob(node, "weights", w.transpose(3, 2, 0, 1))

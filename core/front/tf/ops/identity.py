@@ -1,0 +1,113 @@
+"""Ops that pass their input on: Identity (TF2 freezing leaves chains of them),
+IdentityN, StopGradient, Snapshot, PlaceholderWithDefault (its default), Cast
+between float types; Const; NoOp (only control edges, which are dropped)."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.front.tf.ops.base import TFOp, expect_inputs
+from core.front.tf.tensors import attr, numpy_dtype
+
+
+def bypass(node, lw, port_map=None):
+    """The consumers of output i read input port_map[i] instead; the node goes (at once, so a
+    model output behind Identity nodes is known by the name of the op that computes it)."""
+    graph = lw.graph
+    ins = node.data_inputs()
+    for port, out in list(node.out_nodes().items()):
+        src = ins[port_map[port] if port_map else 0]
+        for _, consumer, key, a in list(graph.out_edges(out.id, keys=True, data=True)):
+            graph.add_edge(src.id, consumer, **a)
+        if out.soft_get("is_output"):
+            # an output keeps being one: the tensor it passes on becomes the output
+            src["is_output"] = True
+        graph.remove_node(out.id)
+    graph.remove_node(node.id)
+
+
+class PassThrough(TFOp):
+    tf_types = ("Identity", "StopGradient", "PreventGradient", "Snapshot", "PlaceholderWithDefault",
+                "CheckNumerics", "EnsureShape")
+
+    @staticmethod
+    def evaluate(node, values):
+        return [values[0]]
+
+    @staticmethod
+    def shape(node, shapes):
+        return [shapes[0]]
+
+    @staticmethod
+    def lower(node, lw):
+        bypass(node, lw)
+
+
+class IdentityN(TFOp):
+    tf_types = ("IdentityN",)
+
+    @staticmethod
+    def evaluate(node, values):
+        return values
+
+    @staticmethod
+    def shape(node, shapes):
+        return shapes
+
+    @staticmethod
+    def lower(node, lw):
+        bypass(node, lw, port_map={p: p for p in node.out_nodes()})
+
+
+_FLOATS = (np.float16, np.float32, np.float64)
+
+
+class Cast(TFOp):
+    tf_types = ("Cast",)
+
+    @staticmethod
+    def extract(node):
+        node.tf["dst"] = numpy_dtype(attr(node, "DstT", "type"), "Node '{}' (Cast)".format(node.name))
+
+    @staticmethod
+    def evaluate(node, values):
+        return [values[0].astype(node.tf["dst"])]
+
+    @staticmethod
+    def shape(node, shapes):
+        return [shapes[0]]
+
+    @staticmethod
+    def lower(node, lw):
+        # the IR computes in floating point: a cast between float types changes nothing
+        if node.tf["dst"] not in _FLOATS:
+            raise lw.unsupported(node, "a cast of the model's data to {} (the IR computes in floating point "
+                                       "only)".format(np.dtype(node.tf["dst"]).name))
+        PassThrough.lower(node, lw)
+
+
+class Const(TFOp):
+    tf_types = ("Const",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 0)
+        node.tf["value"] = attr(node, "value", "tensor")
+
+    @staticmethod
+    def infer(node):
+        value = node.tf["value"]
+        for out in node.out_nodes().values():
+            out.value = value
+            out.shape = np.array(value.shape, dtype=np.int64)
+
+
+class NoOp(TFOp):
+    tf_types = ("NoOp",)
+
+    @staticmethod
+    def infer(node):
+        """No outputs."""
+
+    @staticmethod
+    def lower(node, lw):
+        lw.graph.remove_node(node.id)

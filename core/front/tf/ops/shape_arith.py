@@ -1,0 +1,102 @@
+"""Shape arithmetic, computed at conversion time: Shape, Size, Rank, Fill, Range,
+ZerosLike, OnesLike, GatherV2. Shape/Size/Rank only need their input's shape, so
+a Reshape fed by tf.shape(x) folds even though x is data."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.errors import ShapeError
+from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_axis, set_values
+from core.front.tf.tensors import attr, describe, numpy_dtype
+
+
+def _out_dtype(node, name="out_type", default=np.int32):
+    if name not in node.pb.attr:
+        return default
+    return numpy_dtype(attr(node, name, "type"), describe(node))
+
+
+class ShapeOf(TFOp):
+    tf_types = ("Shape", "Size", "Rank")
+    value_only = True
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 1)
+        node.tf["dtype"] = _out_dtype(node)
+
+    @staticmethod
+    def infer(node):
+        shape = np.asarray(node.in_node(0).shape, dtype=np.int64)
+        value = {"Shape": shape, "Size": np.int64(np.prod(shape)), "Rank": np.int64(len(shape))}[node.tf_op]
+        set_values(node, [np.asarray(value).astype(node.tf["dtype"] if node.tf_op != "Rank" else np.int32)])
+
+
+class LikeOf(TFOp):
+    tf_types = ("ZerosLike", "OnesLike")
+    value_only = True
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 1)
+
+    @staticmethod
+    def infer(node):
+        x = node.in_node(0)
+        dtype = np.asarray(x.value).dtype if x.soft_get("value") is not None else np.float32
+        fill = 0 if node.tf_op == "ZerosLike" else 1
+        set_values(node, [np.full(tuple(int(d) for d in x.shape), fill, dtype=dtype)])
+
+
+class Fill(TFOp):
+    tf_types = ("Fill",)
+    value_only = True
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 2)
+
+    @staticmethod
+    def evaluate(node, values):
+        dims = [int(d) for d in values[0].ravel()]
+        if any(d < 0 for d in dims) or np.prod(dims) > 1 << 28:
+            raise ShapeError("{}: cannot fill a tensor of shape {}.", describe(node), dims)
+        return [np.full(dims, values[1].ravel()[0], dtype=values[1].dtype)]
+
+
+class Range(TFOp):
+    tf_types = ("Range",)
+    value_only = True
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 3)
+
+    @staticmethod
+    def evaluate(node, values):
+        start, limit, delta = (v.ravel()[0] for v in values)
+        if delta == 0 or abs((limit - start) / delta) > 1 << 28:
+            raise ShapeError("{}: range({}, {}, {}) is not a valid range.", describe(node), start, limit, delta)
+        return [np.arange(start, limit, delta, dtype=values[0].dtype)]
+
+
+class Gather(TFOp):
+    tf_types = ("GatherV2", "Gather")
+    value_only = True
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 3 if node.tf_op == "GatherV2" else 2)
+        node.tf["batch_dims"] = attr(node, "batch_dims", "i", 0)
+
+    @staticmethod
+    def evaluate(node, values):
+        params, indices = values[0], values[1].astype(np.int64)
+        axis = int(const_input(node, 2, "axis").ravel()[0]) if node.tf_op == "GatherV2" else 0
+        if node.tf["batch_dims"]:
+            raise ShapeError("{}: batch_dims is not supported.", describe(node))
+        axis = normalize_axis(node, axis, params.ndim)
+        if indices.size and (indices.min() < -params.shape[axis] or indices.max() >= params.shape[axis]):
+            raise ShapeError("{}: indices {} out of axis {} of size {}.", describe(node), indices.tolist(), axis,
+                             params.shape[axis])
+        return [np.take(params, indices, axis=axis)]

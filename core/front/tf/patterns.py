@@ -1,0 +1,229 @@
+"""TensorFlow sub-graphs that are one IR layer, replaced once TensorFlow's shapes
+and constant values are known (before lowering). In this order:
+
+1. atrous convolution: SpaceToBatchND -> Conv2D/DepthwiseConv2dNative (VALID) ->
+   BatchToSpaceND is one convolution with dilation = the block shape, pads =
+   paddings - crops;
+2. zero padding: a Pad with zeros on H and W only, read by nothing but a
+   convolution, goes into the convolution's pads; before a max pooling only when
+   its input cannot be negative (it comes from Relu/Relu6/Sigmoid: a padded zero
+   then never wins); before an average pooling that pads nothing itself (the
+   average then counts the zeros: exclude-pad="false");
+3. leaky ReLU: Maximum(x, Mul(x, alpha)) with a scalar 0 <= alpha <= 1;
+4. tf.math.l2_normalize: x * Rsqrt(Maximum(Sum(Square(x), axes, keep_dims), eps))
+   over the channels (or C, H, W) -> Normalize. (Normalize divides by
+   sqrt(sum + eps) where TensorFlow takes max(sum, eps): the same unless the
+   sum of squares is about eps.)
+A sub-graph whose inner tensors are read by anything else stays as it is.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.front.tf.ops.activation import Activations
+from core.front.tf.ops.base import TFOp
+from core.ops.normalization import Normalize
+
+NON_NEGATIVE = {"Relu", "Relu6", "Sigmoid", "Softmax"}
+
+
+def _only_reader(data):
+    """The one op reading `data` (and nothing else uses it), else None."""
+    readers = data.consumers()
+    if len(readers) != 1 or data.soft_get("is_output"):
+        return None
+    return readers[0]
+
+
+def _producer(data, *ops):
+    node = data.producer()
+    if node is None or node.soft_get("tf_class") is None or (ops and node.tf_op not in ops):
+        return None
+    return node
+
+
+def _value(data):
+    value = data.soft_get("value")
+    return None if value is None else np.asarray(value)
+
+
+def _reconnect_input(graph, node, port, new_src):
+    for u, v, key, a in list(graph.in_edges(node.id, keys=True, data=True)):
+        if a.get("in") == port:
+            graph.remove_edge(u, v, key)
+    graph.add_edge(new_src.id, node.id, **{"in": port})
+
+
+def _remove_ops(graph, *ops):
+    """Removes ops and their output tensors (the caller has rewired every reader)."""
+    for op in ops:
+        if op.id in graph:
+            graph.remove_op_with_data(op)
+
+
+# --- 1. atrous convolution -------------------------------------------------------------
+def fold_atrous(graph):
+    for b2s in graph.op_nodes(tf_op="BatchToSpaceND"):
+        conv = _producer(b2s.in_node(0), "Conv2D", "DepthwiseConv2dNative")
+        if conv is None or _only_reader(conv.out_node(0)) is None:
+            continue
+        s2b = _producer(conv.in_node(0), "SpaceToBatchND")
+        if s2b is None or _only_reader(s2b.out_node(0)) is None:
+            continue
+        block, pads = _value(s2b.in_node(1)), _value(s2b.in_node(2))
+        block2, crops = _value(b2s.in_node(1)), _value(b2s.in_node(2))
+        if any(v is None for v in (block, pads, block2, crops)) or not np.array_equal(block, block2):
+            continue
+        if conv.tf["padding"] != "VALID" or np.any(conv.tf["dilation"] != 1) or np.any(conv.tf["strides"] != 1):
+            continue
+        begin, end = (pads[:, 0] - crops[:, 0]).astype(np.int64), (pads[:, 1] - crops[:, 1]).astype(np.int64)
+        if begin.min() < 0 or end.min() < 0:
+            continue
+        conv.tf.update({"dilation": block.astype(np.int64).ravel(), "pad_begin": begin, "pad_end": end,
+                        "padding": "EXPLICIT"})
+        _reconnect_input(graph, conv, 0, s2b.in_node(0))
+        graph.remove_node(conv.out_node(0).id)  # the space-to-batch tensor only fed BatchToSpaceND
+        out = b2s.out_node(0)
+        graph.remove_edge(b2s.id, out.id)
+        graph.connect(conv, out, out=0)
+        conv["name"] = b2s.name  # it computes BatchToSpaceND's tensor now
+        _remove_ops(graph, b2s, s2b)
+
+
+# --- 2. zero padding into the next convolution / pooling ---------------------------------
+def _zero_spatial_pads(pad_node):
+    if pad_node.tf_op not in ("Pad", "PadV2"):
+        return None
+    pads = _value(pad_node.in_node(1))
+    if pads is None or pads.shape != (4, 2) or np.any(pads[0]) or np.any(pads[3]):
+        return None
+    if pad_node.tf_op == "PadV2":
+        fill = _value(pad_node.in_node(2))
+        if fill is None or float(fill.ravel()[0]) != 0.0:
+            return None
+    return pads[1:3].astype(np.int64)
+
+
+def fold_padding(graph):
+    for pad in graph.op_nodes():
+        if pad.soft_get("tf_class") is None or pad.id not in graph:
+            continue
+        pads = _zero_spatial_pads(pad)
+        if pads is None or pad.out_node(0).soft_get("value") is not None:
+            continue
+        reader = _only_reader(pad.out_node(0))
+        if reader is None or reader.soft_get("tf_class") is None or reader.in_node(0).id != pad.out_node(0).id:
+            continue
+        op = reader.tf_op
+        if op in ("MaxPool", "AvgPool"):
+            kernel = np.asarray(reader.tf["kernel"])
+            if np.any(reader.tf["pad_begin"] + pads[:, 0] >= kernel) or \
+                    np.any(reader.tf["pad_end"] + pads[:, 1] >= kernel):
+                continue
+            source = _producer(pad.in_node(0))
+            if op == "MaxPool" and (source is None or source.tf_op not in NON_NEGATIVE):
+                continue
+            if op == "AvgPool":
+                if np.any(reader.tf["pad_begin"]) or np.any(reader.tf["pad_end"]):
+                    continue
+                reader.tf["padded_zeros"] = True
+        elif op not in ("Conv2D", "DepthwiseConv2dNative"):
+            continue
+        reader.tf["pad_begin"] = reader.tf["pad_begin"] + pads[:, 0]
+        reader.tf["pad_end"] = reader.tf["pad_end"] + pads[:, 1]
+        _reconnect_input(graph, reader, 0, pad.in_node(0))
+        _remove_ops(graph, pad)
+
+
+# --- 3. leaky ReLU ----------------------------------------------------------------------
+def fold_leaky_relu(graph):
+    for node in graph.op_nodes(tf_op="Maximum"):
+        if node.soft_get("tf_class") is None:
+            continue
+        a, b = node.data_inputs()
+        for x, scaled in ((a, b), (b, a)):
+            mul = _producer(scaled, "Mul")
+            if mul is None or _only_reader(scaled) is None:
+                continue
+            m0, m1 = mul.data_inputs()
+            alpha = _value(m1) if m0.id == x.id else _value(m0) if m1.id == x.id else None
+            if alpha is None or alpha.size != 1 or not 0.0 <= float(alpha.ravel()[0]) <= 1.0:
+                continue
+            node["tf_op"] = "LeakyRelu"
+            node["tf_class"] = Activations
+            node.tf["alpha"] = float(alpha.ravel()[0])
+            for u, v, key in list(graph.in_edges(node.id, keys=True)):
+                graph.remove_edge(u, v, key)
+            graph.connect(x, node, inp=0)
+            _remove_ops(graph, mul)
+            break
+
+
+# --- 4. l2 normalization -----------------------------------------------------------------
+class L2Normalize(TFOp):
+    """The matched tf.math.l2_normalize (no TF op of this name: only patterns make it)."""
+
+    @staticmethod
+    def lower(node, lw):
+        x = node.data_inputs()[0]
+        channels = int(lw.tf_shape(x)[-1])
+        lw.keep_inputs(node, x)
+        lw.retype(node, Normalize, {"across_spatial": node.tf["across_spatial"], "channel_shared": False,
+                                    "eps": node.tf["eps"]})
+        lw.add_blob(node, "weights", np.ones(channels, np.float32))
+
+
+def fold_l2_normalize(graph):
+    for node in graph.op_nodes(tf_op="Mul"):
+        if node.soft_get("tf_class") is None:
+            continue
+        a, b = node.data_inputs()
+        for x, inv in ((a, b), (b, a)):
+            chain = _l2_chain(x, inv)
+            if chain is None:
+                continue
+            rank, axes, eps, ops = chain
+            if axes == [rank - 1] and rank in (2, 4):
+                across = False
+            elif rank == 4 and axes == [1, 2, 3]:
+                across = True
+            else:
+                continue
+            node["tf_op"] = "L2Normalize"
+            node["tf_class"] = L2Normalize
+            node.tf.update({"across_spatial": across, "eps": eps})
+            for u, v, key in list(graph.in_edges(node.id, keys=True)):
+                graph.remove_edge(u, v, key)
+            graph.connect(x, node, inp=0)
+            _remove_ops(graph, *ops)
+            break
+
+
+def _l2_chain(x, inv):
+    rsqrt = _producer(inv, "Rsqrt")
+    if rsqrt is None or _only_reader(inv) is None:
+        return None
+    maximum = _producer(rsqrt.in_node(0), "Maximum")
+    if maximum is None or _only_reader(rsqrt.in_node(0)) is None:
+        return None
+    m0, m1 = maximum.data_inputs()
+    total, eps = (m0, _value(m1)) if _value(m0) is None else (m1, _value(m0))
+    if eps is None or eps.size != 1:
+        return None
+    reduce = _producer(total, "Sum")
+    if reduce is None or _only_reader(total) is None or not reduce.tf["keep_dims"]:
+        return None
+    square = _producer(reduce.in_node(0), "Square")
+    axes = _value(reduce.in_node(1))
+    if square is None or axes is None or _only_reader(reduce.in_node(0)) is None or square.in_node(0).id != x.id:
+        return None
+    rank = len(x.shape)
+    axes = sorted({int(a) % rank for a in axes.ravel()})
+    return rank, axes, float(eps.ravel()[0]), (rsqrt, maximum, reduce, square)
+
+
+def replace_patterns(graph):
+    fold_atrous(graph)
+    fold_padding(graph)
+    fold_leaky_relu(graph)
+    fold_l2_normalize(graph)

@@ -1,0 +1,42 @@
+"""ReduceMean, ReduceSum, ReduceMax, ReduceMin (own types, core/ops/reduce.py):
+`axes` reduced, `keep_dims` keeps them with size 1. Sums and means accumulate in
+float64 for float32 inputs of any length."""
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Kernel, register
+
+_FUNCS = {"ReduceMean": np.mean, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min}
+
+
+@register(*_FUNCS)
+class Reduce(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.axes, self.keep_dims = self.attrs["axes"], self.attrs["keep_dims"]
+        self.func = _FUNCS[layer.type]
+        if not self.axes:
+            raise self.error("has no axes to reduce")
+
+    def _axes(self, rank):
+        if any(not -rank <= a < rank for a in self.axes):
+            raise self.error(f"axes {self.axes} do not fit a {rank}-D input")
+        return tuple(sorted({a % rank for a in self.axes}))
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        shape = list(input_shapes[0])
+        axes = self._axes(len(shape))
+        if self.keep_dims:
+            return [tuple(1 if i in axes else d for i, d in enumerate(shape))]
+        return [tuple(d for i, d in enumerate(shape) if i not in axes)]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        axes = self._axes(x.ndim)
+        if self.func in (np.mean, np.sum):
+            out = self.func(x, axis=axes, keepdims=self.keep_dims, dtype=np.float64).astype(np.float32)
+        else:
+            out = self.func(x, axis=axes, keepdims=self.keep_dims)
+        return [np.ascontiguousarray(out, dtype=np.float32)]

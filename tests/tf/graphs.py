@@ -1,0 +1,358 @@
+"""Builder of the small TensorFlow test graphs: one per op / attribute case.
+
+Run as `python tests/tf/graphs.py OUT_DIR` (tests/tf/conftest.py does it once and
+caches the result keyed by this file's hash). Each case is a function of its
+inputs using seeded constant weights; tf_build freezes it and stores the .pb,
+the inputs and TensorFlow's outputs.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from tf_build import main, np, tf  # noqa: E402
+
+CASES = []
+
+
+def case(name, *shapes, **kw):
+    """Registers fn(rng, *inputs) as case `name` with inputs x (, y, ...) of the given shapes."""
+    def wrap(fn):
+        CASES.append((name, fn, shapes, kw))
+        return fn
+    return wrap
+
+
+def w(rng, *shape, scale=0.5):
+    return tf.constant((rng.standard_normal(shape) * scale).astype(np.float32))
+
+
+def positive(rng, *shape):
+    return tf.constant(rng.uniform(0.5, 1.5, shape).astype(np.float32))
+
+
+# --- convolutions ---------------------------------------------------------------------
+@case("conv_same_odd", (1, 9, 9, 3))
+def _(rng, x):
+    return tf.nn.conv2d(x, w(rng, 3, 3, 3, 4), strides=1, padding="SAME")
+
+
+@case("conv_same_even_stride2", (1, 8, 8, 3), batches=(1, 2))
+def _(rng, x):
+    return tf.nn.conv2d(x, w(rng, 3, 3, 3, 5), strides=2, padding="SAME")
+
+
+@case("conv_valid_stride2_rect", (1, 11, 9, 2))
+def _(rng, x):
+    return tf.nn.conv2d(x, w(rng, 3, 2, 2, 4), strides=[1, 2, 3, 1], padding="VALID")
+
+
+@case("conv_dilated", (1, 12, 12, 3))
+def _(rng, x):
+    return tf.nn.conv2d(x, w(rng, 3, 3, 3, 4), strides=1, padding="SAME", dilations=2)
+
+
+@case("conv_explicit_pads", (1, 7, 7, 2))
+def _(rng, x):
+    return tf.nn.conv2d(x, w(rng, 3, 3, 2, 3), strides=1, padding=[[0, 0], [2, 0], [1, 3], [0, 0]])
+
+
+@case("depthwise_multiplier2", (1, 8, 8, 3))
+def _(rng, x):
+    return tf.nn.depthwise_conv2d(x, w(rng, 3, 3, 3, 2), strides=[1, 2, 2, 1], padding="SAME")
+
+
+@case("atrous_space_to_batch", (1, 12, 12, 3))
+def _(rng, x):
+    # what tf.nn.atrous_conv2d wrote in TF1: SpaceToBatchND -> Conv2D (VALID) -> BatchToSpaceND
+    y = tf.space_to_batch_nd(x, [2, 2], [[2, 2], [2, 2]])
+    y = tf.nn.conv2d(y, w(rng, 3, 3, 3, 4), strides=1, padding="VALID")
+    return tf.batch_to_space(y, [2, 2], [[0, 0], [0, 0]])
+
+
+@case("conv_transpose_same_stride2", (1, 5, 5, 4))
+def _(rng, x):
+    return tf.nn.conv2d_transpose(x, w(rng, 3, 3, 2, 4), output_shape=[1, 10, 10, 2], strides=2, padding="SAME")
+
+
+@case("conv_transpose_valid", (1, 4, 4, 3))
+def _(rng, x):
+    return tf.nn.conv2d_transpose(x, w(rng, 3, 3, 2, 3), output_shape=[1, 9, 9, 2], strides=2, padding="VALID")
+
+
+@case("conv_bias_relu", (1, 8, 8, 3))
+def _(rng, x):
+    y = tf.nn.conv2d(x, w(rng, 3, 3, 3, 6), strides=1, padding="SAME")
+    return tf.nn.relu(tf.nn.bias_add(y, w(rng, 6)))
+
+
+@case("fused_batch_norm", (1, 6, 6, 4))
+def _(rng, x):
+    y = tf.nn.conv2d(x, w(rng, 1, 1, 4, 4), strides=1, padding="SAME")
+    return tf.compat.v1.nn.fused_batch_norm(y, positive(rng, 4), w(rng, 4), mean=w(rng, 4), variance=positive(rng, 4),
+                                            epsilon=1e-3, is_training=False)[0]
+
+
+# --- pooling ---------------------------------------------------------------------------
+@case("maxpool_same_even", (1, 8, 8, 3))
+def _(rng, x):
+    return tf.nn.max_pool2d(x, 3, 2, "SAME")
+
+
+@case("maxpool_valid", (1, 9, 9, 2))
+def _(rng, x):
+    return tf.nn.max_pool2d(x, 2, 2, "VALID")
+
+
+@case("avgpool_same_excludes_padding", (1, 7, 7, 3))
+def _(rng, x):
+    return tf.nn.avg_pool2d(x, 3, 2, "SAME")
+
+
+# --- dense ---------------------------------------------------------------------------
+@case("matmul_bias", (1, 12))
+def _(rng, x):
+    return tf.nn.bias_add(tf.matmul(x, w(rng, 12, 5)), w(rng, 5))
+
+
+@case("matmul_transpose_b", (2, 6), fixed=True)
+def _(rng, x):
+    return tf.matmul(x, w(rng, 4, 6), transpose_b=True)
+
+
+@case("matmul_transpose_a", (6, 3), fixed=True)
+def _(rng, x):
+    return tf.matmul(x, w(rng, 6, 4), transpose_a=True)
+
+
+@case("conv_flatten_dense_softmax", (1, 6, 6, 3), batches=(1, 2))
+def _(rng, x):
+    y = tf.nn.relu(tf.nn.conv2d(x, w(rng, 3, 3, 3, 4), strides=2, padding="SAME"))
+    y = tf.reshape(y, [-1, 3 * 3 * 4])
+    return tf.nn.softmax(tf.matmul(y, w(rng, 36, 7)))
+
+
+# --- activations -------------------------------------------------------------------------
+@case("activations", (1, 5, 5, 4))
+def _(rng, x):
+    return [tf.nn.relu6(x * 4.0), tf.nn.leaky_relu(x, 0.15), tf.nn.elu(x), tf.sigmoid(x), tf.tanh(x)]
+
+
+@case("maximum_as_leaky_relu", (1, 6, 6, 3))
+def _(rng, x):
+    return tf.maximum(x, 0.2 * x)
+
+
+@case("softmax_4d", (1, 3, 4, 6))
+def _(rng, x):
+    return tf.nn.softmax(x * 3.0)
+
+
+# --- element-wise -----------------------------------------------------------------------
+@case("eltwise_constants", (1, 4, 5, 3))
+def _(rng, x):
+    c = rng.standard_normal(3).astype(np.float32)
+    full = rng.standard_normal((4, 5, 1)).astype(np.float32)
+    return [x + 1.5, x - c, c - x, x * c, x / (np.abs(c) + 1), 2.0 / (x * x + 1), x * full, tf.maximum(x, -0.3),
+            tf.minimum(x, 0.4), tf.minimum(x, full), tf.square(x), tf.sqrt(tf.abs(x) + 1),
+            tf.math.rsqrt(tf.abs(x) + 1), -x, tf.math.squared_difference(x, c)]
+
+
+@case("eltwise_tensors", (1, 4, 4, 3), (1, 4, 4, 3))
+def _(rng, x, y):
+    return [x + y, x - y, x * y, x / (tf.abs(y) + 1), tf.maximum(x, y), tf.minimum(x, y),
+            tf.math.squared_difference(x, y)]
+
+
+@case("eltwise_broadcast_tensors", (1, 5, 6, 4))
+def _(rng, x):
+    se = tf.reduce_mean(x, axis=[1, 2], keepdims=True)   # (N, 1, 1, C): squeeze-excite style
+    row = tf.reduce_mean(x, axis=[2], keepdims=True)     # (N, H, 1, C)
+    return [x * tf.sigmoid(se), x + row, x - tf.reduce_mean(x, axis=3, keepdims=True)]
+
+
+@case("rank3_per_channel", (1, 6, 5))
+def _(rng, x):
+    return tf.nn.bias_add(x, w(rng, 5)) * w(rng, 5)
+
+
+# --- shapes, joins, slices ------------------------------------------------------------------
+@case("concat_axes", (1, 4, 4, 3), (1, 4, 4, 2))
+def _(rng, x, y):
+    return [tf.concat([x, y], axis=-1), tf.concat([x, x], axis=1), tf.concat([x, tf.zeros_like(x) + 2.0], axis=2)]
+
+
+@case("reduce_mean_sum", (1, 5, 6, 4))
+def _(rng, x):
+    return [tf.reduce_mean(x, axis=[1, 2]), tf.reduce_mean(x, axis=[1, 2], keepdims=True),
+            tf.reduce_sum(x, axis=[1, 2]), tf.reduce_sum(x, axis=3), tf.reduce_mean(x, axis=1),
+            tf.reduce_max(x, axis=[1, 2]), tf.reduce_mean(x, axis=[1, 3], keepdims=True)]
+
+
+@case("pad_into_conv", (1, 7, 7, 3))
+def _(rng, x):
+    y = tf.pad(x, [[0, 0], [1, 2], [2, 1], [0, 0]])
+    return tf.nn.conv2d(y, w(rng, 3, 3, 3, 4), strides=2, padding="VALID")
+
+
+@case("pad_into_maxpool_after_relu", (1, 8, 8, 3))
+def _(rng, x):
+    y = tf.pad(tf.nn.relu(x), [[0, 0], [1, 1], [1, 1], [0, 0]])
+    return tf.nn.max_pool2d(y, 3, 2, "VALID")
+
+
+@case("pad_layers", (1, 5, 6, 3))
+def _(rng, x):
+    return [tf.pad(x, [[0, 0], [2, 1], [1, 2], [0, 0]], mode="REFLECT"),
+            tf.pad(x, [[0, 0], [1, 2], [2, 0], [0, 0]], mode="SYMMETRIC"),
+            tf.pad(x, [[0, 0], [1, 0], [0, 1], [1, 1]], constant_values=1.5),
+            tf.nn.max_pool2d(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]), 3, 2, "VALID")]
+
+
+@case("resize_bilinear", (1, 5, 7, 3))
+def _(rng, x):
+    return [tf.compat.v1.image.resize_bilinear(x, [10, 9], half_pixel_centers=True),
+            tf.compat.v1.image.resize_bilinear(x, [9, 13], align_corners=True),
+            tf.compat.v1.image.resize_bilinear(x, [8, 11])]
+
+
+@case("resize_nearest", (1, 18, 7, 2))
+def _(rng, x):
+    return [tf.compat.v1.image.resize_nearest_neighbor(x, [20, 14]),
+            tf.compat.v1.image.resize_nearest_neighbor(x, [20, 9], align_corners=True),
+            tf.compat.v1.image.resize_nearest_neighbor(x, [13, 16], half_pixel_centers=True)]
+
+
+@case("reshape_squeeze_expand", (1, 4, 6, 2))
+def _(rng, x):
+    return [tf.reshape(x, [1, 8, 3, 2]), tf.reshape(x, [1, 48]), tf.expand_dims(tf.reduce_mean(x, axis=[1, 2]), 1),
+            tf.squeeze(tf.reduce_mean(x, axis=[1, 2], keepdims=True), axis=[1, 2]),
+            tf.reshape(tf.reshape(x, [1, 24, 2]), [1, 2, 12, 2])]
+
+
+@case("split_and_splitv", (1, 4, 6, 6))
+def _(rng, x):
+    a, b, c = tf.split(x, 3, axis=3)
+    d, e, _ = tf.split(x, [1, 3, 2], axis=2)
+    f, _ = tf.split(x, [3, -1], axis=1)
+    return [a * 2.0 + c, b, d, e * 3.0, f]
+
+
+@case("strided_slices", (1, 6, 8, 4))
+def _(rng, x):
+    return [x[:, 1:5, ::2, :3], x[:, -3:, 2, 1:], x[..., 1], x[:, tf.newaxis, 2:4, 3:7, 0:2], x[:, ::-1, 1:7:3, :]]
+
+
+@case("transpose", (1, 3, 4, 5))
+def _(rng, x):
+    return [tf.transpose(x, [0, 3, 1, 2]), tf.transpose(x, [0, 2, 1, 3])]
+
+
+@case("shape_arithmetic", (1, 4, 4, 3), batches=(1, 2))
+def _(rng, x):
+    n = tf.shape(x)[0]
+    flat = tf.reshape(x, tf.stack([n, -1]))
+    bias = tf.fill([tf.shape(x)[3]], 0.5) + tf.cast(tf.range(3), tf.float32)
+    return [flat, x + bias]
+
+
+@case("pack_unpack", (1, 3, 4, 2))
+def _(rng, x):
+    rows = tf.unstack(x, axis=1)
+    return [tf.stack([rows[0], rows[2]], axis=1), rows[1] * 2.0, tf.stack([x[..., 0], x[..., 1]], axis=-1)]
+
+
+@case("l2_normalize", (1, 4, 5, 6))
+def _(rng, x):
+    return [tf.math.l2_normalize(x, axis=-1), tf.math.l2_normalize(x, axis=[1, 2, 3]),
+            tf.math.l2_normalize(x, axis=1)]
+
+
+@case("tile", (1, 2, 3, 2))
+def _(rng, x):
+    return tf.tile(x, [1, 2, 1, 3])
+
+
+@case("cast_identity_chain", (1, 4, 4, 2))
+def _(rng, x):
+    y = tf.identity(tf.identity(tf.cast(x, tf.float32)))
+    return tf.stop_gradient(y) * 2.0
+
+
+@case("two_inputs_two_outputs", (1, 6, 6, 3), (1, 6), names=["image", "v"])
+def _(rng, x, v):
+    y = tf.nn.relu(tf.nn.conv2d(x, w(rng, 3, 3, 3, 6), strides=1, padding="SAME"))
+    pooled = tf.reduce_mean(y, axis=[1, 2])
+    return [pooled + v, tf.nn.max_pool2d(y, 2, 2, "VALID")]
+
+
+# --- options: cutting and preprocessing ------------------------------------------------
+def cutting_net(rng, x):
+    relu1 = tf.nn.relu(tf.nn.conv2d(x, w(rng, 3, 3, 3, 4), strides=1, padding="SAME", name="conv1"), name="relu1")
+    conv2 = tf.nn.conv2d(relu1, w(rng, 3, 3, 4, 5), strides=1, padding="SAME", name="conv2")
+    pool = tf.nn.max_pool2d(tf.nn.relu(conv2, name="relu2"), 2, 2, "VALID", name="pool")
+    return relu1, conv2, pool
+
+
+def cutting_intermediates(seed, inputs):
+    """TensorFlow's relu1 and conv2 of the cutting case (run eagerly with the same weights)."""
+    relu1, conv2, _ = cutting_net(np.random.default_rng(seed), tf.constant(inputs["x"]))
+    return {"intermediate": lambda: [relu1.numpy(), conv2.numpy()]}
+
+
+@case("cutting", (1, 8, 8, 3), runs=cutting_intermediates)
+def _(rng, x):
+    return cutting_net(rng, x)[2]
+
+
+MEAN, SCALE = np.array([120.0, 110.0, 100.0], np.float32), np.array([60.0, 50.0, 40.0], np.float32)
+
+
+def preprocessed(rng, inputs):
+    """Model inputs for raw images r: (r - mean) / scale, the same with r's channels reversed, r / 255."""
+    raw = rng.uniform(0, 255, inputs["x"].shape).astype(np.float32)
+    return {"raw": {"x": raw}, "mean_scale": {"x": (raw - MEAN) / SCALE},
+            "mean_scale_reversed": {"x": (raw[..., ::-1] - MEAN) / SCALE}, "scale255": {"x": raw / 255.0}}
+
+
+@case("preprocess_into_conv", (1, 8, 8, 3), feeds=preprocessed)
+def _(rng, x):
+    return tf.nn.bias_add(tf.nn.conv2d(x, w(rng, 3, 3, 3, 4), strides=2, padding="VALID"), w(rng, 4))
+
+
+@case("preprocess_padded_conv", (1, 8, 8, 3), feeds=preprocessed)
+def _(rng, x):
+    # the mean cannot go into a padded convolution: the border would see it where the padding is zero
+    return tf.nn.bias_add(tf.nn.conv2d(x, w(rng, 3, 3, 3, 4), strides=2, padding="SAME"), w(rng, 4))
+
+
+@case("preprocess_no_conv", (1, 4, 4, 3), feeds=preprocessed)
+def _(rng, x):
+    return tf.nn.max_pool2d(x, 2, 2, "VALID") * w(rng, 3)
+
+
+@case("erf_extension", (1, 4, 5, 3))
+def _(rng, x):
+    return tf.nn.relu(tf.math.erf(x) + 0.25)
+
+
+def build(writer):
+    for name, fn, shapes, kw in CASES:
+        seed = zlib.crc32(name.encode())
+        rng = np.random.default_rng(seed)
+        names = kw.get("names") or (["x", "y"][:len(shapes)])
+        inputs = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
+
+        def model(*args, _fn=fn, _seed=seed + 1):
+            return _fn(np.random.default_rng(_seed), *args)  # the same weights at every trace
+        feeds = kw["feeds"](rng, inputs) if "feeds" in kw else None
+        runs = kw["runs"](seed + 1, inputs) if "runs" in kw else None
+        writer.add(name, model, inputs, batches=kw.get("batches", (1,)), fixed=kw.get("fixed", False), feeds=feeds,
+                   runs=runs)
+
+
+if __name__ == "__main__":
+    main(build)

@@ -1,0 +1,125 @@
+"""The converter's options with their TensorFlow meaning, checked numerically against
+TensorFlow on the CPU daemon: cutting by TF node names (NODE, NODE:PORT, PORT:NODE,
+--output), -b 2, --input_shape in NHWC, --mean_values / --scale_values / --scale /
+--reverse_input_channels on the same preprocessing done before TensorFlow,
+--disable_nhwc_to_nchw, --extensions with a front/tf extractor, --model_name."""
+import os
+
+import numpy as np
+import pytest
+
+from ir import read_ir
+from tests.support import REPO, run_cli
+from tests.tf.tf_helpers import compare_with_tf, convert_model, rel_err, run_on_daemon
+
+EXT = os.path.join(REPO, "tests", "tf", "erf_ext")
+
+
+def run(ie, xml, feeds, nhwc_io=False):
+    return run_on_daemon(ie, xml, feeds, nhwc_io)[1]
+
+
+# --- cutting ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cutting(tf_graphs):
+    arrays = tf_graphs.arrays("cutting")
+    return tf_graphs.path("cutting"), {"x": arrays["in1/x"], "relu1": arrays["intermediate/0"],
+                                       "conv2": arrays["intermediate/1"], "pool": arrays["out1/0"]}
+
+
+def test_output_by_node_name(ie, cutting, tmp_path):
+    pb, t = cutting
+    xml = convert_model(pb, tmp_path, "m", batch=1, output="conv2")
+    assert [l.type for l in read_ir(xml).layers] == ["Input", "Convolution", "ReLU", "Convolution"]
+    assert rel_err(run(ie, xml, {"x": t["x"]})["conv2"], t["conv2"]) < 1e-5
+
+
+def test_input_node_feeds_its_data_port_not_its_weights(ie, cutting, tmp_path):
+    pb, t = cutting
+    xml = convert_model(pb, tmp_path, "m", batch=1, input="conv2")  # shape inferred from the model before the cut
+    net = read_ir(xml)
+    assert [l.name for l in net.inputs()] == ["conv2/placeholder_port_0"]
+    assert net.inputs()[0].outputs[0].dims == (1, 4, 8, 8)
+    out = run(ie, xml, {"conv2/placeholder_port_0": t["relu1"]})
+    assert rel_err(out["pool"], t["pool"]) < 1e-5
+
+
+def test_input_output_port_of_a_node(ie, cutting, tmp_path):
+    pb, t = cutting
+    xml = convert_model(pb, tmp_path, "m", batch=1, input="relu1:0")
+    out = run(ie, xml, {"relu1/output_port_0": t["relu1"]})
+    assert rel_err(out["pool"], t["pool"]) < 1e-5
+
+
+def test_input_port_of_a_node_with_nhwc_shape(ie, cutting, tmp_path):
+    pb, t = cutting
+    xml = convert_model(pb, tmp_path, "m", input="0:conv2", input_shape="[1,8,8,4]", output="conv2")
+    net = read_ir(xml)
+    assert net.inputs()[0].outputs[0].dims == (1, 4, 8, 8)  # given NHWC, the IR is NCHW
+    out = run(ie, xml, {"conv2/placeholder_port_0": t["relu1"]})
+    assert [l.type for l in net.layers] == ["Input", "Convolution"]
+    assert rel_err(out["conv2"], t["conv2"]) < 1e-5
+
+
+# --- batch and shapes -------------------------------------------------------------------------
+@pytest.mark.parametrize("case", ["conv_same_even_stride2", "conv_flatten_dense_softmax", "shape_arithmetic"])
+def test_batch_2(ie, tf_graphs, tmp_path, case):
+    compare_with_tf(ie, tf_graphs, case, tmp_path, batch=2)
+
+
+def test_input_shape_is_nhwc(ie, tf_graphs, tmp_path):
+    xml = convert_model(tf_graphs.path("conv_same_odd"), tmp_path, "m", input_shape="[1,9,9,3]")
+    assert read_ir(xml).inputs()[0].outputs[0].dims == (1, 3, 9, 9)
+
+
+# --- preprocessing ------------------------------------------------------------------------
+MEAN, SCALE = "[120,110,100]", "[60,50,40]"
+
+
+@pytest.mark.parametrize("case", ["preprocess_into_conv", "preprocess_padded_conv", "preprocess_no_conv"])
+@pytest.mark.parametrize("variant", ["mean_scale", "mean_scale_reversed", "scale255"])
+def test_preprocessing_equals_tensorflow_on_preprocessed_input(ie, tf_graphs, tmp_path, case, variant):
+    arrays = tf_graphs.arrays(case)
+    options = {"mean_scale": {"mean_values": MEAN, "scale_values": SCALE},
+               "mean_scale_reversed": {"mean_values": MEAN, "scale_values": SCALE, "reverse_input_channels": True},
+               "scale255": {"scale": 255.0}}[variant]
+    xml = convert_model(tf_graphs.path(case), tmp_path, "m", batch=1, **options)
+    types = [l.type for l in read_ir(xml).layers]
+    if case == "preprocess_into_conv":  # folded into the first convolution
+        assert types == ["Input", "Convolution"], types
+    out = run(ie, xml, {"x": arrays["raw/in/x"]})  # the IR takes the raw image
+    name = tf_graphs.meta(case)["outputs"][0]
+    assert rel_err(out[name], arrays[variant + "/0"]) < 1e-5
+
+
+# --- layout at the boundary ------------------------------------------------------------------
+@pytest.mark.parametrize("case", ["conv_flatten_dense_softmax", "two_inputs_two_outputs", "resize_nearest"])
+def test_disable_nhwc_to_nchw_keeps_nhwc_inputs_and_outputs(ie, tf_graphs, tmp_path, case):
+    compare_with_tf(ie, tf_graphs, case, tmp_path, nhwc_io=True)
+    net = read_ir(os.path.join(tmp_path, case + ".xml"))
+    for layer in net.inputs():
+        assert list(layer.outputs[0].dims) == tf_graphs.meta(case)["inputs"][layer.name]
+
+
+# --- extensions, names -------------------------------------------------------------------------
+def test_extension_for_a_tf_op(ie, tf_graphs, tmp_path):
+    ie.add_extension(os.path.join(EXT, "erf_kernel.py"), "CPU")
+    compare_with_tf(ie, tf_graphs, "erf_extension", tmp_path, extensions=EXT)
+    assert "Erf" in [l.type for l in read_ir(os.path.join(tmp_path, "erf_extension.xml")).layers]
+
+
+def test_without_the_extension_erf_is_reported(tf_graphs, tmp_path):
+    code, _, err = run_cli("convert", "--input_model", tf_graphs.path("erf_extension"), "-b", "1", "--output_dir",
+                           str(tmp_path))
+    assert code == 1 and "Erf (1 node)" in err and "#23" in err
+
+
+def test_model_name_and_cli(tf_graphs, tmp_path):
+    code, out, err = run_cli("convert", "--input_model", tf_graphs.path("conv_bias_relu"), "-b", "1",
+                             "--model_name", "named", "--output_dir", str(tmp_path))
+    assert code == 0, err
+    assert os.path.isfile(tmp_path / "named.xml") and os.path.isfile(tmp_path / "named.bin")
+    net = read_ir(str(tmp_path / "named.xml"))
+    assert net.name == "named" and net.meta["framework"] == "tf"
+    assert [l.type for l in net.layers] == ["Input", "Convolution", "ReLU"]
+    assert np.array_equal(net.inputs()[0].outputs[0].dims, (1, 3, 8, 8))
