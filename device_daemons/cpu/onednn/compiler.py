@@ -24,7 +24,7 @@ import numpy as np
 
 from ..kernels import KERNELS
 from ..program import NumpyStep, Program
-from . import concat, convolution, eltwise, fully_connected, normalization, pooling  # noqa: F401 (fill OPS)
+from . import concat, convolution, eltwise, fully_connected, normalization, pooling  # noqa: F401  (they fill OPS)
 from .arena import place
 from .eltwise import activation_post_op
 from .library import DnnlError, load

@@ -14,7 +14,7 @@ class ConvolutionOp(NativeOp):
 
     def create(self, in_descs, in_shapes, out_shapes):
         k, d = self.kernel, self.d
-        (n, c, h, w), out = in_shapes[0], out_shapes[0]
+        c, out = in_shapes[0][1], out_shapes[0]
         g = k.group
         kh, kw = k.kernel
         if g == 1:

@@ -19,7 +19,7 @@ def end_padding(size, out, kernel, stride, pad):
 class PoolingOp(NativeOp):
     def create(self, in_descs, in_shapes, out_shapes):
         k, d = self.kernel, self.d
-        (n, c, h, w), (_, _, oh, ow) = in_shapes[0], out_shapes[0]
+        (_, _, h, w), (_, _, oh, ow) = in_shapes[0], out_shapes[0]
         pad_r = [end_padding(h, oh, k.kernel[0], k.stride[0], k.pad[0]),
                  end_padding(w, ow, k.kernel[1], k.stride[1], k.pad[1])]
         if k.method == "max":
