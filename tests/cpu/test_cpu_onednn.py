@@ -174,7 +174,9 @@ def test_plans_of_one_network_share_weights_and_run_in_parallel(tmp_path):
 
 
 def _run_python(code, **env):
+    """`code` in a fresh interpreter; env values of None remove that variable."""
     full = dict(os.environ, PYTHONPATH=REPO, **env)
+    full = {k: v for k, v in full.items() if v is not None}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full,
                           cwd=REPO, timeout=120)
 
@@ -207,6 +209,14 @@ def test_backend_choice_and_a_missing_library():
     proc = _run_python(PLAN_OF_TINY_IR, MO_CORE_CPU_BACKEND="auto", **missing)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("numpy ['oneDNN is not available (MO_CORE_DNNL_LIB="), proc.stdout
+
+
+def test_openmp_threads_sleep_at_barriers_unless_told_otherwise():
+    env = {"MO_CORE_CPU_BACKEND": "onednn", "OMP_DISPLAY_ENV": "TRUE"}
+    proc = _run_python(PLAN_OF_TINY_IR, OMP_WAIT_POLICY=None, **env)
+    assert proc.returncode == 0 and "OMP_WAIT_POLICY = 'PASSIVE'" in proc.stderr, proc.stderr
+    proc = _run_python(PLAN_OF_TINY_IR, OMP_WAIT_POLICY="active", **env)
+    assert proc.returncode == 0 and "OMP_WAIT_POLICY = 'ACTIVE'" in proc.stderr, proc.stderr
 
 
 def test_declarations_are_generated_once_then_read_from_the_cache(tmp_path):

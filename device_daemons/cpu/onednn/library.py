@@ -194,6 +194,12 @@ class Dnnl:
             raise NativeUnavailable("the cffi package is not installed: pip install cffi (requirements.txt)") from None
         path = _find_library()
         decls, args = _cdef_files()
+        # OpenMP threads that wait at a barrier sleep instead of spinning: with other busy
+        # processes on the cores (the daemon's clients, other work) spinning threads keep
+        # the one they wait for off its core, which made GoogLeNet 5-7x slower on a loaded
+        # 2-core machine (benchmarks in the README); read by libgomp when libdnnl loads it.
+        # OMP_WAIT_POLICY=active in the environment keeps spinning.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.ffi = cffi.FFI()
         self.ffi.cdef(decls)
         try:
