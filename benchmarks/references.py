@@ -1,6 +1,9 @@
 """What the benchmarks compare against, set up on demand and cached under
 MO_CORE_HOME: the OpenVINO 2024.6 tools in a venv of their own (its `mo` still
-converts Caffe), and caffemodels of the Caffe sdist's deploy nets made by pycaffe."""
+converts Caffe; with TensorFlow 2.17 there, the newest it accepts, it converts
+TensorFlow graphs), `ovc` of the OpenVINO runtime in this venv, caffemodels of
+the Caffe sdist's deploy nets made by pycaffe, and the Keras application graphs
+of tests/tf/keras_apps.py made by TensorFlow (in a subprocess)."""
 import os
 import subprocess
 import sys
@@ -10,18 +13,37 @@ OPENVINO_VENV = os.path.join(HOME, "openvino-venv")
 SDIST_MODELS = os.path.join(HOME, "caffe-src", "brocolli-caffe-9.0.2", "models")
 
 
-def openvino_python() -> str:
+def openvino_python(tensorflow: bool = False) -> str:
     py = os.path.join(OPENVINO_VENV, "bin", "python")
-    if not os.path.exists(os.path.join(OPENVINO_VENV, "bin", "mo")):
-        print("[ setup ] creating {} with openvino-dev[caffe]==2024.6.0".format(OPENVINO_VENV), file=sys.stderr)
+    extras = "caffe,tensorflow2" if tensorflow else "caffe"
+    if not os.path.exists(py):
         subprocess.run([sys.executable, "-m", "venv", OPENVINO_VENV], check=True)
-        subprocess.run([py, "-m", "pip", "install", "-q", "openvino-dev[caffe]==2024.6.0"], check=True)
+    has_tf = subprocess.run([py, "-c", "import importlib.util as u; raise SystemExit(u.find_spec('tensorflow') is "
+                             "None)"]).returncode == 0
+    if not os.path.exists(os.path.join(OPENVINO_VENV, "bin", "mo")) or (tensorflow and not has_tf):
+        print("[ setup ] installing openvino-dev[{}]==2024.6.0 into {}".format(extras, OPENVINO_VENV), file=sys.stderr)
+        subprocess.run([py, "-m", "pip", "install", "-q", "openvino-dev[{}]==2024.6.0".format(extras)], check=True)
     return py
 
 
-def openvino_mo() -> str:
-    openvino_python()
+def openvino_mo(tensorflow: bool = False) -> str:
+    openvino_python(tensorflow)
     return os.path.join(OPENVINO_VENV, "bin", "mo")
+
+
+def openvino_ovc() -> str:
+    """`ovc` of the OpenVINO runtime installed next to this interpreter (requirements.txt)."""
+    ovc = os.path.join(os.path.dirname(sys.executable), "ovc")
+    if not os.path.exists(ovc):
+        raise SystemExit("ovc is missing next to {}: run ./run test (or scripts/bootstrap.sh) first".format(
+            sys.executable))
+    return ovc
+
+
+def keras_model(name: str) -> str:
+    """The frozen .pb of a Keras application of tests/tf/keras_apps.py (built once, cached)."""
+    from tests.tf.built_models import Models, built
+    return Models(built("keras_apps")).path(name)
 
 
 GENERATED = ("ssd_style",)  # nets written by benchmarks/<name>.py

@@ -1,6 +1,7 @@
 """`mo-core benchmark`: latency and throughput of an IR on a device daemon.
 
-    mo-core benchmark -m model.xml [-d CPU] [-niter 200] [-nireq 4] [-b N] [-l FILE] [-pc]
+    mo-core benchmark -m model.xml [-d CPU|GPU|HETERO:GPU,CPU] [-niter 200] [-nireq 4] [-b N]
+                      [-l FILE] [-c FILE] [--affinity LAYER=DEVICE] [-pc]
 
 `-nireq` requests are kept in flight (one client thread each, sharing one loaded
 network); each request's latency is the time from sending it to having its outputs.
@@ -10,7 +11,7 @@ import sys
 import threading
 import time
 
-from cli.infer import add_model_args, add_perf_count_arg, guard, random_inputs
+from cli.infer import add_model_args, add_perf_count_arg, device_list, guard, load_on_device, random_inputs
 from core.errors import Error
 
 
@@ -22,8 +23,6 @@ def add_parser(sub):
     p.add_argument("-niter", "--niter", type=int, default=200, help="number of requests (default 200)")
     p.add_argument("-nireq", "--nireq", type=int, default=4, help="requests in flight (default 4)")
     p.add_argument("-b", "--batch", type=int, help="batch size (default: the IR's)")
-    p.add_argument("-l", "--extension", action="append", default=[],
-                   help="Python file with custom CPU kernels (may be repeated)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per daemon request (default 120)")
     p.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a tty")
@@ -67,7 +66,6 @@ class _Progress:
 @guard
 def run(args) -> int:
     from device_daemons.client import IECore
-    from device_daemons.daemon import normalize_device
 
     if args.niter < 1:
         raise Error("-niter must be at least 1, got {}", args.niter)
@@ -77,7 +75,7 @@ def run(args) -> int:
         raise Error("-b must be at least 1, got {}", args.batch)
     if args.timeout <= 0:
         raise Error("--timeout must be > 0 s")
-    device = normalize_device(args.device)
+    device_list(args.device)  # an unknown device fails before anything is read
     ie = IECore(policy="existing" if args.no_auto_start else "auto", timeout=args.timeout)
     try:
         print("[ INFO ] Loading network files: {}, {}".format(
@@ -85,13 +83,9 @@ def run(args) -> int:
         net = ie.read_network(args.model, args.weights)
         if args.batch is not None:
             net.batch_size = args.batch
-        for ext in args.extension:
-            ie.add_extension(ext, device)
         t0 = time.perf_counter()
-        exec_net = ie.load_network(net, device, num_requests=args.nireq,
-                                   config={"PERF_COUNT": "YES"} if args.perf_counts else None)
-        print("[ INFO ] Network '{}' loaded on {} in {:.2f} ms (daemon pid {})".format(
-            net.name, device, (time.perf_counter() - t0) * 1e3, ie.daemon_pid(device)))
+        exec_net = load_on_device(ie, net, args, num_requests=args.nireq, perf_counts=args.perf_counts)
+        print("[ INFO ] Loading took {:.2f} ms".format((time.perf_counter() - t0) * 1e3))
         inputs = random_inputs(net, args.seed)
         batch = next(iter(net.inputs.values()))[0] if net.inputs else 1
         print("[ INFO ] Random input (seed {}), batch {}: {}".format(

@@ -35,10 +35,17 @@ def add_parser(sub):
     g.add_argument("--ov_extension_ops", metavar="TYPE[=OP_TYPE][@VERSION],...",
                    help="IR 11: write layers of these types (no opset equivalent) as the named operations of an "
                         "OpenVINO extension you load at run time (VERSION default: extension)")
-    g.add_argument("--extensions", help="comma-separated directories with ops/, front/caffe/ and front/tf/ "
-                   "extension modules")
+    g.add_argument("--extensions", help="comma-separated directories with ops/, front/caffe/, front/tf/ and front/ "
+                   "extension modules (ops, extractors, replacers), or Python files")
     g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
     g.add_argument("--silent", action="store_true", help="print only errors")
+    r = p.add_argument_group("sub-graph replacement (named as in the reference; any framework in mo-core)")
+    r.add_argument("--tensorflow_use_custom_operations_config", "--transformations_config", metavar="FILE[,FILE]",
+                   dest="tensorflow_use_custom_operations_config",
+                   help="JSON file(s) describing sub-graphs to replace (match_kind scope, points or general)")
+    r.add_argument("--tensorflow_custom_operations_config_update", metavar="FILE",
+                   help="fill in the inputs and outputs of FILE's scope replacements for this model, then stop "
+                        "(no IR is written)")
     c = p.add_argument_group("Caffe-specific parameters")
     c.add_argument("--input_proto", "-d", help="the deploy .prototxt (default: the model name with .prototxt)")
     c.add_argument("-k", dest="custom_layers_mapping", metavar="CustomLayersMapping.xml",
@@ -61,6 +68,12 @@ def add_parser(sub):
                    help="the --input_model graph is in the protobuf text format (.pbtxt)")
     t.add_argument("--disable_nhwc_to_nchw", action="store_true",
                    help="keep the model's 4-D inputs and outputs NHWC (the IR converts inside)")
+    t.add_argument("--saved_model_dir", help="a SavedModel directory (frozen by the TensorFlow worker: needs "
+                   "TensorFlow there, MO_CORE_TF_PYTHON chooses its python)")
+    t.add_argument("--saved_model_tags", help="comma-separated tags of the SavedModel's meta graph (default: serve)")
+    t.add_argument("--input_meta_graph", help="a TF1 .meta graph, frozen with its checkpoint by the TensorFlow worker")
+    t.add_argument("--input_checkpoint", help="the checkpoint of --input_meta_graph (default: its path without "
+                   ".meta) or of a non-frozen --input_model")
     p.set_defaults(func=run)
 
 
@@ -86,17 +99,26 @@ def run(args) -> int:
         enable_flattening_nested_params=args.enable_flattening_nested_params,
         interp_zoom_rule=args.interp_zoom_rule, caffe_proto=args.caffe_proto, ir_version=args.ir_version,
         ov_extension_ops=args.ov_extension_ops,
-        input_model_is_text=args.input_model_is_text, disable_nhwc_to_nchw=args.disable_nhwc_to_nchw)
+        input_model_is_text=args.input_model_is_text, disable_nhwc_to_nchw=args.disable_nhwc_to_nchw,
+        saved_model_dir=args.saved_model_dir, saved_model_tags=args.saved_model_tags,
+        input_meta_graph=args.input_meta_graph, input_checkpoint=args.input_checkpoint,
+        tensorflow_use_custom_operations_config=args.tensorflow_use_custom_operations_config,
+        tensorflow_custom_operations_config_update=args.tensorflow_custom_operations_config_update)
     if not args.silent:
         print("Model Optimizer arguments:")
         for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",
                     "batch", "mean_values", "scale_values", "scale", "reverse_input_channels", "data_type",
                     "disable_fusing", "extensions", "custom_layers_mapping", "use_caffe_fallback", "caffe_proto",
-                    "ir_version", "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw"):
+                    "ir_version", "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw",
+                    "saved_model_dir", "saved_model_tags", "input_meta_graph", "input_checkpoint",
+                    "tensorflow_use_custom_operations_config", "tensorflow_custom_operations_config_update"):
             value = getattr(args, key)
             if value not in (None, False):
                 print("\t- {:<26}{}".format(key + ":", value))
     ctx = convert(options)
+    if ctx.stop_message:  # e.g. --tensorflow_custom_operations_config_update: done, no IR
+        print("[ SUCCESS ] " + ctx.stop_message)
+        return 0
     name = ctx.network.name
     xml_path = os.path.join(args.output_dir, name + ".xml")
     bin_path = os.path.join(args.output_dir, name + ".bin")

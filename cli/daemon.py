@@ -1,9 +1,11 @@
 """`mo-core daemon start|stop|status`: the long-lived device daemons.
 
     mo-core daemon start [--device CPU] [--endpoint tcp://127.0.0.1:5555] [--key-file F]
+                         [--caffe-fallback [--python-path DIR ...]]
     mo-core daemon stop [--device CPU | --all]
     mo-core daemon status
 """
+import os
 import time
 
 from core.errors import Error
@@ -32,6 +34,10 @@ def add_parser(sub):
     s.add_argument("--caffe-fallback", action="store_true",
                    help="run layers that have no kernel but that Caffe knows (IR converted with "
                         "CustomLayersMapping.xml) through a Caffe worker process")
+    s.add_argument("--python-path", action="append", default=[], metavar="DIR",
+                   help="with --caffe-fallback: a directory that Caffe Python layers may be imported from "
+                        "(may be repeated). Python layers run only from these directories: an IR never "
+                        "chooses code to import")
     s.set_defaults(func=run_start)
 
     t = actions.add_parser("stop", help="stop a daemon: shutdown request, then SIGTERM, then SIGKILL")
@@ -65,8 +71,13 @@ def run_start(args) -> int:
     from device_daemons import daemon
     if args.threads is not None and args.threads < 1:
         raise Error("--threads must be at least 1, got {}", args.threads)
+    if args.python_path and not args.caffe_fallback:
+        raise Error("--python-path is for Caffe Python layers: it needs --caffe-fallback")
+    for directory in args.python_path:
+        if not os.path.isdir(directory):
+            raise Error("--python-path {} is not a directory", directory)
     launch = daemon.launch(args.device, endpoint=args.endpoint, key_file=args.key_file,
-                           caffe_fallback=args.caffe_fallback,
+                           caffe_fallback=args.caffe_fallback, python_path=args.python_path,
                            threads=args.threads, startup_timeout=args.timeout)
     rec = launch.record
     if launch.started:

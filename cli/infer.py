@@ -1,7 +1,11 @@
 """`mo-core infer`: run an IR once on a device daemon and show (or save) its outputs.
 
-    mo-core infer -m model.xml [-i input.npy|input.npz] [-d CPU] [--top_k N]
-                  [-o outputs.npz] [-l custom_kernels.py] [--no-auto-start] [-pc]
+    mo-core infer -m model.xml [-i input.npy|input.npz] [-d CPU|GPU|GPU.N|HETERO:GPU,CPU]
+                  [--top_k N] [-o outputs.npz] [-l custom_kernels.py] [-c gpu_layers.xml]
+                  [--affinity LAYER=DEVICE] [--no-auto-start] [-pc]
+
+With HETERO, each layer runs on the first device of the list that supports it
+(--affinity overrides per layer) and the split is printed.
 """
 import os
 import tempfile
@@ -13,10 +17,67 @@ RANDOM_SEED = 0
 
 
 def add_model_args(p):
-    """-m/-w/-d, shared by the commands that run an IR on a daemon."""
+    """-m/-w/-d and the extensions (-l, -c, --affinity), shared by the commands
+    that run an IR on a daemon."""
     p.add_argument("-m", "--model", required=True, help="the IR .xml (the .bin next to it, or --weights)")
     p.add_argument("-w", "--weights", help="the IR .bin (default: the .xml name with .bin)")
-    p.add_argument("-d", "--device", default="CPU", help="device (default: CPU)")
+    p.add_argument("-d", "--device", default="CPU",
+                   help="CPU, GPU (OpenCL), GPU.N, or HETERO:DEV1,DEV2 (each layer on the first device that "
+                        "supports it); default: CPU")
+    p.add_argument("-l", "--extension", action="append", default=[],
+                   help="Python file with custom CPU kernels (may be repeated)")
+    p.add_argument("-c", "--config", action="append", default=[],
+                   help="GPU custom layers: an .xml (+ its .cl sources) in the Inference Engine GPU format "
+                        "(may be repeated)")
+    p.add_argument("--affinity", action="append", default=[], metavar="LAYER=DEVICE",
+                   help="with HETERO: run this layer on this device (may be repeated)")
+
+
+def device_list(device: str) -> list[str]:
+    """The daemons a -d value uses: [CPU], [GPU.1], or HETERO's list."""
+    from device_daemons.daemon import normalize_device
+    from device_daemons.hetero import HeteroError, parse_hetero
+    if device.strip().upper().startswith("HETERO"):
+        try:
+            return [normalize_device(d) for d in parse_hetero(device)]
+        except HeteroError as exc:
+            raise Error("{}", exc.message) from None
+    return [normalize_device(device)]
+
+
+def load_on_device(ie, net, args, num_requests=1, perf_counts=False):
+    """Registers -l / -c, applies --affinity, loads `net` on args.device (with
+    PERF_COUNT when perf_counts) and prints where it runs (the split, with HETERO).
+    Returns the executable network."""
+    devices = device_list(args.device)
+    hetero = args.device.strip().upper().startswith("HETERO")
+    device = "HETERO:" + ",".join(devices) if hetero else devices[0]
+    for option, files, family, what in (("-l", args.extension, ("CPU",), "Custom kernels"),
+                                        ("-c", args.config, ("GPU",), "GPU custom layers")):
+        targets = [d for d in devices if d.split(".")[0] in family]
+        if files and not targets:
+            raise Error("{} gives {} for {} only; the device is {}", option, what.lower(), family[0], device)
+        for path in files:
+            for target in targets:
+                types = ie.add_extension(path, target)
+            print("[ INFO ] {} from {}: {}".format(what, path, ", ".join(types)))
+    if args.affinity and not hetero:
+        raise Error("--affinity is for HETERO devices (-d HETERO:GPU,CPU); the device is {}", device)
+    for item in args.affinity:
+        layer, sep, target = item.partition("=")
+        if not sep or not layer or not target:
+            raise Error("--affinity takes LAYER=DEVICE, got {!r}", item)
+        net.affinity[layer] = target.strip().upper()
+    exec_net = ie.load_network(net, device, num_requests=num_requests,
+                               config={"PERF_COUNT": "YES"} if perf_counts else None)
+    if hetero:
+        print("[ INFO ] Network '{}' split over {} ({} parts):".format(net.name, device, len(exec_net.parts)))
+        for line, part in zip(exec_net.split_lines(), exec_net.parts):
+            print("[ INFO ]   {} (daemon pid {})".format(line, ie.daemon_pid(part.device)))
+    else:
+        print("[ INFO ] Network '{}' loaded on {} (daemon pid {})".format(net.name, exec_net.device,
+                                                                         ie.daemon_pid(device)))
+    return exec_net
 
 
 def add_parser(sub):
@@ -28,8 +89,6 @@ def add_parser(sub):
                                          "default: random input (fixed seed, printed)")
     p.add_argument("--top_k", "-nt", type=int, help="print the top-k class indices and values of each image")
     p.add_argument("-o", "--output", help="save the outputs to this .npz, keyed by output layer name")
-    p.add_argument("-l", "--extension", action="append", default=[],
-                   help="Python file with custom CPU kernels (may be repeated)")
     p.add_argument("--seed", type=int, default=RANDOM_SEED, help="seed of the random input (default 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per daemon request (default 120)")
     p.add_argument("--no-auto-start", action="store_true",
@@ -40,7 +99,8 @@ def add_parser(sub):
 
 def add_perf_count_arg(p):
     p.add_argument("-pc", "--perf_counts", action="store_true",
-                   help="print per-layer times: layer, type, the backend that ran it (oneDNN or numpy), ms")
+                   help="print per-layer times: layer, type, the backend that ran it (CPU: onednn or numpy; "
+                        "GPU: opencl or host; HETERO: prefixed by the device), ms")
 
 
 def guard(fn):
@@ -179,7 +239,6 @@ def print_top_k(name, arr, k):
 def run(args) -> int:
     import numpy as np
     from device_daemons.client import IECore
-    from device_daemons.daemon import normalize_device
 
     if args.top_k is not None and args.top_k < 1:
         raise Error("--top_k must be at least 1, got {}", args.top_k)
@@ -187,7 +246,7 @@ def run(args) -> int:
         raise Error("--timeout must be > 0 s")
     ie = IECore(policy="existing" if args.no_auto_start else "auto", timeout=args.timeout)
     try:
-        args.device = normalize_device(args.device)  # an unknown device fails before anything is read
+        device_list(args.device)  # an unknown device fails before anything is read
         print("[ INFO ] Loading network files: {}, {}".format(
             args.model, args.weights or os.path.splitext(args.model)[0] + ".bin"))
         net = ie.read_network(args.model, args.weights)
@@ -199,12 +258,7 @@ def run(args) -> int:
         else:
             inputs = random_inputs(net, args.seed)
             print("[ INFO ] No input given: random standard normal input, seed {}".format(args.seed))
-        for ext in args.extension:
-            types = ie.add_extension(ext, args.device)
-            print("[ INFO ] Custom kernels from {}: {}".format(ext, ", ".join(types)))
-        exec_net = ie.load_network(net, args.device, config={"PERF_COUNT": "YES"} if args.perf_counts else None)
-        print("[ INFO ] Network '{}' loaded on {} (daemon pid {})".format(
-            net.name, exec_net.device, ie.daemon_pid(args.device)))
+        exec_net = load_on_device(ie, net, args, perf_counts=args.perf_counts)
         for w in exec_net.warnings:
             print("[ WARNING ]  " + w)
         for name, arr in inputs.items():

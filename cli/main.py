@@ -3,7 +3,7 @@ import argparse
 import sys
 
 from cli import convert
-from cli import benchmark, daemon, infer
+from cli import benchmark, daemon, extgen, infer
 from cli.errors import run_reporting_errors
 
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     daemon.add_parser(sub)
     infer.add_parser(sub)
     benchmark.add_parser(sub)
+    extgen.add_parser(sub)
     return parser
 
 

@@ -1,8 +1,16 @@
-"""--extensions DIR[,DIR]: user ops (ops/*.py) and extractors (front/caffe/*.py, front/tf/*.py).
+"""--extensions DIR[,DIR|FILE.py]: user ops (ops/*.py), extractors
+(front/caffe/*.py, front/tf/*.py) and front replacers (front/*.py, front/caffe/*.py,
+front/tf/*.py).
 
-Modules are imported from the files under each directory; defining an Op or
-FrontExtractorOp subclass registers it, and a user class with the op name of a
-built-in one replaces it (it is imported after the built-ins).
+Modules are imported from the files under each directory (ops/, front/caffe/,
+front/, in that order; files by name), or from a Python file given directly (one
+file may define an extractor, its op and the op's CPU kernel: the same file is
+given to the inference side with -l / add_extension). Defining an Op,
+FrontExtractorOp or FrontReplacement* subclass registers it, and a user class with
+the op name of a built-in one replaces it (it is imported after the built-ins).
+The registries are saved before a conversion and restored after it
+(`registries_snapshot` / `restore_registries`), so extensions count for one
+conversion only.
 """
 from __future__ import annotations
 
@@ -57,12 +65,41 @@ def user_exit_error(exc: SystemExit, step: str) -> Error:
                  else "Code outside mo-core (an extension)", _code(exc), step)
 
 
+def registries_snapshot():
+    """The registries extensions add to (ops, extractors, replacers), as they are now."""
+    import core.front.caffe.extractors  # noqa: F401
+    import core.front.replacement  # noqa: F401
+    import core.ops  # noqa: F401
+    from core.front.extractor import FrontExtractorOp
+    from core.front.replacement import FrontReplacementPattern
+    from core.ops.op import Op
+    return (dict(Op.registered_ops), {k: dict(v) for k, v in FrontExtractorOp.registered.items()},
+            list(FrontReplacementPattern.registered))
+
+
+def restore_registries(snapshot):
+    from core.front.extractor import FrontExtractorOp
+    from core.front.replacement import FrontReplacementPattern
+    from core.ops.op import Op
+    ops, extractors, replacers = snapshot
+    Op.registered_ops.clear()
+    Op.registered_ops.update(ops)
+    FrontExtractorOp.registered.clear()
+    FrontExtractorOp.registered.update(extractors)
+    FrontReplacementPattern.registered[:] = replacers
+
+
 def load_extension_dirs(dirs: list[str]):
     import core.front.caffe.extractors  # noqa: F401  built-ins first, so user classes replace them
+    import core.front.replacement  # noqa: F401
     import core.ops  # noqa: F401
     for d in dirs:
+        if os.path.isfile(d) and d.endswith(".py"):
+            _import_file(d, "file")
+            continue
         if not os.path.isdir(d):
-            raise Error("The extensions directory '{}' does not exist.", d)
+            raise Error("The extensions directory '{}' does not exist (--extensions takes directories with ops/ "
+                        "and front/ folders, or Python files).", d)
         for sub in _SUBDIRS:
             folder = os.path.join(d, sub)
             if not os.path.isdir(folder):

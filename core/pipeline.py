@@ -43,10 +43,16 @@ class ConvertOptions:
     enable_flattening_nested_params: bool = False
     input_model_is_text: bool = False            # TensorFlow
     disable_nhwc_to_nchw: bool = False
+    saved_model_dir: str | None = None           # TensorFlow, frozen by the TF worker
+    saved_model_tags: str | None = None
+    input_meta_graph: str | None = None
+    input_checkpoint: str | None = None
     interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
     caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
     ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
     ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
+    tensorflow_use_custom_operations_config: str | None = None     # sub-graph replacement JSON file(s)
+    tensorflow_custom_operations_config_update: str | None = None  # fill in its inputs/outputs, then stop
 
 
 @dataclass
@@ -61,6 +67,7 @@ class Context:
     caffe_fallback: object = None
     warnings: list = field(default_factory=list)
     timings: list = field(default_factory=list)
+    stop_message: str | None = None              # a step ended the conversion early, on purpose (no IR)
 
 
 # --- passes -------------------------------------------------------------------
@@ -77,14 +84,17 @@ def front_end(framework: str):
 
 def deduce_framework(ctx):
     o = ctx.options
-    if not o.input_model and not o.input_proto:
+    tf_only = (o.saved_model_dir or o.input_meta_graph or o.input_checkpoint or o.saved_model_tags or
+               o.input_model_is_text)
+    if not o.input_model and not o.input_proto and not tf_only:
         raise Error("Nothing to convert: give the trained model with --input_model (a Caffe .caffemodel with its "
-                    "--input_proto deploy.prototxt, or a frozen TensorFlow graph .pb).", faq=20)
+                    "--input_proto deploy.prototxt, or a frozen TensorFlow graph .pb), or a TensorFlow "
+                    "--saved_model_dir or --input_meta_graph.", faq=20)
     if o.framework is None:
         model = (o.input_model or "").lower()
         if model.endswith(".caffemodel") or o.input_proto:
             o.framework = "caffe"
-        elif model.endswith(TF_SUFFIXES) or o.input_model_is_text:
+        elif model.endswith(TF_SUFFIXES) or tf_only:
             o.framework = "tf"
         else:
             raise Error("Framework name can not be deduced from the given options. Use --framework to choose one of "
@@ -139,7 +149,24 @@ def cut_inputs(ctx):
 
 
 def extract(ctx):
-    ctx.front.extract(ctx.graph, ctx)
+    # layers no extractor knows are reported after the front replacements, which may replace them
+    ctx.front.extract(ctx.graph, ctx, report_unsupported=False)
+
+
+def front_replacements(ctx):
+    """Op, pattern and configuration-file replacers (core/front/replacement/runner.py),
+    after extraction and before shape inference, as the reference guide orders them."""
+    from core.front.replacement.runner import run_front_replacements
+    o = ctx.options
+    ctx.graph.graph["cmd_params"] = o
+    ctx.stop_message = run_front_replacements(ctx.graph, o.framework,
+                                              split_names(o.tensorflow_use_custom_operations_config),
+                                              o.tensorflow_custom_operations_config_update, ctx.warnings)
+
+
+def report_unsupported(ctx):
+    """Every layer that neither an extractor nor a replacer handled, in one error."""
+    ctx.front.report_unsupported(ctx.graph)
 
 
 def check_blob_values(ctx):
@@ -228,13 +255,26 @@ def set_precision(ctx):
     run(ctx.graph, ctx.options.data_type, ctx.warnings)
 
 
+def keep_caffe_definitions(ctx):
+    # a layer that keeps its Caffe type (CustomLayersMapping) carries its own Caffe
+    # definition in the IR, so the daemon runs it without the source files
+    if ctx.custom_mapping is None:
+        return
+    from core.front.caffe.fallback import layer_definition
+    from core.services.caffe_worker import DEFINITION_ATTR
+    for node in ctx.graph.op_nodes():
+        if ctx.custom_mapping.handles(node) and node.soft_get("type") == node.caffe_type and "pb" in node:
+            node["caffe_definition"] = layer_definition(node.pb)
+            node["backend_attrs"] = list(node.backend_attrs) + [(DEFINITION_ATTR, lambda n: n.caffe_definition)]
+
+
 def emit(ctx):
     from core.emit import to_network
     o = ctx.options
-    name = o.model_name or os.path.splitext(os.path.basename(o.input_model))[0]
+    name = o.model_name or ctx.front.model_name(o)
     ctx.network = to_network(ctx.graph, name, ctx.warnings)
-    # like the legacy tool's <cli_parameters>: where the IR came from. The CPU
-    # daemon's Caffe-backed layers find their Caffe definition through it.
+    # like the legacy tool's <cli_parameters>: where the IR came from (information
+    # only: nothing reads these paths back)
     meta = {"generator": "mo-core 0.1.0", "framework": o.framework, **ctx.front.source_files(o)}
     for key, value in sorted(vars(o).items()):
         if key not in meta and value not in (None, False, "") and not (key == "output_dir"):
@@ -261,6 +301,8 @@ PIPELINE = [
     cut_outputs,
     cut_inputs,
     extract,
+    front_replacements,
+    report_unsupported,
     check_blob_values,
     set_input_shapes,
     infer_shapes,
@@ -276,6 +318,7 @@ PIPELINE = [
     constant_folding,
     remove_dead_code,
     set_precision,
+    keep_caffe_definitions,
     emit,
     emit_ir_v11,
 ]
@@ -283,13 +326,9 @@ PIPELINE = [
 
 def convert(options: ConvertOptions) -> Context:
     """Runs PIPELINE and returns the context holding the ir.Network (not yet written)."""
-    import core.ops  # noqa: F401  (registers the built-in ops)
-    from core.front.caffe import extractors  # noqa: F401
-    from core.front.extractor import FrontExtractorOp
-    from core.ops.op import Op
+    from core.extensions import registries_snapshot, restore_registries
     # --extensions replace registry entries for this conversion only
-    saved_ops = dict(Op.registered_ops)
-    saved_extractors = {k: dict(v) for k, v in FrontExtractorOp.registered.items()}
+    saved = registries_snapshot()
     ctx = Context(options)
     try:
         for step in PIPELINE:
@@ -301,9 +340,8 @@ def convert(options: ConvertOptions) -> Context:
                 raise user_exit_error(exc, step.__name__) from None
             ctx.timings.append((step.__name__, time.perf_counter() - start))
             log.debug("pass %-24s %.3f s", step.__name__, ctx.timings[-1][1])
+            if ctx.stop_message:
+                break
     finally:
-        Op.registered_ops.clear()
-        Op.registered_ops.update(saved_ops)
-        FrontExtractorOp.registered.clear()
-        FrontExtractorOp.registered.update(saved_extractors)
+        restore_registries(saved)
     return ctx

@@ -39,9 +39,10 @@ reused only after they are garbage; outputs that came as frames are read-only
 arrays over the received message buffers (`.copy()` one to modify it).
 
 This module holds the user API; the machinery behind it: transport.py (the link
-to a daemon: connections, failure detection, restarts and reconnects, the fast
-call path), infer_job.py (one inference request on the wire), shm_client.py and
-shm_protocol.py (shared memory), errors.py (InferenceError, daemon error replies).
+to a daemon: connections, failure detection, restarts and reconnects, the daemon's
+fast lane), infer_job.py (one inference request on the wire), contract.py (what
+every request and reply must be), shm_client.py and shm_protocol.py (shared
+memory), errors.py (InferenceError, daemon error replies).
 """
 from __future__ import annotations
 
@@ -54,14 +55,17 @@ from typing import Any
 import numpy as np
 
 from core.errors import Error
-from core.microkernel import MicrokernelError, RemoteError, is_loopback
-from ir import read_ir
+from core.microkernel import MicrokernelError, ProtocolError, RemoteError, is_loopback
+from ir import IRError, read_ir
 
 from . import daemon as _daemon
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
+from . import contract
 from .contract import fast_lane_max_us
 from .errors import InferenceError, remote_error
 from .infer_job import InferJob
+from .perf_counts import perf_counts
+from .plan_io import output_ports
 from .shm_protocol import align
 from .transport import Connection, Link, LinkSettings
 
@@ -78,16 +82,9 @@ class StatusCode:
 
 # --------------------------------------------------------------------------- network
 
-def _output_names(network) -> dict[str, list]:
-    """{output name: dims} named as the CPU plan names them ("layer" / "layer.port")."""
-    per_layer: dict[int, list] = {}
-    for layer, port in network.outputs():
-        per_layer.setdefault(layer.id, []).append((layer, port))
-    out = {}
-    for items in per_layer.values():
-        for layer, port in items:
-            out[layer.name if len(items) == 1 else f"{layer.name}.{port.id}"] = list(port.dims)
-    return out
+def _output_names(network, extra=()) -> dict[str, list]:
+    """{output name: dims} named as the plans name them ("layer" / "layer.port")."""
+    return {key: list(port.dims) for key, _, port in output_ports(network, extra)}
 
 
 class IENetwork:
@@ -105,6 +102,17 @@ class IENetwork:
         self._ir_batch = first[0] if first else self._ir.batch
         self._batch: int | None = None
         self._shapes: dict[str, list] = {}
+        self._extra: list[str] = []
+        self.affinity: dict[str, str] = {}  # layer name -> device, for HETERO (IE's layer.affinity)
+
+    def add_outputs(self, names) -> None:
+        """Return the outputs of these layers too (IE's IENetwork.add_outputs)."""
+        names = [names] if isinstance(names, str) else list(names)
+        try:
+            self._ir_outputs = _output_names(self._ir, self._extra + names)
+        except IRError as exc:
+            raise Error("add_outputs: {}", exc.message) from None
+        self._extra += [n for n in names if n not in self._extra]
 
     @property
     def inputs(self) -> dict[str, list]:
@@ -157,12 +165,8 @@ class IENetwork:
         self._batch = None
 
     def _load_args(self) -> dict:
-        args: dict = {}
-        if self._batch is not None:
-            args["batch"] = self._batch
-        if self._shapes:
-            args["shapes"] = {k: list(v) for k, v in self._shapes.items()}
-        return args
+        """batch / shapes / outputs of contract.load_request."""
+        return {"batch": self._batch, "shapes": dict(self._shapes) or None, "outputs": tuple(self._extra)}
 
     def __repr__(self) -> str:
         return f"<IENetwork {self.name!r} inputs={self.inputs} outputs={list(self.outputs)}>"
@@ -212,27 +216,16 @@ class InferRequest:
         self.perf = []
         t0 = time.perf_counter()
         self._job = None
-        job = InferJob(self._exec_net, self._exec_net._prepare(inputs), timeout, sync=True)
-        self.outputs = job.result()
+        self.outputs, self.perf = self._exec_net.infer_counted(inputs, timeout)
         self.latency = (time.perf_counter() - t0) * 1e3
-        self.perf = job.perf or []
         return self.outputs
 
     def get_perf_counts(self) -> dict[str, dict]:
-        """Per layer of the last request, as the Inference Engine's: {name: {status
-        (EXECUTED, or NOT_RUN for a layer fused into another), layer_type, exec_type (the
-        backend that ran it), real_time and cpu_time (us), execution_index}}. Needs
-        load_network(..., config={"PERF_COUNT": "YES"})."""
+        """Per layer of the last request, as the Inference Engine's (see perf_counts).
+        Needs load_network(..., config={"PERF_COUNT": "YES"})."""
         if not self._exec_net.perf_count:
             raise Error("get_perf_counts(): load the network with config={'PERF_COUNT': 'YES'} first")
-        counts = {}
-        for index, row in enumerate(self.perf):
-            us = float(row.get("ms", 0.0)) * 1e3
-            counts[str(row.get("name"))] = {
-                "status": "EXECUTED" if row.get("status") == "executed" else "NOT_RUN",
-                "layer_type": row.get("type"), "exec_type": row.get("backend"),
-                "real_time": us, "cpu_time": us, "execution_index": index}
-        return counts
+        return perf_counts(self.perf)
 
 
 def _perf_count(config: dict | None) -> bool:
@@ -282,24 +275,8 @@ class ExecutableNetwork:
         return self.inputs
 
     # ----------------------------------------------------------------- loading
-    def _source_args(self, conn: Connection) -> tuple[dict, list]:
-        net = self._network
-        if self._core.transfer == "paths" or (self._core.transfer == "auto" and conn.local):
-            args = {"xml": net.model, "bin": net.weights}
-        else:
-            try:
-                with open(net.model, "rb") as f:
-                    xml_text = f.read()
-                with open(net.weights, "rb") as f:
-                    bin_data = np.frombuffer(f.read(), np.uint8)
-            except OSError as exc:
-                raise Error("cannot read the IR to send it to the daemon: {}", exc) from None
-            args = {"xml_text": xml_text, "bin_data": bin_data}
-        args.update(self._args)
-        kernels = self._core._extensions.get(self.link.device, [])
-        if kernels:
-            args["kernels"] = list(kernels)
-        return args, []
+    def _source_args(self, conn: Connection) -> dict:
+        return self._core._ir_args(self._network, conn, self.link.device, **self._args)
 
     def loaded(self, deadline: float) -> tuple[Connection, int]:
         """(connection, handle) on the current daemon, loading the network first when
@@ -314,22 +291,23 @@ class ExecutableNetwork:
             loaded = self._loaded
             if loaded is not None and loaded[0] is conn:
                 return loaded
-            args, arrays = self._source_args(conn)
-            pending = link.send(conn, "load_network", args, arrays)
+            pending = link.send(conn, contract.LOAD_NETWORK, self._source_args(conn))
             try:
-                result, _ = link.wait(conn, pending, "load_network", deadline)
+                result, _ = link.wait(conn, pending, contract.LOAD_NETWORK, deadline)
+                loaded = contract.check_load_result(result)
             except RemoteError as exc:
                 raise remote_error(exc, link.device) from None
-            self.inputs = {n: list(i["shape"]) for n, i in result["inputs"].items()}
-            self.outputs = {n: list(i["shape"]) for n, i in result["outputs"].items()}
+            except ProtocolError as exc:
+                raise DaemonError(f"the {link.device} daemon broke the contract: {exc}") from None
+            self.inputs, self.outputs = loaded.inputs, loaded.outputs
             self.output_bytes = sum(align(4 * int(np.prod(shape, dtype=np.int64)))
                                     for shape in self.outputs.values())
-            self.warnings = list(result.get("warnings") or [])
-            self.cached = bool(result.get("cached"))  # the daemon had it compiled already
-            self._fast_ok = bool(result.get("fast_ok"))
+            self.warnings = loaded.warnings
+            self.cached = loaded.cached  # the daemon had it compiled already
+            self._fast_ok = loaded.fast_ok
             self._fast = False
             self._compute_us = None
-            self._loaded = (conn, int(result["handle"]))
+            self._loaded = (conn, loaded.handle)
             self._box["loaded"] = self._loaded
             return self._loaded
 
@@ -369,7 +347,7 @@ class ExecutableNetwork:
         conn, handle = loaded
         try:
             if conn.dead is None and not conn.client.closed:
-                conn.client.call_async("unload", {"handle": handle})  # fire and forget
+                conn.client.call_async(contract.UNLOAD, {"handle": handle})  # fire and forget
         except Exception:  # noqa: BLE001 - best effort (also runs at interpreter exit)
             pass
 
@@ -383,7 +361,7 @@ class ExecutableNetwork:
         conn, handle = loaded
         try:
             if conn.dead is None and not conn.client.closed:
-                conn.client.call("unload", {"handle": handle}, timeout=5.0)
+                conn.client.call(contract.UNLOAD, {"handle": handle}, timeout=5.0)
         except MicrokernelError:
             pass
 
@@ -417,6 +395,12 @@ class ExecutableNetwork:
     def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict[str, np.ndarray]:
         """Run one request: {output name: array}. Thread-safe."""
         return InferJob(self, self._prepare(inputs), timeout, sync=True).result()
+
+    def infer_counted(self, inputs: dict | None = None, timeout: float | None = None) -> tuple[dict, list]:
+        """infer() and the daemon's perf rows of that request ([] unless PERF_COUNT)."""
+        job = InferJob(self, self._prepare(inputs), timeout, sync=True)
+        outputs = job.result()
+        return outputs, job.perf or []
 
     def start_async(self, inputs: dict | None = None, request_id: int | None = None,
                     timeout: float | None = None) -> InferRequest:
@@ -488,23 +472,58 @@ class IECore:
             path = os.path.abspath(path)  # the daemon runs in another directory
             if not os.path.isfile(path):
                 raise InferenceError(f"cannot find the custom kernel file {path}", "kernel")
-        result, _ = link.call("add_extension", {"path": path, "check_only": True})
+        result, _ = link.call(contract.ADD_EXTENSION, {"path": path, "check_only": True})
         paths = self._extensions.setdefault(link.device, [])
         if path not in paths:
             paths.append(path)
         return list(result.get("types", []))
 
     def load_network(self, network: IENetwork, device_name: str = "CPU", config: dict | None = None,
-                     num_requests: int = 1) -> ExecutableNetwork:
+                     num_requests: int = 1):
+        """An ExecutableNetwork on the device's daemon; for "HETERO:DEV1,DEV2" a
+        HeteroExecutableNetwork (device_daemons/hetero): each layer on the first
+        device that supports it (network.affinity overrides per layer), one
+        sub-network per run of layers on one device."""
         if not isinstance(network, IENetwork):
             raise Error("load_network takes an IENetwork (from IECore.read_network), got {}",
                         type(network).__name__)
-        return ExecutableNetwork(self, network, self._link(device_name), num_requests,
-                                 perf_count=_perf_count(config))
+        perf_count = _perf_count(config)
+        if str(device_name).strip().upper().startswith("HETERO"):
+            from .hetero.network import HeteroExecutableNetwork
+            return HeteroExecutableNetwork(self, network, device_name, num_requests, perf_count=perf_count)
+        return ExecutableNetwork(self, network, self._link(device_name), num_requests, perf_count=perf_count)
+
+    def query_network(self, network: IENetwork, device_name: str = "CPU") -> dict[str, str]:
+        """{layer name: device} for the layers the device runs (IE's query_network;
+        the extensions added for the device count). For HETERO: the affinity."""
+        if str(device_name).strip().upper().startswith("HETERO"):
+            from .hetero.network import hetero_affinity
+            return hetero_affinity(self, network, device_name)
+        link = self._link(device_name)
+        result, _ = link.call(contract.QUERY_NETWORK, self._ir_args(network, link.connection(), link.device))
+        try:
+            return contract.check_query_result(result)
+        except ProtocolError as exc:
+            raise DaemonError(f"the {link.device} daemon broke the contract: {exc}") from None
+
+    def _ir_args(self, network: IENetwork, conn: Connection, device: str, **load) -> dict:
+        """contract.load_request for `network`: its paths (a local daemon) or its
+        content, the device's extension files, and `load` (batch, shapes, outputs)."""
+        kernels = self._extensions.get(device, [])
+        if self.transfer == "paths" or (self.transfer == "auto" and conn.local):
+            return contract.load_request(xml=network.model, bin=network.weights, kernels=kernels, **load)
+        try:
+            with open(network.model, "rb") as f:
+                xml_text = f.read()
+            with open(network.weights, "rb") as f:
+                bin_data = np.frombuffer(f.read(), np.uint8)
+        except OSError as exc:
+            raise Error("cannot read the IR to send it to the daemon: {}", exc) from None
+        return contract.load_request(xml_text=xml_text, bin_data=bin_data, kernels=kernels, **load)
 
     def get_versions(self, device_name: str = "CPU") -> dict:
         link = self._link(device_name)
-        info, _ = link.call("status")
+        info, _ = link.call(contract.STATUS)
         return {link.device: {"version": info.get("version"), "pid": info.get("pid")}}
 
     def daemon_pid(self, device_name: str = "CPU") -> int | None:

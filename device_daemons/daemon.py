@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from dataclasses import dataclass
 
@@ -33,8 +34,8 @@ from core.microkernel.launcher import (Launched, LogFile, Process, ProcessSpec, 
 
 from . import registry
 
-DEVICES = {"CPU": "device_daemons.cpu"}
-PLANNED_DEVICES = ("GPU", "HETERO")  # daemons to come; named in the error message
+DEVICES = {"CPU": "device_daemons.cpu", "GPU": "device_daemons.gpu"}
+_GPU_N = re.compile(r"^GPU\.(\d{1,3})$")  # GPU.N: the N-th OpenCL device, a daemon of its own
 
 
 class DaemonError(Error):
@@ -54,15 +55,20 @@ class DaemonTimeout(DaemonError, TimeoutError):
 
 
 def normalize_device(device: str) -> str:
-    """'cpu' -> 'CPU'; a device without a daemon is a DaemonError."""
+    """'cpu' -> 'CPU', 'gpu.1' -> 'GPU.1'; a device without a daemon is a DaemonError
+    (HETERO:... is the client's, not a daemon: device_daemons/hetero)."""
     name = str(device).strip().upper()
-    if name in DEVICES:
+    if name in DEVICES or _GPU_N.match(name):
         return name
-    available = ", ".join(sorted(DEVICES))
-    if name.split(":")[0] in PLANNED_DEVICES:
-        raise DaemonError(f"device '{device}' is not available yet: there is no {name.split(':')[0]} "
-                          f"daemon in this version (available devices: {available})")
+    available = ", ".join(sorted(DEVICES) + ["GPU.N", "HETERO:DEV1,DEV2"])
     raise DaemonError(f"unknown device '{device}' (available devices: {available})")
+
+
+def daemon_module(device: str) -> tuple[str, list]:
+    """(module run as `python -m`, its device arguments) of a normalized device."""
+    if _GPU_N.match(device):
+        return DEVICES["GPU"], ["--device", device]
+    return DEVICES[device], []
 
 
 def load_key(key_file: str | None) -> bytes | None:
@@ -101,6 +107,8 @@ def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | 
     """Start the daemon of `device` unless one runs; returns its record.
     `python_path`: directories the Caffe worker may import `Python` layers from."""
     device = normalize_device(device)
+    if caffe_fallback and device != "CPU":
+        raise DaemonError(f"--caffe-fallback is an option of the CPU daemon, not of {device}")
     key_file = os.path.abspath(key_file) if key_file else None
     key = load_key(key_file)
     if endpoint:
@@ -132,7 +140,8 @@ def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes |
     log file in the runtime directory, run in "/" (it must not pin the caller's
     directory), no restarts (a client's next request starts a new one)."""
     try:
-        spec = ProcessSpec(DEVICES[device], f"daemon-{device.lower()}", args=args,
+        module, device_args = daemon_module(device)
+        spec = ProcessSpec(module, f"daemon-{device.lower()}", args=args + device_args,
                            endpoint=endpoint or new_ipc_endpoint(f"daemon-{device.lower()}"),
                            key_file=key_file, parent_pid=0, log=LogFile(registry.log_path(device)), cwd="/")
         proc = launch_process(spec, have_key=key is not None)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from core.microkernel import RemoteError
+from core.microkernel import ProtocolError, RemoteError
 
+from . import contract
 from .daemon import DaemonError
 from .errors import remote_error
 from .shm_client import ShmSlot, write_inputs
@@ -77,19 +78,18 @@ class InferJob:
         """The args of the request; takes a shared-memory slot when it can."""
         conn, handle = self.net.loaded(self.deadline)
         self.conn, self.handle = conn, handle
-        extra = {"perf": True} if self.net.perf_count else {}
         if self.use_shm:
             need = sum(align(a.nbytes) for a in self.inputs.values()) + self.net.output_bytes
             slot = conn.slots.take(need)
             if slot is not None:
                 self.slot = slot
-                return {"handle": handle, "shm": write_inputs(slot, self.inputs), **extra}
-        return {"handle": handle, "inputs": self.inputs, **extra}
+                return contract.infer_request(handle, shm=write_inputs(slot, self.inputs), perf=self.net.perf_count)
+        return contract.infer_request(handle, inputs=self.inputs, perf=self.net.perf_count)
 
     def _send(self) -> None:
         args = self._args()
         try:
-            self.pending = self.link.send(self.conn, "infer", args)
+            self.pending = self.link.send(self.conn, contract.INFER, args)
         except BaseException:
             self._drop_slot(False)
             raise
@@ -100,21 +100,21 @@ class InferJob:
             args = self._args()
             if self.net.fast and self.conn.fast is not None:
                 try:
-                    return self.link.call_here(self.conn, "infer", args, self.deadline, fast=True)
+                    return self.link.call_here(self.conn, contract.INFER, args, self.deadline, fast=True)
                 except RemoteError as exc:
-                    if exc.kind != "not_fast":
+                    if exc.kind != contract.NOT_FAST:
                         raise
                     self.net.refused_fast()  # the daemon says no: the main endpoint then
-            return self.link.call_here(self.conn, "infer", args, self.deadline)
+            return self.link.call_here(self.conn, contract.INFER, args, self.deadline)
         if self.pending is None:
             self._send()
-        return self.link.wait(self.conn, self.pending, "infer", self.deadline)[0]
+        return self.link.wait(self.conn, self.pending, contract.INFER, self.deadline)[0]
 
-    def _lend_slot(self, packed) -> dict:
+    def _lend_slot(self, placed: dict) -> dict:
         """The outputs as views of the slot, which is lent to them: it is reused
         only once all of them are garbage (SlotPool.lend_outputs)."""
         try:
-            outputs = self.conn.slots.lend_outputs(self.slot, packed)
+            outputs = self.conn.slots.lend_outputs(self.slot, placed)
         except ValueError as exc:
             self._drop_slot(False)
             raise DaemonError(f"the {self.link.device} daemon sent a bad shared memory reply: {exc}") from None
@@ -142,13 +142,13 @@ class InferJob:
                     break
                 except RemoteError as exc:
                     self.pending = None
-                    if exc.kind == "shm" and self.use_shm:
+                    if exc.kind == contract.SHM and self.use_shm:
                         # the daemon dropped our slot (too many clients): use frames
                         self.use_shm = False
                         self._drop_slot(False)
                         continue
                     self._drop_slot(True)  # the daemon is done with it
-                    if exc.kind == "handle" and not self.retried:
+                    if exc.kind == contract.HANDLE and not self.retried:
                         # the daemon no longer knows the network (restarted at the same
                         # endpoint): load it again and retry once
                         self.retried = True
@@ -159,16 +159,20 @@ class InferJob:
             self._drop_slot(False)  # died / timed out: the daemon may still write to it
             self._error = exc
             raise
-        self.net.observe(result.get("compute_us"))
-        self.perf = result.get("perf") if isinstance(result.get("perf"), list) else None
-        placed = result.get("outputs_shm")
-        if placed is not None and self.slot is not None:
+        try:
+            outputs, placed, compute_us = contract.check_infer_result(result)
+            perf = contract.check_perf(result)
+            if placed is not None and self.slot is None:
+                raise ProtocolError("outputs placed in shared memory for a request without a slot")
+        except ProtocolError as exc:
+            self._drop_slot(False)
+            self._error = DaemonError(f"the {self.link.device} daemon broke the contract: {exc}")
+            raise self._error from None
+        self.net.observe(compute_us)
+        self.perf = perf
+        if placed is not None:
             outputs = self._lend_slot(placed)
         else:
-            outputs = result.get("outputs")
             self._drop_slot(True)
-        if not isinstance(outputs, dict):
-            self._error = DaemonError(f"the {self.link.device} daemon sent a reply without outputs")
-            raise self._error
         self._outputs = outputs
         return outputs

@@ -31,7 +31,7 @@ from typing import Iterator
 from core.microkernel import runtime_dir
 
 RECORD_PREFIX = "daemon-"
-_DEVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,15}$")
+_DEVICE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,15}(\.[0-9]{1,3})?$")  # CPU, GPU, GPU.1
 _MARKER = b"device_daemons"
 
 
@@ -174,7 +174,7 @@ def list_records() -> list[dict]:
     except OSError:
         return out
     for name in names:
-        m = re.fullmatch(RECORD_PREFIX + r"([a-z][a-z0-9_]{0,15})\.json", name)
+        m = re.fullmatch(RECORD_PREFIX + r"([a-z][a-z0-9_]{0,15}(?:\.[0-9]{1,3})?)\.json", name)
         if m:
             record = read_record(m.group(1))
             if record is not None:

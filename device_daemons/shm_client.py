@@ -26,9 +26,10 @@ from typing import Callable
 import msgpack
 import numpy as np
 
-from core.microkernel import MicrokernelError, ProtocolError, RemoteError
+from core.microkernel import MicrokernelError, RemoteError
 
-from .shm_protocol import MEMFD_PREFIX, align, memfd_link, tensor_span, unpack_spec
+from . import contract
+from .shm_protocol import MEMFD_PREFIX, align, memfd_link
 
 _MAX_FREE_SLOTS = 16
 
@@ -76,7 +77,7 @@ class SlotPool:
                     return self._free.pop(i)
         size = max(align(need), 1 << 16)
         try:
-            result = self._call("shm_create", {"size": size})
+            result = self._call(contract.SHM_CREATE, {"size": size})
         except RemoteError:  # e.g. a daemon that cannot make memfds
             self.ok = False
             return None
@@ -103,7 +104,7 @@ class SlotPool:
         """Forget a slot (the daemon may still write to it: never reuse it)."""
         if not self._closed:
             try:
-                self._post("shm_detach", {"slot": slot.id})  # fire and forget
+                self._post(contract.SHM_DETACH, {"slot": slot.id})  # fire and forget
             except MicrokernelError:
                 pass
 
@@ -113,26 +114,15 @@ class SlotPool:
             self._closed = True
             self._free.clear()
 
-    def lend_outputs(self, slot: ShmSlot, packed) -> dict:
-        """The outputs the daemon placed in the slot (`outputs_shm` of its reply) as
+    def lend_outputs(self, slot: ShmSlot, placed: dict) -> dict:
+        """The outputs the daemon placed in the slot (`outputs_shm` of its reply,
+        checked by contract.check_infer_result: {name: (offset, shape, bytes)}) as
         views of the slot, which is lent to them: it is reused only once all of them
-        are garbage (no copy of the outputs is made). A bad reply raises ValueError
-        (the slot is not lent then)."""
-        try:
-            placed = unpack_spec(packed, "outputs_shm")
-        except ProtocolError as exc:
-            raise ValueError(str(exc)) from None
-        if not isinstance(placed, dict):
-            raise ValueError("'outputs_shm' must be a map {output name: [offset, shape]}")
+        are garbage (no copy of the outputs is made). An output outside the slot
+        raises ValueError (the slot is not lent then)."""
         holder = np.ndarray((slot.size,), np.uint8, buffer=slot.mm)
         outputs = {}
-        for name, spec in placed.items():
-            if not isinstance(spec, list) or len(spec) != 2:
-                raise ValueError(f"output {name!r:.80}: expected [offset, shape]")
-            try:
-                off, shape, n = tensor_span(spec[0], spec[1], f"output {name!r:.80}")
-            except ProtocolError as exc:
-                raise ValueError(str(exc)) from None
+        for name, (off, shape, n) in placed.items():
             if off + n > slot.size:
                 raise ValueError(f"output {name!r:.80} lies outside the slot")
             outputs[name] = holder[off:off + n].view(np.float32).reshape(shape)

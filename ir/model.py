@@ -43,6 +43,13 @@ class Port:
         self.dims = tuple(operator.index(d) for d in self.dims)
 
 
+# The <data> attribute in which a Caffe-backed layer carries its own Caffe definition
+# (prototxt text without blobs; the CPU daemon runs it through its Caffe worker). It
+# belongs to mo-core's daemons, not to the layer's parameters: emitters for other
+# runtimes leave it out. A '-' in the name: never one of Caffe's parameter names.
+CAFFE_DEFINITION_ATTR = "caffe-prototxt"
+
+
 @dataclass(eq=False)
 class Layer:
     id: int

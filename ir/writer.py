@@ -290,6 +290,28 @@ def write_ir(net: Network, xml_path, bin_path=None, precision: str | None = None
     return plan.warnings
 
 
+def write_file_atomically(path, data: bytes) -> None:
+    """One file all at once: a hidden temporary next to it (same naming and stale-file
+    clean-up as the IR's), synced, then renamed over it; an existing file keeps its
+    mode. A failure leaves the earlier file as it was."""
+    path = Path(path)
+    remove_stale_side_files(path.parent, path.name)
+    tmp = None
+    try:
+        tmp, f = _create_temp(path.parent, path.name)
+        with f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+        tmp = None
+        _fsync_dir(path.parent)
+    finally:
+        _remove_quietly(tmp)
+
+
 def write_pair_atomically(xml_path: Path, bin_path: Path, xml_bytes: bytes, chunks) -> None:
     """Writes the .bin (the chunks back to back) and the .xml so that both appear at
     once: a failure leaves neither and never damages an earlier pair at these paths."""

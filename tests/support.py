@@ -141,6 +141,25 @@ def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:
     return predicate()
 
 
+def call_in_thread(call):
+    """Starts call() on a thread (a request that will be cut short); returns (thread,
+    outcome): outcome gets "error" (what the call raised, if anything) and "seconds"
+    once it ends."""
+    import threading
+    outcome: dict = {}
+
+    def run():
+        t0 = time.monotonic()
+        try:
+            call()
+        except BaseException as exc:  # noqa: BLE001 - checked by the test
+            outcome["error"] = exc
+        outcome["seconds"] = time.monotonic() - t0
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
 def run_in_threads(fn, n: int):
     """Runs fn(0) .. fn(n-1) on n threads at once and waits for all of them."""
     import threading

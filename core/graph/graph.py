@@ -58,6 +58,11 @@ class Graph(nx.MultiDiGraph):
             self.add_edge(src.id, dst.id, **{"in": 0 if inp is None else inp}, **attrs)
 
     # --- queries ----------------------------------------------------------------
+    @property
+    def node(self):
+        """networkx 1.x's name for `nodes` (the reference guide's code reads graph.node[id])."""
+        return self.nodes
+
     def node_obj(self, node_id) -> "Node":
         return Node(self, node_id)
 
@@ -208,3 +213,31 @@ class Node:
     def producer(self) -> "Node | None":
         preds = list(self.graph.predecessors(self.id))
         return Node(self.graph, preds[0]) if preds else None
+
+
+# --- front-phase helpers of the reference guide's replacement API -------------------
+# During front replacements (core/front/replacement) the graph holds op nodes only,
+# joined by edges with `out` (producer port) and `in` (consumer port) attributes.
+def create_edge(src: Node, dst: Node, out_port: int = 0, in_port: int = 0, edge_attrs: dict | None = None):
+    """Connects output `out_port` of `src` to input `in_port` of `dst` (front phase)."""
+    attrs = dict(edge_attrs or {})
+    attrs.update({"out": out_port, "in": in_port})
+    src.graph.add_edge(src.id, dst.id, **attrs)
+
+
+def replace_node(old_node: Node, new_node: Node, new_node_out_port: int | None = None):
+    """Consumers of `old_node` read `new_node` instead (the same output port, or
+    `new_node_out_port`), then `old_node` and its input edges are removed."""
+    graph = old_node.graph
+    if new_node.graph is not graph:
+        raise Error("replace_node: the nodes '{}' and '{}' belong to different graphs.", old_node.soft_get("name"),
+                    new_node.soft_get("name"))
+    for _, dst, attrs in list(graph.out_edges(old_node.id, data=True)):
+        attrs = dict(attrs)
+        if new_node_out_port is not None:
+            if attrs.get("out", 0) != 0:
+                raise Error("replace_node: node '{}' has several output ports; new_node_out_port can only replace "
+                            "a node with a single output.", old_node.soft_get("name"))
+            attrs["out"] = new_node_out_port
+        graph.add_edge(new_node.id, dst, **attrs)
+    graph.remove_node(old_node.id)

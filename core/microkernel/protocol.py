@@ -315,7 +315,7 @@ def _unpack_map(buf: memoryview, limits: Limits) -> dict:
 def _unpack_header(buf: memoryview, limits: Limits) -> dict:
     header = _unpack_map(buf, limits)
     v = header.get("v")
-    if v != PROTOCOL_VERSION or isinstance(v, bool):
+    if type(v) is not int or v != PROTOCOL_VERSION:  # not True, not 1.0
         raise ProtocolError(f"unsupported protocol version {v!r} (this side speaks "
                             f"{PROTOCOL_VERSION})")
     rid = header.get("id")

@@ -126,6 +126,7 @@ class Server:
     binds at once (so a bad or insecure endpoint fails here). Register verbs with
     `handle(op, fn)`, where `fn(args, arrays)` returns `None`, a result dict or
     `(result, arrays)` and may raise RemoteError for a user error. Then `serve()`.
+    `info` (a dict) is added to the `hello` reply.
 
     Lanes: verbs registered with `lane="fast"` are served on a second socket (its
     endpoint is in the `hello` reply: `lanes: {"fast": endpoint}`) by a thread of
@@ -167,6 +168,8 @@ class Server:
         self.endpoint = self._main.endpoint
         self._fast: _Lane | None = None
         self._fast_thread: threading.Thread | None = None
+        # what the service adds to its hello reply (e.g. whether its framework loaded)
+        self.info: dict = {}
         self._replies = Mailbox()
         self._tasks: queue.SimpleQueue = queue.SimpleQueue()
         self._pool: list[threading.Thread] = []
@@ -274,8 +277,9 @@ class Server:
 
     # ----------------------------------------------------------------- built-ins
     def _hello(self, args: dict, arrays: list) -> dict:
-        info = {"service": self.service, "version": PROTOCOL_VERSION, "pid": os.getpid(),
-                "ops": sorted(self._main.handlers)}
+        info = dict(self.info)
+        info.update({"service": self.service, "version": PROTOCOL_VERSION, "pid": os.getpid(),
+                     "ops": sorted(self._main.handlers)})
         if self._fast is not None:
             info["lanes"] = {"fast": self._fast.endpoint}
             info["fast_ops"] = sorted(self._fast.handlers)

@@ -3,13 +3,13 @@ linear fusing works on (core/middle/fusing.py)."""
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.op import Op, copy_shape_infer, ir_attrs
+from core.ops.op import Op, copy_shape_infer, feature_axis, ir_attrs
 from core.ops.resize import zoom_rule_hint
 
 
 def _channel_blob_check(node):
     shape = node.in_node(0).shape
-    channels = shape[1] if len(shape) > 1 else shape[0]
+    channels = shape[feature_axis(node)] if len(shape) > 1 else shape[0]
     for name, blob, _ in node.blob_inputs():
         if blob.value.size not in (1, channels):
             raise ShapeError("Layer '{}': its {} has {} values but the input has {} channels (shape {}).",

@@ -54,6 +54,35 @@ class Op:
         node["backend_attrs"] = op.backend_attrs()
         node["op_class"] = target
 
+    # --- building new nodes (front replacements, core/front/replacement) -----------
+    def add_node(self, attrs: dict | None = None) -> Node:
+        """A new op node of this operation (no edges): the op's attributes, then `attrs`.
+        Its name is `attrs["name"]` (or the op name) made unique among the graph's nodes."""
+        new_attrs = dict(self.attrs)
+        new_attrs.update(attrs or {})
+        new_attrs.pop("kind", None)
+        name = str(new_attrs.pop("name", None) or self.attrs.get("op") or type(self).__name__)
+        names = {a.get("name") for _, a in self.graph.nodes(data=True)}
+        if name in names or name in self.graph:
+            name = self.graph.unique_id(name)
+        node = self.graph.add_op(name, **new_attrs)
+        node["backend_attrs"] = self.backend_attrs()
+        node["op_class"] = type(self)
+        return node
+
+    def create_node(self, inputs: list | None = None, attrs: dict | None = None, edge_attrs: dict | None = None) -> Node:
+        """add_node, then input i is connected from inputs[i]: a Node (its output port 0)
+        or a (Node, output port) tuple. Front phase only: the graph's edges join op nodes."""
+        if not self.graph.graph.get("front_view"):
+            from core.errors import Error
+            raise Error("Op.create_node connects op nodes directly: it works during front replacements "
+                        "(FrontReplacementOp/Subgraph), before shape inference creates data nodes.")
+        node = self.add_node(attrs)
+        for port, item in enumerate(inputs or []):
+            src, out = item if isinstance(item, tuple) else (item, 0)
+            self.graph.add_edge(src.id, node.id, **{"out": out, "in": port}, **(edge_attrs or {}))
+        return node
+
 
 
 class SchemaAttrs(list):
@@ -99,6 +128,14 @@ def check_ranges(node, ir_type: str, names):
 
 def _node_attr(name):
     return lambda node: node.soft_get(name)
+
+
+def feature_axis(node: Node) -> int:
+    """The channel axis of the node's tensors: 1 in IR layout (NCHW), the last one
+    while a TensorFlow graph is still in its own layout (graph.graph["layout"] is
+    "NHWC" until lowering), so IR ops that a front replacer puts in a TF graph
+    check their channels right in both phases."""
+    return -1 if node.graph.graph.get("layout") == "NHWC" else 1
 
 
 def copy_shape_infer(node: Node):

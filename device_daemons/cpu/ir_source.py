@@ -24,7 +24,7 @@ from core.microkernel import RemoteError
 from ir import IRError, Network, read_ir
 from ir.reader import DEFAULT_MAX_BIN_BYTES, DEFAULT_MAX_XML_BYTES
 
-from ..contract import MAX_TENSOR_ELEMENTS
+from ..contract import MAX_TENSOR_ELEMENTS, NETWORK
 
 
 def _fd_path(fd: int) -> str:
@@ -36,17 +36,17 @@ def _open_regular(path: str, what: str, limit: int) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except FileNotFoundError:
-        raise RemoteError("network", f"cannot find the {what} {path} on the daemon's machine; "
+        raise RemoteError(NETWORK, f"cannot find the {what} {path} on the daemon's machine; "
                                      f"check the path") from None
     except OSError as exc:
-        raise RemoteError("network", f"cannot open the {what} {path}: {exc.strerror}") from None
+        raise RemoteError(NETWORK, f"cannot open the {what} {path}: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise RemoteError("network", f"the {what} {path} is not a regular file (a FIFO, device or "
+            raise RemoteError(NETWORK, f"the {what} {path} is not a regular file (a FIFO, device or "
                                          f"directory); give the path of the IR file itself")
         if st.st_size > limit:
-            raise RemoteError("network", f"the {what} {path} is {st.st_size} bytes, more than the "
+            raise RemoteError(NETWORK, f"the {what} {path} is {st.st_size} bytes, more than the "
                                          f"daemon's limit of {limit} bytes")
     except BaseException:
         os.close(fd)
@@ -89,15 +89,14 @@ class IRSource:
         self._paths = paths  # {"xml"|"bin": the name to show in messages}
 
     @classmethod
-    def from_files(cls, xml, binp) -> "IRSource":
-        if not isinstance(xml, str) or (binp is not None and not isinstance(binp, str)):
-            raise RemoteError("network", "'xml' and 'bin' must be file paths")
+    def from_files(cls, xml: str, binp: str | None) -> "IRSource":
+        """Paths checked by contract.parse_load."""
         xml = os.path.abspath(xml)
         binp = os.path.abspath(binp) if binp else os.path.splitext(xml)[0] + ".bin"
         fds: dict[str, int] = {}
         try:
             fds["xml"] = _open_regular(xml, "IR topology (.xml)", DEFAULT_MAX_XML_BYTES)
-            if binp is not None and os.path.lexists(binp):
+            if os.path.lexists(binp):
                 fds["bin"] = _open_regular(binp, "IR weights (.bin)", DEFAULT_MAX_BIN_BYTES)
         except BaseException:
             for fd in fds.values():
@@ -113,15 +112,11 @@ class IRSource:
         return cls(tuple(ident), xml, fds, {"xml": xml, "bin": binp})
 
     @classmethod
-    def from_content(cls, text, data) -> "IRSource":
-        if isinstance(text, str):
-            text = text.encode("utf-8")
-        if not isinstance(text, bytes) or len(text) > DEFAULT_MAX_XML_BYTES:
-            raise RemoteError("network", "'xml_text' must be the .xml content (str or bytes)")
-        if data is None:
-            data = np.zeros(0, np.uint8)
-        if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 1:
-            raise RemoteError("network", "'bin_data' must be the .bin content as a 1-D uint8 array")
+    def from_content(cls, text: bytes, data: np.ndarray) -> "IRSource":
+        """The IR sent in the request (types checked by contract.parse_load)."""
+        if len(text) > DEFAULT_MAX_XML_BYTES:
+            raise RemoteError(NETWORK, f"the sent .xml is {len(text)} bytes, more than the daemon's "
+                                         f"limit of {DEFAULT_MAX_XML_BYTES} bytes")
         digest = (hashlib.sha256(text).hexdigest(), hashlib.sha256(data).hexdigest())
         description = f"<sent IR sha256 {digest[0][:12]}>"
         fds: dict[str, int] = {}

@@ -344,7 +344,7 @@ class ExecutionPlan(PlanShapes):
         return [(self._input_slots[name], value) for name, value in values.items()]
 
     def infer(self, inputs: dict, perf: list | None = None, concurrent: int = 1) -> dict[str, np.ndarray]:
-        """{output name: array}; with `perf` (a list) one PerfCounter per step is appended
+        """{output name: array}; with `perf` (a list) one contract.PerfRow per step is appended
         (layer, type, backend, ms: what `infer -pc` prints). `concurrent`: how many
         requests run at the same time in this process (the daemon's plan pool); above
         one, oneDNN runs with cpus / concurrent threads (a program made for that many,

@@ -19,9 +19,9 @@ class PlanPool:
     """Instances of one compiled network; see the module doc."""
 
     def __init__(self, key: tuple, network, kernels: dict, shapes: dict | None, max_instances: int,
-                 source: str):
+                 source: str, extra_outputs=None):
         from .plan import ExecutionPlan
-        self._make = lambda: self._configure(ExecutionPlan(network, kernels))
+        self._make = lambda: self._configure(ExecutionPlan(network, kernels, extra_outputs))
         self.key = key
         self.network = network
         self.load_args: tuple = ()

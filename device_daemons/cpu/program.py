@@ -15,6 +15,7 @@ import numpy as np
 
 from ir import IRError
 
+from ..contract import PerfRow
 from .kernels import KernelError
 
 
@@ -53,18 +54,6 @@ class NumpyStep:
             slots[s] = None
 
 
-class PerfCounter:
-    """One row of `-pc`: a step's IR layer name and type, the backend that ran it,
-    its time (ms); fused layers appear with status "fused" and no time of their own."""
-    __slots__ = ("name", "type", "backend", "status", "ms")
-
-    def __init__(self, name, type_, backend, status, ms):
-        self.name, self.type, self.backend, self.status, self.ms = name, type_, backend, status, ms
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "type": self.type, "backend": self.backend, "status": self.status, "ms": self.ms}
-
-
 class Program:
     """Steps in order over `n_slots` slots; outputs are (name, slot) pairs."""
 
@@ -76,7 +65,7 @@ class Program:
         self.fused = list(fused)  # (layer, step name it was fused into)
 
     def run(self, values, perf: list | None = None) -> dict:
-        """values: [(slot, array)]. With `perf` (a list), appends a PerfCounter per step."""
+        """values: [(slot, array)]. With `perf` (a list), appends a PerfRow per step."""
         slots: list = [None] * self.n_slots
         for slot, value in values:
             slots[slot] = value
@@ -88,9 +77,9 @@ class Program:
             for step in self.steps:
                 start = clock()
                 step.run(slots)
-                perf.append(PerfCounter(step.name, step.type, step.backend, "executed", (clock() - start) * 1e3))
+                perf.append(PerfRow(step.name, step.type, step.backend, "executed", (clock() - start) * 1e3))
             for layer, into in self.fused:
-                perf.append(PerfCounter(layer.name, layer.type, "fused into " + into, "fused", 0.0))
+                perf.append(PerfRow(layer.name, layer.type, "fused into " + into, "fused", 0.0))
         self.finish()
         return {name: slots[s] for name, s in self.outputs}
 

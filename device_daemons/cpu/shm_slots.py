@@ -1,8 +1,8 @@
 """The CPU daemon's side of the shared-memory fast path (the protocol, shared with
 the client: device_daemons/shm_protocol.py): ShmSlots makes the sealed memfd slots
 that local clients ask for (`shm_create`) and finds them again by slot id;
-unpack_shm checks the `shm` argument of infer, input_views reads a request's
-inputs from its slot without a copy and place_outputs writes the outputs back.
+input_views reads a request's inputs from its slot without a copy (the `shm`
+spec is checked by contract.parse_shm) and place_outputs writes the outputs back.
 
 Slots are per client request slot; the daemon keeps at most `max_slots` of them
 and `max_bytes` in all (the least recently used ones are dropped: a client then
@@ -20,9 +20,9 @@ import threading
 
 import numpy as np
 
-from core.microkernel import ProtocolError, RemoteError
+from core.microkernel import RemoteError
 
-from ..shm_protocol import MEMFD_PREFIX, align, tensor_span, unpack_spec
+from ..shm_protocol import MEMFD_PREFIX, align
 
 _MAX_SLOTS = 256
 _MAX_SLOT_BYTES = 1 << 30
@@ -111,47 +111,21 @@ class ShmSlots:
             slot.close()
 
 
-def unpack_shm(packed) -> dict:
-    """The `shm` argument of infer: msgpack bytes of {slot, inputs: {name: [offset,
-    shape]}, out: [offset, capacity]} (packed, because the protocol's checks walk
-    every element of a nested structure in Python, ~30 us for a few shapes)."""
-    try:
-        shm = unpack_spec(packed, "shm")
-    except ProtocolError as exc:
-        raise RemoteError("shm", str(exc)) from None
-    if not isinstance(shm, dict) or not isinstance(shm.get("inputs"), dict) \
-            or not all(isinstance(k, str) for k in shm["inputs"]):
-        raise RemoteError("shm", "'shm' must be {slot, inputs: {name: [offset, shape]}, out: [offset, capacity]}")
-    return shm
-
-
-def _shm_view(slot: _Slot, offset, shape, where: str) -> np.ndarray:
-    try:
-        offset, shape, nbytes = tensor_span(offset, shape, where)
-    except ProtocolError as exc:
-        raise RemoteError("shm", str(exc)) from None
-    if offset + nbytes > slot.size:
-        raise RemoteError("shm", f"{where}: {nbytes} bytes at offset {offset} exceed the slot "
-                                 f"({slot.size} bytes)")
-    return np.ndarray(shape, np.float32, buffer=slot.mm, offset=offset)
-
-
 def input_views(slot: _Slot, specs: dict) -> dict:
     """The inputs of an infer request as views of the client's slot (`specs`: the
-    {name: [offset, shape]} of its unpacked `shm` argument)."""
+    {name: (offset, shape, bytes)} of its shm spec, checked by contract.parse_shm)."""
     inputs = {}
-    for name, spec in specs.items():
-        if not isinstance(spec, list) or len(spec) != 2:
-            raise RemoteError("shm", f"input {name!r:.80}: expected [offset, shape]")
-        inputs[name] = _shm_view(slot, spec[0], spec[1], f"input {name!r:.80}")
+    for name, (offset, shape, nbytes) in specs.items():
+        if offset + nbytes > slot.size:
+            raise RemoteError("shm", f"input {name!r:.80}: {nbytes} bytes at offset {offset} exceed the "
+                                     f"slot ({slot.size} bytes)")
+        inputs[name] = np.ndarray(shape, np.float32, buffer=slot.mm, offset=offset)
     return inputs
 
 
-def place_outputs(slot: _Slot, out, outputs: dict) -> dict | None:
-    """Write the outputs into the client's slot; None when they do not fit."""
-    if not isinstance(out, list) or len(out) != 2 or not all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in out):
-        raise RemoteError("shm", "'out' must be [offset, capacity]")
+def place_outputs(slot: _Slot, out: tuple, outputs: dict) -> dict | None:
+    """Write the outputs into the client's slot, from `out` = (offset, capacity);
+    the placed spec {name: [offset, shape]}, None when they do not fit."""
     pos, end = out[0], min(slot.size, out[0] + out[1])
     placed = {}
     for name, arr in outputs.items():

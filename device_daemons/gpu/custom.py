@@ -69,6 +69,8 @@ _DEFINE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\s+\S.*)?$")
 class CustomLayerError(IRError):
     """A GPU custom layer file that cannot be used (what, where, what to do)."""
 
+    kind = "kernel"  # the daemons' error kind
+
 
 @dataclass
 class Define:

@@ -24,6 +24,8 @@ class BuildError(IRError):
     """An OpenCL program did not compile; the message carries the build log, whose
     lines are kept (a one-line log is useless)."""
 
+    kind = "kernel"  # the daemons' error kind: a kernel (a user's .cl) is at fault
+
     def __str__(self) -> str:
         return self.message if not self.where else f"{self.where}: {self.message}"
 

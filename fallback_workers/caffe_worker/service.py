@@ -1,30 +1,25 @@
-"""The Caffe worker's request handlers (imported only inside the worker process)."""
+"""The Caffe worker's request handlers (imported only inside the worker process,
+once pycaffe imported: framework.load_caffe). The verbs: core/services/caffe_worker.py."""
 from __future__ import annotations
 
+import collections
+import hashlib
+import importlib.machinery
 import os
 import sys
 import tempfile
 
 import numpy as np
+from google.protobuf import text_format
 
+import caffe
+from caffe.proto import caffe_pb2
 from core.microkernel import RemoteError
 
-os.environ.setdefault("GLOG_minloglevel", "2")
-try:
-    import caffe
-except ImportError as exc:  # reported by the supervisor from this process's stderr
-    print("[ ERROR ] pycaffe is not importable in the Caffe worker ({}). Build pycaffe (the README's set-up "
-          "does it) or put it on PYTHONPATH.".format(exc), file=sys.stderr, flush=True)
-    raise SystemExit(3)
+from core.services import caffe_worker as contract
 
-caffe.set_mode_cpu()
 MAX_NETS = 32
-
-
-def _add_paths(paths):
-    for p in paths or []:
-        if p and p not in sys.path:
-            sys.path.insert(0, p)
+_V1_PYTHON = 39  # V1LayerParameter.LayerType.PYTHON
 
 
 def _net_from_text(text: str, weights: str | None):
@@ -39,66 +34,141 @@ def _net_from_text(text: str, weights: str | None):
         os.unlink(path)
 
 
-def infer_shapes(args, arrays):
-    _add_paths(args.get("python_path"))
-    layers = list(args.get("layers") or [])
+class PythonLayerPolicy:
+    """Where `Python` layers may be imported from (the --python-layers option)."""
+
+    def __init__(self, directories: list[str], mode: str):
+        self.directories = [os.path.realpath(d) for d in directories if d]
+        self.mode = mode
+
+    def _inside(self, path: str | None) -> bool:
+        if not path:
+            return False
+        real = os.path.realpath(path)
+        return any(real == d or real.startswith(d + os.sep) for d in self.directories)
+
+    def check(self, layer) -> None:
+        """Refuse a Python layer whose module is not found in a configured directory
+        (with mode "configured"), before Caffe imports anything."""
+        is_python = layer.type == "Python" if isinstance(layer.type, str) else layer.type == _V1_PYTHON
+        if self.mode != "configured" or not is_python:
+            return
+        module = layer.python_param.module
+        top = module.split(".")[0]
+        loaded = sys.modules.get(top)
+        if loaded is not None:
+            origin = getattr(loaded, "__file__", None) or next(iter(getattr(loaded, "__path__", [])), None)
+        else:
+            spec = importlib.machinery.PathFinder.find_spec(top, sys.path)  # finds, imports nothing
+            origin = None if spec is None else (spec.origin if spec.has_location else
+                                                next(iter(spec.submodule_search_locations or []), None))
+        if not self._inside(origin):
+            where = ", ".join(self.directories) or "none configured"
+            raise RemoteError(contract.PYTHON_LAYER_REFUSED, (
+                f"layer '{layer.name}' is a Python layer of module '{module}', which is not in the "
+                f"directories this worker may import Python layers from ({where}); an IR never "
+                f"chooses code to import: start the daemon with --python-path DIR for the directory "
+                f"that holds it"))
+
+
+def _one_layer(definition: str):
+    """The single LayerParameter (or V1LayerParameter) of a definition's text."""
+    net = caffe_pb2.NetParameter()
     try:
-        net = _net_from_text(args["prototxt"], args.get("weights"))
+        text_format.Merge(definition, net)
+    except text_format.ParseError as exc:
+        raise RemoteError(contract.CAFFE_NET, f"the layer definition is not valid prototxt: {exc}") from None
+    layers = list(net.layer) + list(net.layers)
+    if len(layers) != 1 or net.input or net.input_shape or net.input_dim:
+        raise RemoteError(contract.REQUEST, "a layer definition must hold exactly one layer and nothing else")
+    return layers[0]
+
+
+def infer_shapes(args, arrays):
+    prototxt, weights, layers, seed = contract.parse_infer_shapes(args)
+    try:
+        net = _net_from_text(prototxt, weights)
     except Exception as exc:  # a Python-side failure; C++ CHECKs abort the process instead
-        raise RemoteError("caffe_net", "Error happened while constructing caffe.Net in the Caffe fallback "
+        raise RemoteError(contract.CAFFE_NET, "Error happened while constructing caffe.Net in the Caffe fallback "
                           "function: {}: {}".format(type(exc).__name__, exc), 12)
-    rng = np.random.default_rng(int(args.get("seed", 0)))
+    rng = np.random.default_rng(seed)
     for name in net.inputs:
         blob = net.blobs[name]
         blob.data[...] = rng.standard_normal(blob.data.shape).astype(np.float32)
     try:
         net.forward()
     except Exception as exc:
-        raise RemoteError("caffe_forward", "Cannot infer shapes due to exception in Caffe: {}: {}".format(
+        raise RemoteError(contract.CAFFE_FORWARD, "Cannot infer shapes due to exception in Caffe: {}: {}".format(
             type(exc).__name__, exc), 13)
     names = list(net._layer_names)
     shapes = {}
     for layer in layers:
         if layer not in names:
-            raise RemoteError("caffe_net", "Layer '{}' is not in the net Caffe built.".format(layer))
+            raise RemoteError(contract.CAFFE_NET, "Layer '{}' is not in the net Caffe built.".format(layer))
         shapes[layer] = [list(net.blobs[top].data.shape) for top in net.top_names[layer]]
     return {"shapes": shapes}
 
 
-_nets: dict = {}
+class LayerRunner:
+    """forward_layer: one Caffe net per (definition, input shapes), the most recent
+    MAX_NETS kept."""
 
+    def __init__(self, policy: PythonLayerPolicy):
+        self.policy = policy
+        self.nets: collections.OrderedDict = collections.OrderedDict()
 
-def forward_layer(args, arrays):
-    _add_paths(args.get("python_path"))
-    n_inputs = int(args["n_inputs"])
-    inputs, blobs = arrays[:n_inputs], arrays[n_inputs:]
-    key = (args["key"], tuple(tuple(a.shape) for a in inputs))
-    net = _nets.get(key)
-    if net is None:
-        if len(_nets) >= MAX_NETS:
-            _nets.pop(next(iter(_nets)))
+    def _net(self, definition: str, shapes: list[tuple]):
+        key = (hashlib.sha256(definition.encode()).hexdigest(), tuple(shapes))
+        found = self.nets.get(key)
+        if found is not None:
+            self.nets.move_to_end(key)
+            return found
+        layer = _one_layer(definition)
+        self.policy.check(layer)
+        if len(layer.bottom) != len(shapes):
+            raise RemoteError(contract.REQUEST, "layer '{}' has {} bottoms but {} inputs were sent".format(
+                layer.name, len(layer.bottom), len(shapes)))
+        lines = ['name: "caffe_backed"']
+        for bottom, shape in zip(layer.bottom, shapes):
+            lines.append('input: "{}"'.format(bottom))
+            lines.append("input_shape {{ {} }}".format(" ".join("dim: {}".format(int(d)) for d in shape)))
+        lines.append(definition)
         try:
-            net = _net_from_text(args["prototxt"], None)
+            net = _net_from_text("\n".join(lines) + "\n", None)
         except Exception as exc:
-            raise RemoteError("caffe_net", "Cannot build the Caffe net for layer '{}': {}: {}".format(
-                args.get("layer"), type(exc).__name__, exc), 12)
-        _nets[key] = net
-    layer = args["layer"]
-    params = net.params[layer] if layer in net.params else []
-    if len(params) != len(blobs):
-        raise RemoteError("caffe_blobs", "Layer '{}' has {} blobs in Caffe but {} were sent.".format(
-            layer, len(params), len(blobs)))
-    for param, blob in zip(params, blobs):
-        param.data[...] = blob.reshape(param.data.shape)
-    for name, value in zip(net.inputs, inputs):
-        net.blobs[name].reshape(*value.shape)
-        net.blobs[name].data[...] = value
-    net.reshape()
-    out = net.forward()
-    tops = list(net.top_names[layer])
-    return {"outputs": tops}, [np.ascontiguousarray(out[t], dtype=np.float32) for t in tops]
+            raise RemoteError(contract.CAFFE_NET, "Cannot build the Caffe net for layer '{}': {}: {}".format(
+                layer.name, type(exc).__name__, exc), 12) from None
+        if len(self.nets) >= MAX_NETS:
+            self.nets.popitem(last=False)
+        self.nets[key] = (net, layer.name)
+        return net, layer.name
+
+    def forward_layer(self, args, arrays):
+        definition, inputs, blobs = contract.parse_forward_layer(args, arrays)
+        net, name = self._net(definition, [tuple(a.shape) for a in inputs])
+        params = net.params[name] if name in net.params else []
+        if len(params) != len(blobs):
+            raise RemoteError(contract.CAFFE_BLOBS, "Layer '{}' has {} blobs in Caffe but {} were sent.".format(
+                name, len(params), len(blobs)))
+        for param, blob in zip(params, blobs):
+            if blob.size != param.data.size:
+                raise RemoteError(contract.CAFFE_BLOBS, "Layer '{}': a blob of {} values was sent for one of "
+                                  "shape {}.".format(name, blob.size, list(param.data.shape)))
+            param.data[...] = blob.reshape(param.data.shape)
+        for bottom, value in zip(net.inputs, inputs):
+            net.blobs[bottom].reshape(*value.shape)
+            net.blobs[bottom].data[...] = value
+        net.reshape()
+        try:
+            out = net.forward()
+        except Exception as exc:
+            raise RemoteError(contract.CAFFE_FORWARD, "Layer '{}' failed in Caffe: {}: {}".format(
+                name, type(exc).__name__, exc)) from None
+        tops = list(net.top_names[name])
+        return {"outputs": tops}, [np.ascontiguousarray(out[t], dtype=np.float32) for t in tops]
 
 
-def register(server):
-    server.handle("infer_shapes", infer_shapes)
-    server.handle("forward_layer", forward_layer)
+def register(server, python_path: list[str], python_layers: str) -> None:
+    runner = LayerRunner(PythonLayerPolicy(python_path, python_layers))
+    server.handle(contract.INFER_SHAPES, infer_shapes)
+    server.handle(contract.FORWARD_LAYER, runner.forward_layer)

@@ -22,7 +22,7 @@ def _placeholders(layer) -> list[Tensor]:
     return [Tensor(op, i, "f32", tuple(p.dims)) for i, p in enumerate(layer.outputs)]
 
 
-def _unmappable_error(problems: list[tuple], extension_ops: dict) -> IRError:
+def _unmappable_error(problems: list[tuple]) -> IRError:
     types = sorted({t for _, t, _ in problems})
     listing = "; ".join(f"{name!r} ({type_}{': ' + reason if reason else ''})" for name, type_, reason in problems)
     hint = ",".join(types)
@@ -69,7 +69,7 @@ def to_model(net: Network, extension_ops: dict[str, ExtensionOp] | None = None) 
                 tensor.names.append(name)
             tensors[(layer.id, port.id)] = tensor
     if problems:
-        raise _unmappable_error(problems, extension_ops)
+        raise _unmappable_error(problems)
     for layer, port in net.outputs():
         model.result(tensors[(layer.id, port.id)], f"{layer.name}/sink_port_{port.id}")
     return model

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import IRError
+from ..model import CAFFE_DEFINITION_ATTR
 from .layers.base import Mapping
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
@@ -60,5 +61,7 @@ def map_extension_layer(m: Mapping, ext: ExtensionOp):
         inputs.append(m.const(values.reshape(-1), blob_name))
     shapes = [p.dims for p in m.layer.outputs]
     op = m.model.add(ext.op_type, inputs, shapes, name=m.layer.name, version=ext.version)
-    op.attrs = dict(m.layer.data)  # as the v2 IR spells them: the extension was written for them
+    # as the v2 IR spells them (the extension was written for them), without the
+    # definition our own daemons run Caffe-backed layers from
+    op.attrs = {k: v for k, v in m.layer.data.items() if k != CAFFE_DEFINITION_ATTR}
     return op.outputs

@@ -126,11 +126,3 @@ class Model:
     # --- queries ----------------------------------------------------------------
     def parameters(self) -> list[Op]:
         return [op for op in self.ops if op.type == "Parameter"]
-
-    def results(self) -> list[Op]:
-        return [op for op in self.ops if op.type == "Result"]
-
-    def replace_uses(self, old: Tensor, new: Tensor) -> None:
-        """Every consumer of `old` reads `new` instead."""
-        for op in self.ops:
-            op.inputs = [new if t is old else t for t in op.inputs]

@@ -102,6 +102,9 @@ def test_a_mapping_rule_writes_the_fork_parameters(fork, tmp_path):
     net = convert_api(input_model=fork["weights"], input_proto=fork["prototxt"], caffe_proto=fork["proto"],
                       custom_layers_mapping=mapping, extensions=fork["ext"])
     bn = net.layer_by_name("bn")
+    # the layer carries its own definition (the self-contained IR), fork field included
+    definition = bn.data.pop("caffe-prototxt")
+    assert definition.startswith('layer { name: "bn" type: "SyncBN"') and "sync_bn_param {" in definition
     assert bn.data == {"bn_mode": "caffe.SyncBNParameter.INFERENCE", "eps": "0.002", "momentum": "0.9"}
     assert list(bn.blobs) == ["weights", "biases", "custom_2", "custom_3"]
     np.testing.assert_array_equal(bn.blobs["custom_3"], np.linspace(0.5, 2, 4).astype(np.float32) + 1)

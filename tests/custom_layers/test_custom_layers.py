@@ -8,6 +8,7 @@ import time
 import pytest
 
 from core.errors import Error
+from core.services.caffe_worker import DEFINITION_ATTR
 from tests.support import REPO, convert_api, import_caffe, ir_shapes, make_caffemodel, write_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,6 +88,8 @@ def test_reference_example_network(ref_model, batch):
     layers = {layer.name: layer for layer in net.layers}
     assert [layer.type for layer in net.layers] == ["Input", "BNLL", "Reduction", "FullyConnected", "Threshold"]
     assert layers["bnll"].data == {"beta": "1"}                    # the extension's attributes only
+    # a mapped layer also carries its own Caffe definition (a self-contained IR)
+    assert layers["reduce"].data.pop(DEFINITION_ATTR).startswith('layer { name: "reduce" type: "Reduction"')
     assert layers["reduce"].data == {"operation": "caffe.ReductionParameter.MEAN", "axis": "2", "coeff": "1"}
     assert layers["threshold"].data == {"threshold": "0.25"}
     assert layers["fc"].data == {"out-size": "4"}
@@ -98,7 +101,7 @@ def test_mapping_without_params(ref_model, tmp_path):
                                                   'hasParam="false"/></CustomLayersMapping>')
     net = convert_api(input_model=ref_model, input_proto=REF_NET, custom_layers_mapping=mapping,
                       use_caffe_fallback=True, extensions=EXAMPLE_EXT)
-    assert net.layer_by_name("reduce").data == {}
+    assert list(net.layer_by_name("reduce").data) == [DEFINITION_ATTR]  # no parameters, its definition
     assert net.layer_by_name("reduce").outputs[0].dims == (2, 3)
 
 
@@ -234,7 +237,9 @@ def test_caffe_hang(tmp_path):
     good = BASE + 'layer { name: "stuck" type: "ReLU" bottom: "data" top: "s" }\n'
     proc, out, took = _cli_fault(tmp_path, text, env={"MO_CORE_FALLBACK_TIMEOUT": "3"},
                                  weights_from=write_text(str(tmp_path / "g.prototxt"), good))
-    assert_fault(proc, out, "stuck")
+    # the message says the layer timed out, after the time given, and how to give more
+    assert_fault(proc, out, "layer(s) stuck failed", "did not answer within 3 s ('infer_shapes'); it was killed",
+                 "MO_CORE_FALLBACK_TIMEOUT=SECONDS (now 3)", "#13")
     assert took < 60
 
 

@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from device_daemons.cpu import ExecutionPlan
+from core.services.caffe_worker import DEFINITION_ATTR
 from ir import read_ir, write_ir
 from tests.caffe_models import make_caffemodel
 from tests.numpy_reference import conv2d
@@ -32,6 +33,7 @@ def test_the_reference_examples_form_maps_relu_and_the_ir_runs(tmp_path):
     leaky = net.layer_by_name("leaky")
     # mapped: the Caffe type and every relu_param field, as they are
     assert leaky.type == "ReLU"
+    assert leaky.data.pop(DEFINITION_ATTR).startswith('layer { name: "leaky" type: "ReLU"')  # its own definition
     assert leaky.data == {"negative_slope": "0.1", "engine": "caffe.ReLUParameter.DEFAULT"}
     write_ir(net, str(tmp_path / "leaky.xml"))
     x = np.random.default_rng(1).standard_normal((1, 2, 6, 6)).astype(np.float32)

@@ -7,6 +7,7 @@ pycaffe and converted with `mo-core convert`.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -33,8 +34,11 @@ layer { name: "prob" type: "Softmax" bottom: "fc1" top: "prob" }
 """
 
 # A custom CPU kernel (OpenCV style) used by the tests: y = 2x + 1; when the first
-# input value is >= 100 it first sleeps (value - 100) seconds: a slow request.
+# input value is >= 100 it first sleeps (value - 100) seconds: a slow request. Before
+# sleeping it creates the file "started" in $MO_CORE_TEST_SIGNAL_DIR (when set), so
+# a test knows the request is running (see slow_request_started).
 SLOW_KERNEL = '''
+import os
 import time
 
 
@@ -51,9 +55,18 @@ class SlowOp:
         x = inputs[0]
         first = float(x.flat[0])
         if first >= 100:
+            signal_dir = os.environ.get("MO_CORE_TEST_SIGNAL_DIR")
+            if signal_dir:
+                open(os.path.join(signal_dir, "started"), "w").close()
             time.sleep(first - 100)
         return [x * 2 + 1]
 '''
+
+
+def slow_request_started(signal_dir: str, timeout: float = 30.0) -> bool:
+    """Wait until a SlowOp request of a daemon started with MO_CORE_TEST_SIGNAL_DIR=
+    `signal_dir` is inside its sleep."""
+    return wait_until(lambda: os.path.exists(os.path.join(signal_dir, "started")), timeout)
 
 
 def run_mo(*args, timeout=120, env=None):
@@ -133,23 +146,44 @@ def _new_runtime_dir(prefix: str) -> str:
     return os.path.join(base, "rt")
 
 
+@contextlib.contextmanager
+def private_runtime(prefix: str, **env):
+    """A runtime directory of its own (MO_CORE_RUNTIME_DIR, so the tests never see a
+    daemon of the user) and the repo on PYTHONPATH, plus `env`, while the block runs;
+    afterwards every daemon in it is stopped and the environment is as it was."""
+    keys = ("MO_CORE_RUNTIME_DIR", "PYTHONPATH") + tuple(env)
+    saved = {k: os.environ.get(k) for k in keys}
+    runtime = _new_runtime_dir(prefix)
+    os.environ["MO_CORE_RUNTIME_DIR"] = runtime
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, saved["PYTHONPATH"]) if p)
+    os.environ.update(env)
+    try:
+        yield runtime
+    finally:
+        cleanup_runtime(runtime)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        shutil.rmtree(os.path.dirname(runtime), ignore_errors=True)
+
+
+@contextlib.contextmanager
+def private_iecore(prefix: str):
+    """An IECore on daemons of a private runtime directory: the session fixtures of
+    other test folders use it."""
+    from device_daemons.client import IECore
+    with private_runtime(prefix):
+        yield IECore(policy="auto")
+
+
 @pytest.fixture(scope="session", autouse=True)
 def session_runtime():
     """A private runtime dir for the whole session; every daemon in it is stopped
     at the end (and the test fails loudly in the log if one had to be killed)."""
-    saved = {k: os.environ.get(k) for k in ("MO_CORE_RUNTIME_DIR", "PYTHONPATH", "GLOG_minloglevel")}
-    runtime = _new_runtime_dir("dd-")
-    os.environ["MO_CORE_RUNTIME_DIR"] = runtime
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (REPO, saved["PYTHONPATH"]) if p)
-    os.environ["GLOG_minloglevel"] = "2"
-    yield runtime
-    cleanup_runtime(runtime)
-    for k, v in saved.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    shutil.rmtree(os.path.dirname(runtime), ignore_errors=True)
+    with private_runtime("dd-", GLOG_minloglevel="2") as runtime:
+        yield runtime
 
 
 @pytest.fixture

@@ -69,7 +69,7 @@ def test_infer_random_input_is_reproducible(tiny, tmp_path):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("case", ["npz_wrong_key", "npy_bad_shape", "missing_input", "missing_model",
-                                  "bad_top_k", "gpu", "pickled"])
+                                  "bad_top_k", "unknown_device", "pickled"])
 def test_infer_user_errors(tiny, tmp_path, case):
     args = ["infer", "-m", tiny.xml]
     expect = ""
@@ -90,9 +90,9 @@ def test_infer_user_errors(tiny, tmp_path, case):
     elif case == "bad_top_k":
         args += ["--top_k", "0"]
         expect = "--top_k"
-    elif case == "gpu":
-        args += ["-d", "GPU"]
-        expect = "not available yet"
+    elif case == "unknown_device":
+        args += ["-d", "MYRIAD"]
+        expect = "unknown device 'MYRIAD'"
     elif case == "pickled":
         np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
         args += ["-i", str(tmp_path / "obj.npy")]
@@ -103,10 +103,20 @@ def test_infer_user_errors(tiny, tmp_path, case):
     assert "Traceback" not in proc.stderr
 
 
+def _daemon_requests() -> int:
+    """Inference requests the (session's) CPU daemon has served so far."""
+    from device_daemons.client import IECore
+    with IECore() as ie:
+        return ie._link("CPU").call("status")[0]["requests"]
+
+
 @pytest.mark.timeout(180)
 def test_benchmark_prints_the_table(tiny):
+    before = _daemon_requests()
     proc = run_mo("benchmark", "-m", tiny.xml, "-niter", "20", "-nireq", "3")
     assert proc.returncode == 0, proc.stderr
+    # the daemon itself counted the work: the first inference and the 20 measured
+    assert _daemon_requests() - before == 21
     out = proc.stdout
     assert "Count:      20 iterations (3 in flight, batch 1)" in out
     lines = out.splitlines()
@@ -114,8 +124,13 @@ def test_benchmark_prints_the_table(tiny):
     assert lines[i + 1].split() == ["median", "p90", "p99", "min", "max"]
     median, p90, p99, lo, hi = map(float, lines[i + 2].split())
     assert 0 < lo <= median <= p90 <= p99 <= hi
+    duration_ms = float(re.search(r"Duration: +([0-9.]+) ms", out).group(1))
     fps = float(re.search(r"Throughput: ([0-9.]+) FPS", out).group(1))
-    assert fps > 0
+    # throughput is the iterations over the duration (both as printed, rounded to 0.01)
+    assert abs(fps - 20 / (duration_ms / 1e3)) <= 0.01 + 20 / (duration_ms / 1e3) * 0.01 / duration_ms
+    # 3 requests in flight: the wall time is less than the sum of the latencies
+    # (unless every request waited for the others: then not more than it)
+    assert duration_ms <= 20 * hi
     assert "Progress" not in proc.stderr  # not a tty and no --progress
 
 

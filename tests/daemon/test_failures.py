@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
 
 import msgpack
@@ -13,7 +12,8 @@ import pytest
 from device_daemons.client import (DaemonDied, DaemonNotRunning, DaemonTimeout, IECore,
                                    InferenceError)
 from tests.daemon.conftest import (assert_close, daemon_processes, raw_reply, raw_socket, run_mo,
-                                   write_custom_ir)
+                                   slow_request_started, write_custom_ir)
+from tests.support import call_in_thread
 
 SLOW = np.full((1, 4), 110.0, np.float32)  # the SlowOp kernel sleeps 10 s on it
 FAST = np.arange(4, dtype=np.float32).reshape(1, 4)
@@ -21,8 +21,9 @@ FAST = np.arange(4, dtype=np.float32).reshape(1, 4)
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", ["async", "sync"])
-def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode):
+def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode, tmp_path, monkeypatch):
     xml, kernel = slow_model
+    monkeypatch.setenv("MO_CORE_TEST_SIGNAL_DIR", str(tmp_path))  # for the daemon started below
     ie = IECore(policy="auto", timeout=60)
     assert ie.add_extension(kernel, "CPU") == ["SlowOp"]
     exec_net = ie.load_network(ie.read_network(xml), "CPU")
@@ -30,22 +31,9 @@ def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode):
     pid = ie.daemon_pid()
     assert daemon_processes(fresh_runtime) == [pid]
 
-    outcome = {}
-
-    def slow_request():
-        t0 = time.monotonic()
-        try:
-            if mode == "async":
-                exec_net.start_async({"data": SLOW}).wait()
-            else:
-                exec_net.infer({"data": SLOW})
-        except BaseException as exc:  # checked below
-            outcome["error"] = exc
-        outcome["seconds"] = time.monotonic() - t0
-
-    th = threading.Thread(target=slow_request)
-    th.start()
-    time.sleep(1.0)  # the request is in the kernel's sleep now
+    th, outcome = call_in_thread((lambda: exec_net.start_async({"data": SLOW}).wait()) if mode == "async" else
+                                 (lambda: exec_net.infer({"data": SLOW})))
+    assert slow_request_started(str(tmp_path))  # the request is in the kernel's sleep now
     os.kill(pid, signal.SIGKILL)
     th.join(20)
     assert not th.is_alive()
@@ -66,15 +54,16 @@ def test_daemon_killed_during_a_request(fresh_runtime, slow_model, mode):
 
 
 @pytest.mark.timeout(120)
-def test_daemon_killed_with_existing_policy(fresh_runtime, slow_model):
+def test_daemon_killed_with_existing_policy(fresh_runtime, slow_model, tmp_path, monkeypatch):
     xml, kernel = slow_model
+    monkeypatch.setenv("MO_CORE_TEST_SIGNAL_DIR", str(tmp_path))  # for the daemon started below
     assert run_mo("daemon", "start").returncode == 0
     ie = IECore(policy="existing", timeout=60)
     ie.add_extension(kernel)
     exec_net = ie.load_network(ie.read_network(xml))
     pid = ie.daemon_pid()
     req = exec_net.start_async({"data": SLOW})
-    time.sleep(1.0)
+    assert slow_request_started(str(tmp_path))
     os.kill(pid, signal.SIGKILL)
     t0 = time.monotonic()
     with pytest.raises(DaemonDied, match="mo-core daemon start") as err:

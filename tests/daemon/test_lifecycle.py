@@ -162,9 +162,9 @@ def test_non_loopback_tcp_with_key_file(fresh_runtime, tiny, tmp_path):
 
 @pytest.mark.timeout(60)
 def test_unknown_device(fresh_runtime):
-    proc = run_mo("daemon", "start", "--device", "GPU")
+    proc = run_mo("daemon", "start", "--device", "TPU")
     assert proc.returncode == 1
-    assert "[ ERROR ]" in proc.stderr and "not available yet" in proc.stderr and "CPU" in proc.stderr
+    assert "[ ERROR ]" in proc.stderr and "unknown device 'TPU'" in proc.stderr and "CPU" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

@@ -79,3 +79,47 @@ def test_infer_and_benchmark_pc_print_the_layers(tiny, tmp_path):
     rows = _rows(proc.stdout)
     assert rows["pool1"][:3] == ["EXECUTED", "Pooling", "onednn"]
     assert rows["relu1"][:3] == ["NOT_RUN", "ReLU", "fused into conv1"]
+
+
+@pytest.mark.timeout(120)
+def test_the_perf_flag_of_the_infer_verb(tiny, fresh_runtime):
+    """The contract's `perf`: rows on request only; a flag that is not a bool is an
+    input error."""
+    from core.microkernel import Client, RemoteError
+    from device_daemons import contract
+    from device_daemons import daemon as lifecycle
+    launch = lifecycle.launch("CPU", threads=2)
+    client = Client(launch.record["endpoint"], timeout=30)
+    try:
+        handle = client.call("load_network", {"xml": tiny.xml})[0]["handle"]
+        x = tiny.input(4)
+        plain, _ = client.call("infer", contract.infer_request(handle, inputs={"data": x}))
+        assert "perf" not in plain
+        result, _ = client.call("infer", contract.infer_request(handle, inputs={"data": x}, perf=True))
+        assert_close(result["outputs"]["prob"], tiny.reference(x))
+        rows = contract.check_perf(result)
+        assert {r["name"] for r in rows} >= set(TINY_TYPES)
+        assert {r["status"] for r in rows} <= set(contract.PERF_STATUSES)
+        with pytest.raises(RemoteError) as err:
+            client.call("infer", {"handle": handle, "inputs": {"data": x}, "perf": 1})
+        assert err.value.kind == "input" and "'perf' must be true or false" in err.value.message
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("rows, problem", [
+    ("rows", "must be a list"),
+    ([{"name": "a", "type": "ReLU", "backend": "numpy", "status": "executed"}], "ms None"),
+    ([{"name": "a", "type": "ReLU", "backend": "numpy", "status": "done", "ms": 1.0}], "status 'done'"),
+    ([{"name": "a", "type": "ReLU", "backend": "numpy", "status": "executed", "ms": -1.0}], "ms -1.0"),
+    ([{"name": "a", "type": "ReLU", "backend": "numpy", "status": "executed", "ms": float("nan")}], "ms nan"),
+    ([{"name": 5, "type": "ReLU", "backend": "numpy", "status": "executed", "ms": 1.0}], "a 'perf' row must be"),
+    (["row"], "a 'perf' row must be"),
+])
+def test_malformed_perf_rows_break_the_contract(rows, problem):
+    """Unit test beside the real daemon's rows above: what check_perf refuses."""
+    from core.microkernel import ProtocolError
+    from device_daemons import contract
+    with pytest.raises(ProtocolError, match=re.escape(problem)):
+        contract.check_perf({"perf": rows})
+    assert contract.check_perf({}) is None

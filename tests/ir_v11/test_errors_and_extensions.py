@@ -78,7 +78,10 @@ def test_extension_op_gets_inputs_blobs_and_attributes(ref_model, tmp_path):
     ops = {op.name: op for op in ctx.v11_model.ops}
     reduce = ops["reduce"]
     assert (reduce.type, reduce.version) == ("MeanReduce", "my_opset")
-    assert reduce.attrs == {"operation": "caffe.ReductionParameter.MEAN", "axis": "2", "coeff": "1"}
+    # the v2 attributes as they are, a Caffe-backed layer's own Caffe definition among them
+    assert reduce.attrs == {"operation": "caffe.ReductionParameter.MEAN", "axis": "2", "coeff": "1",
+                            "caffe-prototxt": 'layer { name: "reduce" type: "Reduction" bottom: "bnll" top: "reduce" '
+                                              'reduction_param { operation: MEAN axis: 2 } }'}
     assert [t.shape for t in reduce.inputs] == [(2, 3, 8, 6)] and reduce.outputs[0].shape == (2, 3)
     assert (ops["bnll"].type, ops["bnll"].version, ops["bnll"].attrs) == ("BNLL", "extension", {"beta": "1"})
 
@@ -98,3 +101,21 @@ def test_extension_ops_need_ir_version_11(ref_model, tmp_path):
     code, stdout, stderr = run_cli("convert", "--input_model", ref_model, "--input_proto", REF_NET,
                                    "--output_dir", str(tmp_path), "--ov_extension_ops", "BNLL")
     assert code == 1 and "add --ir_version 11" in stderr and "Traceback" not in stderr
+
+
+def test_every_unmappable_layer_and_variant_is_listed():
+    """A type with no opset operation and a variant with none, in one message."""
+    from ir import Edge, Layer, Network, Port
+    from ir.v11 import build_model
+    s, small = (1, 3, 8, 8), (1, 3, 4, 4)
+    layers = [Layer(0, "data", "Input", outputs=[Port(0, s)]),
+              Layer(1, "down", "Resample", data={"type": "caffe.ResampleParameter.LINEAR", "antialias": "1",
+                                                 "factor": "0.5"}, inputs=[Port(0, s)], outputs=[Port(1, small)]),
+              Layer(2, "odd", "MyCustomOp", inputs=[Port(0, small)], outputs=[Port(1, small)]),
+              Layer(3, "relu", "ReLU", inputs=[Port(0, small)], outputs=[Port(1, small)])]
+    edges = [Edge(0, 0, 1, 0), Edge(1, 1, 2, 0), Edge(2, 1, 3, 0)]
+    with pytest.raises(IRError) as err:
+        build_model(Network("n", layers, edges))
+    text = str(err.value)
+    assert "cannot express 2 layer(s): 'down' (Resample: antialiased downscaling); 'odd' (MyCustomOp)" in text
+    assert "--ov_extension_ops MyCustomOp,Resample" in text

@@ -11,7 +11,8 @@ import os
 import numpy as np
 import pytest
 
-from tests.ir_v11.v11_helpers import assert_outputs_close, caffe_forward, compile_v11
+from ir.v11 import write_ir_v11
+from tests.ir_v11.v11_helpers import F32, assert_outputs_close, caffe_forward, compile_v11
 from tests.support import BVLC, convert_api, import_caffe, make_caffemodel, write_text
 
 NETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nets")
@@ -77,3 +78,47 @@ def test_v11_on_openvino_equals_reference(ov_core, references, tmp_path, model, 
     assert sorted(ref) == sorted(o.get_any_name() for o in run.compiled.outputs)
     ours = run.infer(inputs)
     assert_outputs_close(ours, ref, 1e-4 if data_type == "FP32" else 1e-2)
+
+
+@pytest.mark.parametrize("model", ["bvlc_alexnet", "ssd_small", "fcn_deconv"])
+def test_v11_reshaped_to_another_batch(ov_core, references, tmp_path, model):
+    """An IR made for batch 1, reshaped by OpenVINO to batch 3 (Reshape targets copy
+    the batch, the priors do not depend on it), equals pycaffe at batch 3."""
+    proto, weights, _, _ = references(model)
+    xml = str(tmp_path / "model.xml")
+    write_ir_v11(convert_api(input_model=weights, input_proto=proto), xml)
+    ov_model = ov_core.read_model(xml)
+    name = ov_model.inputs[0].get_any_name()
+    shape = [3] + list(ov_model.inputs[0].get_shape())[1:]
+    ov_model.reshape({name: shape})
+    compiled = ov_core.compile_model(ov_model, "CPU", F32)
+    x = {name: np.random.default_rng(12).standard_normal(shape).astype(np.float32)}
+    caffe = import_caffe()
+    net = caffe.Net(proto, weights, caffe.TEST)
+    ref = caffe_forward(net, x)
+    ours = {n: np.array(v) for port, v in compiled(x).items() for n in port.get_names()}
+    layers = [o.get_any_name() for o in compiled.outputs]
+    assert_outputs_close(ours, {layer: ref[net.top_names[layer][0]] for layer in layers}, 1e-4)
+
+
+def test_rfcn_head_with_roi_priors(ov_core, tmp_path):
+    """The R-FCN-like head of tests/cpu/test_cpu_rfcn.py (Proposal -> PSROIPooling ->
+    DetectionOutput with normalized: false ROI priors) as IR v11 on OpenVINO equals
+    the CPU daemon's plan on the same converted network (pycaffe cannot run
+    PSROIPooling on the CPU; the plan's DetectionOutput is checked against
+    OpenVINO's, its Proposal and PSROIPooling against pycaffe and a reference)."""
+    from tests.cpu.cpu_helpers import convert_to_plan
+    from tests.cpu.test_cpu_rfcn import H, W, detections, head
+    proto, weights = head(tmp_path)
+    plan, network = convert_to_plan(proto, weights, tmp_path)
+    run = compile_v11(ov_core, network, tmp_path, name="rfcn")
+    rng = np.random.default_rng(3)
+    found = 0
+    for _ in range(3):
+        feeds = {"data": rng.standard_normal((1, 3, H, W)).astype(np.float32),
+                 "im_info": np.array([[H, W, 1]], np.float32)}
+        ours, ref = detections(run.infer(feeds)["detection_out"]), detections(plan.infer(feeds)["detection_out"])
+        assert ours.shape == ref.shape
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4)
+        found += len(ours)
+    assert found > 10

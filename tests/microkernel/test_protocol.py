@@ -261,9 +261,33 @@ def test_limits_total_size_and_frames():
     decode_request(encode_request(1, "x", {"a": np.zeros(10)}), small)  # within limits
 
 
+def _equal(a, b) -> bool:
+    """Deep equality of decoded values (arrays by dtype, shape and content)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and a.shape == b.shape and a.tobytes() == b.tobytes())
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _reencoded(decode, msg):
+    """`msg` (a decoded Request or Reply) encoded again and decoded: the same message
+    if the decoder handed out only what the schema allows."""
+    if decode is decode_request:
+        return decode_request(encode_request(msg.id, msg.op, msg.args))
+    if msg.ok:
+        return decode_reply(encode_reply(msg.id, msg.result))
+    return decode_reply(encode_error(msg.id, msg.error.kind, msg.error.message, msg.error.faq,
+                                     msg.error.traceback))
+
+
 def test_random_mutations_only_ever_raise_protocol_error():
-    """Fuzz: bit flips, truncations and splices of valid messages either decode or
-    raise ProtocolError - never any other exception."""
+    """Fuzz: bit flips, truncations and splices of valid messages either decode to
+    a well-formed message (one that encodes and decodes to itself) or raise
+    ProtocolError - never any other exception. Both outcomes occur (fixed seed)."""
     rng = random.Random(1234)
     good = [
         encode_request(3, "infer", {"inputs": {"d": np.arange(6, dtype=np.float32).reshape(2, 3)},
@@ -271,7 +295,7 @@ def test_random_mutations_only_ever_raise_protocol_error():
         encode_reply(3, {"out": np.ones((2, 2), np.int16), "n": 4}),
         encode_error(3, "user", "msg", 12),
     ]
-    decoded = 0
+    decoded = rejected = 0
     for i in range(3000):
         frames = [bytes(f) for f in rng.choice(good)]
         head = bytearray(frames[0])
@@ -292,16 +316,29 @@ def test_random_mutations_only_ever_raise_protocol_error():
             frames[1] = frames[1][: rng.randrange(len(frames[1]) + 1)]
         for decode in (decode_request, decode_reply):
             try:
-                decode(frames)
-                decoded += 1
+                msg = decode(frames)
             except ProtocolError:
-                pass
-    assert decoded < 6000  # most mutations are caught
+                rejected += 1
+                continue
+            decoded += 1
+            again = _reencoded(decode, msg)
+            assert again.id == msg.id and _equal(vars(again).get("args", vars(again).get("result")),
+                                                 vars(msg).get("args", vars(msg).get("result")))
+            if decode is decode_reply and not msg.ok:
+                assert (again.error.kind, again.error.message, again.error.faq) == \
+                    (msg.error.kind, msg.error.message, msg.error.faq)
+    # the mutations both get through (a flipped bit in a string) and are refused
+    assert decoded > 10 and rejected > 3000, (decoded, rejected)
 
 
-def test_protocol_version_constant():
-    assert PROTOCOL_VERSION == 1
-    assert _header(encode_request(1, "x"))["v"] == 1
+@pytest.mark.parametrize("version", [0, 2, "1", 1.0, True, None])
+def test_other_protocol_versions_are_refused(version):
+    """Both sides check the version of every message, and name both versions."""
+    assert _header(encode_request(1, "x"))["v"] == PROTOCOL_VERSION
+    for header, decode in (({"id": 1, "op": "x"}, decode_request), ({"id": 1, "ok": True}, decode_reply)):
+        head = msgpack.packb(dict(header, v=version))
+        with pytest.raises(ProtocolError, match=f"unsupported protocol version .* speaks {PROTOCOL_VERSION}"):
+            decode([head])
 
 
 def test_misaligned_frames_decode_to_aligned_arrays():

@@ -71,7 +71,29 @@ def test_new_ipc_endpoint(runtime_env):
 @pytest.mark.parametrize("ep", ["ipc:///tmp/x.sock", "tcp://127.0.0.1:5555", "tcp://127.0.0.1:*",
                                 "tcp://localhost:80", "tcp://[::1]:5555", "tcp://127.1.2.3:9"])
 def test_local_endpoints_need_no_key(ep):
-    check_endpoint(ep, have_key=False)
+    assert check_endpoint(ep, have_key=False) is None
+
+
+@pytest.mark.parametrize("bind, host", [("ipc", None), ("tcp://127.0.0.1:*", "127.0.0.1"),
+                                        ("tcp://127.0.0.1:*", "localhost")])
+def test_local_endpoints_serve_without_a_key(bind, host):
+    """Not only accepted by the policy: a server and a client without a key really
+    talk there (and a client that signs is ignored by a server that does not)."""
+    import threading
+    bind = new_ipc_endpoint("open") if bind == "ipc" else bind
+    server = Server(bind, service="open")
+    connect = server.endpoint if host is None else f"tcp://{host}:{server.endpoint.rsplit(':', 1)[1]}"
+    runner = threading.Thread(target=server.serve)
+    runner.start()
+    try:
+        with Client(connect, timeout=10) as client:
+            assert client.call("ping")[0]["pid"] == os.getpid()
+        with Client(connect, timeout=1, key=b"k" * 32) as signer:
+            with pytest.raises(MicrokernelTimeout):
+                signer.call("ping")  # its signature frame makes a malformed message there
+    finally:
+        server.request_stop()
+        runner.join(10)
 
 
 @pytest.mark.parametrize("ep", ["tcp://0.0.0.0:5555", "tcp://*:5555", "tcp://10.0.0.1:5555",

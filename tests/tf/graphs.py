@@ -289,6 +289,12 @@ def _(rng, x, v):
     return [pooled + v, tf.nn.max_pool2d(y, 2, 2, "VALID")]
 
 
+@case("argmax_addn", (1, 4, 5, 6))
+def _(rng, x):
+    total = tf.math.add_n([x, x * 2.0, tf.nn.relu(x)])
+    return [total, tf.cast(tf.argmax(x, axis=-1), tf.float32), tf.cast(tf.argmax(x, axis=1), tf.float32)]
+
+
 # --- options: cutting and preprocessing ------------------------------------------------
 def cutting_net(rng, x):
     relu1 = tf.nn.relu(tf.nn.conv2d(x, w(rng, 3, 3, 3, 4), strides=1, padding="SAME", name="conv1"), name="relu1")

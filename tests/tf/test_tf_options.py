@@ -2,7 +2,8 @@
 TensorFlow on the CPU daemon: cutting by TF node names (NODE, NODE:PORT, PORT:NODE,
 --output), -b 2, --input_shape in NHWC, --mean_values / --scale_values / --scale /
 --reverse_input_channels on the same preprocessing done before TensorFlow,
---disable_nhwc_to_nchw, --extensions with a front/tf extractor, --model_name."""
+--disable_fusing, --disable_nhwc_to_nchw, --extensions with a front/tf extractor,
+--model_name."""
 import os
 
 import numpy as np
@@ -70,6 +71,13 @@ def test_batch_2(ie, tf_graphs, tmp_path, case):
 def test_input_shape_is_nhwc(ie, tf_graphs, tmp_path):
     xml = convert_model(tf_graphs.path("conv_same_odd"), tmp_path, "m", input_shape="[1,9,9,3]")
     assert read_ir(xml).inputs()[0].outputs[0].dims == (1, 3, 9, 9)
+
+
+@pytest.mark.parametrize("case", ["conv_bias_relu", "fused_batch_norm"])
+def test_disable_fusing_keeps_scale_shift(ie, tf_graphs, tmp_path, case):
+    compare_with_tf(ie, tf_graphs, case, tmp_path, disable_fusing=True)
+    types = [l.type for l in read_ir(os.path.join(tmp_path, case + ".xml")).layers]
+    assert "ScaleShift" in types, types
 
 
 # --- preprocessing ------------------------------------------------------------------------

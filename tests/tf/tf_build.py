@@ -28,11 +28,11 @@ def freeze(fn, specs: dict):
 
 
 def strip_identities(graph_def, tensor_name: str) -> str:
-    """The node computing a frozen graph's output, past the Identity nodes freezing adds
-    (the name its IR layer has)."""
+    """The node computing a frozen graph's output, past the Identity nodes freezing adds and
+    Casts (which compute nothing in the IR): the name its IR layer has."""
     nodes = {n.name: n for n in graph_def.node}
     name, _, port = tensor_name.partition(":")
-    while nodes[name].op == "Identity":
+    while nodes[name].op in ("Identity", "Cast"):
         name, _, port = nodes[name].input[0].lstrip("^").partition(":")
     return name if port in ("", "0") else "{}:{}".format(name, port)
 

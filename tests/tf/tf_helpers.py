@@ -13,7 +13,7 @@ from ir import read_ir, write_ir
 
 def convert_model(model: str, out_dir, name: str = "model", data_type: str = "FP32", **options) -> str:
     """Converts with the pipeline and writes the IR; returns the .xml path."""
-    ctx = convert(ConvertOptions(input_model=str(model), output_dir=str(out_dir), model_name=name,
+    ctx = convert(ConvertOptions(input_model=str(model) if model else None, output_dir=str(out_dir), model_name=name,
                                  data_type=data_type, **options))
     xml = os.path.join(str(out_dir), name + ".xml")
     write_ir(ctx.network, xml, precision=data_type)
@@ -60,10 +60,11 @@ def run_on_daemon(ie, xml: str, feeds: dict, nhwc_io: bool = False) -> tuple[obj
 
 
 def compare_with_tf(ie, models, case: str, out_dir, batch: int = 1, tol: float = 1e-4, data_type="FP32",
-                    nhwc_io=False, outputs=None, **options) -> float:
+                    nhwc_io=False, outputs=None, run=run_on_daemon, **options) -> float:
     """Converts `case`, runs it on the daemon with the stored inputs of `batch` and returns the
     worst relative error over its outputs (asserted <= tol). `outputs`: a dict that receives the
-    IR's outputs (TensorFlow layout)."""
+    IR's outputs (TensorFlow layout). `run`: another engine with run_on_daemon's signature
+    (`ie` is then that engine's handle)."""
     meta = models.meta(case)
     if not meta.get("fixed"):
         options.setdefault("batch", batch)
@@ -72,7 +73,7 @@ def compare_with_tf(ie, models, case: str, out_dir, batch: int = 1, tol: float =
     xml = convert_model(models.path(case), out_dir, case, data_type=data_type, **options)
     arrays = models.arrays(case)
     feeds = {k: arrays["in{}/{}".format(batch, k)] for k in meta["inputs"]}
-    net, out = run_on_daemon(ie, xml, feeds, nhwc_io)
+    net, out = run(ie, xml, feeds, nhwc_io)
     if outputs is not None:
         outputs.update(out)
     worst = 0.0

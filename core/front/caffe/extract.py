@@ -55,7 +55,10 @@ def unsupported_layers_error(nodes) -> Error:
         faq=44)
 
 
-def extract_all(graph, custom_mapping=None):
+def extract_all(graph, custom_mapping=None, report_unsupported: bool = True):
+    """Extracts every layer. Layers no extractor knows stay without `op`; with
+    report_unsupported they are one error (the pipeline reports them after the front
+    replacements, which may replace them)."""
     extractors = FrontExtractorOp.extractors_for("caffe")
     unsupported = []
     for node in graph.op_nodes():
@@ -76,6 +79,7 @@ def extract_all(graph, custom_mapping=None):
             raise Error("Cannot extract the attributes of layer '{}' ({}): {}: {}", node.name, node.caffe_type,
                         type(exc).__name__, exc) from exc
         if ok is False or not node.has("op"):
+            node.attrs.pop("op", None)
             unsupported.append(node)
-    if unsupported:
+    if unsupported and report_unsupported:
         raise unsupported_layers_error(unsupported)

@@ -23,7 +23,6 @@ log = logging.getLogger("mo_core")
 # Layers whose output size depends on the data, not only on shapes (reference
 # guide, "Constraints of Using the Caffe Fallback").
 DATA_DEPENDENT = ("Proposal", "DetectionOutput", "SimplerNMS")
-WORKER_MODULE = "fallback_workers.caffe_worker"
 
 
 class CaffeFallback:
@@ -55,7 +54,8 @@ class CaffeFallback:
         return [n for n in graph.op_nodes() if n.soft_get("infer") == self.infer]
 
     def _run(self, graph):
-        from core.microkernel import MicrokernelError, RemoteError, WorkerError, WorkerProcess
+        from core.microkernel import MicrokernelError, ProtocolError, RemoteError, WorkerError, WorkerProcess
+        from core.services import caffe_worker as contract
         targets = self._targets(graph)
         text = subnet_prototxt(graph, targets)
         names = [n.name for n in targets]
@@ -66,31 +66,36 @@ class CaffeFallback:
                 log.warning("The output shape of layer '%s' (%s) computed by the Caffe fallback may depend on the "
                             "input data: Caffe ran it on noise. Check the shape in the IR, or write an extension with "
                             "an infer function for it.", n.name, kind)
-        worker = WorkerProcess(WORKER_MODULE, name="caffe", startup_timeout=120, request_timeout=self.timeout,
-                               restart_budget=0, env=dict(os.environ, GLOG_minloglevel="2"))
+        # the model's own directories are where its Python layers live (the user's model:
+        # any module Caffe finds, as pycaffe itself would import it)
+        worker = WorkerProcess(contract.WORKER_MODULE, name="caffe", startup_timeout=120,
+                               request_timeout=self.timeout, restart_budget=0,
+                               args=contract.worker_args(self.search_paths, "any"), env={"GLOG_minloglevel": "2"})
         layer_list = ", ".join(names)
         try:
-            result, _ = worker.call("infer_shapes", {"prototxt": text, "weights": self.weights, "layers": names,
-                                                     "python_path": self.search_paths, "seed": 0},
+            result, _ = worker.call(contract.INFER_SHAPES,
+                                    contract.infer_shapes_request(text, self.weights, names, seed=0),
                                     timeout=self.timeout)
+            shapes = contract.check_infer_shapes_result(result, names)
         except WorkerError as exc:
-            tail = caffe_message(exc.stderr_tail)
-            if "pycaffe is not importable" in tail:
+            raise Error("Cannot infer shapes due to exception in Caffe for layer(s) {}: the Caffe worker {}.\n"
+                        "Caffe said: {}", layer_list, exc.exit_status or "failed",
+                        caffe_message(exc.stderr_tail) or "(nothing)", faq=13) from None
+        except RemoteError as exc:
+            if exc.kind == contract.FRAMEWORK_MISSING:
                 raise Error("Cannot infer shape for node(s) {} because there is no Caffe available. {} Please "
                             "register python infer function for op or use Caffe for shape inference.",
-                            layer_list, tail, faq=14) from None
-            raise Error("Cannot infer shapes due to exception in Caffe for layer(s) {}: the Caffe worker {}.\n"
-                        "Caffe said: {}", layer_list, exc.exit_status or "failed", tail or "(nothing)",
-                        faq=13) from None
-        except RemoteError as exc:
+                            layer_list, exc.message, faq=14) from None
             raise Error("Caffe fallback for layer(s) {}: {}", layer_list, exc.message, faq=exc.faq or 13) from None
+        except ProtocolError as exc:
+            raise Error("Caffe fallback for layer(s) {}: {}", layer_list, exc, faq=13) from None
         except MicrokernelError as exc:  # timeouts and transport failures
             raise Error("Caffe fallback for layer(s) {} failed: {}. If Caffe is only slow on this net, allow it more "
                         "time with MO_CORE_FALLBACK_TIMEOUT=SECONDS (now {:g}).", layer_list, exc, self.timeout,
                         faq=13) from None
         finally:
             worker.stop()
-        self.shapes = result["shapes"]
+        self.shapes = shapes
         self.stats["round_trips"] += 1
         self.stats["layers"] += len(names)
 
@@ -109,6 +114,18 @@ def caffe_message(stderr_tail: str) -> str:
             part in line for part in ("core/microkernel", "site-packages/zmq", "<frozen", "caffe_worker", "threading"))]
         return "\n ".join(fatal[:1] + frames[:3])
     return "\n ".join(lines[-6:])
+
+
+def layer_definition(pb) -> str:
+    """A layer's own Caffe definition: its prototxt text without blobs (they are in
+    the .bin), on one line, as `layer { ... }` (`layers { ... }` for the V1 format).
+    An IR keeps it for layers that keep their Caffe type (see the README's IR notes),
+    so the daemon runs them through Caffe without the source files."""
+    copy = type(pb)()
+    copy.CopyFrom(pb)
+    del copy.blobs[:]
+    section = "layer" if isinstance(pb.type, str) else "layers"
+    return "{} {{ {} }}".format(section, text_format.MessageToString(copy, as_one_line=True))
 
 
 def _input_blob_name(param) -> str:
@@ -132,7 +149,6 @@ def subnet_prototxt(graph, targets) -> str:
         keep |= nx.ancestors(graph, t.id) | {t.id}
     lines = ["name: \"caffe_fallback\""]
     layers = []
-    v1 = False
     for node in graph.topological_ops():
         if node.id not in keep:
             continue
@@ -146,12 +162,5 @@ def subnet_prototxt(graph, targets) -> str:
         pb = node.soft_get("pb")
         if pb is None:
             raise Error("Layer '{}' feeds a Caffe-fallback layer but has no Caffe definition.", node.name)
-        v1 = v1 or not isinstance(pb.type, str)
-        layers.append(pb)
-    section = "layers" if v1 else "layer"
-    for pb in layers:
-        copy = type(pb)()
-        copy.CopyFrom(pb)
-        del copy.blobs[:]  # weights come from the caffemodel, by name
-        lines.append("{} {{\n{}}}".format(section, text_format.MessageToString(copy, indent=2)))
-    return "\n".join(lines) + "\n"
+        layers.append(layer_definition(pb))  # weights come from the caffemodel, by name
+    return "\n".join(lines + layers) + "\n"

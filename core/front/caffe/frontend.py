@@ -46,15 +46,25 @@ class CaffeFrontEnd:
             raise Error("--use-caffe-fallback needs a CustomLayersMapping.xml (-k FILE) that registers the layers "
                         "Caffe should infer.")
 
-    def extract(self, graph, ctx):
+    def extract(self, graph, ctx, report_unsupported: bool = True):
         from core.front.caffe.extract import extract_all
-        extract_all(graph, ctx.custom_mapping)
+        extract_all(graph, ctx.custom_mapping, report_unsupported=report_unsupported)
+
+    def report_unsupported(self, graph):
+        """Layers still without an op after the front replacements: one error for all."""
+        from core.front.caffe.extract import unsupported_layers_error
+        left = [node for node in graph.op_nodes() if not node.has("op")]
+        if left:
+            raise unsupported_layers_error(left)
 
     def replace_patterns(self, ctx):
         """Nothing: Caffe layers map one to one."""
 
     def lower(self, ctx):
         """Nothing: the extractors already made IR ops in NCHW."""
+
+    def model_name(self, o) -> str:
+        return os.path.splitext(os.path.basename(o.input_model))[0]
 
     def source_files(self, o) -> dict:
         return {"input_model": os.path.abspath(o.input_model), "input_proto": os.path.abspath(o.input_proto)}

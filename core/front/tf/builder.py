@@ -52,6 +52,7 @@ def build_graph(graph_def, path: str = "<graph>") -> Graph:
     names = _check_nodes(graph_def, path)
     graph = Graph(name="model")
     graph.graph["framework"] = "tf"
+    graph.graph["layout"] = "NHWC"  # until lowering: IR ops a replacer puts in find their channels last
     ops = {}
     for node in graph_def.node:
         if node.op in PLACEHOLDERS:

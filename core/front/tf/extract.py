@@ -15,7 +15,7 @@ from core.front.extractor import FrontExtractorOp
 from core.front.tf.ops import TF_OPS
 
 
-def _unsupported_error(nodes) -> Error:
+def unsupported_ops_error(nodes) -> Error:
     counts = Counter(n.tf_op for n in nodes)
     lines = []
     for op, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -31,7 +31,14 @@ def _unsupported_error(nodes) -> Error:
         "\n  ".join(lines), faq=23)
 
 
-def extract_all(graph):
+def unsupported_nodes(graph) -> list:
+    return [node for node in graph.op_nodes() if not node.has("op") and node.soft_get("tf_class") is None]
+
+
+def extract_all(graph, report_unsupported: bool = True):
+    """Extracts every node. Nodes no extractor knows stay as they are; with
+    report_unsupported they are one error (the pipeline reports them after the front
+    replacements, which may replace them)."""
     user = FrontExtractorOp.extractors_for("tf")
     missing = []
     for node in graph.op_nodes():
@@ -50,8 +57,8 @@ def extract_all(graph):
         cls.extract(node)
         node["tf_class"] = cls
         node["infer"] = cls.infer
-    if missing:
-        raise _unsupported_error(missing)
+    if missing and report_unsupported:
+        raise unsupported_ops_error(missing)
 
 
 def _run_user_extractor(node, extractor):

@@ -1,7 +1,8 @@
 """The TensorFlow front end as the pipeline sees it (core/pipeline.py).
 
 load: a frozen GraphDef (.pb, or .pbtxt with --input_model_is_text) read with our
-own schema, no TensorFlow; extract: every node gets its TensorFlow semantics
+own schema, no TensorFlow (a SavedModel, a meta graph or a graph with a checkpoint
+is frozen by the TF worker first: core/front/tf/freeze.py); extract: every node gets its TensorFlow semantics
 (core/front/tf/ops) or a user extension's op, all unsupported ops reported at
 once; shape inference then runs in TensorFlow's layout; replace_patterns:
 sub-graphs that are one IR layer (core/front/tf/patterns.py); lower: TF ops ->
@@ -18,22 +19,50 @@ class TFFrontEnd:
     name = "tf"
 
     def check_options(self, o):
-        if not o.input_model:
-            raise Error("--input_model is required: the frozen TensorFlow graph (.pb, or .pbtxt with "
-                        "--input_model_is_text).", faq=42)
         if o.input_proto:
-            raise Error("--input_proto is a Caffe option; a TensorFlow model is one file (--input_model).")
+            raise Error("--input_proto is a Caffe option; a TensorFlow model is one file (--input_model) or a "
+                        "SavedModel directory (--saved_model_dir).")
+        sources = [name for name, value in (("--input_model", o.input_model), ("--saved_model_dir", o.saved_model_dir),
+                                            ("--input_meta_graph", o.input_meta_graph)) if value]
+        if len(sources) > 1:
+            raise Error("{} and {} name two models; give one (a frozen graph, a SavedModel directory or a meta "
+                        "graph).", sources[0], sources[1])
+        if o.input_checkpoint and not (o.input_model or o.input_meta_graph):
+            raise Error("--input_checkpoint fills the variables of --input_model or --input_meta_graph; give one of "
+                        "them.")
+        if o.saved_model_tags and not o.saved_model_dir:
+            raise Error("--saved_model_tags selects a meta graph of --saved_model_dir; give the SavedModel too.")
+        if not sources:
+            raise Error("No TensorFlow model given: --input_model (a frozen graph .pb, or a .pbtxt with "
+                        "--input_model_is_text), --saved_model_dir or --input_meta_graph.", faq=42)
+        if o.saved_model_dir and not os.path.isdir(o.saved_model_dir):
+            raise Error("--saved_model_dir '{}' is not a directory: give the SavedModel's directory (the one holding "
+                        "saved_model.pb and variables/).", o.saved_model_dir)
+        for name, path in (("--input_meta_graph", o.input_meta_graph), ("--input_model", o.input_model)):
+            if path and not os.path.isfile(path):
+                raise Error("{} '{}' does not exist. Check the path.", name, path, faq=42)
 
     def load(self, ctx):
         from core.front.tf.builder import build_graph
         from core.front.tf.loader import load_graph_def
         o = ctx.options
-        graph_def = load_graph_def(o.input_model, o.input_model_is_text)
-        ctx.graph = build_graph(graph_def, o.input_model)
+        if o.saved_model_dir or o.input_meta_graph or o.input_checkpoint:
+            from core.front.tf.freeze import frozen_graph_def
+            graph_def = frozen_graph_def(o)  # TensorFlow, in the TF worker
+        else:
+            graph_def = load_graph_def(o.input_model, o.input_model_is_text)
+        ctx.graph = build_graph(graph_def, o.input_model or o.saved_model_dir or o.input_meta_graph)
 
-    def extract(self, graph, ctx):
+    def extract(self, graph, ctx, report_unsupported: bool = True):
         from core.front.tf.extract import extract_all
-        extract_all(graph)
+        extract_all(graph, report_unsupported=report_unsupported)
+
+    def report_unsupported(self, graph):
+        """Nodes still without TensorFlow semantics or an op after the front replacements: one error for all."""
+        from core.front.tf.extract import unsupported_nodes, unsupported_ops_error
+        left = unsupported_nodes(graph)
+        if left:
+            raise unsupported_ops_error(left)
 
     def replace_patterns(self, ctx):
         from core.front.tf.patterns import replace_patterns
@@ -43,5 +72,13 @@ class TFFrontEnd:
         from core.front.tf.lowering import lower_to_ir
         lower_to_ir(ctx.graph, keep_nhwc=ctx.options.disable_nhwc_to_nchw)
 
+    def model_name(self, o) -> str:
+        if o.saved_model_dir:
+            return os.path.basename(os.path.normpath(o.saved_model_dir))
+        path = o.input_meta_graph or o.input_model
+        return os.path.splitext(os.path.basename(path))[0]
+
     def source_files(self, o) -> dict:
-        return {"input_model": os.path.abspath(o.input_model)}
+        return {key: os.path.abspath(path) for key, path in (
+            ("input_model", o.input_model), ("saved_model_dir", o.saved_model_dir),
+            ("input_meta_graph", o.input_meta_graph), ("input_checkpoint", o.input_checkpoint)) if path}

@@ -11,6 +11,8 @@ Runs once TensorFlow's own shapes and constant values are known (TFOp.infer):
    put before it (and one to NCHW after it), as the reference guide explains;
 3. a constant still read as a tensor (an Eltwise operand, a Concat part, a
    model output) becomes a `Const` layer;
+   (A 4-D output of an op with `nchw_layout` set, which a front replacer made
+   in IR layout already, e.g. DetectionOutput's [1, 1, N, 7], is not permuted.)
 4. inputs get their IR shapes; with --disable_nhwc_to_nchw the model's 4-D
    inputs and outputs stay NHWC and Permutes convert at the boundary;
 5. IR shape inference runs over the new layers, and every tensor that TF
@@ -86,8 +88,9 @@ class Lowering:
             graph.connect(data, node, inp=port)
 
     def add_blob(self, node, name: str, value):
+        """(A transposed view stays a view: fusing or emission copies it once.)"""
         from core.graph.blobs import add_blob
-        add_blob(node, name, np.ascontiguousarray(value, dtype=np.float32))
+        add_blob(node, name, np.asarray(value, dtype=np.float32))
 
     @staticmethod
     def retype(node, op_class, attrs: dict | None = None):
@@ -247,10 +250,13 @@ def _check_shapes(graph, lw):
 def lower_to_ir(graph, keep_nhwc: bool = False):
     from core.middle.shape_infer import partial_infer
     lw = Lowering(graph)
+    graph.graph["layout"] = "NCHW"
     for data in graph.data_nodes():
         if data.soft_get("shape") is not None:
             data["tf_shape"] = np.array(data.shape, dtype=np.int64)
-            data["nchw"] = len(data.shape) == 4
+            # an op a front replacer made with nchw_layout (the reference's attribute) has IR-layout outputs
+            producer = data.producer()
+            data["nchw"] = len(data.shape) == 4 and not (producer is not None and producer.soft_get("nchw_layout"))
     _fold_constant_ops(graph)
     _lower_ops(graph, lw)
     _materialize_constants(graph, lw)

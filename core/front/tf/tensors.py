@@ -119,6 +119,7 @@ _KINDS = {
     "type": ("type", "a data type"), "shape": ("shape", "a shape"), "tensor": ("tensor", "a tensor"),
     "list_i": ("list", "a list of ints"), "list_f": ("list", "a list of floats"),
     "list_s": ("list", "a list of strings"), "list_type": ("list", "a list of data types"),
+    "list_b": ("list", "a list of bools"), "list_shape": ("list", "a list of shapes"),
 }
 _CASE_NAMES = {"s": "a string", "i": "an int", "f": "a float", "b": "a bool", "type": "a data type",
                "shape": "a shape", "tensor": "a tensor", "list": "a list", "func": "a function",
@@ -163,4 +164,23 @@ def attr(node, name: str, kind: str, default=REQUIRED):
     items = list(getattr(lst, field))
     if field == "s":
         return [s.decode("utf-8", "replace") for s in items]
+    if field == "shape":
+        return [shape_of(s) for s in items]
     return items
+
+
+_CASE_KIND = {"s": "s", "i": "i", "f": "f", "b": "b", "type": "type", "shape": "shape", "tensor": "tensor"}
+
+
+def all_attrs(node) -> dict:
+    """Every attribute of the node's NodeDef as a Python value, as it is (a list attribute
+    by the kind of its items): what `mo-core extgen` extractors use to take all of them."""
+    result = {}
+    for name, value in node.pb.attr.items():
+        case = value.WhichOneof("value")
+        if case in _CASE_KIND:
+            result[name] = attr(node, name, _CASE_KIND[case])
+        elif case == "list":
+            kinds = [f for f in ("s", "i", "f", "b", "type", "shape") if len(getattr(value.list, f))]
+            result[name] = attr(node, name, "list_" + kinds[0]) if kinds else []
+    return result

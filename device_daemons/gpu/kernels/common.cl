@@ -4,17 +4,19 @@
 // Half is read and written with vload_half / vstore_half_rte, which are core
 // OpenCL (no cl_khr_fp16 needed): values are stored as half, arithmetic is float.
 // Indexes are int: a tensor has fewer than 2^31 elements (the plan checks).
-// LD8/ST8 move 8 consecutive values at element offset i (no alignment needed).
+// LD4/LD8/ST8 move 4 or 8 consecutive values at element offset i (no alignment needed).
 #ifdef MO_HALF
 #define T half
 #define LD(p, i) vload_half((i), (p))
 #define ST(p, i, v) vstore_half_rte((v), (i), (p))
+#define LD4(p, i) vload_half4(0, (p) + (i))
 #define LD8(p, i) vload_half8(0, (p) + (i))
 #define ST8(p, i, v) vstore_half8_rte((v), 0, (p) + (i))
 #else
 #define T float
 #define LD(p, i) ((p)[i])
 #define ST(p, i, v) ((p)[i] = (v))
+#define LD4(p, i) vload4(0, (p) + (i))
 #define LD8(p, i) vload8(0, (p) + (i))
 #define ST8(p, i, v) vstore8((v), 0, (p) + (i))
 #endif

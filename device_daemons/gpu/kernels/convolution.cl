@@ -131,9 +131,11 @@ __kernel void deconv(__global const T* x, __global const T* w, __global const T*
 }
 
 // --- the "simd" style (CPU-like OpenCL devices): im2col + a register-tiled GEMM
-// whose work item computes MR output channels x 8 pixels with 8-wide vectors
-// (PoCL does not vectorize the kernels above across work items).
-#define MR 8
+// whose work item computes MR output channels x 16 pixels with two 8-wide
+// vectors per channel (PoCL does not vectorize the kernels above across work
+// items); the weights are packed [group][block of MR channels][k][MR] so that a
+// step of k reads MR weights at once.
+#define MR 4
 
 // col[(image*C + c)*KH*KW + ky*KW + kx][p] = x[image][c][oy*SH - PH + ky*DH][ox*SW - PW + kx*DW]
 // (0 in the padding). global: (OH*OW rounded up, KH*KW, N*C)
@@ -151,39 +153,50 @@ __kernel void im2col(__global const T* x, __global T* col, int H, int W, int OH,
 
 // out[image][g*M + m][p] = sum_k w[g][m][k] * B[z][k][p] (+ bias, activation) for
 // z = image*G + g; B is the im2col columns, or the input itself for a 1x1 kernel
-// with stride 1 and no padding. global: (ceil(N/8), ceil(M/MR), images*G)
+// with stride 1 and no padding. global: (ceil(N/16), blocks = ceil(M/MR), images*G)
 __kernel void conv_gemm(__global const T* w, __global const T* B, __global const T* bias, __global T* out,
-                        int M, int N, int K, int G, int has_bias, int act, float act_a, float act_b)
+                        int M, int N, int K, int G, int blocks, int has_bias, int act, float act_a, float act_b)
 {
-    int n0 = get_global_id(0) * 8, m0 = get_global_id(1) * MR, z = get_global_id(2);
+    int n0 = get_global_id(0) * 16, mb = get_global_id(1), z = get_global_id(2);
     int g = z % G;
-    __global const T* A = w + g * M * K;
+    __global const T* A = w + (g * blocks + mb) * K * MR;
     __global const T* Bz = B + z * K * N;
     __global T* C = out + z * M * N;
-    int rows = min(MR, M - m0), cols = min(8, N - n0);
-    float8 acc[MR];
-    for (int r = 0; r < MR; ++r) acc[r] = 0.0f;
-    if (cols == 8 && rows == MR) {
+    int m0 = mb * MR, rows = min(MR, M - m0), cols = min(16, N - n0);
+    float8 lo[MR], hi[MR];
+    for (int r = 0; r < MR; ++r) { lo[r] = 0.0f; hi[r] = 0.0f; }
+    if (cols == 16) {
         for (int k = 0; k < K; ++k) {
-            float8 bv = LD8(Bz, k * N + n0);
-            for (int r = 0; r < MR; ++r) acc[r] = mad((float8)(LD(A, (m0 + r) * K + k)), bv, acc[r]);
+            float8 b0 = LD8(Bz, k * N + n0), b1 = LD8(Bz, k * N + n0 + 8);
+            float4 a = LD4(A, k * MR);
+            lo[0] = mad((float8)(a.s0), b0, lo[0]); hi[0] = mad((float8)(a.s0), b1, hi[0]);
+            lo[1] = mad((float8)(a.s1), b0, lo[1]); hi[1] = mad((float8)(a.s1), b1, hi[1]);
+            lo[2] = mad((float8)(a.s2), b0, lo[2]); hi[2] = mad((float8)(a.s2), b1, hi[2]);
+            lo[3] = mad((float8)(a.s3), b0, lo[3]); hi[3] = mad((float8)(a.s3), b1, hi[3]);
         }
     } else {
         for (int k = 0; k < K; ++k) {
-            float t[8];
-            for (int j = 0; j < 8; ++j) t[j] = j < cols ? LD(Bz, k * N + n0 + j) : 0.0f;
-            float8 bv = vload8(0, t);
-            for (int r = 0; r < rows; ++r) acc[r] = mad((float8)(LD(A, (m0 + r) * K + k)), bv, acc[r]);
+            float t[16];
+            for (int j = 0; j < 16; ++j) t[j] = j < cols ? LD(Bz, k * N + n0 + j) : 0.0f;
+            float8 b0 = vload8(0, t), b1 = vload8(1, t);
+            float4 a = LD4(A, k * MR);
+            lo[0] = mad((float8)(a.s0), b0, lo[0]); hi[0] = mad((float8)(a.s0), b1, hi[0]);
+            lo[1] = mad((float8)(a.s1), b0, lo[1]); hi[1] = mad((float8)(a.s1), b1, hi[1]);
+            lo[2] = mad((float8)(a.s2), b0, lo[2]); hi[2] = mad((float8)(a.s2), b1, hi[2]);
+            lo[3] = mad((float8)(a.s3), b0, lo[3]); hi[3] = mad((float8)(a.s3), b1, hi[3]);
         }
     }
     for (int r = 0; r < rows; ++r) {
         int m = m0 + r;
-        float8 v = activate8(acc[r] + (has_bias ? LD(bias, g * M + m) : 0.0f), act, act_a, act_b);
-        if (cols == 8) {
-            ST8(C, m * N + n0, v);
+        float bv = has_bias ? LD(bias, g * M + m) : 0.0f;
+        float8 v0 = activate8(lo[r] + bv, act, act_a, act_b), v1 = activate8(hi[r] + bv, act, act_a, act_b);
+        if (cols == 16) {
+            ST8(C, m * N + n0, v0);
+            ST8(C, m * N + n0 + 8, v1);
         } else {
-            float t[8];
-            vstore8(v, 0, t);
+            float t[16];
+            vstore8(v0, 0, t);
+            vstore8(v1, 1, t);
             for (int j = 0; j < cols; ++j) ST(C, m * N + n0 + j, t[j]);
         }
     }

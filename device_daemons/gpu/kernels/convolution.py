@@ -10,7 +10,8 @@ group) on every device; then by the device's style (EngineContext.style):
 * "simd" (CPU OpenCL devices such as PoCL, which run a work group as a loop and
   need vectors inside a work item): a GEMM of the weights (their IR layout) with
   the input itself (1x1, stride 1, no padding) or with im2col columns in a
-  scratch buffer of the request.
+  scratch buffer of the request; weights packed once as [group][block of 4 output
+  channels][k][4].
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import numpy as np
 from .base import GpuKernel, i32, register, round_up
 
 OCB = 8  # output channels per work item of the "simt" kernels (convolution.cl)
-MR = 8   # output channels per work item of conv_gemm
+MR = 4   # output channels per work item of conv_gemm (16 pixels each)
 
 
 def pack_blocks(weights: np.ndarray) -> tuple[np.ndarray, int]:
@@ -30,6 +31,15 @@ def pack_blocks(weights: np.ndarray) -> tuple[np.ndarray, int]:
     padded[:, :ocg] = weights
     packed = padded.reshape(g, blocks, OCB, icg, kh, kw).transpose(0, 1, 3, 4, 5, 2)
     return np.ascontiguousarray(packed), blocks
+
+
+def pack_rows(weights: np.ndarray) -> tuple[np.ndarray, int]:
+    """(G, M, K) -> [G][blocks][K][MR] zero-padded (conv_gemm's weights); and blocks."""
+    g, m, k = weights.shape
+    blocks = -(-m // MR)
+    padded = np.zeros((g, blocks * MR, k), np.float32)
+    padded[:, :m] = weights
+    return np.ascontiguousarray(padded.reshape(g, blocks, MR, k).transpose(0, 1, 3, 2)), blocks
 
 
 class _Windowed(GpuKernel):
@@ -61,7 +71,8 @@ class Convolution(_Windowed):
             self.blocks = 1
         elif ctx.style == "simd":
             self.variant = "conv_gemm"
-            self.weights = ctx.upload(w)
+            packed, self.blocks = pack_rows(w.reshape(g, o // g, -1))
+            self.weights = ctx.upload(packed)
             self.direct_1x1 = self.direct_1x1 and ref.stride == (1, 1)
         else:
             self.variant = "conv_1x1" if self.direct_1x1 else "conv_direct"
@@ -92,8 +103,8 @@ class Convolution(_Windowed):
                 args = [ins[0], columns] + i32(h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw)
                 result.append(self.launch("im2col", args, (round_up(oh * ow, 8), kh * kw, n * c)))
             m, p = o // g, oh * ow
-            args = [self.weights, columns, self.bias, outs[0]] + i32(m, p, (c // g) * kh * kw, g) + tail
-            result.append(self.launch("conv_gemm", args, (-(-p // 8), -(-m // MR), n * g)))
+            args = [self.weights, columns, self.bias, outs[0]] + i32(m, p, (c // g) * kh * kw, g, self.blocks) + tail
+            result.append(self.launch("conv_gemm", args, (-(-p // 16), self.blocks, n * g)))
             return result
         head = [ins[0], self.weights, self.bias, outs[0]]
         if self.variant == "conv_depthwise":

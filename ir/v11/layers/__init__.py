@@ -1,8 +1,8 @@
 """The mappers from IR v2 layer types to opset ops, one layer family a module.
 Importing this package fills `MAPPERS` ({IR v2 type: mapper}); see base.py."""
 from . import (  # noqa: F401
-    activation, argmax, convolution, ctc, detection, fully_connected, linear, memory, normalization, pooling,
-    proposal, resize, roi_pooling, shape_ops, yolo,
+    activation, argmax, const, convolution, ctc, detection, fully_connected, linear, memory, normalization, pad,
+    pooling, proposal, reduce, resize, roi_pooling, shape_ops, slicing, yolo,
 )
 from .base import MAPPERS, Mapping, Unmappable, maps
 

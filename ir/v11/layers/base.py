@@ -63,12 +63,13 @@ class Mapping:
         return self.model.ints(values, name=self.name(suffix))
 
     def reshape(self, tensor: Tensor, shape, suffix: str | None = None) -> Tensor:
-        """Reshape to a static shape (no-op when it already has it)."""
+        """Reshape to `shape` (no-op when it already has it); leading dims equal to
+        the input's are written as 0 (copied), so a new batch passes through."""
         shape = tuple(int(d) for d in shape)
         if tensor.shape == shape:
             return tensor
-        return self.op("Reshape", [tensor, self.ints(shape, f"{suffix or 'reshape'}/shape")], shape, suffix,
-                       attrs={"special_zero": False})
+        target = self.ints(copied_leading_dims(tensor.shape, shape), f"{suffix or 'reshape'}/shape")
+        return self.op("Reshape", [tensor, target], shape, suffix, attrs={"special_zero": True})
 
     def identity(self, tensor: Tensor) -> Tensor:
         """An op that passes `tensor` through (a Convert to its own type, which
@@ -81,6 +82,17 @@ class Mapping:
 
     def in_dims(self, index: int = 0) -> tuple[int, ...]:
         return self.attrs.in_dims(index)
+
+
+def copied_leading_dims(in_shape, out_shape) -> list[int]:
+    """Reshape's target `out_shape` with the leading dims it shares with `in_shape`
+    written as 0 (special_zero: copy the input's), e.g. the batch."""
+    target = list(out_shape)
+    for i, (a, b) in enumerate(zip(in_shape, out_shape)):
+        if a != b:
+            break
+        target[i] = 0
+    return target
 
 
 def channel_shape(rank: int, channels: int) -> tuple[int, ...]:

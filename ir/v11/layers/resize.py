@@ -1,13 +1,15 @@
-"""Resizing: Resample (nearest: floor(dst * in/out); linear and cubic: half-pixel
-centres, clamped at the borders) and Caffe Interp (bilinear with aligned corners, after
-cropping by its non-positive pad_beg/pad_end) -> Interpolate-11 to the port's size."""
+"""Resizing -> Interpolate-11 to the port's size: Resample (nearest: floor(dst *
+in/out); linear and cubic: half-pixel centres, clamped at the borders), Caffe Interp
+(bilinear with aligned corners, after cropping by its non-positive pad_beg/pad_end),
+and Interpolate (TensorFlow's resize_bilinear / resize_nearest_neighbor rules:
+align_corners, half_pixel_centers or neither)."""
 from __future__ import annotations
 
 from .base import Mapping, Unmappable, maps
 
-def _interpolate(m: Mapping, x, out, mode: str, transform: str, suffix=None):
+def _interpolate(m: Mapping, x, out, mode: str, transform: str, suffix=None, nearest_mode="floor"):
     attrs = {"mode": mode, "shape_calculation_mode": "sizes", "coordinate_transformation_mode": transform,
-             "nearest_mode": "floor", "antialias": False, "pads_begin": [0] * len(out), "pads_end": [0] * len(out),
+             "nearest_mode": nearest_mode, "antialias": False, "pads_begin": [0] * len(out), "pads_end": [0] * len(out),
              "cube_coeff": -0.75}
     inputs = [x, m.ints(out[2:], "sizes"), m.ints([2, 3], "axes")]
     return m.op("Interpolate", inputs, out, suffix, version="opset11", attrs=attrs)
@@ -35,6 +37,8 @@ def interp(m: Mapping):
     a = m.attrs
     x = m.inputs[0]
     out = m.out_dims()
+    if not a["align_corners"]:
+        raise Unmappable("align_corners 0 (Caffe's Interp aligns corners)")
     pad_beg, pad_end = a["pad_beg"], a["pad_end"]
     if pad_beg > 0 or pad_end > 0:
         raise a.error(f"pad_beg {pad_beg} and pad_end {pad_end} must not be positive (Caffe crops with them)")
@@ -45,3 +49,19 @@ def interp(m: Mapping):
                   m.ints([1, 1], "crop/step"), m.ints([2, 3], "crop/axes")]
         x = m.op("Slice", inputs, shape, "crop", version="opset8")
     return [_interpolate(m, x, out, "linear_onnx", "align_corners")]
+
+
+@maps("Interpolate")
+def interpolate(m: Mapping):
+    a = m.attrs
+    x = m.inputs[0]
+    out = m.out_dims()
+    if a["align_corners"] and a["half_pixel_centers"]:
+        raise Unmappable("align_corners together with half_pixel_centers")
+    if a["mode"] == "linear":
+        transform = "align_corners" if a["align_corners"] else "half_pixel" if a["half_pixel_centers"] else "asymmetric"
+        return [_interpolate(m, x, out, "linear_onnx", transform)]
+    if a["align_corners"]:  # TensorFlow rounds halves away from zero (coordinates are >= 0)
+        return [_interpolate(m, x, out, "nearest", "align_corners", nearest_mode="round_prefer_ceil")]
+    transform = "tf_half_pixel_for_nn" if a["half_pixel_centers"] else "asymmetric"
+    return [_interpolate(m, x, out, "nearest", transform)]

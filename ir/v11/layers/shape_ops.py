@@ -4,7 +4,7 @@ written as 0 so that a batch change passes through), Crop (Slice), Permute
 (Transpose), Tile (Tile)."""
 from __future__ import annotations
 
-from .base import Mapping, maps
+from .base import Mapping, copied_leading_dims, maps
 
 
 def _axis(m: Mapping, axis: int, rank: int) -> int:
@@ -35,20 +35,11 @@ def split(m: Mapping):
     return op.outputs
 
 
-def _target_shape(in_shape, out_shape) -> list[int]:
-    target = list(out_shape)
-    for i, (a, b) in enumerate(zip(in_shape, out_shape)):
-        if a != b:
-            break
-        target[i] = 0  # copied from the input (special_zero)
-    return target
-
-
 @maps("Reshape", "Flatten")
 def reshape(m: Mapping):
     x = m.inputs[0]
     out = m.out_dims()
-    target = m.ints(_target_shape(x.shape, out), "shape")
+    target = m.ints(copied_leading_dims(x.shape, out), "shape")
     return [m.op("Reshape", [x, target], out, attrs={"special_zero": True})]
 
 

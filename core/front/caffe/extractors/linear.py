@@ -38,10 +38,10 @@ class BiasExtractor(FrontExtractorOp):
     @staticmethod
     def extract(node):
         param = node.pb.bias_param
-        _check_channel_axis(node, param)
-        if len(node.pb.bottom) == 2:
+        if len(node.pb.bottom) == 2:  # the bias is a second input (broadcast from `axis`: checked by the shapes)
             Eltwise.update_node_stat(node, {"operation": "sum"})
             return True
+        _check_channel_axis(node, param)
         bias = layer_blobs(node, expected=1)[0].ravel()
         ScaleShift.update_node_stat(node, {})
         embed_blobs(node, [("weights", np.ones_like(bias)), ("biases", bias)])

@@ -42,7 +42,8 @@ class TFOp:
     def infer(cls, node):
         values = input_values(node)
         if all(v is not None for v in values) and cls.has_evaluate():
-            set_values(node, cls.evaluate(node, values))
+            with np.errstate(all="ignore"):  # constants compute as TensorFlow would: inf/nan, no exception
+                set_values(node, cls.evaluate(node, values))
             return
         if cls.value_only:
             raise ShapeError("{} is computed at conversion time only, but input {} is not a constant here (it "

@@ -229,6 +229,32 @@ def _tensor_tensor(node, lw, op, a, b):
     raise lw.unsupported(node, "{} between two tensors computed from the model's data".format(op))
 
 
+class AddN(TFOp):
+    """The sum of N tensors of one shape: Eltwise sum."""
+    tf_types = ("AddN",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, (1, 1 << 20))
+
+    @staticmethod
+    def evaluate(node, values):
+        return [sum(values[1:], values[0])]
+
+    @staticmethod
+    def shape(node, shapes):
+        return [broadcast_shapes(node, *shapes)]
+
+    @staticmethod
+    def lower(node, lw):
+        inputs = node.data_inputs()
+        lw.keep_inputs(node, *inputs)
+        if len(inputs) == 1:
+            from core.ops.identity import Identity
+            return lw.retype(node, Identity)
+        lw.retype(node, Eltwise, {"operation": "sum"})
+
+
 # --- unary ---------------------------------------------------------------------------
 UNARY = {
     "Square": (np.square, {"power": 2.0}), "Sqrt": (np.sqrt, {"power": 0.5}),

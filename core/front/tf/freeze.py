@@ -1,0 +1,62 @@
+"""--saved_model_dir, --input_meta_graph, --input_checkpoint: models that need
+TensorFlow to be frozen. The core never imports TensorFlow: it asks the TF worker
+(fallback_workers/tf_worker, its contract.py) to freeze the model into a GraphDef
+file in a private directory, then reads that file like any frozen .pb.
+
+The worker runs with MO_CORE_TF_PYTHON (a venv of its own with TensorFlow) or
+this interpreter; MO_CORE_TF_TIMEOUT (seconds, default 600) bounds the freezing.
+Without TensorFlow there, the error says how to install it (FAQ #41).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+
+from core.errors import Error
+
+
+def frozen_graph_def(o):
+    """The GraphDef TensorFlow froze for the options' model."""
+    from core.front.tf.loader import load_graph_def
+    from core.microkernel import MicrokernelError, RemoteError, WorkerError, WorkerProcess, runtime_dir
+    from fallback_workers.tf_worker import contract
+    what = ("the SavedModel {}".format(o.saved_model_dir) if o.saved_model_dir else
+            "the meta graph {}".format(o.input_meta_graph) if o.input_meta_graph else
+            "{} with the checkpoint {}".format(o.input_model, o.input_checkpoint))
+    python = os.environ.get(contract.TF_PYTHON_ENV) or sys.executable
+    timeout = float(os.environ.get(contract.TIMEOUT_ENV, "600"))
+    work = tempfile.mkdtemp(prefix="tf-freeze-", dir=runtime_dir())
+    output = os.path.join(work, "frozen.pb")
+    outputs = [name.split(":")[0] for name in (o.output or "").split(",") if name.strip()] or None
+    request = contract.freeze_request(
+        output_path=output, saved_model_dir=_abs(o.saved_model_dir), meta_graph=_abs(o.input_meta_graph),
+        input_model=_abs(o.input_model), input_model_is_text=o.input_model_is_text,
+        checkpoint=_abs(o.input_checkpoint), outputs=outputs,
+        saved_model_tags=[t.strip() for t in o.saved_model_tags.split(",") if t.strip()] if o.saved_model_tags
+        else None)
+    worker = WorkerProcess(contract.WORKER_MODULE, name="tf", interpreter=python, startup_timeout=120,
+                           request_timeout=timeout, restart_budget=0,
+                           env={"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
+    try:
+        result, _ = worker.call(contract.FREEZE, request, timeout=timeout)
+        contract.check_freeze_result(result)
+        return load_graph_def(output)
+    except RemoteError as exc:
+        if exc.kind == contract.FRAMEWORK_MISSING:
+            raise Error("Freezing {} needs TensorFlow, which the TF worker cannot import: {}", what, exc.message,
+                        faq=41) from None
+        raise Error("TensorFlow could not freeze {}: {}", what, exc.message) from None
+    except WorkerError as exc:
+        raise Error("The TensorFlow worker ({}) failed while freezing {}: {}", python, what, exc) from None
+    except MicrokernelError as exc:  # a timeout or a broken link
+        raise Error("The TensorFlow worker did not freeze {}: {}. If TensorFlow is only slow on this model, allow it "
+                    "more time with {}=SECONDS (now {:g}).", what, exc, contract.TIMEOUT_ENV, timeout) from None
+    finally:
+        worker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _abs(path):
+    return os.path.abspath(path) if path else None

@@ -1,0 +1,46 @@
+"""ArgMax (the index of the largest value along an axis, the axis dropped): the
+catalog's ArgMax over that axis (top_k 1), then a Reshape that drops the axis.
+The IR holds the index as a float."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.front.tf.lowering import reshape_node
+from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_axis
+from core.ops.argmax import ArgMax as IRArgMax
+from core.ops.shape_ops import Reshape
+
+
+def _axis(node, rank):
+    return normalize_axis(node, int(const_input(node, 1, "axis").ravel()[0]), rank)
+
+
+class ArgMax(TFOp):
+    tf_types = ("ArgMax",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 2)
+
+    @staticmethod
+    def evaluate(node, values):
+        return [np.argmax(values[0], axis=_axis(node, values[0].ndim)).astype(np.int64)]
+
+    @staticmethod
+    def shape(node, shapes):
+        shape = [int(d) for d in shapes[0]]
+        axis = _axis(node, len(shape))
+        return [shape[:axis] + shape[axis + 1:]]
+
+    @staticmethod
+    def lower(node, lw):
+        x = node.data_inputs()[0]
+        shape = lw.tf_shape(x)
+        axis = _axis(node, len(shape))
+        kept = shape.copy()
+        kept[axis] = 1
+        lw.keep_inputs(node, x)
+        lw.retype(node, IRArgMax, {"top_k": 1, "out_max_val": False, "axis": lw.ir_axis(x, axis)})
+        reshape = lw.insert_after(node, node.name + "/argmax", Reshape, {})
+        node.out_node(0).attrs.update({"tf_shape": kept, "nchw": lw.nchw(x)})
+        reshape_node(lw, reshape)

@@ -1,0 +1,456 @@
+"""What every device daemon does the same way (the CPU and the GPU daemon are
+subclasses): the verbs, the cache of compiled networks, handles, the shared-memory
+fast path, status, and the command-line entry over the microkernel's serve_main.
+
+Verbs, their arguments, results and error kinds: device_daemons/contract.py
+(every request is parsed with it). `infer` is also served on the fast lane (the
+endpoint `hello` gives as lanes.fast): a thread of its own with no hand-off, for
+networks the daemon measured below contract.fast_lane_max_us() and without
+extensions (whose time may depend on the data); others get kind "not_fast".
+Shared memory: a local client's inputs and outputs travel in a sealed memfd slot
+the daemon makes (shm_protocol.py; the daemon's side: cpu/shm_slots.py). IR files
+are opened safely (cpu/ir_source.py).
+
+Caching: compiled networks are cached per (xml + bin identity - path, size and
+mtime, or the sha256 of sent content - extension files with their mtimes, batch,
+input shapes). Loading the same IR again returns a new handle on the cached plans
+at once; up to `IDLE_CACHE` networks no handle uses stay cached. Handles are per
+load, so reshaping one client's handle never changes another's.
+
+Errors a client can fix come back as RemoteError kinds: "network" (the IR cannot
+be read or compiled, e.g. a layer type without a kernel), "kernel" (an extension
+file is bad or a kernel failed), "input" (bad input name, shape or dtype),
+"handle" (unknown handle: the daemon was restarted; the client re-loads).
+
+A subclass sets DEVICE and implements load_extension(path) (-> {type: anything}),
+make_pool(key, network, extensions, shapes, description, extra_outputs) (-> a
+pool with the interface of cpu/plan_pool.PlanPool, whose plans have
+infer(inputs, perf)) and query(network, extensions); it may add compute() (how a
+request runs on a plan), status_extra() and cleanup().
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import os
+import stat
+import sys
+import threading
+import time
+
+import msgpack
+import numpy as np
+
+from core.microkernel import RemoteError, Server, serve_main
+from ir import IRError
+
+from . import contract, registry
+from .cpu.ir_source import IRSource
+from .cpu.plan_pool import Handle
+from .cpu.shm_slots import ShmSlots, input_views, place_outputs
+
+# poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
+SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
+IDLE_CACHE = 4  # compiled networks kept while no handle uses them
+log = logging.getLogger("mo_core.daemon")
+
+
+def err(kind: str, message: str) -> RemoteError:
+    return RemoteError(kind, message)
+
+
+def ir_error(exc: IRError, default_kind: str) -> RemoteError:
+    """The RemoteError of an IRError: its own `kind` when it has one (a GPU build
+    error is "kernel", an unsupported layer "network"), "kernel" for a kernel that
+    failed, else `default_kind`."""
+    from .cpu.kernels import KernelError
+    kind = getattr(exc, "kind", None)
+    if kind is None:
+        kind = "kernel" if isinstance(exc, KernelError) and "no kernel for layer type" not in exc.message \
+            else default_kind
+    return RemoteError(kind, str(exc), exc.faq)
+
+
+class DeviceDaemon:
+    """State and verbs of a device daemon (independent of the socket: testable)."""
+
+    DEVICE = ""
+    EXTENSION = "extension file"   # how messages name the device's extension files
+
+    def __init__(self, threads: int = 2, endpoint: str = "") -> None:
+        self.threads = max(1, threads)
+        self.endpoint = endpoint
+        self.started = time.time()
+        self._t0 = time.monotonic()
+        self._lock = threading.Lock()
+        self._handles: dict[int, Handle] = {}
+        self._pools: dict[tuple, object] = {}
+        self._building: dict[tuple, threading.Lock] = {}
+        self._ids = itertools.count(1)
+        self._extensions: list[str] = []  # registered with add_extension, in order
+        self._extension_files: dict[tuple, dict] = {}  # file identity -> {type: ...}
+        self._extension_lock = threading.Lock()
+        self.shm = ShmSlots()
+        self.requests = 0
+        self.fast_requests = 0
+        self.plans_built = 0  # networks compiled (a cache hit compiles nothing)
+
+    # ----------------------------------------------------------------- device hooks
+    def load_extension(self, path: str) -> dict:
+        """{type: ...} of an extension file (IRError when it is bad)."""
+        raise NotImplementedError
+
+    def make_pool(self, key: tuple, network, extensions: list, shapes: dict | None, description: str,
+                  extra_outputs=None):
+        """The compiled network (a PlanPool-like pool) for these extension mappings."""
+        raise NotImplementedError
+
+    def query(self, network, extensions: list) -> dict[str, str]:
+        raise NotImplementedError
+
+    def compute(self, pool, plan, inputs: dict, perf: list | None) -> dict:
+        """Runs one request on a plan lent by `pool`; with `perf` (a list) the plan
+        appends a contract.PerfRow per step."""
+        return plan.infer(inputs, perf)
+
+    def status_extra(self) -> dict:
+        return {}
+
+    def cleanup(self) -> None:
+        self.shm.close()
+
+    def register(self, server: Server) -> None:
+        server.handle(contract.LOAD_NETWORK, self.load_network)
+        server.handle(contract.INFER, self.infer)
+        server.handle(contract.INFER, self.infer_fast, lane="fast")
+        server.handle(contract.RESHAPE, self.reshape)
+        server.handle(contract.UNLOAD, self.unload, inline=True)
+        server.handle(contract.ADD_EXTENSION, self.add_extension)
+        server.handle(contract.QUERY_NETWORK, self.query_network)
+        server.handle(contract.STATUS, self.status, inline=True)
+        server.handle(contract.SHM_CREATE, self.shm_create)
+        server.handle(contract.SHM_DETACH, self.shm_detach, inline=True)
+
+    # ----------------------------------------------------------------- extensions
+    def _extension(self, path: str) -> tuple[tuple, dict]:
+        """(identity, {type: ...}) of an extension file, loaded once per version."""
+        what = self.EXTENSION
+        path = os.path.abspath(path)
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise err("kernel", f"cannot find the {what} {path} on the daemon's machine; "
+                                f"check the path given to add_extension / the command line") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise err("kernel", f"the {what} {path} is not a regular file (a FIFO, device or directory)")
+        if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
+            # the daemon runs this code: never a file another local user could have
+            # written (a loopback tcp endpoint lets other local users connect)
+            raise err("kernel", f"refusing the {what} {path}: it must be owned by the "
+                                f"daemon's user (or root) and not writable by group or others")
+        ident = (path, st.st_size, st.st_mtime_ns)
+        with self._extension_lock:
+            found = self._extension_files.get(ident)
+            if found is None:
+                try:
+                    found = self.load_extension(path)
+                except IRError as exc:
+                    raise err("kernel", str(exc)) from None
+                except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt, SystemExit at import
+                    raise err("kernel", f"loading the {what} {path} raised "
+                                        f"{type(exc).__name__}: {exc}") from None
+                self._extension_files[ident] = found
+        return ident, found
+
+    def add_extension(self, args: dict, arrays: list) -> dict:
+        path, check_only = contract.parse_add_extension(args)
+        ident, found = self._extension(path)
+        if not check_only:
+            with self._lock:
+                if ident[0] not in self._extensions:
+                    self._extensions.append(ident[0])
+        return {"path": ident[0], "types": sorted(found)}
+
+    def _extension_list(self, paths: list) -> tuple[list, list]:
+        """(identities, mappings) of the registered extensions then `paths` (later override earlier)."""
+        with self._lock:
+            paths = list(self._extensions) + [p for p in paths if p not in self._extensions]
+        ids, found = [], []
+        for path in paths:
+            ident, mapping = self._extension(path)
+            ids.append(ident)
+            found.append(mapping)
+        return ids, found
+
+    # ----------------------------------------------------------------- networks
+    @staticmethod
+    def _source(req: contract.LoadArgs) -> IRSource:
+        """The IR a request names (files, or content it sends)."""
+        return IRSource.from_files(req.xml, req.bin) if req.xml is not None else \
+            IRSource.from_content(req.xml_text, req.bin_data)
+
+    def _pool_for(self, key: tuple, build):
+        """The cached pool for `key`, or a new one (built once even if asked twice)."""
+        with self._lock:
+            pool = self._pools.get(key)
+            if pool is not None:
+                pool.refs += 1
+                return pool, True
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                pool = self._pools.get(key)
+                if pool is not None:
+                    pool.refs += 1
+                    return pool, True
+            try:
+                pool = build()
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
+            with self._lock:
+                pool.refs += 1
+                self._pools[key] = pool
+                self._evict()
+            return pool, False
+
+    def _evict(self) -> None:
+        idle = sorted((p for p in self._pools.values() if p.refs == 0), key=lambda p: p.last_used)
+        for pool in idle[:max(0, len(idle) - IDLE_CACHE)]:
+            self._pools.pop(pool.key, None)
+
+    def _release(self, pool) -> None:
+        with self._lock:
+            pool.refs -= 1
+            pool.last_used = time.monotonic()
+            self._evict()
+
+    def _describe(self, handle: Handle, cached: bool) -> dict:
+        pool = handle.pool
+        return contract.network_result(handle.id, pool.name, pool.inputs, pool.outputs, cached, pool.warnings,
+                                       not pool.custom)
+
+    def _get_pool(self, ident: tuple, loader, description: str, paths: list, shapes: dict | None,
+                  batch: int | None, extra_outputs: tuple = ()):
+        """The compiled network for this request (cached by what the request asks)."""
+        ext_ids, extensions = self._extension_list(paths)
+        key = (ident, tuple(ext_ids), batch, tuple(sorted(shapes.items())) if shapes else None, extra_outputs)
+
+        def build():
+            try:
+                network = loader()
+                names = [layer.name for layer in network.inputs()]
+                resolved = dict(shapes or {})
+                unknown = set(resolved) - set(names)
+                if unknown:
+                    raise err("input", f"no input named {', '.join(sorted(map(repr, unknown)))}; the "
+                                       f"network's inputs are {', '.join(map(repr, names)) or 'none'}")
+                if batch is not None:  # the batch applies to every input
+                    for layer in network.inputs():
+                        dims = resolved.get(layer.name, tuple(layer.outputs[0].dims))
+                        resolved[layer.name] = (batch,) + tuple(dims[1:])
+                pool = self.make_pool(key, network, extensions, resolved or None, description,
+                                      list(extra_outputs) or None)
+                self.plans_built += 1
+            except IRError as exc:
+                raise ir_error(exc, "network") from None
+            except MemoryError:
+                raise err("network", f"{description}: not enough memory to compile the network at "
+                                     f"these shapes") from None
+            pool.load_args = (ident, description, paths, extra_outputs)
+            return pool
+        return self._pool_for(key, build)
+
+    def load_network(self, args: dict, arrays: list) -> dict:
+        req = contract.parse_load(args)
+        paths = [os.path.abspath(p) for p in req.kernels]
+        source = self._source(req)
+        try:
+            pool, cached = self._get_pool(source.ident, source.load, source.description, paths, req.shapes,
+                                          req.batch, req.outputs)
+        finally:
+            source.close()
+        with self._lock:
+            handle = Handle(next(self._ids), pool)
+            self._handles[handle.id] = handle
+        log.info("loaded %s as handle %d%s", source.description, handle.id, " (cached)" if cached else "")
+        return self._describe(handle, cached)
+
+    def query_network(self, args: dict, arrays: list) -> dict:
+        req = contract.parse_load(args)
+        source = self._source(req)
+        try:
+            network = source.load()
+        except IRError as exc:
+            raise ir_error(exc, contract.NETWORK) from None
+        finally:
+            source.close()
+        _, extensions = self._extension_list([os.path.abspath(p) for p in req.kernels])
+        return {"supported": self.query(network, extensions)}
+
+    def _handle(self, args: dict) -> Handle:
+        hid = contract.handle(args)
+        handle = self._handles.get(hid)
+        if handle is None:
+            raise err("handle", f"no network with handle {hid!r:.20} is loaded in this daemon "
+                                f"(pid {os.getpid()}); it may have been restarted: load the network again")
+        return handle
+
+    def reshape(self, args: dict, arrays: list) -> dict:
+        handle = self._handle(args)
+        shapes = contract.shapes(args.get("shapes"))
+        if not shapes:
+            raise err("input", "reshape needs 'shapes': {input name: dims}")
+        old = handle.pool
+        unknown = set(shapes) - set(old.inputs)
+        if unknown:
+            raise err("input", f"reshape: no input named {', '.join(sorted(map(repr, unknown)))}; the "
+                               f"network's inputs are {', '.join(map(repr, old.inputs))}")
+        merged = {n: tuple(shapes.get(n, info["shape"])) for n, info in old.inputs.items()}
+        ident, description, paths, extra = old.load_args
+        network = old.network
+        pool, cached = self._get_pool(ident, lambda: network, description, paths, merged, None, extra)
+        handle.pool = pool
+        self._release(old)
+        return self._describe(handle, cached)
+
+    def unload(self, args: dict, arrays: list) -> dict:
+        handle = self._handle(args)
+        with self._lock:
+            self._handles.pop(handle.id, None)
+        self._release(handle.pool)
+        return {}
+
+    # ----------------------------------------------------------------- inference
+    def shm_create(self, args: dict, arrays: list) -> dict:
+        return self.shm.create(contract.parse_shm_create(args))
+
+    def shm_detach(self, args: dict, arrays: list) -> dict:
+        self.shm.detach(contract.parse_shm_detach(args))
+        return {}
+
+    def infer_fast(self, args: dict, arrays: list):
+        """`infer` on the fast lane (its own thread, no hand-off): only for networks the
+        daemon measured to compute in less than contract.fast_lane_max_us(), so that no request
+        holds the lane longer; others are refused with kind "not_fast"."""
+        handle = self._handle(args)
+        if not handle.pool.fast_ok:
+            raise err(contract.NOT_FAST, f"network {handle.pool.name!r} is not served on the fast lane (it has "
+                                         f"extensions, or it computes in more than "
+                                         f"{contract.fast_lane_max_us():g} us, or it was not measured yet); "
+                                         f"send it to the main endpoint")
+        self.fast_requests += 1  # served here (a statistic: racing updates only blur it)
+        return self.infer(args, arrays)
+
+    def infer(self, args: dict, arrays: list):
+        req = contract.parse_infer(args)
+        handle = self._handle(args)
+        slot = None
+        inputs = req.inputs
+        if req.shm is not None:
+            slot = self.shm.get(req.shm["slot"])
+            inputs = input_views(slot, req.shm["inputs"])
+        pool = handle.pool
+        perf = [] if req.perf else None  # per-layer times (PERF_COUNT, -pc)
+        with pool.acquire() as plan:
+            t0 = time.perf_counter()
+            try:
+                outputs = self.compute(pool, plan, inputs, perf)
+            except IRError as exc:
+                raise ir_error(exc, contract.INPUT) from None
+            compute_us = int((time.perf_counter() - t0) * 1e6)
+            pool.observe(compute_us)
+            # (inside the plan's lease: a custom kernel may hand out a buffer it reuses)
+            placed = place_outputs(slot, req.shm["out"], outputs) if slot is not None else None
+            if placed is None and pool.custom:
+                # the reply is sent later by the I/O thread, after this plan may run again
+                outputs = {k: np.array(v, copy=True) for k, v in outputs.items()}
+        handle.requests += 1  # not atomic across threads: a statistic only
+        with self._lock:
+            self.requests += 1
+        return contract.infer_result(outputs, msgpack.packb(placed) if placed is not None else None, compute_us,
+                                     perf)
+
+    # ----------------------------------------------------------------- status
+    def status(self, args: dict, arrays: list) -> dict:
+        with self._lock:
+            handles = list(self._handles.values())
+            cached = len(self._pools)
+            extensions = list(self._extensions)
+            requests = self.requests
+        networks = [{"handle": h.id, "name": h.pool.name, "source": h.pool.source,
+                     "inputs": {n: i["shape"] for n, i in h.pool.inputs.items()},
+                     "requests": h.requests, "instances": h.pool.instances} for h in handles]
+        result = {"device": self.DEVICE, "pid": os.getpid(), "started": self.started,
+                  "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
+                  "version": registry.package_version(), "threads": self.threads,
+                  "requests": requests, "fast_requests": self.fast_requests, "networks": networks,
+                  "cached_plans": cached, "plans_built": self.plans_built, "extensions": extensions,
+                  "shm_slots": len(self.shm)}
+        result.update(self.status_extra())
+        return result
+
+
+# --------------------------------------------------------------------------- the process
+
+def _stderr_file() -> str | None:
+    try:
+        path = os.readlink("/proc/self/fd/2")
+    except OSError:
+        return None
+    return path if path.startswith("/") and os.path.isfile(path) else None
+
+
+def serve_daemon(argv, name: str, make_daemon, *, add_arguments=None, before_bind=None,
+                 description: str = "") -> int:
+    """`python -m device_daemons.<name>`: serve_main with the daemons' options
+    (--no-record) and life: refuse to start twice, record pid and endpoint in the
+    runtime directory, remove the record when serving ends.
+    make_daemon(server, opts) -> a DeviceDaemon; the record is named after
+    opts.device when the daemon has that option (GPU.N), else after `name`;
+    before_bind(opts) may refuse to start (ValueError: one `[ ERROR ]` line)."""
+    def say(text: str) -> None:
+        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [ {name} ] {text}", file=sys.stderr, flush=True)
+
+    def arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--no-record", action="store_true",
+                            help="do not record this daemon in the runtime directory (a private "
+                                 "instance that clients do not find by themselves)")
+        if add_arguments is not None:
+            add_arguments(parser)
+
+    def check(opts: argparse.Namespace) -> None:
+        if opts.threads < 1:
+            raise ValueError("--threads must be >= 1")
+        if before_bind is not None:
+            before_bind(opts)
+        opts.device_name = getattr(opts, "device", None) or name.upper()
+        if not opts.no_record:
+            other = registry.read_record(opts.device_name)
+            if other is not None and other["pid"] != os.getpid():
+                raise ValueError(f"a {opts.device_name} daemon already runs (pid {other['pid']} at "
+                                 f"{other['endpoint']}); stop it first with 'mo-core daemon stop'")
+
+    def setup(server: Server, opts: argparse.Namespace):
+        daemon = make_daemon(server, opts)
+        daemon.register(server)
+        device = opts.device_name
+        recorded = False
+        if not opts.no_record:
+            registry.write_record(device, os.getpid(), server.endpoint, key_file=opts.key_file,
+                                  log=_stderr_file(), started=daemon.started)
+            recorded = True
+        say(f"pid {os.getpid()} serving {device} at {server.endpoint} ({opts.threads} threads, version "
+            f"{registry.package_version()})")
+
+        def cleanup(reason: str) -> None:
+            if recorded:
+                registry.remove_record(device, os.getpid())
+            daemon.cleanup()
+            say(f"pid {os.getpid()} stopped: {reason} ({daemon.requests} inference requests served)")
+        return cleanup
+
+    return serve_main(argv, name, setup, add_arguments=arguments, before_bind=check,
+                      threads=min(4, os.cpu_count() or 1), parent_pid=0, spin=SPIN_S, timestamps=True,
+                      description=description or f"mo-core {name.upper()} inference daemon")

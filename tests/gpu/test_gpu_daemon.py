@@ -1,0 +1,227 @@
+"""The GPU daemon (a real process on real OpenCL: PoCL here) through the client
+and the CLI: reference nets against pycaffe, custom layers, query_network,
+HETERO:GPU,CPU, its life cycle, and a kill -9 in the middle of a request."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from device_daemons.client import DaemonDied, IECore, InferenceError
+from tests.daemon.conftest import assert_close, daemon_processes, run_mo, write_custom_ir
+from tests.gpu.gpu_helpers import chain_ir, rand
+from tests.support import caffe_outputs, call_in_thread, compare_with_caffe, convert_api
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+SLOW = np.full((1, 4), 100.0 + 3000, np.float32)  # the Spin kernel runs 3e9 dependent steps per value
+FAST = np.arange(4, dtype=np.float32).reshape(1, 4)
+CONV = {"kernel": "3,3", "strides": "1,1", "pads_begin": "1,1", "pads_end": "1,1", "output": 4, "group": 1}
+
+
+@pytest.fixture(scope="module")
+def ie():
+    core = IECore(policy="auto")
+    yield core
+    core.close()
+
+
+@pytest.fixture(scope="module")
+def mvn_net(tmp_path_factory):
+    """Input -> conv -> relu -> MVN (no GPU kernel) -> conv -> softmax."""
+    rng = np.random.default_rng(0)
+    shape = (2, 4, 6, 5)
+    layers = [("c1", "Convolution", CONV, {"weights": rand(rng, 4, 4, 3, 3)}, shape), ("r1", "ReLU", {}, None, shape),
+              ("mvn", "MVN", {"eps": 1e-9}, None, shape),
+              ("c2", "Convolution", CONV, {"weights": rand(rng, 4, 4, 3, 3), "biases": rand(rng, 4)}, shape),
+              ("sm", "SoftMax", {"axis": 1}, None, shape)]
+    d = tmp_path_factory.mktemp("mvn")
+    chain_ir(d, shape, layers)
+    return str(d / "chain_FP32.xml"), rand(rng, *shape)
+
+
+@pytest.mark.parametrize("model", ["bvlc_googlenet", "ssd_small", "conv_bn_scale"])
+def test_reference_nets_on_the_gpu_daemon_equal_pycaffe(ie, bvlc_models, small_nets, tmp_path, model):
+    from ir import write_ir
+    proto, weights = (bvlc_models if model == "bvlc_googlenet" else small_nets)[model]
+    xml = str(tmp_path / "model.xml")
+    write_ir(convert_api(input_model=weights, input_proto=proto, batch=1), xml)
+    net = ie.read_network(xml)
+    exec_net = ie.load_network(net, "GPU")
+    assert exec_net.device == "GPU"
+    rng = np.random.default_rng(3)
+    inputs = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in net.inputs.items()}
+    compare_with_caffe(exec_net.infer(inputs), caffe_outputs(proto, weights, inputs), 1e-4)
+    exec_net.close()
+
+
+def test_tiny_net_batches_and_async_requests(ie, tiny):
+    net = ie.read_network(tiny.xml)
+    net.batch_size = 3
+    exec_net = ie.load_network(net, "GPU", num_requests=2)
+    x = tiny.input(5, batch=3)
+    requests = [exec_net.start_async({"data": x}, request_id=i) for i in range(2)]
+    for req in requests:
+        req.wait()
+        assert_close(req.outputs["prob"], tiny.reference(x))
+    status = ie.get_versions("GPU")["GPU"]
+    assert status["pid"] == ie.daemon_pid("GPU")
+
+
+def test_custom_layers_through_the_daemon(ie, tmp_path):
+    """add_extension(.xml, "GPU"): the guide's ReLU with its slope define, and a
+    .cl with a syntax error: a clear error with the build log and the file."""
+    rng = np.random.default_rng(1)
+    shape = (1, 3, 5, 4)
+    chain_ir(tmp_path, shape, [("relu", "ReLU", {"negative_slope": 0.25}, None, shape)])
+    net = ie.read_network(str(tmp_path / "chain_FP32.xml"))
+    core = IECore(policy="auto")
+    assert core.add_extension(os.path.join(DATA, "relu.xml"), "GPU") == ["ReLU"]
+    x = rand(rng, *shape)
+    out = core.load_network(net, "GPU").infer({"data": x})["relu"]
+    np.testing.assert_allclose(out, np.where(x < 0, x * np.float32(0.25), x), rtol=1e-6)
+    assert core.add_extension(os.path.join(DATA, "broken.xml"), "GPU") == ["Broken"]
+    base = str(tmp_path / "broken")
+    write_custom_ir(base, "Broken")
+    with pytest.raises(InferenceError) as err:
+        core.load_network(core.read_network(base + ".xml"), "GPU")
+    assert err.value.kind == "kernel"
+    assert "broken_kernel.cl" in str(err.value) and "expected ';'" in str(err.value)
+    core.close()
+
+
+def test_query_network_per_device(ie, mvn_net):
+    net = ie.read_network(mvn_net[0])
+    gpu = ie.query_network(net, "GPU")
+    assert gpu == {"data": "GPU", "c1": "GPU", "r1": "GPU", "c2": "GPU", "sm": "GPU"}
+    assert set(ie.query_network(net, "CPU")) == {"data", "c1", "r1", "mvn", "c2", "sm"}
+    assert ie.query_network(net, "HETERO:GPU,CPU")["mvn"] == "CPU"
+
+
+def test_a_layer_the_gpu_lacks_fails_on_gpu_and_runs_with_hetero(ie, mvn_net):
+    xml, x = mvn_net
+    net = ie.read_network(xml)
+    with pytest.raises(InferenceError, match="'MVN' is not supported by the GPU plugin.*HETERO:GPU,CPU") as err:
+        ie.load_network(net, "GPU")
+    assert err.value.kind == "network"
+    hetero = ie.load_network(net, "HETERO:GPU,CPU")
+    assert [p.device for p in hetero.parts] == ["GPU", "CPU", "GPU"]
+    ref = ie.load_network(net, "CPU").infer({"data": x})
+    out = hetero.infer({"data": x})
+    assert_close(out["sm"], ref["sm"], 1e-5)
+    req = hetero.start_async({"data": x})
+    req.wait()
+    assert_close(req.outputs["sm"], ref["sm"], 1e-5)
+    hetero.close()
+    net.affinity["c1"] = "CPU"  # a per-layer override
+    hetero = ie.load_network(net, "HETERO:GPU,CPU")
+    assert [(p.device, p.layers) for p in hetero.split.parts] == [("CPU", ["c1"]), ("GPU", ["r1"]),
+                                                                  ("CPU", ["mvn"]), ("GPU", ["c2", "sm"])]
+    assert_close(hetero.infer({"data": x})["sm"], ref["sm"], 1e-5)
+    hetero.close()
+
+
+def test_perf_counts_on_the_gpu_and_with_hetero(ie, tiny, mvn_net):
+    """PERF_COUNT is every daemon's: the GPU names its OpenCL steps and the ReLU it
+    fused; HETERO lists each part's layers prefixed by the part's device."""
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "GPU", config={"PERF_COUNT": "YES"})
+    request = exec_net.requests[0]
+    x = tiny.input(6)
+    assert_close(request.infer({"data": x})["prob"], tiny.reference(x))
+    counts = request.get_perf_counts()
+    assert counts["conv1"]["exec_type"] == "opencl" and counts["conv1"]["status"] == "EXECUTED"
+    assert counts["conv1"]["real_time"] > 0
+    assert counts["relu1"]["status"] == "NOT_RUN" and counts["relu1"]["exec_type"] == "fused into conv1"
+    assert {counts[n]["layer_type"] for n in ("pool1", "fc1", "prob")} == {"Pooling", "FullyConnected", "SoftMax"}
+    exec_net.close()
+
+    xml, x = mvn_net
+    hetero = ie.load_network(ie.read_network(xml), "HETERO:GPU,CPU", config={"PERF_COUNT": "YES"})
+    request = hetero.requests[0]
+    ref = ie.load_network(ie.read_network(xml), "CPU").infer({"data": x})
+    assert_close(request.infer({"data": x})["sm"], ref["sm"], 1e-5)
+    counts = request.get_perf_counts()
+    assert [n for n in counts if n in ("c1", "mvn", "c2", "sm")] == ["c1", "mvn", "c2", "sm"]  # execution order
+    assert counts["c1"]["exec_type"] == "GPU opencl" and counts["c2"]["exec_type"] == "GPU opencl"
+    assert counts["mvn"]["exec_type"].startswith("CPU ") and counts["mvn"]["status"] == "EXECUTED"
+    assert counts["r1"]["exec_type"] == "GPU fused into c1"
+    req = hetero.start_async({"data": x})
+    req.wait()
+    assert set(req.get_perf_counts()) == set(counts)
+    hetero.close()
+    plain = ie.load_network(ie.read_network(xml), "HETERO:GPU,CPU")
+    plain.requests[0].infer({"data": x})
+    with pytest.raises(Exception, match="PERF_COUNT"):
+        plain.requests[0].get_perf_counts()
+    plain.close()
+
+
+def test_cli_gpu_hetero_and_custom_layers(mvn_net, tiny, tmp_path, fresh_runtime):
+    xml, x = mvn_net
+    np.save(tmp_path / "x.npy", x)
+    proc = run_mo("infer", "-m", xml, "-d", "HETERO:GPU,CPU", "-i", str(tmp_path / "x.npy"), "-o",
+                  str(tmp_path / "out.npz"), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "split over HETERO:GPU,CPU (3 parts)" in proc.stdout
+    assert "part 2: CPU, 1 layer(s): mvn" in proc.stdout
+    proc = run_mo("infer", "-m", xml, "-d", "HETERO:GPU,CPU", "--affinity", "sm=CPU", timeout=300)
+    assert proc.returncode == 0 and "part 3: GPU, 1 layer(s): c2" in proc.stdout, proc.stdout + proc.stderr
+    proc = run_mo("infer", "-m", tiny.xml, "-d", "GPU", "-c", os.path.join(DATA, "relu.xml"), "--top_k", "2")
+    assert proc.returncode == 0 and "GPU custom layers from" in proc.stdout and "ReLU" in proc.stdout, proc.stderr
+    proc = run_mo("infer", "-m", tiny.xml, "-d", "GPU", "-l", os.path.join(DATA, "relu.xml"))
+    assert proc.returncode == 1 and "[ ERROR ]" in proc.stderr and "-l gives custom kernels for CPU only" \
+        in proc.stderr
+    proc = run_mo("benchmark", "-m", tiny.xml, "-d", "GPU", "-niter", "8", "-nireq", "2", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    status = run_mo("daemon", "status")
+    assert "GPU" in status.stdout and "CPU" in status.stdout
+    assert run_mo("daemon", "stop", "--all").returncode == 0
+
+
+def test_gpu_n_daemons_and_device_errors(fresh_runtime):
+    proc = run_mo("daemon", "start", "--device", "GPU.0")
+    assert proc.returncode == 0, proc.stderr
+    assert "GPU.0 daemon started" in proc.stdout
+    assert os.path.isfile(os.path.join(fresh_runtime, "daemon-gpu.0.json"))
+    assert "GPU.0" in run_mo("daemon", "status").stdout
+    assert run_mo("daemon", "stop", "--device", "gpu.0").returncode == 0
+    proc = run_mo("daemon", "start", "--device", "GPU.99")
+    assert proc.returncode == 1 and "[ ERROR ]" in proc.stderr and "asks for OpenCL device 99" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = run_mo("daemon", "start", "--device", "GPU", env={"MO_CORE_OPENCL_DEVICE": "no-such-device"})
+    assert proc.returncode == 1 and "names no OpenCL device; the devices are 0:" in proc.stderr
+    proc = run_mo("daemon", "start", "--device", "GPU", "--caffe-fallback")
+    assert proc.returncode == 1 and "option of the CPU daemon" in proc.stderr
+    assert daemon_processes(fresh_runtime) == []
+
+
+@pytest.mark.timeout(180)
+def test_gpu_daemon_killed_during_a_request(fresh_runtime, tmp_path):
+    base = str(tmp_path / "spin")
+    write_custom_ir(base, "Spin")
+    ie = IECore(policy="auto", timeout=120)
+    assert ie.add_extension(os.path.join(DATA, "spin.xml"), "GPU") == ["Spin"]
+    exec_net = ie.load_network(ie.read_network(base + ".xml"), "GPU")
+    np.testing.assert_array_equal(exec_net.infer({"data": FAST})["custom1"], FAST * 2 + 1)
+    pid = ie.daemon_pid("GPU")
+    assert daemon_processes(fresh_runtime) == [pid]
+    th, outcome = call_in_thread(lambda: exec_net.infer({"data": SLOW}))
+    time.sleep(1.5)  # the request is in the kernel's loop now
+    assert "seconds" not in outcome
+    os.kill(pid, signal.SIGKILL)
+    th.join(30)
+    assert not th.is_alive()
+    err = outcome.get("error")
+    assert isinstance(err, DaemonDied), outcome
+    assert outcome["seconds"] < 10
+    text = str(err)
+    assert f"pid {pid}" in text and "killed by signal SIGKILL" in text and "GPU" in text
+    # the next request starts a new GPU daemon and loads the network and its custom layer again
+    np.testing.assert_array_equal(exec_net.infer({"data": FAST})["custom1"], FAST * 2 + 1)
+    new_pid = ie.daemon_pid("GPU")
+    assert new_pid != pid and daemon_processes(fresh_runtime) == [new_pid]
+    ie.close()
+    assert run_mo("daemon", "stop", "--device", "GPU").returncode == 0
+    assert daemon_processes(fresh_runtime) == []

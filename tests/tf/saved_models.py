@@ -1,0 +1,108 @@
+"""Builder of the TensorFlow models that need TensorFlow to be frozen (the TF
+worker's freeze verb): a TF2 SavedModel (a tf.Module with a serving signature), a
+Keras 3 model exported as a SavedModel, a TF1 meta graph with its checkpoint, and
+the same TF1 graph as a GraphDef with variables plus that checkpoint.
+
+Run as `python tests/tf/saved_models.py OUT_DIR` (tests/tf/built_models.py caches
+it); TensorFlow's outputs on seeded inputs are stored next to the models.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from tf_build import np, tf  # noqa: E402
+
+import keras  # noqa: E402
+
+
+def tf2_saved_model(out, rng):
+    class Net(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(np.float32) * 0.5)
+            self.b = tf.Variable(rng.standard_normal(4).astype(np.float32))
+            self.fc = tf.Variable(rng.standard_normal((4, 5)).astype(np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 8, 8, 3], tf.float32, name="image")])
+        def __call__(self, image):
+            y = tf.nn.relu(tf.nn.conv2d(image, self.w, 1, "SAME") + self.b)
+            return {"scores": tf.nn.softmax(tf.matmul(tf.reduce_mean(y, axis=[1, 2]), self.fc))}
+
+    net = Net()
+    path = os.path.join(out, "tf2_saved_model")
+    tf.saved_model.save(net, path, signatures=net.__call__)
+    x = rng.standard_normal((1, 8, 8, 3)).astype(np.float32)
+    return path, {"image": x}, [net(x)["scores"].numpy()]
+
+
+def keras_export(out, rng):
+    inp = keras.Input((16, 16, 3), name="pixels")
+    y = keras.layers.Conv2D(6, 3, strides=2, padding="same")(inp)
+    y = keras.layers.BatchNormalization()(y)
+    y = keras.layers.ReLU(6.0)(y)
+    y = keras.layers.DepthwiseConv2D(3, padding="same")(y)
+    y = keras.layers.GlobalAveragePooling2D()(y)
+    model = keras.Model(inp, keras.layers.Dense(4)(y))
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            layer.set_weights([rng.uniform(0.5, 1.5, 6).astype(np.float32), rng.standard_normal(6).astype(np.float32),
+                               rng.standard_normal(6).astype(np.float32), rng.uniform(0.5, 2, 6).astype(np.float32)])
+    path = os.path.join(out, "keras_export")
+    model.export(path, verbose=False)
+    x = rng.standard_normal((1, 16, 16, 3)).astype(np.float32)
+    return path, {"pixels": x}, [np.asarray(model(x, training=False))]
+
+
+def tf1_graph(out, rng):
+    """(meta graph path, checkpoint prefix, GraphDef-with-variables path, inputs, outputs)."""
+    tf1 = tf.compat.v1
+    graph = tf.Graph()
+    x_value = rng.standard_normal((1, 6, 6, 2)).astype(np.float32)
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 6, 6, 2], name="x")
+        w = tf1.get_variable("w", initializer=rng.standard_normal((3, 3, 2, 3)).astype(np.float32), use_resource=False)
+        b = tf1.get_variable("b", initializer=rng.standard_normal(3).astype(np.float32), use_resource=False)
+        y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, [1, 1, 1, 1], "VALID"), b))
+        out_node = tf.nn.max_pool2d(y, 2, 2, "VALID", name="out")
+        saver = tf1.train.Saver()
+        with tf1.Session(graph=graph) as sess:
+            sess.run(tf1.global_variables_initializer())
+            prefix = os.path.join(out, "tf1", "model.ckpt")
+            os.makedirs(os.path.dirname(prefix))
+            saver.save(sess, prefix)
+            result = sess.run(out_node, {x: x_value})
+        graph_path = os.path.join(out, "tf1", "graph_with_variables.pb")
+        with open(graph_path, "wb") as f:
+            f.write(graph.as_graph_def().SerializeToString())
+    return prefix + ".meta", prefix, graph_path, {"x": x_value}, [result]
+
+
+def main():
+    out = sys.argv[1]
+    rng = np.random.default_rng(5)
+    index = {}
+
+    def add(name, inputs, outputs, **paths):
+        np.savez(os.path.join(out, name + ".npz"), **{"in1/" + k: v for k, v in inputs.items()},
+                 **{"out1/{}".format(i): v for i, v in enumerate(outputs)})
+        # paths relative to the output directory (the cache renames it once built)
+        index[name] = {"inputs": {k: list(v.shape) for k, v in inputs.items()},
+                       **{k: os.path.relpath(v, out) for k, v in paths.items()}}
+
+    path, inputs, outputs = tf2_saved_model(out, rng)
+    add("tf2_saved_model", inputs, outputs, saved_model_dir=path)
+    path, inputs, outputs = keras_export(out, rng)
+    add("keras_export", inputs, outputs, saved_model_dir=path)
+    meta, prefix, graph, inputs, outputs = tf1_graph(out, rng)
+    add("tf1_meta_graph", inputs, outputs, input_meta_graph=meta)
+    add("tf1_graph_and_checkpoint", inputs, outputs, input_model=graph, input_checkpoint=prefix)
+    with open(os.path.join(out, "index.json"), "w") as f:
+        json.dump(index, f, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()

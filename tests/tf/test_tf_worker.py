@@ -1,0 +1,102 @@
+"""Models that need TensorFlow to be frozen: --saved_model_dir (a TF2 SavedModel, a
+Keras 3 export), --input_meta_graph with its checkpoint, and a GraphDef with
+variables plus --input_checkpoint. The TF worker process (fallback_workers/tf_worker)
+freezes them with real TensorFlow; the core never imports it. The IRs run on the
+CPU daemon and equal TensorFlow within 1e-4. Without TensorFlow in the worker's
+interpreter (MO_CORE_TF_PYTHON: a venv made here that truly has no TensorFlow),
+the error says how to install it."""
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ir import read_ir
+from tests.convert.test_errors import assert_clean_failure
+from tests.support import REPO
+from tests.tf.built_models import Models, built
+from tests.tf.tf_helpers import convert_model, rel_err, run_on_daemon
+
+CASES = ("tf2_saved_model", "keras_export", "tf1_meta_graph", "tf1_graph_and_checkpoint")
+
+
+@pytest.fixture(scope="module")
+def saved_models() -> Models:
+    return Models(built("saved_models"))
+
+
+def options(models, case) -> dict:
+    meta = models.meta(case)
+    return {key: os.path.join(models.dir, meta[key]) for key in
+            ("saved_model_dir", "input_meta_graph", "input_model", "input_checkpoint") if key in meta}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_frozen_by_the_worker_equals_tensorflow(ie, saved_models, tmp_path, case):
+    paths = options(saved_models, case)
+    xml = convert_model(paths.pop("input_model", None), tmp_path, case, batch=1, **paths)
+    arrays = saved_models.arrays(case)
+    feeds = {name: arrays["in1/" + name] for name in saved_models.meta(case)["inputs"]}
+    _, out = run_on_daemon(ie, xml, feeds)
+    assert len(out) == 1
+    assert rel_err(next(iter(out.values())), arrays["out1/0"]) <= 1e-4
+    assert read_ir(xml).meta["framework"] == "tf"
+
+
+def run_convert(tmp_path, *args, env=None):
+    proc = subprocess.run([sys.executable, "-m", "cli", "convert", "--output_dir", str(tmp_path / "out"), "-b", "1",
+                           *args], capture_output=True, text=True, cwd=REPO, timeout=600,
+                          env=dict(os.environ, PYTHONPATH=REPO, **(env or {})))
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def python_without_tensorflow(directory) -> str:
+    """A venv whose python has what the worker needs (numpy, pyzmq, msgpack) and no TensorFlow."""
+    import msgpack
+    import numpy
+    import zmq
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(directory)], check=True)
+    site = glob.glob(os.path.join(str(directory), "lib", "python*", "site-packages"))[0]
+    for module in (numpy, zmq, msgpack):
+        package = os.path.dirname(module.__file__)
+        parent = os.path.dirname(package)
+        for entry in os.listdir(parent):  # the package and its bundled libraries (numpy.libs, pyzmq.libs)
+            if entry == os.path.basename(package) or entry.startswith(os.path.basename(package) + ".libs") or \
+                    entry == "py" + os.path.basename(package) + ".libs":
+                os.symlink(os.path.join(parent, entry), os.path.join(site, entry))
+    python = os.path.join(str(directory), "bin", "python")
+    check = subprocess.run([python, "-c", "import numpy, zmq, msgpack, importlib.util as u; "
+                                          "raise SystemExit(u.find_spec('tensorflow') is not None)"])
+    assert check.returncode == 0, "the venv without TensorFlow could not be made"
+    return python
+
+
+def test_without_tensorflow_the_error_says_how_to_install_it(saved_models, tmp_path):
+    python = python_without_tensorflow(tmp_path / "venv")
+    res = run_convert(tmp_path, "--saved_model_dir", options(saved_models, "tf2_saved_model")["saved_model_dir"],
+                      env={"MO_CORE_TF_PYTHON": python})
+    assert_clean_failure(*res, tmp_path / "out", "needs TensorFlow", "pip install tensorflow-cpu", python,
+                         "MO_CORE_TF_PYTHON", "#41")
+
+
+def test_a_missing_worker_python(saved_models, tmp_path):
+    res = run_convert(tmp_path, "--saved_model_dir", options(saved_models, "tf2_saved_model")["saved_model_dir"],
+                      env={"MO_CORE_TF_PYTHON": str(tmp_path / "no" / "python")})
+    assert_clean_failure(*res, tmp_path / "out", "no/python", "does not exist")
+
+
+def test_not_a_saved_model(tmp_path):
+    (tmp_path / "empty").mkdir()
+    res = run_convert(tmp_path, "--saved_model_dir", str(tmp_path / "empty"))
+    assert_clean_failure(*res, tmp_path / "out", "TensorFlow could not freeze the SavedModel", "empty")
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["--saved_model_tags", "serve"], ["--saved_model_tags", "--saved_model_dir"]),
+    (["--input_checkpoint", "x.ckpt"], ["--input_checkpoint", "--input_meta_graph"]),
+    (["--saved_model_dir", "nope_dir"], ["nope_dir", "not a directory"]),
+])
+def test_option_mistakes(tmp_path, args, needles):
+    res = run_convert(tmp_path, *args)
+    assert_clean_failure(*res, tmp_path / "out", *needles)
