@@ -202,8 +202,12 @@ class Dnnl:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         self.ffi = cffi.FFI()
         self.ffi.cdef(decls)
+        # never unloaded: OpenMP's worker threads outlive the interpreter's teardown, and one
+        # still spinning at a barrier (OMP_WAIT_POLICY=active) crashed the exit when cffi
+        # closed libdnnl/libgomp under it
+        self._flags = self.ffi.RTLD_NOW | getattr(self.ffi, "RTLD_NODELETE", 0)
         try:
-            self.lib = self.ffi.dlopen(path)
+            self.lib = self.ffi.dlopen(path, self._flags)
         except OSError as err:
             raise NativeUnavailable(f"cannot load {path}: {err} (oneDNN's GNU OpenMP build needs libgomp1: "
                                     "apt-get install libgomp1)") from None
@@ -223,7 +227,7 @@ class Dnnl:
         self._omp = cffi.FFI()
         self._omp.cdef("void omp_set_num_threads(int); int omp_get_max_threads(void);")
         try:
-            self._gomp = self._omp.dlopen("libgomp.so.1")  # the runtime libdnnl is linked with
+            self._gomp = self._omp.dlopen("libgomp.so.1", self._flags)  # the runtime libdnnl is linked with
         except OSError:
             self._gomp = None
         self.default_threads = self._gomp.omp_get_max_threads() if self._gomp else os.cpu_count() or 1
