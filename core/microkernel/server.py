@@ -35,6 +35,7 @@ from .errors import AuthenticationError, EndpointError, MicrokernelError, Protoc
 from .mailbox import Mailbox
 from .protocol import (DEFAULT_LIMITS, PROTOCOL_VERSION, Limits, Request, _OP_RE, decode_request,
                        encode_error, encode_reply, peek_id)
+from .spin import spin_for
 
 log = logging.getLogger("mo_core.microkernel.server")
 
@@ -131,8 +132,9 @@ class Server:
     Lanes: verbs registered with `lane="fast"` are served on a second socket (its
     endpoint is in the `hello` reply: `lanes: {"fast": endpoint}`) by a thread of
     their own that receives, computes and replies with no hand-off to another
-    thread, and polls without sleeping for `spin` seconds after each request, so a
-    client's next request skips the ~0.1 ms wake-up of a sleeping thread. For
+    thread, and polls without sleeping for `spin` seconds after each request (not
+    while the CPUs are contended: spin.py), so a client's next request skips the
+    ~0.1 ms wake-up of a sleeping thread. For
     requests that take well under a millisecond, where two thread hand-offs would
     cost more than the work; the handler must keep it so (refuse longer work). The
     main socket's I/O thread never runs handlers other than the quick built-ins and
@@ -312,8 +314,9 @@ class Server:
                 if not poller.poll(0 if spinning else _POLL_MS):
                     continue
                 self._receive_batch(lane)
-                if self._spin:
-                    busy_until = time.perf_counter() + self._spin
+                spin = spin_for(self._spin)
+                if spin:
+                    busy_until = time.perf_counter() + spin
         except BaseException:  # noqa: BLE001 - never die silently
             log.exception("the fast lane failed; its clients fall back to the main lane")
         finally:

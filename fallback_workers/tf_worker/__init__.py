@@ -1,2 +1,4 @@
 """The TensorFlow worker: real TensorFlow in its own process (the core never imports
-it). Its verbs, launch and errors: contract.py; the handlers: service.py."""
+it). Its launch, verbs and errors: core/services/tf_worker.py; loading TensorFlow
+and what the worker serves without it: framework.py; the handlers: service.py
+(imported once TensorFlow loaded)."""

@@ -1,28 +1,18 @@
-"""The TensorFlow worker's request handlers (this process is the only one that imports
-TensorFlow). The verbs, their arguments and results: contract.py."""
+"""The TensorFlow worker's request handlers (imported only inside the worker process,
+once TensorFlow loaded: framework.load_tensorflow). The verbs, their arguments and
+results: core/services/tf_worker.py."""
 from __future__ import annotations
 
 import os
-import sys
 
 from core.microkernel import RemoteError
-
-from . import contract
+from core.services import tf_worker as contract
 
 # ops that end a TF1 training graph without being a model output
 _NOT_OUTPUTS = {"NoOp", "SaveV2", "Save", "SaveSlices", "RestoreV2", "Restore", "MergeV2Checkpoints", "Assign",
                 "AssignVariableOp", "AssignAdd", "AssignSub", "VariableV2", "Variable", "VarHandleOp", "Const",
                 "Placeholder", "PlaceholderWithDefault", "VarIsInitializedOp", "IsVariableInitialized"}
 _VARIABLES = ("VariableV2", "Variable", "VarHandleOp")
-
-
-def _import_tensorflow():
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    try:
-        import tensorflow as tf
-    except Exception as exc:  # missing, or an install that does not load here
-        return None, "{}: {}".format(type(exc).__name__, exc)
-    return tf, None
 
 
 def _node_name(name: str) -> str:
@@ -117,14 +107,9 @@ def _write(path: str, data: bytes):
     os.replace(tmp, path)
 
 
-def register(server):
-    tf, problem = _import_tensorflow()
-
+def register(server, tf):
     def freeze(args, arrays):
-        a = contract.check_freeze_request(args)
-        if tf is None:
-            raise RemoteError(contract.FRAMEWORK_MISSING, "TensorFlow cannot be imported by {} ({}); {}".format(
-                sys.executable, problem, contract.INSTALL_HINT))
+        a = contract.parse_freeze(args)
         try:
             if a["saved_model_dir"]:
                 graph_def, inputs, outputs = freeze_saved_model(tf, a)

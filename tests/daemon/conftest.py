@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 import numpy as np
 import pytest
@@ -223,16 +224,19 @@ class TinyModel:
         self.xml = os.path.join(out, "tiny.xml")
         self.bin = os.path.join(out, "tiny.bin")
         self._net = caffe.Net(self.proto, self.weights, caffe.TEST)
+        self._lock = threading.Lock()
 
     def input(self, seed: int, batch: int = 1) -> np.ndarray:
         return np.random.default_rng(seed).standard_normal((batch, 3, 16, 16)).astype(np.float32)
 
     def reference(self, x: np.ndarray) -> np.ndarray:
-        """pycaffe's 'prob' for x (any batch)."""
+        """pycaffe's 'prob' for x (any batch). Thread-safe: one pycaffe net, one
+        forward at a time (tests call it from several threads)."""
         rows = []
-        for i in range(x.shape[0]):
-            self._net.blobs["data"].data[...] = x[i:i + 1]
-            rows.append(self._net.forward()["prob"].copy())
+        with self._lock:
+            for i in range(x.shape[0]):
+                self._net.blobs["data"].data[...] = x[i:i + 1]
+                rows.append(self._net.forward()["prob"].copy())
         return np.concatenate(rows)
 
 

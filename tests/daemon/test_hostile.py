@@ -248,14 +248,16 @@ def test_the_same_daemon_still_serves_correct_results(daemon, tiny):
     try:
         exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
         xs = [tiny.input(100 + i) for i in range(4)]
-        for x in xs:
-            assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+        # pycaffe's net is not thread-safe: the references are computed here, once
+        refs = [tiny.reference(x) for x in xs]
+        for x, ref in zip(xs, refs):
+            assert_close(exec_net.infer({"data": x})["prob"], ref)
         errors = []
 
         def run(t):
             try:
-                for x in xs:
-                    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+                for x, ref in zip(xs, refs):
+                    assert_close(exec_net.infer({"data": x})["prob"], ref)
             except Exception as exc:  # noqa: BLE001
                 errors.append(exc)
         threads = [threading.Thread(target=run, args=(t,)) for t in range(3)]

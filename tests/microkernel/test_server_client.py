@@ -308,3 +308,27 @@ def test_a_watched_service_that_ends_fails_the_call_at_once(direct):
                     c.call("sleep", {"seconds": 30}, watch=process, direct=direct)
             finally:
                 timer.cancel()
+
+
+def test_spinning_stops_while_the_cpus_are_contended(tmp_path, monkeypatch):
+    """Busy-polling is for an idle core: a spinning thread on contended CPUs waits
+    for the scheduler longer than a wake-up costs (core/microkernel/spin.py)."""
+    import os
+
+    from core.microkernel import spin
+    busy = tmp_path / "busy"
+    busy.write_text("some avg10=98.96 avg60=98.76 avg300=98.62 total=6970564322\n"
+                    "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    idle = tmp_path / "idle"
+    idle.write_text("some avg10=0.50 avg60=1.20 avg300=0.90 total=1234\n")
+    assert spin.contended(str(busy)) is True and spin.contended(str(idle)) is False
+    # without pressure information: the load average against the usable CPUs
+    cpus = len(os.sched_getaffinity(0))
+    assert spin.contended(str(tmp_path / "none")) == (os.getloadavg()[0] > cpus)
+    assert isinstance(spin.contended(), bool)  # this machine's own answer
+    monkeypatch.setitem(spin._state, "next", 0.0)
+    monkeypatch.setattr(spin.contended, "__defaults__", (str(busy),))
+    assert spin.spin_for(0.0005) == 0.0 and spin.spin_for(0) == 0.0
+    monkeypatch.setattr(spin.contended, "__defaults__", (str(idle),))
+    monkeypatch.setitem(spin._state, "next", 0.0)
+    assert spin.spin_for(0.0005) == 0.0005

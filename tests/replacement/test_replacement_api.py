@@ -251,3 +251,75 @@ def test_op_create_node_needs_the_front_form():
     graph = Graph()
     with pytest.raises(Error, match="create_node connects op nodes directly"):
         Power(graph, {}).create_node([])
+
+
+ORDERED = HEADER + (
+    "from core.front.replacement import FrontReplacementSubgraph\n\n\n"
+    "class HS(FrontReplacementOp):\n"
+    "    op = 'HardSwish'\n\n"
+    "    def replace_op(self, graph, node):\n"
+    "        return [Power(graph, dict(name='hs_power', scale=2.0)).create_node([node.in_node(0)]).id]\n\n\n"
+    "class RenamePower(FrontReplacementSubgraph):\n"
+    "    def pattern(self):\n"
+    "        return dict(nodes=[('p', dict(op='Power', name='hs_power'))], edges=[])\n\n"
+    "    def replace_sub_graph(self, graph, match):\n"
+    "        graph.nodes[match['p'].id]['name'] = 'renamed_after_hs'\n"
+    "{demand}")
+
+
+@pytest.mark.parametrize("demand, expected", [
+    ("", "hs_power"),  # default order: patterns before op replacers, so the pattern finds nothing
+    ("\n    def run_after(self):\n        return [HS]\n", "renamed_after_hs"),
+])
+def test_run_after_lets_a_pattern_see_what_an_op_replacer_made(hard_swish, tmp_path, demand, expected):
+    proto, weights, _, _ = hard_swish
+    write_ext(tmp_path / "ext", "front/ordered.py", ORDERED.format(demand=demand))
+    network = convert_api(input_model=weights, input_proto=proto, extensions=str(tmp_path / "ext"),
+                          disable_fusing=True)
+    names = {layer.name for layer in network.layers}
+    assert expected in names and ({"hs_power", "renamed_after_hs"} - {expected}).isdisjoint(names)
+
+
+def test_run_before_and_after_order_the_plan_stably(tmp_path):
+    from core.extensions import load_extension_dirs, registries_snapshot, restore_registries
+    from core.front.replacement.runner import plan
+    write_ext(tmp_path / "ext", "front/order.py", (
+        "from core.front.replacement import FrontReplacementOp, FrontReplacementSubgraph\n\n\n"
+        "class P1(FrontReplacementSubgraph):\n"
+        "    def pattern(self):\n        return dict(nodes=[], edges=[])\n\n"
+        "    def run_after(self):\n        return [P3]\n\n\n"
+        "class P2(FrontReplacementSubgraph):\n"
+        "    def pattern(self):\n        return dict(nodes=[], edges=[])\n\n\n"
+        "class P3(FrontReplacementSubgraph):\n"
+        "    def pattern(self):\n        return dict(nodes=[], edges=[])\n\n\n"
+        "class Op1(FrontReplacementOp):\n"
+        "    op = 'Nothing'\n\n"
+        "    def run_before(self):\n        return [P2]\n\n"
+        "    def replace_op(self, graph, node):\n        return None\n"))
+    saved = registries_snapshot()
+    try:
+        load_extension_dirs([str(tmp_path / "ext")])
+        names = [type(r).__name__ for r in plan("caffe", []) if type(r).__module__.endswith("order")]
+        # default P1 P2 P3 Op1; P1 after P3, Op1 before P2; otherwise the earliest first
+        assert names == ["P3", "P1", "Op1", "P2"]
+    finally:
+        restore_registries(saved)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("    def run_after(self):\n        return [B]\n\n\nclass B(A):\n"
+     "    def run_after(self):\n        return [A]\n",
+     r"run_after\(\)/run_before\(\) demands form a cycle among: A in .*cycle.py; B in .*cycle.py"),
+    ("    def run_after(self):\n        return 'B'\n",
+     r"run_after\(\) of the replacer A in .*cycle.py must return a list of replacer classes, got 'B'"),
+    ("    def run_before(self):\n        raise KeyError('x')\n",
+     r"run_before\(\) of the replacer A in .*cycle.py, line \d+ raised KeyError"),
+])
+def test_bad_ordering_demands_are_errors_naming_the_replacers(hard_swish, tmp_path, body, message):
+    proto, weights, _, _ = hard_swish
+    write_ext(tmp_path / "ext", "front/cycle.py", (
+        "from core.front.replacement import FrontReplacementSubgraph\n\n\n"
+        "class A(FrontReplacementSubgraph):\n"
+        "    def pattern(self):\n        return dict(nodes=[], edges=[])\n\n" + body))
+    with pytest.raises(Error, match=message):
+        convert_api(input_model=weights, input_proto=proto, extensions=str(tmp_path / "ext"))

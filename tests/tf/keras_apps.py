@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tf_build import main, np, tf  # noqa: E402
+from tf_build import main, np  # noqa: E402
 
 import keras  # noqa: E402
 

@@ -1,7 +1,9 @@
 """The replacer classes of the reference guide's "Sub-graph Replacement in the
 Model Optimizer", with its names and semantics:
 
-- FrontReplacementPattern: the base; `find_and_replace_pattern(graph)`.
+- FrontReplacementPattern: the base; `find_and_replace_pattern(graph)`;
+  `run_after()` / `run_before()` return the replacer classes this one must run
+  after / before (the runner orders by them, otherwise keeping its default order).
 - FrontReplacementSubgraph: `pattern()` (core/front/replacement/pattern.py) and
   `replace_sub_graph(graph, match)`; the default replace_sub_graph calls
   `generate_sub_graph`, rewires the matched sub-graph's inputs and outputs with
@@ -50,6 +52,12 @@ class FrontReplacementPattern:
 
     def find_and_replace_pattern(self, graph):
         raise NotImplementedError
+
+    def run_after(self) -> list:
+        return []
+
+    def run_before(self) -> list:
+        return []
 
 
 def _framework_of(module: str) -> str | None:

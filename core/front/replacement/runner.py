@@ -13,7 +13,10 @@ data nodes". The graph is turned into its front form (view.py), then, in order:
 
 each group in registration order (built-in ones, then --extensions in the order
 given: per directory ops/, front/caffe/, front/tf/, front/, files by name, classes
-in definition order). After each replacer, dead code is eliminated: what no model
+in definition order). A replacer's `run_after()` / `run_before()` (lists of
+replacer classes) move it after / before every replacer of those classes that runs
+in this conversion, across groups too; all else keeps the order above (a stable
+topological sort), and a cycle of such demands is an [ ERROR ] naming its classes. After each replacer, dead code is eliminated: what no model
 output depends on any more goes. The graph then gets its data nodes back.
 
 A replacer's error stops the conversion with an [ ERROR ] naming the replacer
@@ -22,6 +25,7 @@ configuration file, no extension defines one) the step leaves the graph as it is
 """
 from __future__ import annotations
 
+import heapq
 import inspect
 import logging
 import os
@@ -91,7 +95,59 @@ def plan(framework: str, descriptions) -> list:
         steps.append(cls())
     steps += [cls() for cls in registered if not issubclass(cls, _CONFIG_CLASSES + (FrontReplacementOp,))]
     steps += [cls() for cls in registered if issubclass(cls, FrontReplacementOp)]
-    return steps
+    return order_by_dependencies(steps)
+
+
+def order_by_dependencies(steps: list) -> list:
+    """The steps, each after the classes its run_after() names and before those its
+    run_before() names; otherwise in the given order. Classes that do not run in
+    this conversion (disabled, another framework, no description) impose nothing."""
+    by_class: dict[type, list[int]] = {}
+    for i, step in enumerate(steps):
+        by_class.setdefault(type(step), []).append(i)
+    preceding = [set() for _ in steps]  # preceding[j]: the steps that must run before step j
+    for j, step in enumerate(steps):
+        for cls in _declared(step, "run_after"):
+            preceding[j].update(by_class.get(cls, ()))
+        for cls in _declared(step, "run_before"):
+            for k in by_class.get(cls, ()):
+                preceding[k].add(j)
+    for j, before in enumerate(preceding):
+        before.discard(j)
+    following = [[] for _ in steps]
+    for j, before in enumerate(preceding):
+        for i in before:
+            following[i].append(j)
+    waiting = [len(before) for before in preceding]
+    ready = [j for j, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:  # the smallest ready index first: the default order wherever no demand says otherwise
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in following[i]:
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                heapq.heappush(ready, j)
+    if len(order) < len(steps):
+        stuck = sorted({"{} in {}".format(type(steps[j]).__name__, source_of(type(steps[j])))
+                        for j, n in enumerate(waiting) if n})
+        raise Error("The replacers' run_after()/run_before() demands form a cycle among: {}. Remove one of the "
+                    "demands.", "; ".join(stuck))
+    return [steps[i] for i in order]
+
+
+def _declared(step, method: str) -> list[type]:
+    """The classes a replacer's run_after()/run_before() returns, checked."""
+    try:
+        classes = getattr(step, method)()
+    except Exception as exc:
+        raise Error("{}() of the replacer {} raised {}: {}", method, _label(step, exc), type(exc).__name__,
+                    exc) from None
+    if not isinstance(classes, (list, tuple)) or not all(isinstance(c, type) for c in classes):
+        raise Error("{}() of the replacer {} must return a list of replacer classes, got {!r}.", method,
+                    _label(step), classes)
+    return list(classes)
 
 
 def source_of(cls) -> str:

@@ -1,7 +1,8 @@
 """--saved_model_dir, --input_meta_graph, --input_checkpoint: models that need
 TensorFlow to be frozen. The core never imports TensorFlow: it asks the TF worker
-(fallback_workers/tf_worker, its contract.py) to freeze the model into a GraphDef
-file in a private directory, then reads that file like any frozen .pb.
+(fallback_workers/tf_worker, its contract: core/services/tf_worker.py) to freeze
+the model into a GraphDef file in a private directory, then reads that file like
+any frozen .pb.
 
 The worker runs with MO_CORE_TF_PYTHON (a venv of its own with TensorFlow) or
 this interpreter; MO_CORE_TF_TIMEOUT (seconds, default 600) bounds the freezing.
@@ -21,7 +22,7 @@ def frozen_graph_def(o):
     """The GraphDef TensorFlow froze for the options' model."""
     from core.front.tf.loader import load_graph_def
     from core.microkernel import MicrokernelError, RemoteError, WorkerError, WorkerProcess, runtime_dir
-    from fallback_workers.tf_worker import contract
+    from core.services import tf_worker as contract
     what = ("the SavedModel {}".format(o.saved_model_dir) if o.saved_model_dir else
             "the meta graph {}".format(o.input_meta_graph) if o.input_meta_graph else
             "{} with the checkpoint {}".format(o.input_model, o.input_checkpoint))

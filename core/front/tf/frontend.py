@@ -1,9 +1,10 @@
 """The TensorFlow front end as the pipeline sees it (core/pipeline.py).
 
 load: a frozen GraphDef (.pb, or .pbtxt with --input_model_is_text) read with our
-own schema, no TensorFlow (a SavedModel, a meta graph or a graph with a checkpoint
-is frozen by the TF worker first: core/front/tf/freeze.py); extract: every node gets its TensorFlow semantics
-(core/front/tf/ops) or a user extension's op, all unsupported ops reported at
+own schema, no TensorFlow (a SavedModel, a meta graph or a graph with a
+checkpoint is frozen by the TF worker first: core/front/tf/freeze.py); extract:
+every node gets its TensorFlow semantics (core/front/tf/ops) or a user
+extension's op, and what is left after the front replacements is reported at
 once; shape inference then runs in TensorFlow's layout; replace_patterns:
 sub-graphs that are one IR layer (core/front/tf/patterns.py); lower: TF ops ->
 IR layers, NHWC -> NCHW (core/front/tf/lowering.py).

@@ -1,14 +1,18 @@
 """The contract of the TensorFlow worker: how it is launched, its verbs, what their
 arguments must be and what their results hold, written once and used by the
-worker (service.py) and by its client, the converter's TensorFlow front end
-(core/front/tf/freeze.py). Pure Python: importing it loads no TensorFlow.
+worker (fallback_workers/tf_worker/service.py) and by its client, the converter's
+TensorFlow front end (core/front/tf/freeze.py). Pure Python: importing it loads
+no TensorFlow.
 
 Launch (core/microkernel: WorkerProcess over the launcher):
     <python> -m fallback_workers.tf_worker --endpoint EP --parent-pid PID
   <python> is MO_CORE_TF_PYTHON when set (a venv of its own with TensorFlow:
-  it needs numpy, pyzmq and msgpack too), else the core's own interpreter. The
-  worker starts without TensorFlow as well; then every verb fails with kind
-  "framework_missing", whose message says how to install it.
+  it needs numpy, pyzmq and msgpack too), else the core's own interpreter.
+
+hello: the microkernel's, plus {"framework": {"name": "tensorflow", "available":
+bool, "version": str|None, "error": str|None}}: a worker without TensorFlow still
+starts and says so, and every verb then fails with kind "framework_missing",
+whose message says how to install it.
 
 Verbs:
   freeze {saved_model_dir: str|None, saved_model_tags: [str]|None,
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 import os
 
-from core.microkernel import RemoteError
+from core.microkernel import ProtocolError, RemoteError
 
 WORKER_MODULE = "fallback_workers.tf_worker"
 TF_PYTHON_ENV = "MO_CORE_TF_PYTHON"
@@ -74,7 +78,7 @@ def freeze_request(*, output_path: str, saved_model_dir=None, saved_model_tags=N
             "checkpoint": checkpoint, "outputs": outputs, "output_path": output_path}
 
 
-def check_freeze_request(args: dict) -> dict:
+def parse_freeze(args: dict) -> dict:
     """The worker's side: validated arguments (RemoteError "request" otherwise)."""
     out = {"saved_model_dir": _path(args, "saved_model_dir"), "meta_graph": _path(args, "meta_graph"),
            "input_model": _path(args, "input_model"), "checkpoint": _path(args, "checkpoint"),
@@ -92,10 +96,10 @@ def check_freeze_request(args: dict) -> dict:
 
 
 def check_freeze_result(result: dict) -> dict:
-    """The client's side: the reply holds what the contract says."""
+    """The client's side: the reply holds what the contract says (ProtocolError otherwise)."""
     if not isinstance(result, dict) or not isinstance(result.get("bytes"), int):
-        raise RemoteError(REQUEST, "the TensorFlow worker's freeze reply is malformed")
+        raise ProtocolError("the TensorFlow worker's freeze reply must say how many bytes it wrote")
     for key in ("inputs", "outputs"):
         if not isinstance(result.get(key), list) or not all(isinstance(v, str) for v in result[key]):
-            raise RemoteError(REQUEST, f"the TensorFlow worker's freeze reply has no list of {key}")
+            raise ProtocolError(f"the TensorFlow worker's freeze reply must list the {key} as names")
     return result
