@@ -1,8 +1,11 @@
 """Inference speed of mo-core's daemons next to the reference engines, with the
-same work for every engine: the same caffemodel weights (He-scaled random, made
-once by pycaffe), the same random input (seed 0), the same batch, float32.
+same work for every engine: the same weights (Caffe nets: He-scaled random
+caffemodels made once by pycaffe; keras_resnet50: the frozen Keras ResNet50 graph
+of tests/tf/keras_apps.py, seeded weights), the same random input (seed 0, made in
+NCHW; engines that keep TensorFlow's NHWC layout get the same values transposed),
+the same batch, float32.
 
-    python benchmarks/infer.py [--models bvlc_googlenet,bvlc_alexnet,ssd_style]
+    python benchmarks/infer.py [--models bvlc_googlenet,bvlc_alexnet,ssd_style,keras_resnet50]
                                [--batch 1] [--iterations 50] [--rounds 3] [--throughput]
                                [--gpu-iterations 10] [--opencl-rounds 1]
     python benchmarks/infer.py --overhead [--rounds 5] [--iterations 2000]
@@ -12,10 +15,13 @@ change of the machine's load hits all of them alike):
 - mo-core CPU daemon, end to end through ZeroMQ (IECore, a private daemon, its
   default backend: oneDNN where it runs a layer, numpy elsewhere)
 - the mo-core execution plan in-process, oneDNN backend, and numpy backend (the reference)
-- pycaffe, its input blob reshaped to the batch
-- OpenCV DNN 4.x (readNetFromCaffe)
+- the framework: pycaffe, its input blob reshaped to the batch; TensorFlow running
+  the frozen graph (keras_resnet50)
+- OpenCV DNN 4.x (readNetFromCaffe / readNetFromTensorflow; a model it cannot read
+  gets a row saying so)
 - the OpenVINO 2024.6 runtime on the IR its own `mo` makes from the same files
-  (--input_shape: ours; the deploy nets say batch 10), reshaped to the batch:
+  (--input_shape: ours; the deploy nets say batch 10; TensorFlow's NHWC for the
+  Keras graph, which mo keeps), reshaped to the batch:
   INFERENCE_PRECISION_HINT f32 (the comparison the goals name) and its default
   precision (bf16 where the CPU has it: what its users get), LATENCY hint
 - the current OpenVINO runtime (the project's venv), f32, on mo-core's IR v11
@@ -44,7 +50,9 @@ median of the rounds' medians (the machine may be shared: look at the spread).
 """
 import argparse
 import json
+import math
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -57,15 +65,17 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from benchmarks.references import HOME, bvlc_model, openvino_mo, openvino_python  # noqa: E402
+from benchmarks.references import HOME, bvlc_model, keras_model, openvino_mo, openvino_python  # noqa: E402
 
-MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style")
-LATENCY_ENGINES = ("daemon", "onednn", "numpy", "pycaffe", "opencv", "openvino_f32", "openvino_default", "ov_mo",
-                   "ov_v11")
+MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style", "keras_resnet50")
+KERAS = {"keras_resnet50": "resnet50"}  # benchmark name -> the graph of tests/tf/keras_apps.py
+LATENCY_ENGINES = ("daemon", "onednn", "numpy", "pycaffe", "tensorflow", "opencv", "openvino_f32",
+                   "openvino_default", "ov_mo", "ov_v11")
 OPENCL_ENGINES = ("gpu_daemon", "gpu_plan", "opencv_ocl")
 THROUGHPUT_ENGINES = ("daemon_tp", "openvino_tp")
 LABELS = {"daemon": "mo-core CPU daemon (ZeroMQ)", "onednn": "mo-core plan, oneDNN backend",
-          "numpy": "mo-core plan, numpy backend", "pycaffe": "pycaffe", "opencv": "OpenCV DNN",
+          "numpy": "mo-core plan, numpy backend", "pycaffe": "pycaffe", "tensorflow": "TensorFlow {}",
+          "opencv": "OpenCV DNN",
           "openvino_f32": "OpenVINO 2024.6 f32", "openvino_default": "OpenVINO 2024.6 default",
           "ov_mo": "OpenVINO {} f32, mo's IR", "ov_v11": "OpenVINO {} f32, IR v11 ours",
           "gpu_daemon": "mo-core GPU daemon (OpenCL)", "gpu_plan": "mo-core GPU plan in-process",
@@ -77,7 +87,8 @@ import json, sys, time, statistics
 import numpy as np
 import openvino as ov
 xml, mode, batch, iterations, nireq = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-save = sys.argv[6] if len(sys.argv) > 6 else None  # the first output goes there
+ours = json.loads(sys.argv[6])  # our IR's NCHW input shape at this batch: the input is made in it
+save = sys.argv[7] if len(sys.argv) > 7 else None  # the first output goes there
 core = ov.Core()
 model = core.read_model(xml)
 shape = list(model.inputs[0].partial_shape.to_shape())
@@ -87,7 +98,11 @@ config = {"PERFORMANCE_HINT": "THROUGHPUT" if mode == "tp" else "LATENCY"}
 if mode != "default":
     config["INFERENCE_PRECISION_HINT"] = "f32"
 compiled = core.compile_model(model, "CPU", config)
-x = np.random.default_rng(0).standard_normal(tuple(shape)).astype(np.float32)
+x = np.random.default_rng(0).standard_normal(tuple(ours)).astype(np.float32)
+if shape != ours:  # mo keeps a TensorFlow graph's NHWC: the same values, transposed
+    if shape != [ours[0], ours[2], ours[3], ours[1]]:
+        raise SystemExit("the IR's input {} is neither our {} nor its NHWC form".format(shape, ours))
+    x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
 precision = compiled.get_property("INFERENCE_PRECISION_HINT")
 result = {"shape": shape, "precision": getattr(precision, "get_type_name", lambda: str(precision))(),
           "version": ov.__version__.split("-")[0]}
@@ -128,21 +143,47 @@ def measure(fn, iterations, warmup=5):
     return statistics.median(times), min(times)
 
 
-def convert_ours(proto, weights, out_dir, name, batch, *options):
-    subprocess.run([sys.executable, "-m", "cli", "convert", "--input_model", weights, "--input_proto", proto,
-                    "-b", str(batch), "--output_dir", out_dir, "--model_name", name, "--silent", *options], check=True)
+def model_files(model):
+    """What a model is made of: {"proto", "weights"} of a Caffe net, or {"pb", "io"} of
+    a frozen TensorFlow graph (io: its inputs and outputs from the builder's index)."""
+    if model in KERAS:
+        pb = keras_model(KERAS[model])
+        with open(os.path.join(os.path.dirname(pb), "index.json")) as f:
+            return {"pb": pb, "io": json.load(f)[KERAS[model]]}
+    proto, weights = bvlc_model(model)
+    return {"proto": proto, "weights": weights}
+
+
+def convert_ours(model, out_dir, name, batch, *options):
+    files = model_files(model)
+    source = ["--input_model", files["pb"]] if "pb" in files else ["--input_model", files["weights"],
+                                                                   "--input_proto", files["proto"]]
+    subprocess.run([sys.executable, "-m", "cli", "convert", *source, "-b", str(batch), "--output_dir", out_dir,
+                    "--model_name", name, "--silent", *options], check=True)
     return os.path.join(out_dir, name + ".xml")
 
 
-def openvino_ir(model, proto, weights, shape):
+def nhwc(shape):
+    return [shape[0], shape[2], shape[3], shape[1]]
+
+
+def openvino_ir(model, shape):
     """mo's IR of the model at our input `shape` (the sdist's deploy nets say batch
-    10, and mo's -b refuses a shape the model defines: --input_shape)."""
+    10, and mo's -b refuses a shape the model defines: --input_shape; a TensorFlow
+    graph takes its own NHWC form of it)."""
+    files = model_files(model)
+    source = files.get("pb") or files["weights"]
     out = os.path.join(HOME, "bench-models", "openvino-{}-{}".format(model, "x".join(map(str, shape))))
     xml = os.path.join(out, model + ".xml")
-    if not os.path.isfile(xml) or os.path.getmtime(xml) < os.path.getmtime(weights):
-        subprocess.run([openvino_mo(), "--input_model", weights, "--input_proto", proto, "--output_dir", out,
-                        "--input_shape", "[{}]".format(",".join(map(str, shape))), "--compress_to_fp16=False",
-                        "--silent"], check=True, capture_output=True)
+    if not os.path.isfile(xml) or os.path.getmtime(xml) < os.path.getmtime(source):
+        if "pb" in files:
+            cmd = [openvino_mo(tensorflow=True), "--input_model", files["pb"], "--input_shape",
+                   "[{}]".format(",".join(map(str, nhwc(shape))))]
+        else:
+            cmd = [openvino_mo(), "--input_model", files["weights"], "--input_proto", files["proto"], "--input_shape",
+                   "[{}]".format(",".join(map(str, shape)))]
+        subprocess.run(cmd + ["--output_dir", out, "--model_name", model, "--compress_to_fp16=False", "--silent"],
+                       check=True, capture_output=True)
     return xml
 
 
@@ -162,10 +203,15 @@ def relu_round_trip(infer):
     return measure(lambda: infer({"data": t}), 500)
 
 
-def _opencv_forward(proto, weights, x, target):
-    """A forward of OpenCV DNN's own backend on `target` (CPU or OpenCL) for input x."""
+def _opencv_forward(model, x, target):
+    """A forward of OpenCV DNN's own backend on `target` (CPU or OpenCL) for input x
+    (NCHW: OpenCV's TensorFlow importer takes NCHW blobs too)."""
     import cv2
-    cv_net = cv2.dnn.readNetFromCaffe(proto, weights)
+    files = model_files(model)
+    if "pb" in files:
+        cv_net = cv2.dnn.readNetFromTensorflow(files["pb"])
+    else:
+        cv_net = cv2.dnn.readNetFromCaffe(files["proto"], files["weights"])
     cv_net.setPreferableBackend(cv2.dnn.DNN_BACKEND_OPENCV)
     cv_net.setPreferableTarget(target)
 
@@ -216,16 +262,24 @@ def run_engine(args):
         result["main"] = measure(lambda: plan.infer({name: x}), args.gpu_iterations, warmup=2)
     elif engine == "opencv_ocl":
         import cv2
-        cv_forward = _opencv_forward(*bvlc_model(args.model), x, cv2.dnn.DNN_TARGET_OPENCL)
-        cv_forward()  # compiles OpenCV's OpenCL kernels (minutes on PoCL): not timed
-        result["main"] = measure(cv_forward, args.gpu_iterations, warmup=1)
         result["version"] = cv2.__version__
+        try:
+            cv_forward = _opencv_forward(args.model, x, cv2.dnn.DNN_TARGET_OPENCL)
+            cv_forward()  # compiles OpenCV's OpenCL kernels (minutes on PoCL): not timed
+        except cv2.error as err:
+            result["error"] = _opencv_error(err)
+        else:
+            result["main"] = measure(cv_forward, args.gpu_iterations, warmup=1)
         device = cv2.ocl.Device.getDefault()
         result["device"] = device.name() if cv2.ocl.useOpenCL() and device.name() else "none: ran on the CPU"
+    elif engine == "tensorflow":
+        result.update(shape=nhwc(shape), main=measure(_tensorflow_run(args.model, x), args.iterations))
+        import tensorflow as tf
+        result["version"] = tf.__version__
     elif engine == "pycaffe":
         import caffe
-        proto, weights = bvlc_model(args.model)
-        net = caffe.Net(proto, weights, caffe.TEST)
+        files = model_files(args.model)
+        net = caffe.Net(files["proto"], files["weights"], caffe.TEST)
         blob = net.inputs[0]
         net.blobs[blob].reshape(*shape)  # the batch of the others (the deploy nets say 10)
         net.reshape()
@@ -234,10 +288,40 @@ def run_engine(args):
         result["main"] = measure(net.forward, args.iterations)
     elif engine == "opencv":
         import cv2
-        result["main"] = measure(_opencv_forward(*bvlc_model(args.model), x, cv2.dnn.DNN_TARGET_CPU),
-                                 args.iterations)
         result["version"] = cv2.__version__
+        try:
+            cv_forward = _opencv_forward(args.model, x, cv2.dnn.DNN_TARGET_CPU)
+            cv_forward()
+        except cv2.error as err:
+            result["error"] = _opencv_error(err)
+        else:
+            result["main"] = measure(cv_forward, args.iterations)
     print(json.dumps(result))
+
+
+def _opencv_error(err) -> str:
+    """OpenCV's own words for a model it cannot read or run (the row says it)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return re.sub(r"^.*error: \([^)]*\) ", "", lines[-1])[:200] if lines else type(err).__name__
+
+
+def _tensorflow_run(model, x):
+    """TensorFlow running the frozen graph (a GraphDef session, as it was frozen) on
+    x in its NHWC layout."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    import tensorflow as tf
+    files = model_files(model)
+    graph_def = tf.compat.v1.GraphDef()
+    with open(files["pb"], "rb") as f:
+        graph_def.ParseFromString(f.read())
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.compat.v1.import_graph_def(graph_def, name="")
+    (input_name,) = files["io"]["inputs"]
+    feed = {graph.get_tensor_by_name(input_name + ":0"): np.ascontiguousarray(x.transpose(0, 2, 3, 1))}
+    fetch = [graph.get_tensor_by_name(name + ":0") for name in files["io"]["outputs"]]
+    session = tf.compat.v1.Session(graph=graph)
+    return lambda: session.run(fetch, feed)
 
 
 def _has_opencl_gpu() -> bool:
@@ -275,14 +359,22 @@ def daemon_fps(exec_net, name, x, iterations):
     return iterations * x.shape[0] / (time.perf_counter() - start)
 
 
-def run_process(engine, model, xmls, relu_xml, batch, args, env, save=None):
-    """xmls: {"ours": our IR at this batch, "mo": mo's IR, "v11": our IR v11}."""
+def latency_engines(model):
+    """The latency rows of a model: its framework is pycaffe or TensorFlow."""
+    framework = "tensorflow" if model in KERAS else "pycaffe"
+    return tuple(e for e in LATENCY_ENGINES if e not in ("pycaffe", "tensorflow") or e == framework)
+
+
+def run_process(engine, model, xmls, relu_xml, batch, args, env, shape, save=None):
+    """xmls: {"ours": our IR at this batch, "mo": mo's IR, "v11": our IR v11};
+    shape: our IR's input shape at this batch (NCHW)."""
     iterations = args.iterations if batch == args.batch else max(20, args.iterations // 2)
     if engine.startswith("openvino") or engine.startswith("ov_"):
         mode = {"openvino_default": "default", "openvino_tp": "tp"}.get(engine, "f32")
         # ov_*: the current runtime of the project's venv; openvino_*: 2024.6 in its own venv
         python, ir = (sys.executable, xmls[engine[3:]]) if engine.startswith("ov_") else (openvino_python(), xmls["mo"])
-        cmd = [python, "-c", OPENVINO_SCRIPT, ir, mode, str(batch), str(iterations), "2"] + ([save] if save else [])
+        cmd = [python, "-c", OPENVINO_SCRIPT, ir, mode, str(batch), str(iterations), "2", json.dumps(list(shape))] + (
+            [save] if save else [])
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--engine", engine, "--models", model, "--iterations",
                str(iterations), "--xml", xmls["ours"], "--relu-xml", relu_xml, "--gpu-iterations",
@@ -322,27 +414,36 @@ def report_latency(model, batch, iterations, rounds, res, gpu_iterations=0, open
     print("{}: batch {}, {} iterations x {} rounds per engine, each engine alone in its own process".format(
         model, batch, iterations, rounds))
     print("{:<36}{:<22}{:>10}{:>10}{:>14}".format("engine", "input shape", "median ms", "min ms", "vs OV f32"))
-    for key in LATENCY_ENGINES + tuple(k for k in OPENCL_ENGINES if k in res):
+    for key in latency_engines(model) + tuple(k for k in OPENCL_ENGINES if k in res):
         r = res[key]
         label = LABELS[key]
         if key == "opencv":
             label += " " + r.get("version", "")
         if key == "openvino_default":
             label += " ({})".format(r.get("precision"))
-        if key.startswith("ov_") or key == "opencv_ocl":
+        if key.startswith("ov_") or key in ("opencv_ocl", "tensorflow"):
             label = label.format(r.get("version"))
+        if "error" in r:
+            print("{:<36}{:<22}  cannot run it: {}".format(label, str(r["shape"]), r["error"]))
+            continue
         median, fastest = r["main"]
         print("{:<36}{:<22}{:>10.2f}{:>10.2f}{:>13.2f}x".format(label, str(r["shape"]), median * 1e3,
                                                                 fastest * 1e3, median / ov))
+    if any(list(r.get("shape", ())) == nhwc(res["daemon"]["shape"]) for r in res.values() if isinstance(r, dict)):
+        print("(an input [n, h, w, c] is the same input in TensorFlow's NHWC layout)")
     if "gpu_daemon" in res:
         print("OpenCL rows: device mo-core {}, OpenCV {}; {} runs x {} rounds each".format(
             res["gpu_daemon"]["device"], res["opencv_ocl"]["device"], gpu_iterations, opencl_rounds))
     plan = res["onednn"]
     print("oneDNN backend: {} layers on oneDNN, {} on numpy".format(plan["native_layers"], plan["numpy_layers"]))
     ours = res["daemon"]["main"][0]
-    cv = res["opencv"]["main"][0]
+    if "error" in res["opencv"]:  # nothing to be faster than: the goal is the OpenVINO one alone
+        cv, cv_verdict = math.inf, "n/a (OpenCV DNN cannot read this model)"
+    else:
+        cv = res["opencv"]["main"][0]
+        cv_verdict = verdict(ours < cv, ours / cv)
     print("goals ({}): daemon <= 1.2x OpenVINO f32: {}; daemon faster than OpenCV DNN: {}".format(
-        model, verdict(ours <= 1.2 * ov, ours / ov), verdict(ours < cv, ours / cv)))
+        model, verdict(ours <= 1.2 * ov, ours / ov), cv_verdict))
     print("IR v11 ours vs mo's IR on OpenVINO {} (f32): outputs agree to {:.2g} (max |diff| / max |mo's|, checked "
           "<= 1e-4); "
           "latency ratio {:.2f}".format(res["ov_v11"]["version"], res["agreement"],
@@ -416,8 +517,8 @@ def overhead(rounds: int, iterations: int) -> None:
 def same_work(model, res, shapes):
     """Stops the run unless every engine computed our input shape (its batch)."""
     for engine, r in res.items():
-        want = shapes[engine]
-        if isinstance(r, dict) and "shape" in r and list(r["shape"]) != list(want):
+        want = list(shapes[engine])
+        if isinstance(r, dict) and "shape" in r and list(r["shape"]) not in (want, nhwc(want)):
             raise SystemExit("not the same work on {}: {} ran input {}, ours is {}".format(model, engine, r["shape"],
                                                                                           list(want)))
 
@@ -468,15 +569,14 @@ def main():
     try:
         relu_xml = trivial_ir(tmp)
         for model in models:
-            proto, weights = bvlc_model(model)
-            jobs = [(e, args.batch) for e in LATENCY_ENGINES]
+            jobs = [(e, args.batch) for e in latency_engines(model)]
             if args.throughput:
                 jobs += [(e, args.tp_batch) for e in THROUGHPUT_ENGINES]
-            ours = {b: convert_ours(proto, weights, tmp, "{}_b{}".format(model, b), b) for _, b in jobs}
+            ours = {b: convert_ours(model, tmp, "{}_b{}".format(model, b), b) for _, b in jobs}
             from ir import read_ir
             shape = tuple(read_ir(ours[args.batch]).inputs()[0].outputs[0].dims)
-            ov_xml = openvino_ir(model, proto, weights, shape)
-            v11 = convert_ours(proto, weights, tmp, "{}_v11".format(model), args.batch, "--ir_version", "11")
+            ov_xml = openvino_ir(model, shape)
+            v11 = convert_ours(model, tmp, "{}_v11".format(model), args.batch, "--ir_version", "11")
             saved = {e: os.path.join(tmp, "{}_{}.npy".format(model, e)) for e in ("ov_mo", "ov_v11")}
             runs = {e: [] for e, _ in jobs}
             for r in range(args.rounds):
@@ -484,7 +584,7 @@ def main():
                 for engine, batch in round_jobs:
                     xmls = {"ours": ours[batch], "mo": ov_xml, "v11": v11}
                     runs.setdefault(engine, []).append(run_process(engine, model, xmls, relu_xml, batch, args, env,
-                                                                   saved.get(engine)))
+                                                                   (batch,) + shape[1:], saved.get(engine)))
             res = {e: combine(r) for e, r in runs.items()}
             same_work(model, res, {e: (args.tp_batch if e in THROUGHPUT_ENGINES else args.batch,) + shape[1:]
                                    for e in res})
