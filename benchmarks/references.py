@@ -46,14 +46,29 @@ def keras_model(name: str) -> str:
     return Models(built("keras_apps")).path(name)
 
 
+GENERATED = ("ssd_style",)  # nets written by benchmarks/<name>.py
+
+
 def bvlc_model(name: str) -> tuple[str, str]:
-    """(deploy.prototxt, caffemodel) for a sdist model; weights made once by pycaffe."""
-    proto = os.path.join(SDIST_MODELS, name, "deploy.prototxt")
+    """(deploy.prototxt, caffemodel) for a sdist model (or a GENERATED one); weights
+    made once by pycaffe."""
+    out_dir = os.path.join(HOME, "bench-models")
+    os.makedirs(out_dir, exist_ok=True)
+    if name in GENERATED:
+        import importlib
+        text = importlib.import_module("benchmarks." + name).prototxt()
+        proto = os.path.join(out_dir, name + ".prototxt")
+        if not os.path.isfile(proto) or open(proto).read() != text:
+            with open(proto + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(proto + ".tmp", proto)
+            if os.path.isfile(os.path.join(out_dir, name + ".caffemodel")):
+                os.unlink(os.path.join(out_dir, name + ".caffemodel"))  # made for another text
+    else:
+        proto = os.path.join(SDIST_MODELS, name, "deploy.prototxt")
     if not os.path.isfile(proto):
         raise SystemExit("the Caffe sdist is missing at {}: run ./run test (or scripts/bootstrap.sh) first"
                          .format(SDIST_MODELS))
-    out_dir = os.path.join(HOME, "bench-models")
-    os.makedirs(out_dir, exist_ok=True)
     weights = os.path.join(out_dir, name + ".caffemodel")
     if not os.path.isfile(weights):
         os.environ.setdefault("GLOG_minloglevel", "2")

@@ -1,7 +1,7 @@
 """`mo-core benchmark`: latency and throughput of an IR on a device daemon.
 
     mo-core benchmark -m model.xml [-d CPU|GPU|HETERO:GPU,CPU] [-niter 200] [-nireq 4] [-b N]
-                      [-l FILE] [-c FILE] [--affinity LAYER=DEVICE]
+                      [-l FILE] [-c FILE] [--affinity LAYER=DEVICE] [-pc]
 
 `-nireq` requests are kept in flight (one client thread each, sharing one loaded
 network); each request's latency is the time from sending it to having its outputs.
@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 
-from cli.infer import add_model_args, device_list, guard, load_on_device, random_inputs
+from cli.infer import add_model_args, add_perf_count_arg, device_list, guard, load_on_device, random_inputs
 from core.errors import Error
 
 
@@ -28,6 +28,7 @@ def add_parser(sub):
     p.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is not a tty")
     p.add_argument("--no-auto-start", action="store_true",
                    help="never start a daemon: fail if none runs ('mo-core daemon start')")
+    add_perf_count_arg(p)
     p.set_defaults(func=run)
 
 
@@ -83,7 +84,7 @@ def run(args) -> int:
         if args.batch is not None:
             net.batch_size = args.batch
         t0 = time.perf_counter()
-        exec_net = load_on_device(ie, net, args, num_requests=args.nireq)
+        exec_net = load_on_device(ie, net, args, num_requests=args.nireq, perf_counts=args.perf_counts)
         print("[ INFO ] Loading took {:.2f} ms".format((time.perf_counter() - t0) * 1e3))
         inputs = random_inputs(net, args.seed)
         batch = next(iter(net.inputs.values()))[0] if net.inputs else 1
@@ -94,6 +95,7 @@ def run(args) -> int:
         print("[ INFO ] First inference took {:.2f} ms".format((time.perf_counter() - t0) * 1e3))
 
         latencies = []
+        perf_runs = []
         lock = threading.Lock()
         state = {"next": 0, "done": 0, "error": None, "end": 0.0}
 
@@ -114,6 +116,8 @@ def run(args) -> int:
                 end = time.perf_counter()
                 with lock:
                     latencies.append((end - start) * 1e3)
+                    if args.perf_counts:
+                        perf_runs.append(request.perf)
                     state["done"] += 1
                     state["end"] = max(state["end"], end)
 
@@ -147,4 +151,7 @@ def run(args) -> int:
     print("    " + "  ".join("{:>9}".format(h) for h in header))
     print("    " + "  ".join("{:>9.3f}".format(v) for v in values))
     print("Throughput: {:.2f} FPS".format(fps))
+    if args.perf_counts:
+        from cli.perf_counts import median_rows, print_perf_counts
+        print_perf_counts(median_rows(perf_runs), "Performance counts, median of {} requests".format(len(perf_runs)))
     return 0

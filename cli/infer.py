@@ -2,7 +2,7 @@
 
     mo-core infer -m model.xml [-i input.npy|input.npz] [-d CPU|GPU|GPU.N|HETERO:GPU,CPU]
                   [--top_k N] [-o outputs.npz] [-l custom_kernels.py] [-c gpu_layers.xml]
-                  [--affinity LAYER=DEVICE] [--no-auto-start]
+                  [--affinity LAYER=DEVICE] [--no-auto-start] [-pc]
 
 With HETERO, each layer runs on the first device of the list that supports it
 (--affinity overrides per layer) and the split is printed.
@@ -45,9 +45,10 @@ def device_list(device: str) -> list[str]:
     return [normalize_device(device)]
 
 
-def load_on_device(ie, net, args, num_requests=1):
-    """Registers -l / -c, applies --affinity, loads `net` on args.device and prints
-    where it runs (the split, with HETERO). Returns the executable network."""
+def load_on_device(ie, net, args, num_requests=1, perf_counts=False):
+    """Registers -l / -c, applies --affinity, loads `net` on args.device (with
+    PERF_COUNT when perf_counts) and prints where it runs (the split, with HETERO).
+    Returns the executable network."""
     devices = device_list(args.device)
     hetero = args.device.strip().upper().startswith("HETERO")
     device = "HETERO:" + ",".join(devices) if hetero else devices[0]
@@ -67,7 +68,8 @@ def load_on_device(ie, net, args, num_requests=1):
         if not sep or not layer or not target:
             raise Error("--affinity takes LAYER=DEVICE, got {!r}", item)
         net.affinity[layer] = target.strip().upper()
-    exec_net = ie.load_network(net, device, num_requests=num_requests)
+    exec_net = ie.load_network(net, device, num_requests=num_requests,
+                               config={"PERF_COUNT": "YES"} if perf_counts else None)
     if hetero:
         print("[ INFO ] Network '{}' split over {} ({} parts):".format(net.name, device, len(exec_net.parts)))
         for line, part in zip(exec_net.split_lines(), exec_net.parts):
@@ -91,7 +93,14 @@ def add_parser(sub):
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per daemon request (default 120)")
     p.add_argument("--no-auto-start", action="store_true",
                    help="never start a daemon: fail if none runs ('mo-core daemon start')")
+    add_perf_count_arg(p)
     p.set_defaults(func=run)
+
+
+def add_perf_count_arg(p):
+    p.add_argument("-pc", "--perf_counts", action="store_true",
+                   help="print per-layer times: layer, type, the backend that ran it (CPU: onednn or numpy; "
+                        "GPU: opencl or host; HETERO: prefixed by the device), ms")
 
 
 def guard(fn):
@@ -249,12 +258,13 @@ def run(args) -> int:
         else:
             inputs = random_inputs(net, args.seed)
             print("[ INFO ] No input given: random standard normal input, seed {}".format(args.seed))
-        exec_net = load_on_device(ie, net, args)
+        exec_net = load_on_device(ie, net, args, perf_counts=args.perf_counts)
         for w in exec_net.warnings:
             print("[ WARNING ]  " + w)
         for name, arr in inputs.items():
             print("Input '{}': shape {}".format(name, list(arr.shape)))
-        outputs = exec_net.infer(inputs)
+        request = exec_net.requests[0]
+        outputs = request.infer(inputs)
         for name, arr in outputs.items():
             a = np.asarray(arr, dtype=np.float64)
             print("Output '{}': shape {}, min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}".format(
@@ -264,6 +274,9 @@ def run(args) -> int:
             print()
             for name, arr in outputs.items():
                 print_top_k(name, arr, args.top_k)
+        if args.perf_counts:
+            from cli.perf_counts import print_perf_counts
+            print_perf_counts(request.perf)
         if args.output:
             save_npz(args.output, outputs)
             print("[ INFO ] Outputs saved to {}".format(os.path.abspath(args.output)))

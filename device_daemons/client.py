@@ -64,6 +64,7 @@ from . import contract
 from .contract import fast_lane_max_us
 from .errors import InferenceError, remote_error
 from .infer_job import InferJob
+from .perf_counts import perf_counts
 from .plan_io import output_ports
 from .shm_protocol import align
 from .transport import Connection, Link, LinkSettings
@@ -181,6 +182,7 @@ class InferRequest:
         self._t0 = 0.0
         self.latency: float | None = None  # ms of the last completed request
         self.outputs: dict[str, np.ndarray] = {}
+        self.perf: list[dict] = []  # the daemon's per-step rows of the last request (PERF_COUNT)
 
     def async_infer(self, inputs: dict | None = None, timeout: float | None = None) -> None:
         """Send the request; wait() for it."""
@@ -204,26 +206,47 @@ class InferRequest:
         if not self.outputs:
             self.latency = (time.perf_counter() - self._t0) * 1e3
             self.outputs = outputs
+            self.perf = self._job.perf or []
         return StatusCode.OK
 
     def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict:
         """Synchronous request (sent from this thread); returns the outputs."""
         self.outputs = {}
         self.latency = None
+        self.perf = []
         t0 = time.perf_counter()
         self._job = None
-        self.outputs = InferJob(self._exec_net, self._exec_net._prepare(inputs), timeout, sync=True).result()
+        self.outputs, self.perf = self._exec_net.infer_counted(inputs, timeout)
         self.latency = (time.perf_counter() - t0) * 1e3
         return self.outputs
+
+    def get_perf_counts(self) -> dict[str, dict]:
+        """Per layer of the last request, as the Inference Engine's (see perf_counts).
+        Needs load_network(..., config={"PERF_COUNT": "YES"})."""
+        if not self._exec_net.perf_count:
+            raise Error("get_perf_counts(): load the network with config={'PERF_COUNT': 'YES'} first")
+        return perf_counts(self.perf)
+
+
+def _perf_count(config: dict | None) -> bool:
+    """The PERF_COUNT key of a load_network config ("YES"/"NO", as the Inference Engine)."""
+    value = (config or {}).get("PERF_COUNT", "NO")
+    if isinstance(value, bool):
+        return value
+    if str(value).upper() not in ("YES", "NO"):
+        raise Error("config PERF_COUNT must be YES or NO, got {!r}", value)
+    return str(value).upper() == "YES"
 
 
 class ExecutableNetwork:
     """A network loaded on a device daemon (IE's ExecutableNetwork). It is the
     LoadedNetwork of its InferJobs (infer_job.py): link, loaded, forget, observe,
-    fast, refused_fast, output_bytes."""
+    fast, refused_fast, output_bytes, perf_count."""
 
-    def __init__(self, core: "IECore", network: IENetwork, link: Link, num_requests: int):
+    def __init__(self, core: "IECore", network: IENetwork, link: Link, num_requests: int,
+                 perf_count: bool = False):
         self._core = core
+        self.perf_count = perf_count  # each request brings back per-layer times (get_perf_counts)
         self.link = link
         self.name = network.name
         self._network = network
@@ -373,6 +396,12 @@ class ExecutableNetwork:
         """Run one request: {output name: array}. Thread-safe."""
         return InferJob(self, self._prepare(inputs), timeout, sync=True).result()
 
+    def infer_counted(self, inputs: dict | None = None, timeout: float | None = None) -> tuple[dict, list]:
+        """infer() and the daemon's perf rows of that request ([] unless PERF_COUNT)."""
+        job = InferJob(self, self._prepare(inputs), timeout, sync=True)
+        outputs = job.result()
+        return outputs, job.perf or []
+
     def start_async(self, inputs: dict | None = None, request_id: int | None = None,
                     timeout: float | None = None) -> InferRequest:
         """Start a request; returns its InferRequest (`wait()`, then `.outputs`).
@@ -458,10 +487,11 @@ class IECore:
         if not isinstance(network, IENetwork):
             raise Error("load_network takes an IENetwork (from IECore.read_network), got {}",
                         type(network).__name__)
+        perf_count = _perf_count(config)
         if str(device_name).strip().upper().startswith("HETERO"):
             from .hetero.network import HeteroExecutableNetwork
-            return HeteroExecutableNetwork(self, network, device_name, num_requests)
-        return ExecutableNetwork(self, network, self._link(device_name), num_requests)
+            return HeteroExecutableNetwork(self, network, device_name, num_requests, perf_count=perf_count)
+        return ExecutableNetwork(self, network, self._link(device_name), num_requests, perf_count=perf_count)
 
     def query_network(self, network: IENetwork, device_name: str = "CPU") -> dict[str, str]:
         """{layer name: device} for the layers the device runs (IE's query_network;

@@ -16,9 +16,14 @@ Verbs (arrays travel as raw frames; "$array" references in args/results):
       .xml; outputs: layers whose outputs are returned too, IE's add_outputs)
   query_network {xml, bin? | xml_text, bin_data; kernels?: [path]}
       -> {supported: {layer name: device}}   (IE's QueryNetwork; HETERO's affinity)
-  infer        {handle, inputs: {name: float32 array} | shm: bytes (shm spec)}
-      -> {outputs: {name: array} | outputs_shm: bytes (placed spec), compute_us}
-      (also on the fast lane, for networks measured below fast_lane_max_us())
+  infer        {handle, inputs: {name: float32 array} | shm: bytes (shm spec), perf?: bool}
+      -> {outputs: {name: array} | outputs_shm: bytes (placed spec), compute_us,
+          perf?: [{name, type, backend, status, ms}]}
+      (also on the fast lane, for networks measured below fast_lane_max_us();
+      perf: per-layer times of this request (IE's PERF_COUNT, `-pc`): a row per step
+      in execution order, `backend` what ran it (device-specific: "onednn", "numpy",
+      "opencl", ...), `status` one of PERF_STATUSES - "executed" rows have their own
+      time, "fused" ones ran inside another step, "not_run" ones computed nothing)
   reshape      {handle, shapes: {input: dims}} -> like load_network (same handle)
   unload       {handle} -> {}
   add_extension {path, check_only?: bool} -> {path, types: [str]}
@@ -76,6 +81,8 @@ MAX_TENSOR_ELEMENTS = 1 << 31
 MAX_INPUTS = 1024
 MAX_PATH = 4096
 MAX_EXTRA_OUTPUTS = 100000
+MAX_PERF_ROWS = 1 << 20
+PERF_STATUSES = ("executed", "fused", "not_run")
 
 
 def fast_lane_max_us() -> float:
@@ -244,15 +251,23 @@ class InferArgs:
     inputs: dict | None = None  # {name: array} ...
     shm: dict | None = None  # ... or the checked shm spec: {slot, inputs: {name: (offset, shape,
     #                           bytes)}, out: (offset, capacity)}
+    perf: bool = False  # the reply brings per-layer times
 
 
-def infer_request(handle_id: int, *, inputs: dict | None = None, shm: bytes | None = None) -> dict:
+def infer_request(handle_id: int, *, inputs: dict | None = None, shm: bytes | None = None,
+                  perf: bool = False) -> dict:
     """The args of infer (client side): arrays, or a packed shm spec."""
-    return {"handle": handle_id, "shm": shm} if shm is not None else {"handle": handle_id, "inputs": inputs}
+    args = {"handle": handle_id, "shm": shm} if shm is not None else {"handle": handle_id, "inputs": inputs}
+    if perf:
+        args["perf"] = True
+    return args
 
 
 def parse_infer(args: dict) -> InferArgs:
-    out = InferArgs(handle(args))
+    perf = args.get("perf", False)
+    if not isinstance(perf, bool):
+        raise RemoteError(INPUT, f"'perf' must be true or false, got {perf!r:.40}")
+    out = InferArgs(handle(args), perf=perf)
     if args.get("shm") is not None:
         out.shm = parse_shm(args["shm"])
         return out
@@ -285,11 +300,49 @@ def parse_shm(packed) -> dict:
     return {"slot": spec["slot"], "inputs": inputs, "out": (out[0], out[1])}
 
 
-def infer_result(outputs: dict | None, placed: bytes | None, compute_us: int) -> dict:
-    """The result of infer (daemon side)."""
-    if placed is not None:
-        return {"outputs_shm": placed, "compute_us": compute_us}
-    return {"outputs": outputs, "compute_us": compute_us}
+class PerfRow:
+    """One row of an infer reply's `perf` (daemon side; what `-pc` prints): an IR
+    layer's name and type, the backend that ran it, its status (PERF_STATUSES) and
+    time in ms (0 unless executed)."""
+    __slots__ = ("name", "type", "backend", "status", "ms")
+
+    def __init__(self, name: str, type_: str, backend: str, status: str, ms: float):
+        self.name, self.type, self.backend, self.status, self.ms = name, type_, backend, status, ms
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "type": self.type, "backend": self.backend, "status": self.status,
+                "ms": float(self.ms)}
+
+
+def infer_result(outputs: dict | None, placed: bytes | None, compute_us: int, perf: list | None = None) -> dict:
+    """The result of infer (daemon side); perf: PerfRows when the request asked."""
+    result = {"outputs_shm": placed} if placed is not None else {"outputs": outputs}
+    result["compute_us"] = compute_us
+    if perf is not None:
+        result["perf"] = [row.as_dict() for row in perf]
+    return result
+
+
+def check_perf(result: dict) -> list[dict] | None:
+    """The `perf` rows of an infer reply (client side): None when it has none, else
+    [{name, type, backend, status, ms}]; ProtocolError if malformed."""
+    rows = result.get("perf")
+    if rows is None:
+        return None
+    if not isinstance(rows, list) or len(rows) > MAX_PERF_ROWS:
+        raise ProtocolError(f"'perf' must be a list of at most {MAX_PERF_ROWS} rows")
+    checked = []
+    for row in rows:
+        if not isinstance(row, dict) or not all(isinstance(row.get(k), str) and len(row[k]) <= MAX_PATH
+                                                for k in ("name", "type", "backend", "status")):
+            raise ProtocolError(f"a 'perf' row must be {{name, type, backend, status: str, ms}}, got {row!r:.120}")
+        ms = row.get("ms")
+        if row["status"] not in PERF_STATUSES or isinstance(ms, bool) or not isinstance(ms, (int, float)) \
+                or not 0 <= ms < math.inf:
+            raise ProtocolError(f"a 'perf' row with status {row['status']!r:.40} and ms {ms!r:.40} (the statuses "
+                                f"are {', '.join(PERF_STATUSES)}; ms a time >= 0)")
+        checked.append({k: row[k] for k in ("name", "type", "backend", "status")} | {"ms": float(ms)})
+    return checked
 
 
 def check_infer_result(result: dict) -> tuple[dict | None, dict | None, int | None]:

@@ -29,6 +29,7 @@ class LoadedNetwork(Protocol):
     """A network a job can run (see ExecutableNetwork)."""
 
     link: Link
+    perf_count: bool  # ask the daemon for per-step times (the reply's "perf")
 
     def loaded(self, deadline: float) -> tuple[Connection, int]:
         """(connection, handle) of the network on the current daemon, loading it
@@ -68,6 +69,7 @@ class InferJob:
         self.slot: ShmSlot | None = None
         self.pending = None
         self._outputs: dict | None = None
+        self.perf: list | None = None  # per-layer rows when the network counts them
         self._error: BaseException | None = None
         if not sync:
             self._send()
@@ -81,8 +83,8 @@ class InferJob:
             slot = conn.slots.take(need)
             if slot is not None:
                 self.slot = slot
-                return contract.infer_request(handle, shm=write_inputs(slot, self.inputs))
-        return contract.infer_request(handle, inputs=self.inputs)
+                return contract.infer_request(handle, shm=write_inputs(slot, self.inputs), perf=self.net.perf_count)
+        return contract.infer_request(handle, inputs=self.inputs, perf=self.net.perf_count)
 
     def _send(self) -> None:
         args = self._args()
@@ -159,6 +161,7 @@ class InferJob:
             raise
         try:
             outputs, placed, compute_us = contract.check_infer_result(result)
+            perf = contract.check_perf(result)
             if placed is not None and self.slot is None:
                 raise ProtocolError("outputs placed in shared memory for a request without a slot")
         except ProtocolError as exc:
@@ -166,6 +169,7 @@ class InferJob:
             self._error = DaemonError(f"the {self.link.device} daemon broke the contract: {exc}")
             raise self._error from None
         self.net.observe(compute_us)
+        self.perf = perf
         if placed is not None:
             outputs = self._lend_slot(placed)
         else:

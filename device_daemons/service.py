@@ -24,8 +24,9 @@ file is bad or a kernel failed), "input" (bad input name, shape or dtype),
 
 A subclass sets DEVICE and implements load_extension(path) (-> {type: anything}),
 make_pool(key, network, extensions, shapes, description, extra_outputs) (-> a
-pool with the interface of cpu/plan_pool.PlanPool) and query(network,
-extensions); it may add status_extra() and cleanup().
+pool with the interface of cpu/plan_pool.PlanPool, whose plans have
+infer(inputs, perf)) and query(network, extensions); it may add compute() (how a
+request runs on a plan), status_extra() and cleanup().
 """
 from __future__ import annotations
 
@@ -107,6 +108,11 @@ class DeviceDaemon:
 
     def query(self, network, extensions: list) -> dict[str, str]:
         raise NotImplementedError
+
+    def compute(self, pool, plan, inputs: dict, perf: list | None) -> dict:
+        """Runs one request on a plan lent by `pool`; with `perf` (a list) the plan
+        appends a contract.PerfRow per step."""
+        return plan.infer(inputs, perf)
 
     def status_extra(self) -> dict:
         return {}
@@ -346,10 +352,11 @@ class DeviceDaemon:
             slot = self.shm.get(req.shm["slot"])
             inputs = input_views(slot, req.shm["inputs"])
         pool = handle.pool
+        perf = [] if req.perf else None  # per-layer times (PERF_COUNT, -pc)
         with pool.acquire() as plan:
             t0 = time.perf_counter()
             try:
-                outputs = plan.infer(inputs)
+                outputs = self.compute(pool, plan, inputs, perf)
             except IRError as exc:
                 raise ir_error(exc, contract.INPUT) from None
             compute_us = int((time.perf_counter() - t0) * 1e6)
@@ -362,7 +369,8 @@ class DeviceDaemon:
         handle.requests += 1  # not atomic across threads: a statistic only
         with self._lock:
             self.requests += 1
-        return contract.infer_result(outputs, msgpack.packb(placed) if placed is not None else None, compute_us)
+        return contract.infer_result(outputs, msgpack.packb(placed) if placed is not None else None, compute_us,
+                                     perf)
 
     # ----------------------------------------------------------------- status
     def status(self, args: dict, arrays: list) -> dict:

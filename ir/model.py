@@ -8,13 +8,13 @@ individual layer types.
 
 from __future__ import annotations
 
-import heapq
 import operator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import IRError
+from .order import stable_topological_order
 
 # Layer precision -> dtype of its float blobs in the .bin. The reader uses it for
 # the element size checks, the writer to convert float blobs.
@@ -151,9 +151,8 @@ class Network:
         Raises IRError naming the layers of a cycle.
         """
         index = {layer.id: i for i, layer in enumerate(self.layers)}
-        succ: dict[int, list[int]] = {i: [] for i in range(len(self.layers))}
+        succ: list[list[int]] = [[] for _ in self.layers]
         pred: dict[int, list[int]] = {i: [] for i in range(len(self.layers))}
-        indegree = [0] * len(self.layers)
         for e in self.edges:
             if e.from_layer not in index or e.to_layer not in index:
                 raise IRError(f"edge {e.from_layer}:{e.from_port} -> {e.to_layer}:{e.to_port} "
@@ -161,17 +160,7 @@ class Network:
             a, b = index[e.from_layer], index[e.to_layer]
             succ[a].append(b)
             pred[b].append(a)
-            indegree[b] += 1
-        ready = [i for i, d in enumerate(indegree) if d == 0]
-        heapq.heapify(ready)
-        order: list[int] = []
-        while ready:
-            i = heapq.heappop(ready)
-            order.append(i)
-            for j in succ[i]:
-                indegree[j] -= 1
-                if indegree[j] == 0:
-                    heapq.heappush(ready, j)
+        order, indegree = stable_topological_order(succ)
         if len(order) == len(self.layers):
             return [self.layers[i] for i in order]
         raise IRError(f"the network has a cycle through {_cycle_text(self.layers, pred, indegree)}. "

@@ -55,6 +55,7 @@ import numpy as np
 from ir import IRError, Network
 
 from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, output_ports
+from .backends import build_program, requested_backend
 from .kernels import KERNELS, KernelError
 from .kernels.base import describe
 
@@ -158,10 +159,14 @@ class _Step:
 
 class ExecutionPlan(PlanShapes):
     def __init__(self, network: Network, custom_kernels: dict[str, type] | None = None,
-                 extra_outputs=None):
+                 extra_outputs=None, backend: str | None = None):
         """extra_outputs: names of layers whose outputs infer() also returns (as an
-        Inference Engine addOutput), e.g. to compare intermediate results."""
+        Inference Engine addOutput), e.g. to compare intermediate results.
+        backend: "auto" (oneDNN where it runs a layer, else numpy), "onednn" (the same,
+        but an error if oneDNN cannot load) or "numpy"; default $MO_CORE_CPU_BACKEND
+        or "auto" (device_daemons/cpu/backends.py)."""
         tune_allocator()
+        self.backend = requested_backend(backend)
         self.network = network
         self.custom_kernels = dict(_GLOBAL_CUSTOM)
         self.custom_kernels.update(custom_kernels or {})
@@ -311,6 +316,8 @@ class ExecutionPlan(PlanShapes):
                     raise KernelError(step.layer, f"finalize failed: {type(err).__name__}: {err}") from err
         self.shapes = shapes
         self.states.clear()
+        self.program = build_program(self)  # per shape: oneDNN primitives are made for these shapes
+        self._shared_programs: dict[int, object] = {}  # threads -> program (see infer's `concurrent`)
 
     def reset_state(self):
         """Forgets the Memory layers' states (they read zeros on the next call)."""
@@ -336,32 +343,22 @@ class ExecutionPlan(PlanShapes):
         values = check_inputs(inputs, self.input_shapes())
         return [(self._input_slots[name], value) for name, value in values.items()]
 
-    def infer(self, inputs: dict) -> dict[str, np.ndarray]:
-        slots: list = [None] * self._n_slots
-        for slot, value in self._check_inputs(inputs):
-            slots[slot] = value
-        shapes = self.shapes
-        for step in self.steps:
-            args = [slots[s] for s in step.in_slots]
-            try:
-                outs = step.kernel.forward(args)
-            except IRError:
-                raise
-            except Exception as err:
-                raise KernelError(step.layer, f"forward failed: {type(err).__name__}: {err}") from err
-            if outs is None or len(outs) != len(step.out_slots):
-                raise KernelError(step.layer, f"forward returned {0 if outs is None else len(outs)} outputs for "
-                                              f"{len(step.out_slots)} output ports")
-            for s, out in zip(step.out_slots, outs):
-                if type(out) is not np.ndarray or out.dtype != np.float32:
-                    out = np.asarray(out, dtype=np.float32)
-                if out.shape != shapes[s]:
-                    raise KernelError(step.layer, f"forward produced output shape {list(out.shape)} but "
-                                                  f"getMemoryShapes said {list(shapes[s])}")
-                slots[s] = out
-            for s in step.free:
-                slots[s] = None
-        return {name: slots[s] for name, s in self._outputs}
+    def infer(self, inputs: dict, perf: list | None = None, concurrent: int = 1) -> dict[str, np.ndarray]:
+        """{output name: array}; with `perf` (a list) one contract.PerfRow per step is appended
+        (layer, type, backend, ms: what `infer -pc` prints). `concurrent`: how many
+        requests run at the same time in this process (the daemon's plan pool); above
+        one, oneDNN runs with cpus / concurrent threads (a program made for that many,
+        once) instead of every request spreading over all cores."""
+        return self._program(concurrent).run(self._check_inputs(inputs), perf)
+
+    def _program(self, concurrent: int):
+        if concurrent <= 1 or self.program.backend == "numpy":
+            return self.program
+        threads = max(1, (os.cpu_count() or 1) // concurrent)
+        program = self._shared_programs.get(threads)
+        if program is None:
+            program = self._shared_programs[threads] = build_program(self, threads)
+        return program
 
 
 def load_plan(xml_path, bin_path=None, custom_kernels=None) -> ExecutionPlan:

@@ -36,6 +36,7 @@ class PlanPool:
         self.warnings = list(first.warnings)
         self._idle = [first]
         self._count = 1
+        self.busy = 0  # plans lent out now: requests of this network running side by side
         self._cond = threading.Condition()
         self.refs = 0
         self.last_used = time.monotonic()
@@ -82,10 +83,13 @@ class PlanPool:
                     self._count -= 1
                     self._cond.notify()
                 raise
+        with self._cond:
+            self.busy += 1
         try:
             yield plan
         finally:
             with self._cond:
+                self.busy -= 1
                 self._idle.append(plan)
                 self._cond.notify()
 

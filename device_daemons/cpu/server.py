@@ -1,5 +1,6 @@
-"""The CPU daemon: runs IR networks with the numpy ExecutionPlan for any number of
-clients, over the microkernel protocol (core/microkernel).
+"""The CPU daemon: runs IR networks with the ExecutionPlan (oneDNN and numpy kernels,
+cpu/backends.py) for any number of clients, over the microkernel protocol
+(core/microkernel).
 
     python -m device_daemons.cpu --endpoint EP [--parent-pid PID|0] [--key-file F]
                                  [--threads N] [--no-record] [--caffe-fallback
@@ -9,7 +10,8 @@ The verbs, caching, handles, shared memory and errors are every daemon's
 (device_daemons/service.py). The CPU's own parts: extensions are custom CPU
 kernel files (Python classes, plan.load_custom_kernels); a compiled network is a
 PlanPool of ExecutionPlan instances (plan_pool.py): a plan is not thread-safe, so
-requests for one network borrow an instance each and run in parallel; with
+requests for one network borrow an instance each and run in parallel (oneDNN
+then gives each cpus / requests-in-flight threads: compute()); with
 --caffe-fallback, layers that have no kernel but that Caffe knows run through a
 Caffe worker of the daemon (caffe_backed.py); TFCustomSubgraphCall layers run
 through a TF worker of the daemon (tf_backed.py). query_network: the layers with
@@ -56,6 +58,10 @@ class CpuDaemon(DeviceDaemon):
         if self.caffe_pool is not None:
             kernels.update(caffe_backed_kernels(network, self.caffe_pool, set(KERNELS) | set(kernels)))
         return PlanPool(key, network, kernels, shapes, self.threads, description, extra_outputs)
+
+    def compute(self, pool, plan, inputs, perf):
+        # requests side by side share the cores: oneDNN runs each with cpus / busy threads
+        return plan.infer(inputs, perf, concurrent=pool.busy)
 
     def query(self, network, extensions) -> dict[str, str]:
         known = set(KERNELS) | set(self._merged(extensions)) | {"Input"}

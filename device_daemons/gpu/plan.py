@@ -109,6 +109,7 @@ class _Step:
     in_slots: tuple
     out_slots: tuple
     fused: bool = False          # an activation run by the step that produces its input
+    fused_into: str = ""         # (the name of that step's layer)
     scratch: list = field(default_factory=list)  # slots of this step's scratch buffers
 
 
@@ -210,6 +211,7 @@ class GpuPlan(PlanShapes):
                 continue
             prod.kernel.act = code
             st.fused = True
+            st.fused_into = prod.layer.name
 
     # --- shapes and memory -----------------------------------------------------------
     def reshape(self, input_shapes: dict):
@@ -323,8 +325,10 @@ class GpuPlan(PlanShapes):
         from .request import InferRequest
         return InferRequest(self)
 
-    def infer(self, inputs: dict) -> dict[str, np.ndarray]:
-        """Runs the network on a free request of this plan (thread-safe)."""
+    def infer(self, inputs: dict, perf: list | None = None) -> dict[str, np.ndarray]:
+        """Runs the network on a free request of this plan (thread-safe). With `perf`
+        (a list) a contract.PerfRow per step is appended (each step then waits for
+        the device: the sum is slower than an uncounted run)."""
         values = check_inputs(inputs, self.input_shapes())
         with self._lock:
             request = self._idle.pop() if self._idle else None
@@ -332,7 +336,7 @@ class GpuPlan(PlanShapes):
         if request is None:
             request = self.create_request()
         try:
-            return request.run(values)
+            return request.run(values, perf)
         finally:
             with self._lock:
                 if generation == self._generation:

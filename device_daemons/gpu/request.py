@@ -8,12 +8,14 @@ concurrently (the plan's weights and constants are read-only and shared).
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import pyopencl as cl
 
 from ir import IRError
 
+from ..contract import PerfRow
 from ..cpu.kernels import KernelError
 
 _host_lock = threading.Lock()  # the CPU kernels of host layers are not re-entrant
@@ -71,13 +73,38 @@ class InferRequest:
                                               f"{list(self.plan.shapes[s])}")
             self._upload(s, value, blocking=True)
 
-    def run(self, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """values: checked float32 inputs by name -> {output key: float32 array}."""
+    def _counted(self, perf: list):
+        """The actions, each step's timed to its end on the device (queue.finish):
+        appends a PerfRow per step, fused, view and constant ones included."""
+        clock = time.perf_counter
+        actions = iter(self.actions)
+        action = next(actions, None)
+        for step in self.plan.steps:
+            if step.fused:
+                perf.append(PerfRow(step.layer.name, step.layer.type, "fused into " + step.fused_into, "fused", 0.0))
+                continue
+            if step.kernel.view or step.kernel.constant:
+                what = "view" if step.kernel.view else "constant"
+                perf.append(PerfRow(step.layer.name, step.layer.type, what, "not_run", 0.0))
+                continue
+            start = clock()
+            while action is not None and action[0] is step:
+                yield action
+                action = next(actions, None)
+            self.queue.finish()
+            backend = "host" if step.kernel.host else "opencl"
+            perf.append(PerfRow(step.layer.name, step.layer.type, backend, "executed", (clock() - start) * 1e3))
+
+    def run(self, values: dict[str, np.ndarray], perf: list | None = None) -> dict[str, np.ndarray]:
+        """values: checked float32 inputs by name -> {output key: float32 array}.
+        With `perf` (a list): a PerfRow per step (see _counted)."""
         plan = self.plan
         keep = [self._upload(plan._input_slots[name], value, blocking=False) for name, value in values.items()]
+        if perf is not None:
+            self.queue.finish()  # the uploads are not the first step's time
         step = None
         try:
-            for step, kernel, global_size, local_size in self.actions:
+            for step, kernel, global_size, local_size in (self.actions if perf is None else self._counted(perf)):
                 if kernel is None:
                     self._run_host(step)
                 else:

@@ -33,6 +33,7 @@ from core.errors import Error
 from core.microkernel import runtime_dir
 from ir import write_ir
 
+from ..perf_counts import perf_counts
 from .split import HeteroError, assign_affinity, parse_hetero, run_split, split_network
 
 
@@ -65,14 +66,15 @@ class HeteroRequest:
         self._error: BaseException | None = None
         self.outputs: dict = {}
         self.latency: float | None = None
+        self.perf: list[dict] = []  # the parts' perf rows of the last request (PERF_COUNT)
 
     def async_infer(self, inputs: dict | None = None, timeout: float | None = None) -> None:
-        self.outputs, self.latency, self._error = {}, None, None
+        self.outputs, self.latency, self._error, self.perf = {}, None, None, []
 
         def run():
             t0 = time.perf_counter()
             try:
-                self.outputs = self._exec_net.infer(inputs, timeout)
+                self.outputs = self._exec_net.infer(inputs, timeout, self.perf)
                 self.latency = (time.perf_counter() - t0) * 1e3
             except BaseException as exc:  # noqa: BLE001 - handed to wait()
                 self._error = exc
@@ -91,17 +93,26 @@ class HeteroRequest:
 
     def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict:
         t0 = time.perf_counter()
-        self.outputs = self._exec_net.infer(inputs, timeout)
+        self.perf = []
+        self.outputs = self._exec_net.infer(inputs, timeout, self.perf)
         self.latency = (time.perf_counter() - t0) * 1e3
         return self.outputs
+
+    def get_perf_counts(self) -> dict[str, dict]:
+        """The parts' layers of the last request in order, exec_type "DEVICE backend"
+        (perf_counts.py). Needs load_network(..., config={"PERF_COUNT": "YES"})."""
+        if not self._exec_net.perf_count:
+            raise Error("get_perf_counts(): load the network with config={'PERF_COUNT': 'YES'} first")
+        return perf_counts(self.perf)
 
 
 class HeteroExecutableNetwork:
     """A network split over device daemons; the ExecutableNetwork interface
     (infer, start_async, requests, inputs, outputs, close)."""
 
-    def __init__(self, core, network, device_name: str, num_requests: int = 1):
+    def __init__(self, core, network, device_name: str, num_requests: int = 1, perf_count: bool = False):
         devices = _devices(device_name)
+        self.perf_count = perf_count
         self.device = "HETERO:" + ",".join(devices)
         self.name = network.name
         if network._shapes:
@@ -124,7 +135,8 @@ class HeteroExecutableNetwork:
                     sub.add_outputs(part.outputs)
                 if network._batch is not None:
                     sub.batch_size = network._batch
-                self.parts.append(core.load_network(sub, part.device, num_requests=1))
+                self.parts.append(core.load_network(sub, part.device, num_requests=1,
+                                                    config={"PERF_COUNT": "YES"} if perf_count else None))
         except BaseException:
             self.close()
             raise
@@ -141,7 +153,10 @@ class HeteroExecutableNetwork:
         """How the network is split: one line per part (device, layers)."""
         return self.split.describe()
 
-    def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict[str, np.ndarray]:
+    def infer(self, inputs: dict | None = None, timeout: float | None = None,
+              perf: list | None = None) -> dict[str, np.ndarray]:
+        """{output name: array}; with `perf` (a list, PERF_COUNT) each part's perf rows
+        are appended, the backend prefixed by the part's device."""
         if not isinstance(inputs, dict):
             raise Error("infer takes a dict {{input name: array}}; the network's inputs are {}",
                         ", ".join(map(repr, self.inputs)))
@@ -150,7 +165,13 @@ class HeteroExecutableNetwork:
             raise Error("infer: {}; the network's inputs are {}",
                         "no input named " + ", ".join(sorted(map(repr, unknown))) if unknown else
                         "missing " + ", ".join(sorted(map(repr, missing))), ", ".join(map(repr, self.inputs)))
-        return run_split(self.split, inputs, lambda i, part, feed: self.parts[i].infer(feed, timeout))
+        def run_part(i, part, feed):
+            if perf is None:
+                return self.parts[i].infer(feed, timeout)
+            outputs, rows = self.parts[i].infer_counted(feed, timeout)
+            perf.extend(dict(row, backend=f"{self.parts[i].device} {row['backend']}") for row in rows)
+            return outputs
+        return run_split(self.split, inputs, run_part)
 
     def start_async(self, inputs: dict | None = None, request_id: int | None = None,
                     timeout: float | None = None) -> HeteroRequest:

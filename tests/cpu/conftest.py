@@ -19,3 +19,11 @@ def cpu_bvlc(bvlc_models):
             cache[name] = (proto, weights, caffe.Net(proto, weights, caffe.TEST))
         return cache[name]
     return get
+
+
+@pytest.fixture(params=["onednn", "numpy"])
+def cpu_backend(request, monkeypatch):
+    """Runs a test once per CPU backend (plans made in it read MO_CORE_CPU_BACKEND):
+    "onednn" fails when oneDNN cannot be loaded, it never falls back silently."""
+    monkeypatch.setenv("MO_CORE_CPU_BACKEND", request.param)
+    return request.param

@@ -135,3 +135,13 @@ def run_single(tmp_path, layer_type, data, inputs, out_shapes, blobs=None, preci
     if len(out_shapes) == 1:
         return [result["layer"]], plan
     return [result[f"layer.{len(inputs) + j}"] for j in range(len(out_shapes))], plan
+
+
+def assert_backend(plan, backend, native_types=()):
+    """The plan's program is `backend`'s; on oneDNN every layer of `native_types` ran
+    on oneDNN (alone or fused into another layer), none fell back to numpy."""
+    assert plan.program.backend == backend, (plan.program.backend, plan.warnings)
+    if backend == "onednn":
+        ran = {layer.name for step in plan.program.steps if step.backend == "onednn" for layer in step.layers}
+        missing = [layer.name for layer in plan.network.layers if layer.type in native_types and layer.name not in ran]
+        assert not missing, f"ran on numpy: {missing}; reasons {plan.program.fallbacks}"

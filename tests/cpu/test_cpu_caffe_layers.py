@@ -8,6 +8,9 @@ import pytest
 
 from tests.cpu.cpu_helpers import assert_close, caffe_case
 
+# the parity tests run on both CPU backends (tests/cpu/conftest.py)
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
 
 def conv(name, bottom, top, params, kind="Convolution"):
     return (f'layer {{ name: "{name}" type: "{kind}" bottom: "{bottom}" top: "{top}" '

@@ -15,6 +15,9 @@ import pytest
 
 from tests.cpu.cpu_helpers import assert_close, caffe_case, import_caffe, run_single
 
+# the parity tests run on both CPU backends (tests/cpu/conftest.py)
+pytestmark = pytest.mark.usefixtures("cpu_backend")
+
 RNG = np.random.default_rng(7)
 
 

@@ -123,6 +123,41 @@ def test_a_layer_the_gpu_lacks_fails_on_gpu_and_runs_with_hetero(ie, mvn_net):
     hetero.close()
 
 
+def test_perf_counts_on_the_gpu_and_with_hetero(ie, tiny, mvn_net):
+    """PERF_COUNT is every daemon's: the GPU names its OpenCL steps and the ReLU it
+    fused; HETERO lists each part's layers prefixed by the part's device."""
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "GPU", config={"PERF_COUNT": "YES"})
+    request = exec_net.requests[0]
+    x = tiny.input(6)
+    assert_close(request.infer({"data": x})["prob"], tiny.reference(x))
+    counts = request.get_perf_counts()
+    assert counts["conv1"]["exec_type"] == "opencl" and counts["conv1"]["status"] == "EXECUTED"
+    assert counts["conv1"]["real_time"] > 0
+    assert counts["relu1"]["status"] == "NOT_RUN" and counts["relu1"]["exec_type"] == "fused into conv1"
+    assert {counts[n]["layer_type"] for n in ("pool1", "fc1", "prob")} == {"Pooling", "FullyConnected", "SoftMax"}
+    exec_net.close()
+
+    xml, x = mvn_net
+    hetero = ie.load_network(ie.read_network(xml), "HETERO:GPU,CPU", config={"PERF_COUNT": "YES"})
+    request = hetero.requests[0]
+    ref = ie.load_network(ie.read_network(xml), "CPU").infer({"data": x})
+    assert_close(request.infer({"data": x})["sm"], ref["sm"], 1e-5)
+    counts = request.get_perf_counts()
+    assert [n for n in counts if n in ("c1", "mvn", "c2", "sm")] == ["c1", "mvn", "c2", "sm"]  # execution order
+    assert counts["c1"]["exec_type"] == "GPU opencl" and counts["c2"]["exec_type"] == "GPU opencl"
+    assert counts["mvn"]["exec_type"].startswith("CPU ") and counts["mvn"]["status"] == "EXECUTED"
+    assert counts["r1"]["exec_type"] == "GPU fused into c1"
+    req = hetero.start_async({"data": x})
+    req.wait()
+    assert set(req.get_perf_counts()) == set(counts)
+    hetero.close()
+    plain = ie.load_network(ie.read_network(xml), "HETERO:GPU,CPU")
+    plain.requests[0].infer({"data": x})
+    with pytest.raises(Exception, match="PERF_COUNT"):
+        plain.requests[0].get_perf_counts()
+    plain.close()
+
+
 def test_cli_gpu_hetero_and_custom_layers(mvn_net, tiny, tmp_path, fresh_runtime):
     xml, x = mvn_net
     np.save(tmp_path / "x.npy", x)

@@ -25,7 +25,6 @@ configuration file, no extension defines one) the step leaves the graph as it is
 """
 from __future__ import annotations
 
-import heapq
 import inspect
 import logging
 import os
@@ -40,6 +39,7 @@ from core.front.replacement.config_replacers import (
 from core.front.replacement.match import describe_scope
 from core.front.replacement.replacers import FrontReplacementOp, FrontReplacementPattern
 from core.front.replacement.view import OUTPUT_OP, from_front_view, remove_dead_nodes, to_front_view
+from ir.order import stable_topological_order
 
 log = logging.getLogger("mo_core")
 _CONFIG_CLASSES = (FrontReplacementFromConfigFileSubGraph, FrontReplacementFromConfigFileGeneral)
@@ -112,23 +112,11 @@ def order_by_dependencies(steps: list) -> list:
         for cls in _declared(step, "run_before"):
             for k in by_class.get(cls, ()):
                 preceding[k].add(j)
-    for j, before in enumerate(preceding):
-        before.discard(j)
     following = [[] for _ in steps]
     for j, before in enumerate(preceding):
-        for i in before:
+        for i in before - {j}:
             following[i].append(j)
-    waiting = [len(before) for before in preceding]
-    ready = [j for j, n in enumerate(waiting) if n == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:  # the smallest ready index first: the default order wherever no demand says otherwise
-        i = heapq.heappop(ready)
-        order.append(i)
-        for j in following[i]:
-            waiting[j] -= 1
-            if waiting[j] == 0:
-                heapq.heappush(ready, j)
+    order, waiting = stable_topological_order(following)
     if len(order) < len(steps):
         stuck = sorted({"{} in {}".format(type(steps[j]).__name__, source_of(type(steps[j])))
                         for j, n in enumerate(waiting) if n})

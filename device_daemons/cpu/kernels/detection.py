@@ -163,11 +163,9 @@ def jaccard(box, boxes):
 
 
 def nms_fast(boxes, scores, threshold, nms_threshold, eta, top_k):
-    """Indices kept by SSD's ApplyNMSFast, best first."""
-    order = np.flatnonzero(scores > threshold)
-    order = order[np.argsort(-scores[order], kind="stable")]
-    if top_k > -1:
-        order = order[:top_k]
+    """Indices kept by SSD's ApplyNMSFast, best first, of one class (the adaptive
+    eta < 1 needs this sequential form; nms_classes does eta 1 for all classes)."""
+    order = _candidates(scores, threshold, top_k)
     keep = []
     if eta >= 1:
         while order.size:
@@ -183,6 +181,69 @@ def nms_fast(boxes, scores, threshold, nms_threshold, eta, top_k):
             if adaptive > 0.5:
                 adaptive *= eta
     return keep
+
+
+def _candidates(scores, threshold, top_k):
+    """Indices with score > threshold, best first (ties: lower index first, Caffe's
+    stable sort), at most top_k (-1: all)."""
+    order = np.flatnonzero(scores > threshold)
+    if top_k == 0:
+        return order[:0]
+    if -1 < top_k < order.size:
+        # only the top_k best need sorting: everything >= the top_k-th score (ties kept)
+        kth = np.partition(scores[order], order.size - top_k)[order.size - top_k]
+        order = order[scores[order] >= kth]
+    order = order[np.argsort(-scores[order], kind="stable")]
+    return order[:top_k] if top_k > -1 else order
+
+
+NMS_BLOCK_ELEMENTS = 1 << 17  # pair overlaps computed at a time: a block's arrays stay in the cache
+
+
+def nms_classes(boxes, scores, threshold, nms_threshold, top_k):
+    """ApplyNMSFast (eta 1) of every class at once: boxes (C, P, 4) (or (1, P, 4)
+    shared by all classes), scores (C, P) -> per class the kept indices, best first.
+    The same greedy rule as nms_fast (a candidate is kept unless a kept, better one
+    overlaps it by more than nms_threshold, the overlaps computed as jaccard does, so
+    the result is identical) without a Python loop per kept box and class: the
+    candidates of all classes side by side, their pair overlaps computed a block of
+    ranks at a time (only pairs of a better with a worse candidate), each block's
+    ranks decided in order, then the worse ranks they suppress in one step."""
+    classes = scores.shape[0]
+    orders = [_candidates(scores[c], threshold, top_k) for c in range(classes)]
+    k = max((o.size for o in orders), default=0)
+    if k == 0:
+        return orders
+    index = np.zeros((classes, k), np.int64)
+    alive = np.zeros((classes, k), bool)  # a candidate not suppressed by a kept, better one
+    for c, order in enumerate(orders):
+        index[c, :order.size] = order
+        alive[c, :order.size] = True
+    source = np.arange(classes) if boxes.shape[0] > 1 else np.zeros(classes, np.int64)
+    cand = boxes[source[:, None], index].astype(np.float32, copy=False)  # (C, K, 4), best first
+    x1, y1, x2, y2 = (np.ascontiguousarray(cand[..., i]) for i in range(4))
+    w, h = x2 - x1, y2 - y1
+    size = np.where((w < 0) | (h < 0), np.float32(0), w * h)
+    block = max(8, NMS_BLOCK_ELEMENTS // (classes * k))
+    for b in range(0, k, block):
+        e = min(k, b + block)
+        rows, cols = slice(b, e), slice(b + 1, k)  # ranks b..e-1 against every worse rank
+        iw = np.minimum(x2[:, rows, None], x2[:, None, cols])
+        iw -= np.maximum(x1[:, rows, None], x1[:, None, cols])
+        ih = np.minimum(y2[:, rows, None], y2[:, None, cols])
+        ih -= np.maximum(y1[:, rows, None], y1[:, None, cols])
+        np.maximum(iw, 0, out=iw)
+        np.maximum(ih, 0, out=ih)
+        inter = np.multiply(iw, ih, out=iw)
+        union = size[:, rows, None] + size[:, None, cols]
+        union -= inter
+        np.divide(inter, union, out=inter, where=inter > 0)  # else 0: no intersection
+        over = inter > nms_threshold  # over[:, i - b, j - b - 1]: rank i overlaps the worse rank j
+        for i in range(b, e - 1):  # this block's ranks, in order
+            alive[:, i + 1:e] &= ~(over[:, i - b, i - b:e - b - 1] & alive[:, i, None])
+        if e < k:  # what the block's kept candidates suppress further down
+            alive[:, e:] &= ~np.any(over[:, :, e - b - 1:] & alive[:, rows, None], axis=1)
+    return [index[c][alive[c]] for c in range(classes)]
 
 
 @register("DetectionOutput")
@@ -266,29 +327,30 @@ class DetectionOutput(Kernel):
         keep_rows = self._keep(priors)
         out = np.zeros((1, 1, n * keep_rows, 7), np.float32)
         rows = []
+        labels = np.array([label for label in range(c) if label != self.background], np.int64)
         for i in range(n):
             decoded = self._decode(loc[i].transpose(1, 0, 2), prior_boxes, variances).astype(np.float32)
-            scores_all = conf[i]
-            picked = []  # (label, idx, score)
-            for label in range(c):
-                if label == self.background:
-                    continue
-                boxes = decoded[0 if self.share_location else label]
-                scores = scores_all[:, label]
-                for idx in nms_fast(boxes, scores, self.confidence_threshold, self.nms_threshold, self.eta,
-                                    self.top_k):
-                    picked.append((label, idx, scores[idx]))
-            if self.keep_top_k > -1 and len(picked) > self.keep_top_k:
-                by_score = sorted(range(len(picked)), key=lambda j: -picked[j][2])[:self.keep_top_k]
-                kept = [picked[j] for j in by_score]
-                kept.sort(key=lambda t: t[0])  # stable: by label, then score order
-                picked = kept
-            for label, idx, score in picked:
-                box = decoded[0 if self.share_location else label][idx]
-                rows.append((i, label, score, box[0], box[1], box[2], box[3]))
+            boxes = decoded if self.share_location else decoded[labels]
+            scores = np.ascontiguousarray(conf[i].T[labels])  # (classes, priors)
+            if self.eta >= 1:
+                kept = nms_classes(boxes, scores, self.confidence_threshold, self.nms_threshold, self.top_k)
+            else:
+                kept = [np.asarray(nms_fast(boxes[r if len(boxes) > 1 else 0], scores[r], self.confidence_threshold,
+                                            self.nms_threshold, self.eta, self.top_k), np.int64)
+                        for r in range(len(labels))]
+            row_of = np.repeat(np.arange(len(labels)), [k.size for k in kept])  # by label, then score
+            idx = np.concatenate(kept) if kept else np.zeros(0, np.int64)
+            picked_scores = scores[row_of, idx]
+            if -1 < self.keep_top_k < idx.size:
+                best = np.argsort(-picked_scores, kind="stable")[:self.keep_top_k]
+                best = best[np.argsort(row_of[best], kind="stable")]  # back to label order
+                row_of, idx, picked_scores = row_of[best], idx[best], picked_scores[best]
+            box = boxes[row_of if len(boxes) > 1 else np.zeros_like(row_of), idx]
+            rows.append(np.column_stack([np.full(idx.size, i, np.float32), labels[row_of].astype(np.float32),
+                                         picked_scores, box]))
+        rows = np.concatenate(rows).astype(np.float32, copy=False) if rows else np.zeros((0, 7), np.float32)
         rows = rows[:n * keep_rows]
-        if rows:
-            out[0, 0, :len(rows)] = np.asarray(rows, np.float32)
+        out[0, 0, :len(rows)] = rows
         out[0, 0, len(rows):, 0] = -1
         return [out]
 

@@ -20,8 +20,14 @@ class FullyConnected(Kernel):
         if self.out_size <= 0 or w.size % self.out_size:
             raise self.error(f"has {w.size} weights, which is not a multiple of out-size {self.out_size}")
         self.in_size = w.size // self.out_size
-        self.weights_t = np.ascontiguousarray(w.reshape(self.out_size, self.in_size).T)  # (I, O)
+        # (O, I) as stored: a view of the IR's weights, no copy; BLAS reads it transposed
+        self.weights = w.reshape(self.out_size, self.in_size)
         self.bias = self.blob("biases", required=False, size=self.out_size)
+
+    @property
+    def weights_t(self):
+        """(I, O) contiguous, a copy made on first use (the GPU daemon uploads it)."""
+        return np.ascontiguousarray(self.weights.T)
 
     def _axis(self, rank):
         axis = self.axis + rank if self.axis < 0 else self.axis
@@ -44,7 +50,7 @@ class FullyConnected(Kernel):
         axis = self._axis(x.ndim)
         lead = x.shape[:axis]
         x2 = x.reshape(-1, self.in_size)
-        out = np.dot(x2, self.weights_t)
+        out = np.dot(x2, self.weights.T)
         if self.bias is not None:
             out += self.bias
         return [out.reshape(lead + (self.out_size,))]

@@ -1,0 +1,11 @@
+"""The oneDNN backend of the CPU daemon: oneDNN 3.x through its C API (cffi, ABI
+mode), chosen per layer, numpy for the rest (device_daemons/cpu/backends.py).
+
+library.py     loading the library and its declarations
+primitives.py  memory descriptors, memory objects, primitive descriptors, primitives
+op.py          the op interface, registry and the per-network weights cache
+convolution.py, pooling.py, normalization.py, fully_connected.py, eltwise.py,
+concat.py      one op family a file
+compiler.py    plan -> program: per-layer choice, fusing, layouts, reorders
+arena.py       static memory planning of the tensors
+"""

@@ -1,0 +1,376 @@
+"""compile_program(plan): the plan's steps at its current shapes turned into a
+Program where every layer oneDNN can run is a oneDNN step and the rest stay numpy.
+
+- The choice is per layer: a layer type with an op (OPS) whose primitive can be
+  made for these attributes and shapes runs on oneDNN; anything else (custom
+  kernels, unsupported types or variants, oneDNN offering only its slow reference
+  implementation) runs its numpy kernel. `program.fallbacks` says why per layer.
+- Activations that read only a convolution's / fully connected layer's output are
+  fused into it as post-ops (they show as "fused" in -pc).
+- Layouts: each primitive picks its own (blocked, e.g. nChw8c); tensors stay in them
+  between oneDNN layers. Reorders are explicit steps, made only where a layer wants
+  another layout, where a numpy layer or the caller reads a tensor (Export: a new
+  plain array) and where a numpy array feeds a oneDNN layer (Import).
+- Memory: oneDNN tensors live in one arena per program (arena.py), their offsets
+  planned once, memory objects and primitive arguments bound once; a oneDNN step at
+  run time is one call per primitive. Element-wise layers run in place when nobody
+  else reads their input.
+- Weights are reordered into the layout a primitive wants once per network (op.py),
+  shared by the plans of that network.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import KERNELS
+from ..program import NumpyStep, Program
+from . import concat, convolution, eltwise, fully_connected, normalization, pooling  # noqa: F401  (they fill OPS)
+from .arena import place
+from .eltwise import activation_post_op
+from .library import DnnlError, load
+from .op import OPS, Unsupported, aligned_buffer
+from .primitives import Attr, Desc, Memory, Primitive, reorder_pd
+
+BACKEND = "onednn"
+
+
+class Tensor:
+    """A oneDNN tensor in the arena: its layout, memory object and lifetime."""
+    __slots__ = ("desc", "memory", "size", "first", "last", "offset")
+
+    def __init__(self, d, desc: Desc, index: int):
+        self.desc, self.memory = desc, Memory(d, desc)
+        self.size = desc.size
+        self.first = self.last = index
+        self.offset = 0
+
+    def use(self, index: int):
+        self.last = max(self.last, index)
+
+
+class NativeStep:
+    backend = BACKEND
+    free = ()
+
+    def __init__(self, name, type_, prims, stream, layers):
+        self.name, self.type, self.prims, self.stream, self.layers = name, type_, prims, stream, layers
+
+    def run(self, slots):
+        for prim in self.prims:
+            prim.run(self.stream)
+
+
+class ImportStep:
+    """A numpy array (network input or a numpy layer's output) into a oneDNN tensor."""
+    backend = BACKEND
+    type = "Reorder"
+    layers = ()
+
+    def __init__(self, d, name, slot, shape, target: Tensor, stream):
+        self.name, self.slot, self.stream = name, slot, stream
+        self.source = Memory(d, Desc.plain(d, shape))
+        self.prim = Primitive(d, reorder_pd(d, Attr(d), self.source.desc, target.desc))
+        self.prim.bind({"DNNL_ARG_FROM": self.source, "DNNL_ARG_TO": target.memory})
+        self.free = ()
+
+    def run(self, slots):
+        x = slots[self.slot]
+        if not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        self.source.set_buffer(x)
+        self.prim.run(self.stream)
+        for s in self.free:
+            slots[s] = None
+
+
+class ExportStep:
+    """A oneDNN tensor into a new plain numpy array (for a numpy layer or the caller)."""
+    backend = BACKEND
+    type = "Reorder"
+    layers = ()
+    free = ()
+
+    def __init__(self, d, name, slot, shape, source: Tensor, stream):
+        self.name, self.slot, self.shape, self.stream = name, slot, tuple(shape), stream
+        self.target = Memory(d, Desc.plain(d, shape))
+        self.prim = Primitive(d, reorder_pd(d, Attr(d), source.desc, self.target.desc))
+        self.prim.bind({"DNNL_ARG_FROM": source.memory, "DNNL_ARG_TO": self.target})
+
+    def run(self, slots):
+        out = np.empty(self.shape, np.float32)
+        self.target.set_buffer(out)
+        self.prim.run(self.stream)
+        slots[self.slot] = out
+
+
+class ReorderStep(NativeStep):
+    type = "Reorder"
+
+    def __init__(self, d, name, source: Tensor, target: Tensor, stream):
+        prim = Primitive(d, reorder_pd(d, Attr(d), source.desc, target.desc))
+        prim.bind({"DNNL_ARG_FROM": source.memory, "DNNL_ARG_TO": target.memory})
+        super().__init__(name, "Reorder", [prim], stream, ())
+
+
+class NativeProgram(Program):
+    def __init__(self, steps, n_slots, outputs, fused, d, stream, arena, scratchpad, fallbacks, threads):
+        super().__init__(steps, n_slots, outputs, BACKEND, fused)
+        self.d, self.stream = d, stream
+        self.arena, self.scratchpad = arena, scratchpad  # kept alive: memory objects point into them
+        self.fallbacks = fallbacks
+        self.threads = threads  # OpenMP threads its primitives were made for (None: all)
+
+    def run(self, values, perf=None):
+        if self.threads is None:
+            return super().run(values, perf)
+        self.d.set_threads(self.threads)
+        try:
+            return super().run(values, perf)
+        finally:
+            self.d.set_threads(None)
+
+    def finish(self):
+        status = self.d.lib.dnnl_stream_wait(self.stream)
+        if status:
+            raise DnnlError("waiting for the stream", status)
+
+
+class _Compiler:
+    def __init__(self, plan, threads):
+        self.d = load()
+        self.plan = plan
+        self.threads = threads
+        self.stream = self.d.new_stream()
+        self.shapes = plan.shapes
+        self.outputs = {s for _, s in plan._outputs}
+        self.consumers: dict[int, list[int]] = {}
+        for i, step in enumerate(plan.steps):
+            for s in step.in_slots:
+                self.consumers.setdefault(s, []).append(i)
+        self.final: list = []
+        self.tensors: list[Tensor] = []
+        self.tensor_of: dict[int, Tensor] = {}
+        self.converted: dict[int, list] = {}
+        self.has_numpy = set(plan._input_slots.values())
+        self.scratch_memories: list[Memory] = []
+        self.fallbacks: dict[str, str] = {}
+        self.inplace: list[str] = []  # layers that overwrite their input
+
+    # --- per layer choice and fusing ------------------------------------------------------
+    def make_ops(self):
+        ops = {}
+        for i, step in enumerate(self.plan.steps):
+            cls = OPS.get(step.layer.type)
+            if cls is None or step.is_custom or type(step.kernel) is not KERNELS.get(step.layer.type):
+                continue
+            if len(step.out_slots) != 1 or not step.in_slots:
+                continue
+            ops[i] = cls(step, step.kernel, self.d, self.plan.network)
+        return ops
+
+    def fuse(self, ops):
+        """{activation step: step it is fused into}, {step: the slot it finally writes}."""
+        fused, out_slot = {}, {}
+        for i, op in ops.items():
+            if op.accepts_post_ops and i not in fused:
+                out_slot[i] = self.activation_chain(op, i, self.plan.steps[i].out_slots[0], ops, fused)
+        return fused, out_slot
+
+    def activation_chain(self, op, i, slot, ops, fused):
+        """Fuses the activations that alone read `slot` (then their outputs) into op i;
+        returns the slot written last."""
+        steps = self.plan.steps
+        while slot not in self.outputs and len(self.consumers.get(slot, ())) == 1:
+            j = self.consumers[slot][0]
+            nxt = steps[j]
+            post = activation_post_op(nxt.layer.type, nxt.kernel) if j in ops else None
+            if post is None or len(nxt.in_slots) != 1 or not op.fuse(post):
+                break
+            fused[j] = i
+            slot = nxt.out_slots[0]
+        return slot
+
+    def sum_target(self, i, slot, ops, fused):
+        """(Eltwise step, its other input slot, that input's coefficient) when the only
+        reader of `slot` is a two-input Eltwise sum (coefficient 1 for `slot`) whose other
+        input is a oneDNN tensor already made that no step from step i on reads but the
+        Eltwise (a residual shortcut whose other readers ran): the convolution i then
+        adds its result into that tensor (a sum post-op) and the Eltwise disappears."""
+        if slot in self.outputs or len(self.consumers.get(slot, ())) != 1:
+            return None
+        j = self.consumers[slot][0]
+        step = self.plan.steps[j]
+        if j not in ops or j in fused or step.layer.type != "Eltwise" or len(step.in_slots) != 2:
+            return None
+        if step.kernel.op != "sum" or step.in_slots[0] == step.in_slots[1]:
+            return None
+        mine = step.in_slots.index(slot)
+        other = step.in_slots[1 - mine]
+        coeff = step.kernel.coeff or [1.0, 1.0]
+        if coeff[mine] != 1.0 or other not in self.tensor_of or other in self.outputs:
+            return None
+        if any(c != j and c >= i for c in self.consumers.get(other, ())):
+            return None
+        return j, other, coeff[1 - mine]
+
+    def create(self, op, i, step, out_slot, ops, fused):
+        """op.create, first with the result summed into an Eltwise's other input where
+        that applies; (wanted input layouts, output layouts, slot written, the tensor
+        summed into or None). Unsupported / DnnlError: the layer stays numpy."""
+        in_descs = [self.tensor_of[s].desc if s in self.tensor_of else None for s in step.in_slots]
+        in_shapes = [self.shapes[s] for s in step.in_slots]
+        slot = out_slot.get(i, step.out_slots[0])
+        target = self.sum_target(i, slot, ops, fused) if op.accepts_sum else None
+        if target is not None:
+            j, other, scale = target
+            saved, added = list(op.post_ops), {j}
+            op.post_ops.append(("sum", scale))
+            fused[j] = i
+            before = set(fused)
+            end = self.activation_chain(op, i, self.plan.steps[j].out_slots[0], ops, fused)
+            added |= set(fused) - before
+            op.dst_hint = self.tensor_of[other].desc
+            try:
+                want, outs = op.create(in_descs, in_shapes, [self.shapes[end]])
+                if outs[0] == op.dst_hint:
+                    return want, outs, end, self.tensor_of[other]
+            except (Unsupported, DnnlError):
+                pass
+            op.post_ops, op.dst_hint = saved, None  # add it up on its own then
+            for k in added:
+                del fused[k]
+        want, outs = op.create(in_descs, in_shapes, [self.shapes[slot]])
+        return want, outs, slot, None
+
+    # --- tensors ----------------------------------------------------------------------------
+    def new_tensor(self, desc: Desc) -> Tensor:
+        t = Tensor(self.d, desc, len(self.final))
+        self.tensors.append(t)
+        return t
+
+    def ensure_numpy(self, slot: int, why: str):
+        """The slot's value as a numpy array from here on (an Export step if it is a oneDNN tensor)."""
+        if slot in self.has_numpy:
+            return
+        t = self.tensor_of[slot]
+        t.use(len(self.final))
+        self.final.append(ExportStep(self.d, f"{self.plan._slot_names[slot]}/to_{why}", slot, self.shapes[slot], t,
+                                     self.stream))
+        self.has_numpy.add(slot)
+
+    def tensor_for(self, slot: int, want: Desc) -> Tensor:
+        primary = self.tensor_of.get(slot)
+        if primary is not None and primary.desc == want:
+            return primary
+        for desc, t in self.converted.get(slot, ()):
+            if desc == want:
+                return t
+        name = self.plan._slot_names[slot]
+        if primary is not None:
+            t = self.new_tensor(want)
+            primary.use(len(self.final))
+            self.final.append(ReorderStep(self.d, f"{name}/reorder", primary, t, self.stream))
+        else:
+            t = self.new_tensor(want)
+            self.final.append(ImportStep(self.d, f"{name}/to_onednn", slot, self.shapes[slot], t, self.stream))
+        self.converted.setdefault(slot, []).append((want, t))
+        return t
+
+    def scratch(self, pd) -> Memory:
+        m = Memory(self.d, pd.md("scratchpad_md"))
+        self.scratch_memories.append(m)
+        return m
+
+    def exclusive(self, slot: int, reader: int) -> bool:
+        return slot not in self.outputs and self.consumers.get(slot) == [reader]
+
+    # --- the program --------------------------------------------------------------------------
+    def compile(self) -> NativeProgram:
+        plan, steps = self.plan, self.plan.steps
+        ops = self.make_ops()
+        fused, out_slot = self.fuse(ops)
+        for i, step in enumerate(steps):
+            if i in fused:
+                continue
+            op = ops.get(i)
+            if op is not None:
+                try:
+                    want, outs, slot, summed = self.create(op, i, step, out_slot, ops, fused)
+                except (Unsupported, DnnlError) as err:
+                    self.fallbacks[step.layer.name] = str(err)
+                    op = None
+                    for j in [j for j, into in fused.items() if into == i]:
+                        del fused[j]  # the activations run on their own again
+            if op is None:
+                for s in step.in_slots:
+                    self.ensure_numpy(s, "numpy")
+                self.final.append(NumpyStep(step, self.shapes, ()))
+                self.has_numpy.update(step.out_slots)
+                continue
+            ins = [self.tensor_for(s, w) for s, w in zip(step.in_slots, want)]
+            index = len(self.final)
+            for t in ins:
+                t.use(index)
+            first = step.in_slots[0]
+            if summed is not None:
+                out = summed  # the result is added into it: it becomes the Eltwise's output
+                out.use(index)
+            elif (op.inplace and ins[0] is self.tensor_of.get(first) and ins[0].desc == outs[0]
+                    and self.exclusive(first, i)):
+                out = ins[0]
+                self.inplace.append(step.layer.name)
+            else:
+                out = self.new_tensor(outs[0])
+            self.tensor_of[slot] = out
+            prims = op.bind([t.memory for t in ins], [out.memory], self.scratch)
+            layers = (step.layer,) + tuple(steps[j].layer for j, into in fused.items() if into == i)
+            self.final.append(NativeStep(step.layer.name, step.layer.type, prims, self.stream, layers))
+            if slot in self.outputs:
+                self.ensure_numpy(slot, "output")
+        self.set_frees()
+        arena = self.allocate()
+        fused_list = [(steps[j].layer, steps[i].layer.name) for j, i in sorted(fused.items())]
+        program = NativeProgram(self.final, plan._n_slots, plan._outputs, fused_list, self.d, self.stream, *arena,
+                                self.fallbacks, self.threads)
+        program.inplace = self.inplace
+        return program
+
+    def set_frees(self):
+        last = {}
+        for k, step in enumerate(self.final):
+            if isinstance(step, NumpyStep):
+                for s in step.in_slots:
+                    last[s] = k
+            elif isinstance(step, ImportStep):
+                last[step.slot] = k
+        frees: dict[int, list] = {}
+        for s, k in last.items():
+            if s not in self.outputs:
+                frees.setdefault(k, []).append(s)
+        for k, slots in frees.items():
+            self.final[k].free = tuple(slots)
+
+    def allocate(self):
+        size = place(self.tensors)
+        arena = aligned_buffer(max(size, 64))
+        raw = arena.view(np.uint8)
+        for t in self.tensors:
+            t.memory.set_buffer(raw[t.offset:t.offset + t.size])
+        pad = max((m.desc.size for m in self.scratch_memories), default=0)
+        scratchpad = aligned_buffer(max(pad, 64)).view(np.uint8)
+        for m in self.scratch_memories:
+            m.set_buffer(scratchpad)
+        return arena, scratchpad
+
+
+def compile_program(plan, threads: int | None = None) -> NativeProgram:
+    """threads: OpenMP threads for the program's primitives (None: all, the latency
+    case); the daemon asks for fewer when requests run side by side."""
+    d = load()
+    if threads is None:
+        return _Compiler(plan, None).compile()
+    d.set_threads(threads)
+    try:
+        return _Compiler(plan, threads).compile()
+    finally:
+        d.set_threads(None)

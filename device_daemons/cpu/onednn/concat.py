@@ -1,0 +1,22 @@
+"""Concat on oneDNN: the inputs in whatever layouts their producers left them, the
+output in the layout the library picks (blocked when the inputs are)."""
+from __future__ import annotations
+
+from .op import NativeOp, register
+from .primitives import Desc, concat_pd
+
+
+@register("Concat")
+class ConcatOp(NativeOp):
+    def create(self, in_descs, in_shapes, out_shapes):
+        d = self.d
+        rank = len(in_shapes[0])
+        axis = self.kernel.axis + rank if self.kernel.axis < 0 else self.kernel.axis
+        srcs = [desc or Desc.plain(d, shape) for desc, shape in zip(in_descs, in_shapes)]
+        self.pd = concat_pd(d, self.attr(), None, axis, srcs)
+        return srcs, [self.pd.md("dst_md", dims=out_shapes[0])]
+
+    def bind(self, ins, outs, scratch):
+        args = {f"DNNL_ARG_MULTIPLE_SRC+{i}": m for i, m in enumerate(ins)}
+        args["DNNL_ARG_DST"] = outs[0]
+        return [self.primitive(self.pd, args, scratch)]

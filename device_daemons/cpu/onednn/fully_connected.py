@@ -1,0 +1,41 @@
+"""FullyConnected (Caffe InnerProduct) on oneDNN: the source in whatever layout its
+producer left it (weights are reordered to match once), bias and activations fused."""
+from __future__ import annotations
+
+from .library import DnnlError
+from .op import NativeOp, Unsupported, constant, register
+from .primitives import Desc, inner_product_pd
+
+
+@register("FullyConnected", "InnerProduct")
+class FullyConnectedOp(NativeOp):
+    accepts_post_ops = True
+
+    def create(self, in_descs, in_shapes, out_shapes):
+        k, d = self.kernel, self.d
+        shape = tuple(in_shapes[0])
+        axis = k.axis + len(shape) if k.axis < 0 else k.axis
+        if axis != 1 or not 2 <= len(shape) <= 5:
+            raise Unsupported("FullyConnected other than over axis 1 of a 2-D to 5-D input")
+        self.w_dims = (k.out_size,) + shape[1:]
+        out = (shape[0], k.out_size)
+        bias = Desc.plain(d, (k.out_size,)) if k.bias is not None else None
+        src = in_descs[0] or Desc.plain(d, shape)
+        try:
+            self.pd = inner_product_pd(d, self.attr(), src, Desc.any(d, self.w_dims), bias, Desc.any(d, out))
+        except DnnlError:  # no implementation for this source layout: let it choose one
+            self.pd = inner_product_pd(d, self.attr(), Desc.any(d, shape), Desc.any(d, self.w_dims), bias,
+                                       Desc.any(d, out))
+        if self.pd.implementation.startswith("ref"):
+            raise Unsupported(f"oneDNN has only its reference inner product for {self.layer.name}")
+        return [self.pd.md("src_md", dims=shape)], [self.pd.md("dst_md", dims=out)]
+
+    def bind(self, ins, outs, scratch):
+        k = self.kernel
+        weights = constant(self.d, self.network, self.layer.id, "weights", k.weights,
+                           self.pd.md("weights_md", dims=self.w_dims))
+        args = {"DNNL_ARG_SRC": ins[0], "DNNL_ARG_WEIGHTS": weights, "DNNL_ARG_DST": outs[0]}
+        if k.bias is not None:
+            args["DNNL_ARG_BIAS"] = constant(self.d, self.network, self.layer.id, "biases", k.bias,
+                                             Desc.plain(self.d, (k.out_size,)))
+        return [self.primitive(self.pd, args, scratch)]

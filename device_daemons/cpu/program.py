@@ -1,0 +1,92 @@
+"""What an ExecutionPlan runs: a list of steps over a list of slots, with optional
+per-step timing (`infer -pc`).
+
+A step has `run(slots)`, `name`, `type`, `backend` and `layers` (the IR layers it
+computes: a fused step computes several). `NumpyStep` runs one numpy (or custom)
+kernel; the oneDNN backend adds its own steps (device_daemons/cpu/onednn/compiler.py).
+Slots hold numpy arrays; a step drops the slots whose last reader it is, so numpy
+can reuse their memory.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ir import IRError
+
+from ..contract import PerfRow
+from .kernels import KernelError
+
+
+class NumpyStep:
+    backend = "numpy"
+
+    def __init__(self, step, shapes, free):
+        self.layer = step.layer
+        self.name, self.type = step.layer.name, step.layer.type
+        self.layers = (step.layer,)
+        self.kernel = step.kernel
+        self.in_slots, self.out_slots = step.in_slots, step.out_slots
+        self.out_shapes = tuple(shapes[s] for s in step.out_slots)
+        self.free = tuple(free)
+        if step.is_custom:
+            self.backend = "custom"
+
+    def run(self, slots):
+        try:
+            outs = self.kernel.forward([slots[s] for s in self.in_slots])
+        except IRError:
+            raise
+        except Exception as err:
+            raise KernelError(self.layer, f"forward failed: {type(err).__name__}: {err}") from err
+        if outs is None or len(outs) != len(self.out_slots):
+            raise KernelError(self.layer, f"forward returned {0 if outs is None else len(outs)} outputs for "
+                                          f"{len(self.out_slots)} output ports")
+        for s, out, shape in zip(self.out_slots, outs, self.out_shapes):
+            if type(out) is not np.ndarray or out.dtype != np.float32:
+                out = np.asarray(out, dtype=np.float32)
+            if out.shape != shape:
+                raise KernelError(self.layer, f"forward produced output shape {list(out.shape)} but "
+                                              f"getMemoryShapes said {list(shape)}")
+            slots[s] = out
+        for s in self.free:
+            slots[s] = None
+
+
+class Program:
+    """Steps in order over `n_slots` slots; outputs are (name, slot) pairs."""
+
+    def __init__(self, steps, n_slots, outputs, backend: str, fused=()):
+        self.steps = list(steps)
+        self.n_slots = n_slots
+        self.outputs = list(outputs)
+        self.backend = backend
+        self.fused = list(fused)  # (layer, step name it was fused into)
+
+    def run(self, values, perf: list | None = None) -> dict:
+        """values: [(slot, array)]. With `perf` (a list), appends a PerfRow per step."""
+        slots: list = [None] * self.n_slots
+        for slot, value in values:
+            slots[slot] = value
+        if perf is None:
+            for step in self.steps:
+                step.run(slots)
+        else:
+            clock = time.perf_counter
+            for step in self.steps:
+                start = clock()
+                step.run(slots)
+                perf.append(PerfRow(step.name, step.type, step.backend, "executed", (clock() - start) * 1e3))
+            for layer, into in self.fused:
+                perf.append(PerfRow(layer.name, layer.type, "fused into " + into, "fused", 0.0))
+        self.finish()
+        return {name: slots[s] for name, s in self.outputs}
+
+    def finish(self):
+        """Waits for the native backend's stream (none here)."""
+
+
+def numpy_program(plan) -> Program:
+    steps = [NumpyStep(step, plan.shapes, step.free) for step in plan.steps]
+    return Program(steps, plan._n_slots, plan._outputs, "numpy")

@@ -1,0 +1,321 @@
+"""The oneDNN backend of the CPU plugin (device_daemons/cpu/onednn/): the per-layer
+choice with numpy fallbacks, fused activations, in-place element-wise layers,
+layouts and reorders, weights shared between plans, loading the library, the
+arena. Every case is checked against real pycaffe (tiny nets, random weights)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import pytest
+
+from device_daemons.cpu import ExecutionPlan
+from tests.cpu.cpu_helpers import assert_backend, assert_close, caffe_case
+from tests.support import REPO
+
+
+def conv(name, bottom, top, out, extra="kernel_size: 3 pad: 1"):
+    return (f'layer {{ name: "{name}" type: "Convolution" bottom: "{bottom}" top: "{top}" '
+            f'convolution_param {{ num_output: {out} {extra} }} }}\n')
+
+
+def layer(kind, name, bottoms, top, params=""):
+    b = " ".join(f'bottom: "{x}"' for x in ([bottoms] if isinstance(bottoms, str) else bottoms))
+    return f'layer {{ name: "{name}" type: "{kind}" {b} top: "{top}" {params} }}\n'
+
+
+def perf_rows(plan, inputs):
+    perf = []
+    plan.infer(inputs, perf)
+    return {row.name: row for row in perf}
+
+
+# conv -> relu -> PReLU (numpy only) -> conv -> pool -> concat(pool, Normalize (numpy) of it) -> LRN -> fc
+MIXED = (conv("c1", "data", "c1", 16) + layer("ReLU", "r1", "c1", "c1")
+         + layer("PReLU", "p1", "c1", "p1")
+         + conv("c2", "p1", "c2", 16) + layer("ReLU", "r2", "c2", "c2")
+         + layer("Pooling", "pool", "c2", "pool", "pooling_param { pool: MAX kernel_size: 3 stride: 2 }")
+         + layer("Normalize", "l2", "pool", "l2", "norm_param { across_spatial: false channel_shared: false }")
+         + layer("Concat", "cat", ["pool", "l2"], "cat")
+         + layer("LRN", "lrn", "cat", "lrn", "lrn_param { local_size: 5 alpha: 0.001 beta: 0.75 }")
+         + layer("InnerProduct", "fc", "lrn", "fc", "inner_product_param { num_output: 10 }")
+         + layer("Softmax", "prob", "fc", "prob"))
+
+
+def test_each_layer_runs_on_its_backend_and_the_net_matches_pycaffe(tmp_path):
+    c = caffe_case(tmp_path, MIXED, {"data": (2, 3, 17, 15)}, scale=0.3, extra_outputs=["cat", "fc"])
+    ours, ref = c.run()
+    for key in ("cat", "fc", "prob"):
+        assert_close(ours[key], ref[key], 1e-4, key)
+    numpy_plan = ExecutionPlan(c.network, extra_outputs=["cat", "fc"], backend="numpy")
+    for key, value in numpy_plan.infer(c.inputs).items():
+        assert_close(ours[key], value, 1e-4, "numpy backend " + key)
+
+    plan = ExecutionPlan(c.network, extra_outputs=["cat", "fc"], backend="onednn")
+    assert_backend(plan, "onednn", ("Convolution", "ReLU", "Pooling", "Concat", "Norm", "FullyConnected", "SoftMax"))
+    rows = perf_rows(plan, c.inputs)
+    assert {n: rows[n].backend for n in ("p1", "l2")} == {"p1": "numpy", "l2": "numpy"}
+    assert {n: rows[n].backend for n in ("c1", "c2", "pool", "cat", "lrn", "fc", "prob")} == {
+        n: "onednn" for n in ("c1", "c2", "pool", "cat", "lrn", "fc", "prob")}
+    assert rows["r1"].status == rows["r2"].status == "fused"
+    # reorders where numpy and oneDNN meet: into numpy for PReLU, Normalize and the outputs, back for c2 / concat
+    reorders = sorted(n for n, r in rows.items() if r.type == "Reorder")
+    # (named after the slot: layer.port; c1 writes r1's slot, the ReLU being fused into it)
+    assert reorders == ["cat.2/to_output", "data.0/to_onednn", "fc.3/to_output", "l2.2/to_onednn", "p1.2/to_onednn",
+                        "pool.1/to_numpy", "prob.1/to_output", "r1.1/to_numpy"], reorders
+
+
+def test_activation_fused_only_when_nobody_else_reads_the_convolution(tmp_path):
+    layers = (conv("c1", "data", "c1", 8) + layer("ReLU", "r1", "c1", "r1")
+              + layer("Sigmoid", "s1", "r1", "s1") + conv("c2", "s1", "c2", 4))
+    c = caffe_case(tmp_path, layers, {"data": (1, 5, 9, 9)}, scale=0.5)
+    rows = perf_rows(c.plan, c.inputs)
+    assert rows["r1"].status == rows["s1"].status == "fused" and rows["r1"].backend == "fused into c1"
+    ours, ref = c.run()
+    assert_close(ours["c2"], ref["c2"], 1e-4, "c2")
+    # the pre-activation output is also read (as a network output): nothing is fused
+    (tmp_path / "x").mkdir()
+    c = caffe_case(tmp_path / "x", layers, {"data": (1, 5, 9, 9)}, scale=0.5, extra_outputs=["c1", "r1"])
+    rows = perf_rows(c.plan, c.inputs)
+    assert rows["r1"].status == rows["s1"].status == "executed"
+    ours, ref = c.run()
+    for key in ("c1", "r1", "c2"):
+        assert_close(ours[key], ref[key], 1e-4, key)
+
+
+def test_in_place_activation_never_overwrites_a_tensor_read_later(tmp_path):
+    """pool -> ReLU and pool -> conv: the ReLU (standalone, not after a convolution)
+    may run in place only when its input has no other reader; here it has one.
+    Element-wise layers whose first input has no other reader do run in place."""
+    layers = (conv("c0", "data", "c0", 8)
+              + layer("Pooling", "pool", "c0", "pool", "pooling_param { pool: AVE kernel_size: 2 stride: 2 }")
+              + layer("ReLU", "r", "pool", "r") + conv("c1", "pool", "c1", 8)
+              + layer("Eltwise", "sum", ["r", "c1"], "sum", "eltwise_param { operation: SUM coeff: 0.5 coeff: 2 }")
+              + layer("ReLU", "r2", "sum", "r2") + layer("Eltwise", "mx", ["r2", "c1"], "mx",
+                                                          "eltwise_param { operation: MAX }")
+              + layer("Pooling", "p2", "mx", "p2", "pooling_param { pool: MAX kernel_size: 2 stride: 1 }")
+              + layer("TanH", "t2", "p2", "t2") + conv("c2", "t2", "c2", 4))
+    c = caffe_case(tmp_path, layers, {"data": (2, 8, 10, 10)}, scale=0.5, extra_outputs=["sum"])
+    assert_backend(c.plan, "onednn", ("Convolution", "Pooling", "ReLU", "Eltwise", "Activation"))
+    # in place: sum over r, mx over r2, t2 over p2 (each its input's only reader); never r over pool
+    assert c.plan.program.inplace == ["sum", "mx", "t2"]
+    ours, ref = c.run()
+    for key in ("sum", "c2"):
+        assert_close(ours[key], ref[key], 1e-4, key)
+
+
+def test_average_pooling_that_ceil_pads_past_the_declared_padding_stays_on_numpy(tmp_path):
+    params = "pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 }"
+    layers = conv("c", "data", "c", 4) + layer("Pooling", "p", "c", "p", params) + conv("c2", "p", "c2", 4)
+    c = caffe_case(tmp_path, layers, {"data": (1, 3, 10, 7)})
+    assert "p" in c.plan.program.fallbacks and "ceil" in c.plan.program.fallbacks["p"]
+    rows = perf_rows(c.plan, c.inputs)
+    assert (rows["c"].backend, rows["p"].backend, rows["c2"].backend) == ("onednn", "numpy", "onednn")
+    ours, ref = c.run()
+    assert_close(ours["c2"], ref["c2"], 1e-4, "c2")
+
+
+@pytest.mark.parametrize("region", ["ACROSS_CHANNELS", "WITHIN_CHANNEL"])
+def test_lrn_regions_match_pycaffe(tmp_path, region):
+    layers = conv("c", "data", "c", 16) + layer(
+        "LRN", "n", "c", "n", f"lrn_param {{ local_size: 3 alpha: 0.3 beta: 0.75 k: 2 norm_region: {region} }}")
+    c = caffe_case(tmp_path, layers, {"data": (2, 4, 7, 9)})
+    assert_backend(c.plan, "onednn", ("Norm",))
+    ours, ref = c.run()
+    assert_close(ours["n"], ref["n"], 1e-4, region)
+
+
+def test_batch_reshape_makes_new_primitives(tmp_path):
+    c = caffe_case(tmp_path, MIXED, {"data": (1, 3, 17, 15)}, scale=0.3)
+    program = c.plan.program
+    c.plan.reshape({"data": (3, 3, 17, 15)})
+    assert c.plan.program is not program
+    assert_backend(c.plan, "onednn", ("Convolution", "Pooling", "FullyConnected"))
+    x = np.random.default_rng(4).standard_normal((3, 3, 17, 15)).astype(np.float32)
+    c.net.blobs["data"].reshape(3, 3, 17, 15)
+    c.net.reshape()
+    ours, ref = c.run({"data": x})
+    assert_close(ours["prob"], ref["prob"], 1e-4, "batch 3")
+
+
+def test_plans_of_one_network_share_weights_and_run_in_parallel(tmp_path):
+    from device_daemons.cpu.onednn import op
+    c = caffe_case(tmp_path, MIXED, {"data": (1, 3, 17, 15)}, scale=0.3)
+    plans = [ExecutionPlan(c.network, backend="onednn") for _ in range(3)]
+    constants = op._CONSTANTS[id(c.network)]  # weights and biases of c1, c2 and fc: one layout each, made once
+    assert len(constants) == 6 and all(len(layouts) == 1 for layouts in constants.values())
+    xs = [np.random.default_rng(i).standard_normal((1, 3, 17, 15)).astype(np.float32) for i in range(6)]
+    want = [c.run({"data": x})[1]["prob"] for x in xs]
+    errors = []
+
+    def work(plan):
+        try:
+            for _ in range(5):
+                for x, ref in zip(xs, want):
+                    # as the daemon's plan pool says when requests run side by side
+                    assert_close(plan.infer({"data": x}, concurrent=len(plans))["prob"], ref, 1e-4, "threaded")
+        except AssertionError as err:
+            errors.append(err)
+    threads = [threading.Thread(target=work, args=(p,)) for p in plans]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    threads = max(1, os.cpu_count() // len(plans))
+    for plan in plans:  # a program made once for that many OpenMP threads, the default one kept
+        assert list(plan._shared_programs) == [threads] and plan._shared_programs[threads].threads == threads
+        assert plan.program.threads is None
+    assert all(len(layouts) == 1 for layouts in constants.values())
+
+
+def _run_python(code, **env):
+    """`code` in a fresh interpreter; env values of None remove that variable."""
+    full = dict(os.environ, PYTHONPATH=REPO, **env)
+    full = {k: v for k, v in full.items() if v is not None}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=full,
+                          cwd=REPO, timeout=120)
+
+
+PLAN_OF_TINY_IR = """
+    import numpy as np
+    from ir import Edge, Layer, Network, Port
+    from device_daemons.cpu import ExecutionPlan
+    shape = (1, 8, 6, 6)
+    net = Network("t", [Layer(0, "data", "Input", outputs=[Port(0, shape)]),
+                        Layer(1, "relu", "ReLU", inputs=[Port(0, shape)], outputs=[Port(1, shape)])],
+                  [Edge(0, 0, 1, 0)])
+    plan = ExecutionPlan(net)
+    x = np.linspace(-1, 1, 288, dtype=np.float32).reshape(shape)
+    assert np.array_equal(plan.infer({"data": x})["relu"], np.maximum(x, 0))
+    print(plan.program.backend, plan.warnings)
+"""
+
+
+def test_backend_choice_and_a_missing_library():
+    proc = _run_python(PLAN_OF_TINY_IR, MO_CORE_CPU_BACKEND="onednn")
+    assert proc.returncode == 0 and proc.stdout.startswith("onednn []"), proc.stderr
+    proc = _run_python(PLAN_OF_TINY_IR, MO_CORE_CPU_BACKEND="fast")
+    assert "MO_CORE_CPU_BACKEND='fast' is not a CPU backend; use one of auto, onednn, numpy" in proc.stderr
+    missing = {"MO_CORE_DNNL_LIB": "/nonexistent/libdnnl.so.3"}
+    proc = _run_python(PLAN_OF_TINY_IR, MO_CORE_CPU_BACKEND="onednn", **missing)
+    assert proc.returncode != 0
+    assert "the oneDNN CPU backend cannot run here: MO_CORE_DNNL_LIB=/nonexistent/libdnnl.so.3 does not exist" \
+        in proc.stderr and "MO_CORE_CPU_BACKEND=numpy" in proc.stderr
+    proc = _run_python(PLAN_OF_TINY_IR, MO_CORE_CPU_BACKEND="auto", **missing)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("numpy ['oneDNN is not available (MO_CORE_DNNL_LIB="), proc.stdout
+
+
+def test_openmp_threads_sleep_at_barriers_unless_told_otherwise():
+    env = {"MO_CORE_CPU_BACKEND": "onednn", "OMP_DISPLAY_ENV": "VERBOSE"}
+    proc = _run_python(PLAN_OF_TINY_IR, OMP_WAIT_POLICY=None, GOMP_SPINCOUNT=None, **env)
+    # (libgomp shows PASSIVE when nothing is set too; the spin count tells them apart)
+    assert proc.returncode == 0 and "GOMP_SPINCOUNT = '0'" in proc.stderr, proc.stderr
+    proc = _run_python(PLAN_OF_TINY_IR, OMP_WAIT_POLICY="active", **env)
+    assert proc.returncode == 0 and "OMP_WAIT_POLICY = 'ACTIVE'" in proc.stderr, proc.stderr
+
+
+def test_declarations_are_generated_once_then_read_from_the_cache(tmp_path):
+    home = str(tmp_path / "home")
+    proc = _run_python(PLAN_OF_TINY_IR, MO_CORE_HOME=home, MO_CORE_CPU_BACKEND="onednn")
+    assert proc.returncode == 0, proc.stderr
+    (digest,) = os.listdir(os.path.join(home, "onednn"))
+    cache = os.path.join(home, "onednn", digest)
+    assert sorted(os.listdir(cache)) == ["dnnl_args.txt", "dnnl_cdef.h"]
+    with open(os.path.join(cache, "dnnl_args.txt")) as f:
+        args = dict(line.split() for line in f)
+    assert (args["DNNL_ARG_SRC"], args["DNNL_ARG_DST"], args["DNNL_ARG_WEIGHTS"]) == ("1", "17", "33")
+    # no compiler on the PATH now: the cached declarations are enough
+    proc = _run_python(PLAN_OF_TINY_IR, MO_CORE_HOME=home, MO_CORE_CPU_BACKEND="onednn", PATH="/nonexistent",
+                       CC="/nonexistent/gcc")
+    assert proc.returncode == 0 and proc.stdout.startswith("onednn"), proc.stderr
+    proc = _run_python(PLAN_OF_TINY_IR, MO_CORE_HOME=str(tmp_path / "other"), MO_CORE_CPU_BACKEND="onednn",
+                       PATH="/nonexistent", CC="/nonexistent/gcc")
+    assert "a C preprocessor (gcc) is needed once to read oneDNN's headers" in proc.stderr
+
+
+def test_arena_never_overlaps_tensors_alive_at_the_same_step():
+    from device_daemons.cpu.onednn.arena import ALIGN, place
+
+    class T:
+        def __init__(self, size, first, last):
+            self.size, self.first, self.last, self.offset = size, first, last, None
+    rng = np.random.default_rng(0)
+    tensors = []
+    for _ in range(300):
+        first = int(rng.integers(0, 100))
+        tensors.append(T(int(rng.integers(1, 5000)) * 4, first, first + int(rng.integers(0, 10))))
+    total = place(tensors)
+    for t in tensors:
+        assert t.offset % ALIGN == 0 and t.offset + t.size <= total
+    for i, a in enumerate(tensors):
+        for b in tensors[i + 1:]:
+            if a.first <= b.last and b.first <= a.last:
+                assert a.offset + a.size <= b.offset or b.offset + b.size <= a.offset
+    peak = max(sum(t.size for t in tensors if t.first <= step <= t.last) for step in range(110))
+    assert peak <= total < sum(t.size for t in tensors) / 3
+
+
+def _mapping_rss_kb(address: int) -> int:
+    """Resident kB of the mapping of this process that contains `address` (/proc/self/smaps)."""
+    with open("/proc/self/smaps") as f:
+        inside = False
+        for line in f:
+            head = line.split()[0]
+            if "-" in head and ":" not in head:
+                lo, hi = (int(v, 16) for v in head.split("-"))
+                inside = lo <= address < hi
+            elif inside and line.startswith("Rss:"):
+                return int(line.split()[1])
+    raise AssertionError("no mapping holds that address")
+
+
+def test_weights_copied_into_onednn_leave_the_resident_memory(tmp_path):
+    """The IR's .bin is memory-mapped; once a primitive has its weights in its own
+    layout, the mapped pages are dropped from the process (read again from the file
+    if a numpy kernel needs them)."""
+    import mmap
+    from device_daemons.cpu.onednn.op import _release_mapped
+    path = tmp_path / "w.bin"
+    values = np.random.default_rng(0).standard_normal(300_000).astype(np.float32)
+    values.tofile(path)
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    weights = np.frombuffer(mapped, np.float32)[1000:].reshape(-1, 100)  # a view, as the IR reader's blobs
+    assert float(weights.sum()) != 0.0  # touch every page
+    address = weights.ctypes.data
+    assert _mapping_rss_kb(address) >= 1100
+    _release_mapped(weights)
+    assert _mapping_rss_kb(address) <= 8  # at most the two partial pages at the ends
+    np.testing.assert_array_equal(weights.ravel(), values[1000:])  # read back from the file
+
+
+# residual blocks: a projection shortcut (both branches convolutions) and an identity
+# shortcut (the block's input, read by the branch's first convolution too)
+RESIDUAL = (conv("c0", "data", "c0", 16) + layer("ReLU", "r0", "c0", "c0")
+            + conv("a1", "c0", "a1", 16) + layer("ReLU", "ra1", "a1", "a1") + conv("a2", "a1", "a2", 16)
+            + layer("Eltwise", "sum1", ["c0", "a2"], "sum1") + layer("ReLU", "rs1", "sum1", "sum1")
+            + conv("b1", "sum1", "b1", 8, "kernel_size: 1") + conv("p", "sum1", "p", 8, "kernel_size: 1")
+            + layer("Eltwise", "sum2", ["p", "b1"], "sum2", "eltwise_param { operation: SUM coeff: 1 coeff: 1 }")
+            + layer("Eltwise", "sum3", ["sum2", "p"], "sum3", "eltwise_param { operation: SUM coeff: 0.5 coeff: 1 }")
+            + conv("out", "sum3", "out", 4))
+
+
+def test_residual_sums_are_fused_into_the_convolution_when_safe(tmp_path):
+    c = caffe_case(tmp_path, RESIDUAL, {"data": (2, 8, 9, 7)}, scale=0.3)
+    assert_backend(c.plan, "onednn", ("Convolution", "ReLU", "Eltwise"))
+    rows = perf_rows(c.plan, c.inputs)
+    # sum1: a2 adds into c0 (c0's other reader a1 ran before); its ReLU follows as a post-op
+    assert (rows["sum1"].backend, rows["rs1"].backend) == ("fused into a2", "fused into a2")
+    # sum2: p does not exist yet when b1 runs, and p has a second reader (sum3): a sum
+    # primitive of its own
+    assert rows["sum2"].status == "executed" and rows["sum2"].backend == "onednn"
+    ours, ref = c.run()
+    assert_close(ours["out"], ref["out"], 1e-4, "out")
+    numpy_out = ExecutionPlan(c.network, backend="numpy").infer(c.inputs)["out"]
+    assert_close(ours["out"], numpy_out, 1e-4, "numpy backend")

@@ -1,0 +1,125 @@
+"""Per-layer performance counts of the CPU daemon (real daemon processes): the IECore
+API (PERF_COUNT config, get_perf_counts) and `infer -pc` / `benchmark -pc`."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from device_daemons.client import IECore
+from tests.daemon.conftest import assert_close, run_mo
+
+# tiny: conv1 -> relu1 -> pool1 -> fc1 -> prob (tests/daemon/conftest.py)
+TINY_TYPES = {"conv1": "Convolution", "relu1": "ReLU", "pool1": "Pooling", "fc1": "FullyConnected",
+              "prob": "SoftMax"}
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", ["onednn", "numpy"])
+def test_get_perf_counts_names_each_layer_and_its_backend(tiny, fresh_runtime, monkeypatch, backend):
+    monkeypatch.setenv("MO_CORE_CPU_BACKEND", backend)  # the daemon this test starts inherits it
+    with IECore(policy="auto", timeout=60) as core:
+        net = core.load_network(core.read_network(tiny.xml), "CPU", config={"PERF_COUNT": "YES"})
+        request = net.requests[0]
+        x = tiny.input(3)
+        assert_close(request.infer({"data": x})["prob"], tiny.reference(x))
+        counts = request.get_perf_counts()
+        layers = {name: c for name, c in counts.items() if name in TINY_TYPES}
+        assert {n: c["layer_type"] for n, c in layers.items()} == TINY_TYPES
+        if backend == "numpy":
+            assert {c["exec_type"] for c in counts.values()} == {"numpy"}
+            assert all(c["status"] == "EXECUTED" for c in counts.values())
+        else:
+            # the ReLU runs inside the convolution; the network's edges are reorders
+            assert layers["relu1"]["status"] == "NOT_RUN"
+            assert layers["relu1"]["exec_type"] == "fused into conv1"
+            assert {layers[n]["exec_type"] for n in ("conv1", "pool1", "fc1", "prob")} == {"onednn"}
+            reorders = [c for c in counts.values() if c["layer_type"] == "Reorder"]
+            assert reorders and all(c["exec_type"] == "onednn" for c in reorders)
+        executed = [c for c in counts.values() if c["status"] == "EXECUTED"]
+        assert all(c["real_time"] > 0 for c in executed)
+        assert sorted(c["execution_index"] for c in counts.values()) == list(range(len(counts)))
+
+        plain = core.load_network(core.read_network(tiny.xml), "CPU")
+        plain.infer({"data": x})
+        with pytest.raises(Exception, match="PERF_COUNT"):
+            plain.requests[0].get_perf_counts()
+        with pytest.raises(Exception, match="PERF_COUNT must be YES or NO"):
+            core.load_network(core.read_network(tiny.xml), "CPU", config={"PERF_COUNT": "maybe"})
+
+
+def _rows(stdout: str) -> dict[str, list[str]]:
+    """The per-layer table of -pc output: {layer name: [status, type, exec type, ms]}."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Performance counts"))
+    rows = {}
+    for line in lines[start + 2:]:
+        if line.startswith("Total time"):
+            break
+        parts = re.split(r"\s{2,}", line.strip())
+        rows[parts[0]] = parts[1:]
+    return rows
+
+
+@pytest.mark.timeout(180)
+def test_infer_and_benchmark_pc_print_the_layers(tiny, tmp_path):
+    proc = run_mo("infer", "-m", tiny.xml, "-pc")
+    assert proc.returncode == 0, proc.stderr
+    rows = _rows(proc.stdout)
+    assert rows["conv1"][:3] == ["EXECUTED", "Convolution", "onednn"]
+    assert rows["relu1"][:3] == ["NOT_RUN", "ReLU", "fused into conv1"]
+    assert rows["fc1"][:3] == ["EXECUTED", "FullyConnected", "onednn"]
+    total = float(re.search(r"Total time: ([0-9.]+) ms", proc.stdout).group(1))
+    assert total == pytest.approx(sum(float(r[3]) for r in rows.values() if r[0] == "EXECUTED"), abs=0.01)
+    assert re.search(r"^Convolution\s+onednn\s+1\s+[0-9.]+\s+[0-9.]+$", proc.stdout, re.M)
+
+    proc = run_mo("benchmark", "-m", tiny.xml, "-niter", "6", "-nireq", "2", "-pc")
+    assert proc.returncode == 0, proc.stderr
+    assert "Performance counts, median of 6 requests" in proc.stdout
+    rows = _rows(proc.stdout)
+    assert rows["pool1"][:3] == ["EXECUTED", "Pooling", "onednn"]
+    assert rows["relu1"][:3] == ["NOT_RUN", "ReLU", "fused into conv1"]
+
+
+@pytest.mark.timeout(120)
+def test_the_perf_flag_of_the_infer_verb(tiny, fresh_runtime):
+    """The contract's `perf`: rows on request only; a flag that is not a bool is an
+    input error."""
+    from core.microkernel import Client, RemoteError
+    from device_daemons import contract
+    from device_daemons import daemon as lifecycle
+    launch = lifecycle.launch("CPU", threads=2)
+    client = Client(launch.record["endpoint"], timeout=30)
+    try:
+        handle = client.call("load_network", {"xml": tiny.xml})[0]["handle"]
+        x = tiny.input(4)
+        plain, _ = client.call("infer", contract.infer_request(handle, inputs={"data": x}))
+        assert "perf" not in plain
+        result, _ = client.call("infer", contract.infer_request(handle, inputs={"data": x}, perf=True))
+        assert_close(result["outputs"]["prob"], tiny.reference(x))
+        rows = contract.check_perf(result)
+        assert {r["name"] for r in rows} >= set(TINY_TYPES)
+        assert {r["status"] for r in rows} <= set(contract.PERF_STATUSES)
+        with pytest.raises(RemoteError) as err:
+            client.call("infer", {"handle": handle, "inputs": {"data": x}, "perf": 1})
+        assert err.value.kind == "input" and "'perf' must be true or false" in err.value.message
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("rows, problem", [
+    ("rows", "must be a list"),
+    ([{"name": "a", "type": "ReLU", "backend": "numpy", "status": "executed"}], "ms None"),
+    ([{"name": "a", "type": "ReLU", "backend": "numpy", "status": "done", "ms": 1.0}], "status 'done'"),
+    ([{"name": "a", "type": "ReLU", "backend": "numpy", "status": "executed", "ms": -1.0}], "ms -1.0"),
+    ([{"name": "a", "type": "ReLU", "backend": "numpy", "status": "executed", "ms": float("nan")}], "ms nan"),
+    ([{"name": 5, "type": "ReLU", "backend": "numpy", "status": "executed", "ms": 1.0}], "a 'perf' row must be"),
+    (["row"], "a 'perf' row must be"),
+])
+def test_malformed_perf_rows_break_the_contract(rows, problem):
+    """Unit test beside the real daemon's rows above: what check_perf refuses."""
+    from core.microkernel import ProtocolError
+    from device_daemons import contract
+    with pytest.raises(ProtocolError, match=re.escape(problem)):
+        contract.check_perf({"perf": rows})
+    assert contract.check_perf({}) is None
