@@ -7,7 +7,7 @@ daemon's TF worker), every engine in the same run, on graphs built by TensorFlow
    - TensorFlow alone (the frozen graph, a Session callable, in its own process)
    - the block offloaded (--tensorflow_subgraph_patterns "block/.*": one
      TFCustomSubgraphCall) on the CPU daemon
-   - the same block converted natively (numpy kernels) on the CPU daemon
+   - the same block converted natively on the CPU daemon (its kernels: oneDNN or numpy)
 2. the per-call overhead of an offloaded layer on a 1x56x56x64 tensor: an IR
    holding only Input -> TFCustomSubgraphCall(Erf) on the daemon, minus the
    daemon's own round trip for the same tensors (Input -> ReLU on 1x64x56x56),
@@ -196,7 +196,7 @@ def run(models, work, args):
     tf_ms = ms("tf_block")[0]
     for key, label in (("tf_block", "TensorFlow alone (Session callable)"),
                        ("offloaded", "CPU daemon, block offloaded to TensorFlow"),
-                       ("native", "CPU daemon, block converted (numpy kernels)")):
+                       ("native", "CPU daemon, block converted (its own kernels)")):
         value, spread = ms(key)
         print("{:<48}{:>10.3f}{:>10.3f}{:>11.2f}x".format(label, value, spread, value / tf_ms))
     print()
