@@ -265,8 +265,13 @@ def test_cpu_device_imports_neither_the_converter_nor_a_framework():
     import json
     import subprocess
     import sys
+    """The CPU device loads no converter module and no framework; the process machinery
+    (core.microkernel) and the worker contracts (core.services) are what its
+    TFCustomSubgraphCall kernel talks to a TF worker with."""
     script = ("import sys, json, device_daemons.cpu\n"
-              "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('core', 'caffe', 'cv2'))))\n")
+              "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+              "('core', 'caffe', 'cv2', 'tensorflow', 'pyopencl') and m != 'core' "
+              "and not m.startswith(('core.microkernel', 'core.services')))))\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
     assert proc.returncode == 0, proc.stderr
