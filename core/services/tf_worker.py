@@ -125,6 +125,7 @@ MAX_PATH = 4096
 MAX_SUBGRAPHS = 64
 MAX_GRAPH_BYTES = 1 << 30          # the protocol's message limit bounds it too
 MAX_SHARED_BYTES = 1 << 31         # a shared buffer (run_subgraph with shm); larger tensors go as frames
+MAX_MAPPED_BYTES = 1 << 31         # the worker keeps at most this much of its parent's buffers mapped
 DEFAULT_VALUE_ELEMENTS = 1 << 16
 _TENSOR_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*(:\d+)?$")
 _ID_RE = re.compile(r"^[0-9a-f]{16,128}$")

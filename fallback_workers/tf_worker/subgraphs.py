@@ -215,7 +215,10 @@ class Subgraphs:
             raise RemoteError(contract.SHM, "cannot map the shared buffer: {}".format(exc)) from None
         with self._lock:
             self._buffers[name] = mm
-            while len(self._buffers) > contract.MAX_SUBGRAPHS:
+            # buffers the parent dropped stay mapped until evicted: past these bounds the least recently used go
+            # (one still in use is mapped again on its next request)
+            while len(self._buffers) > 1 and (len(self._buffers) > contract.MAX_SUBGRAPHS or sum(
+                    len(m) for m in self._buffers.values()) > contract.MAX_MAPPED_BYTES):
                 self._buffers.popitem(last=False)
         return mm
 

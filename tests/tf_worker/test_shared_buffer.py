@@ -133,3 +133,23 @@ def test_a_foreign_or_forged_buffer_is_refused(erf_worker, tmp_path):
         buf.close()
         os.close(plain)
         os.close(unsealed)
+
+
+def test_the_worker_keeps_a_bounded_number_of_buffers_mapped(erf_worker):
+    """Buffers the parent dropped do not pile up in the worker: at most MAX_SUBGRAPHS stay mapped,
+    and the least recently used one is mapped again when it comes back."""
+    worker, graph_id, x = erf_worker
+    (offset,), out = shared_buffer.place([x.shape])
+    buffers = [SharedBuffer(out + 4 * x.size) for _ in range(contract.MAX_SUBGRAPHS + 3)]
+    try:
+        for buf in buffers + buffers[:1]:
+            np.copyto(buf.view(offset, x.shape), x)
+            result, _ = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out)
+            (placed,) = contract.check_placed(result, 1, buf.size)
+            assert np.isfinite(buf.view(*placed)).all()
+        mapped = {line.split("/memfd:")[1].split()[0] for line in worker_maps(worker.pid).splitlines()
+                  if "/memfd:" + shared_buffer.PREFIX in line}
+        assert len(mapped) <= contract.MAX_SUBGRAPHS and buffers[0].name in mapped, len(mapped)
+    finally:
+        for buf in buffers:
+            buf.close()
