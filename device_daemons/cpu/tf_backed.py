@@ -73,8 +73,10 @@ class TFWorkerPool:
 
     def _call(self, op, args, arrays, direct: bool = False):
         worker = self._get()
-        # runs go on the calling thread (no hand-off to the client's I/O thread), polling a little for the reply
-        result = worker.call(op, args, arrays, timeout=self.timeout(), direct=direct, spin=SPIN_S if direct else 0.0)
+        # runs go on the calling thread (no hand-off to the client's I/O thread), polling a little for the reply,
+        # to the worker's fast lane (no hand-off to a pool thread there either)
+        result = worker.call(op, args, arrays, timeout=self.timeout(), direct=direct, spin=SPIN_S if direct else 0.0,
+                             lane="fast" if direct else "main")
         with self._lock:
             if worker.pid != self._pid:  # a new incarnation knows no sub-graph yet
                 self._pid = worker.pid
