@@ -133,20 +133,23 @@ def _array_meta(arr: np.ndarray, limits: Limits, where: str) -> tuple[np.ndarray
     return arr, {"dtype": dt.str, "shape": list(arr.shape)}
 
 
-def _externalize(value: Any, arrays: list, where: str, depth: int, limits: Limits,
+def _externalize(value: Any, arrays: list, where: Any, depth: int, limits: Limits,
                  index: dict) -> Any:
     """Copy of `value` with numpy arrays moved into `arrays` and replaced by refs.
     `index` maps id(array) -> position, so an array object that is passed
-    positionally and also referenced (or referenced twice) is sent only once."""
+    positionally and also referenced (or referenced twice) is sent only once.
+    `where` as in _resolve (text only for a report: every request is encoded by it)."""
+    if type(value) in _SCALARS:
+        return value
     if depth > limits.max_depth:
-        raise ProtocolError(f"{where}: nesting deeper than {limits.max_depth}")
+        raise ProtocolError(f"{_where(where)}: nesting deeper than {limits.max_depth}")
     if isinstance(value, np.ndarray):
         pos = index.get(id(value))
         if pos is None:
             pos = index[id(value)] = len(arrays)
             arrays.append(value)  # keeps the object alive, so its id stays unique
         return {ARRAY_REF: pos}
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+    if isinstance(value, (bool, int, float, str, bytes)):  # subclasses
         return value
     if isinstance(value, np.generic):  # numpy scalars travel as plain msgpack values
         return _externalize(value.item(), arrays, where, depth, limits, index)
@@ -154,30 +157,30 @@ def _externalize(value: Any, arrays: list, where: str, depth: int, limits: Limit
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise ProtocolError(f"{where}: map keys must be str, got {type(k).__name__}")
-            out[k] = _externalize(v, arrays, _path(where, k), depth + 1, limits, index)
+                raise ProtocolError(f"{_where(where)}: map keys must be str, got {type(k).__name__}")
+            out[k] = _externalize(v, arrays, (where, k), depth + 1, limits, index)
         return out
     if isinstance(value, (list, tuple)):
-        return [_externalize(v, arrays, _path(where, i), depth + 1, limits, index)
+        return [_externalize(v, arrays, (where, i), depth + 1, limits, index)
                 for i, v in enumerate(value)]
-    raise ProtocolError(f"{where}: values of type {type(value).__name__} cannot be sent")
+    raise ProtocolError(f"{_where(where)}: values of type {type(value).__name__} cannot be sent")
 
 
-def _check_refs(value: Any, n_arrays: int, where: str) -> None:
+def _check_refs(value: Any, n_arrays: int, where: Any) -> None:
     """Explicit {"$array": i} references written by the caller must be in range."""
     if isinstance(value, dict):
         if ARRAY_REF in value:
             idx = value[ARRAY_REF]
             if len(value) != 1 or isinstance(idx, bool) or not isinstance(idx, int) \
                     or not 0 <= idx < n_arrays:
-                raise ProtocolError(f"{where}: bad array reference {value!r} "
+                raise ProtocolError(f"{_where(where)}: bad array reference {value!r} "
                                     f"({n_arrays} arrays in the message)")
             return
         for k, v in value.items():
-            _check_refs(v, n_arrays, _path(where, k))
+            _check_refs(v, n_arrays, (where, k))
     elif isinstance(value, list):
         for i, v in enumerate(value):
-            _check_refs(v, n_arrays, _path(where, i))
+            _check_refs(v, n_arrays, (where, i))
 
 
 def _encode(header: dict, body_key: str, body: dict | None, arrays: Sequence | None,

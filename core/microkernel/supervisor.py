@@ -39,17 +39,33 @@ __all__ = ["WorkerProcess"]
 
 
 class _Instance:
-    """One running incarnation of a worker: process and client."""
+    """One running incarnation of a worker: process and clients (its main socket's and
+    one per other lane its hello reply names)."""
 
     def __init__(self, proc: Launched, client: Client):
         self.proc = proc
         self.client = client
+        self.lanes: dict[str, Client] = {}
         self.endpoint = proc.endpoint
         self.failure: str | None = None  # why it is considered dead
 
+    def open_lanes(self, info: dict, timeout: float, key: bytes | None) -> None:
+        lanes = info.get("lanes")
+        for lane, endpoint in (lanes.items() if isinstance(lanes, dict) else ()):
+            if isinstance(lane, str) and isinstance(endpoint, str):
+                self.lanes[lane] = Client(endpoint, timeout=timeout, key=key)
+
+    def client_for(self, lane: str) -> Client:
+        return self.lanes.get(lane, self.client)
+
+    def close_clients(self) -> None:
+        self.client.close()
+        for client in self.lanes.values():
+            client.close()
+
     def cleanup(self) -> None:
         """Kill (if needed) and reap the process; remove its socket, drop its log."""
-        self.client.close()
+        self.close_clients()
         self.proc.cleanup()
 
 
@@ -163,8 +179,14 @@ class WorkerProcess:
         self._started_once = True
         try:
             self.service_info = handshake(inst.client, proc, self.startup_timeout)
+            inst.open_lanes(self.service_info, self.request_timeout, self._key)
         except StartFailure as exc:
             raise self._start_failed(inst, exc) from None
+        except MicrokernelError as exc:  # a lane endpoint this side refuses (check_endpoint)
+            inst.failure = f"bad handshake: {exc}"
+            self._last_failure = inst.failure
+            inst.cleanup()
+            raise WorkerError(f"worker '{self.name}' failed the handshake: {exc}") from None
 
     def _start_failed(self, inst: _Instance, exc: StartFailure) -> MicrokernelError:
         if exc.reason == "exited":
@@ -188,14 +210,14 @@ class WorkerProcess:
             msg += f"; its last stderr lines:\n{tail}"
         else:
             msg += " (it wrote nothing to stderr)"
-        inst.client.close()
+        inst.close_clients()
         return WorkerError(msg, exit_status=status, stderr_tail=tail)
 
     def _hung(self, inst: _Instance, op: str, timeout: float, what: str) -> MicrokernelTimeout:
         """Kill a worker that did not answer in time and build the error."""
         inst.failure = f"{what} within {timeout:g} s"
         self._last_failure = inst.failure
-        inst.client.close()
+        inst.close_clients()
         inst.proc.terminate(0.5)
         tail = inst.proc.log_tail(10)
         msg = (f"worker '{self.name}' (pid {inst.proc.pid}) {what} within {timeout:g} s "
@@ -227,18 +249,23 @@ class WorkerProcess:
 
     def call(self, op: str, args: dict | None = None,
              arrays: Sequence[np.ndarray] | None = None,
-             timeout: float | None = None, *, direct: bool = False, spin: float = 0.0) -> tuple[dict, list]:
+             timeout: float | None = None, *, direct: bool = False, spin: float = 0.0,
+             lane: str = "main") -> tuple[dict, list]:
         """Call a verb of the worker: (result, arrays). Raises RemoteError for an
         error reply, WorkerError when the worker dies (or cannot be restarted),
         MicrokernelTimeout when it hangs (it is killed; the next call restarts it).
         direct=True sends and receives on the calling thread (Client.call's
-        direct mode, polling `spin` s first): for short requests in a loop."""
+        direct mode, polling `spin` s first): for short requests in a loop.
+        lane: one of the worker's lanes (Server.handle's lane="fast": one thread
+        receives, computes and replies); a worker without it is called on its main
+        socket."""
         inst = self._running_instance()
         t = self.request_timeout if timeout is None else timeout
+        client = inst.client_for(lane)
         try:
             if direct:
-                return inst.client.call(op, args, arrays, t, watch=_FailureAware(inst), direct=True, spin=spin)
-            pending = inst.client.call_async(op, args, arrays)
+                return client.call(op, args, arrays, t, watch=_FailureAware(inst), direct=True, spin=spin)
+            pending = client.call_async(op, args, arrays)
         except (ServiceGone, MicrokernelTimeout) as exc:
             raise self._failed_call(inst, op, t, exc) from None
         except MicrokernelError:

@@ -81,7 +81,16 @@ def setup(server: Server, opts) -> None:
     for fn in (echo, add, sleep, crash, write_stderr, raise_user_error, raise_internal, raise_base, say,
                whoami):
         server.handle(fn.__name__, fn)
+    server.handle("lane", lambda args, arrays: {"lane": "main"})
+    if opts.fast:  # a fast lane (a socket of its own) with the same verbs, 'lane' saying which served it
+        for fn in (echo, sleep, crash):
+            server.handle(fn.__name__, fn, lane="fast")
+        server.handle("lane", lambda args, arrays: {"lane": "fast"}, lane="fast")
+
+
+def _add_arguments(parser):
+    parser.add_argument("--fast", action="store_true", help="serve some verbs on a fast lane too")
 
 
 if __name__ == "__main__":
-    sys.exit(serve_main(sys.argv[1:], "echo", setup))
+    sys.exit(serve_main(sys.argv[1:], "echo", setup, add_arguments=_add_arguments))

@@ -240,3 +240,24 @@ def test_worker_under_another_interpreter(tmp_path):
         assert info["sys_path"][:1] != [""]  # -m from the launcher's PYTHONPATH, not the cwd
     with pytest.raises(WorkerError, match="does not exist or is not executable"):
         WorkerProcess(ECHO, name="none", interpreter=str(tmp_path / "no-python")).start()
+
+
+@pytest.mark.timeout(60)
+def test_calls_on_a_lane_of_the_worker_are_supervised_like_the_main_socket():
+    """lane="fast": the worker's fast lane (its hello names it), with or without direct; a worker
+    without that lane is called on its main socket; a death on the lane is reported and restarted."""
+    with WorkerProcess(ECHO, name="echo", args=["--fast"], request_timeout=20) as w:
+        assert w.call("lane")[0] == {"lane": "main"}
+        assert w.call("lane", lane="fast")[0] == {"lane": "fast"}
+        assert w.call("lane", lane="fast", direct=True)[0] == {"lane": "fast"}
+        pid = w.pid
+        threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+        t0 = time.monotonic()
+        with pytest.raises(WorkerError, match="SIGKILL"):
+            w.call("sleep", {"seconds": 30}, lane="fast", direct=True)
+        assert time.monotonic() - t0 < 5  # detected at once, not at the 20 s timeout
+        assert _gone(pid)
+        assert w.call("lane", lane="fast", direct=True)[0] == {"lane": "fast"}
+        assert w.pid != pid and w.restarts == 1
+    with WorkerProcess(ECHO, name="echo") as w:  # no fast lane
+        assert w.call("lane", lane="fast", direct=True)[0] == {"lane": "main"}

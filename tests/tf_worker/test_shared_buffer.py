@@ -58,12 +58,14 @@ def erf_worker(offload_graphs, tmp_path_factory):
 
 
 def run_shared(worker, graph_id, spec, inputs, out):
+    """On the worker's fast lane, as the daemon calls it (the same checks as its main socket)."""
     args, frames = contract.run_subgraph_shm_request(graph_id, spec, inputs, out)
-    return worker.call(contract.RUN_SUBGRAPH, args, frames)
+    return worker.call(contract.RUN_SUBGRAPH, args, frames, direct=True, lane="fast")
 
 
 def test_a_buffer_of_the_parent_works_like_frames(erf_worker):
     worker, graph_id, x = erf_worker
+    assert contract.RUN_SUBGRAPH in worker.service_info["fast_ops"]  # what the daemon calls
     (offset,), out = shared_buffer.place([x.shape])
     buf = SharedBuffer(out + 4 * x.size + shared_buffer.ALIGN)
     try:
