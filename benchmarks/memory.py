@@ -4,6 +4,7 @@
 
     python benchmarks/memory.py [--model bvlc_googlenet] [--batch 1] [--iterations 20]
                                 [--backends onednn,numpy] [--mappings 8]
+                                [--kinds-size 32]
 
 Each backend gets its own private daemon (a fresh runtime directory,
 MO_CORE_CPU_BACKEND set), the same IR (our converter, He-scaled weights made once by
@@ -14,25 +15,31 @@ and smaps_rollup are read at each stage:
   runtime   after a 1x3x224x224 Input -> ReLU network was loaded and run once: the
             backend's library initialised (oneDNN: libdnnl, libgomp, the cffi
             declarations, OpenMP threads); numpy's BLAS threads
-  kinds     after a miniature network (8-16 channels, the model's input size, one
-            layer of each kind GoogLeNet has: 7x7/2, 1x1, 3x3, 5x5 convolutions, max
-            and average pooling, LRN, Concat, InnerProduct, Softmax) was loaded, run
-            and unloaded: the library's code and kernels a network of these kinds
-            touches, whatever its size (oneDNN: pages of libdnnl's 44 MB of code)
+  kinds     after a miniature network (1x3x32x32 by default, 8-16 channels, one layer
+            of each kind GoogLeNet has: 7x7/2, 1x1, 3x3, 5x5 convolutions, max and
+            average pooling, LRN, Concat, InnerProduct, Softmax) was loaded, run and
+            unloaded: the library code a network of these kinds touches, whatever its
+            size (oneDNN: pages of libdnnl's 44 MB of code). The daemon keeps the
+            unloaded miniature in its idle cache: its weights and arena (kilobytes)
+            are in this figure and in the peaks alike
   loaded    after load_network of the model (VmHWM: the peak while loading)
   infer     after --iterations inferences (VmHWM reset first through
             /proc/<pid>/clear_refs, so this is the peak while inferring)
 
 Fixed overhead = RSS at "kinds": what any network of these layer kinds pays
 (interpreter, ZeroMQ, numpy, the backend's library, its code for these layers);
-the table also prints the goal against RSS at "runtime" (Input -> ReLU only). Weights = the IR's .bin (float32). Activations = the two largest
-outputs of non-Const layers at that batch. The goal's peak is the larger of the two
-peaks (loading and inferring); the table prints each term and "met"/"not met".
-Per-mapping growth (smaps) from "runtime" to "infer" shows where memory went.
+the goal is also printed against RSS at "runtime" (Input -> ReLU only). Weights =
+the IR's .bin (float32). Activations = the two largest outputs of non-Const layers
+at that batch. The goal's peak is the larger of the two peaks (loading and
+inferring). For oneDNN the growth over the fixed overhead is split into the
+program's weights (in oneDNN's layouts), arena and scratchpad (the same program
+compiled in this process) and the rest; per-mapping growth (smaps) from "kinds" to
+"infer" shows where memory went.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -139,7 +146,7 @@ layer { name: "c3" type: "Convolution" bottom: "c1" top: "c3" convolution_param 
 layer { name: "c5" type: "Convolution" bottom: "c1" top: "c5" convolution_param { num_output: 8 kernel_size: 5 pad: 2 } }
 layer { name: "p3" type: "Pooling" bottom: "c1" top: "p3" pooling_param { pool: MAX kernel_size: 3 stride: 1 pad: 1 } }
 layer { name: "cat" type: "Concat" bottom: "c3" bottom: "c5" bottom: "p3" top: "cat" }
-layer { name: "avg" type: "Pooling" bottom: "cat" top: "avg" pooling_param { pool: AVE kernel_size: 7 stride: 1 } }
+layer { name: "avg" type: "Pooling" bottom: "cat" top: "avg" pooling_param { pool: AVE kernel_size: 7 stride: 7 } }
 layer { name: "fc" type: "InnerProduct" bottom: "avg" top: "fc" inner_product_param { num_output: 10 } }
 layer { name: "prob" type: "Softmax" bottom: "fc" top: "prob" }
 """
@@ -174,6 +181,7 @@ def run_backend(backend, xml, relu_xml, kinds_xml, iterations):
     finally:
         subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True,
                        cwd=ROOT)
+        shutil.rmtree(runtime, ignore_errors=True)
     if proc.returncode:
         raise SystemExit(f"the {backend} run failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -250,6 +258,7 @@ def main():
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--backends", default="onednn,numpy")
     parser.add_argument("--mappings", type=int, default=8)
+    parser.add_argument("--kinds-size", type=int, default=32, help="input size of the miniature network")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--backend", help=argparse.SUPPRESS)
     parser.add_argument("--xml", help=argparse.SUPPRESS)
@@ -260,19 +269,21 @@ def main():
         return measure_backend(args)
     from benchmarks.infer import convert_ours, trivial_ir
     out = tempfile.mkdtemp(prefix="mo-mem-ir-")
-    xml = convert_ours(args.model, out, args.model, args.batch)
-    relu_xml = trivial_ir(out)
-    from ir import read_ir
-    kinds_xml = kinds_ir(out, read_ir(xml).inputs()[0].outputs[0].dims[-1])
-    weights, largest = ir_terms(xml)
-    print(f"{args.model}, batch {args.batch}, input seed 0, {args.iterations} inferences; "
-          f"load average {os.getloadavg()[0]:.1f}")
-    met = {}
-    for b in args.backends.split(","):
-        program = program_terms(xml) if b == "onednn" else None
-        met[b] = report(b, run_backend(b, xml, relu_xml, kinds_xml, args.iterations), weights, largest,
-                        args.mappings, program)
-    print("\nmemory goal: " + ", ".join(f"{b} {'met' if ok else 'not met'}" for b, ok in met.items()))
+    try:
+        xml = convert_ours(args.model, out, args.model, args.batch)
+        relu_xml = trivial_ir(out)
+        kinds_xml = kinds_ir(out, args.kinds_size)
+        weights, largest = ir_terms(xml)
+        print(f"{args.model}, batch {args.batch}, input seed 0, {args.iterations} inferences; "
+              f"load average {os.getloadavg()[0]:.1f}")
+        met = {}
+        for b in args.backends.split(","):
+            program = program_terms(xml) if b == "onednn" else None
+            met[b] = report(b, run_backend(b, xml, relu_xml, kinds_xml, args.iterations), weights, largest,
+                            args.mappings, program)
+        print("\nmemory goal: " + ", ".join(f"{b} {'met' if ok else 'not met'}" for b, ok in met.items()))
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 if __name__ == "__main__":
