@@ -34,7 +34,9 @@ def build_program(plan, threads: int | None = None):
     from .onednn.library import NativeUnavailable
     try:
         from .onednn.compiler import compile_program
-        return compile_program(plan, threads)
+        program = compile_program(plan, threads)
+        release_freed_memory()
+        return program
     except NativeUnavailable as err:
         if plan.backend == "onednn":
             raise IRError(f"the oneDNN CPU backend cannot run here: {err}. Set {ENV}=numpy to use the numpy "
@@ -43,3 +45,16 @@ def build_program(plan, threads: int | None = None):
         if message not in plan.warnings:
             plan.warnings.append(message)
         return numpy_program(plan)
+
+
+def release_freed_memory():
+    """Gives the heap's free pages back to the system (glibc malloc_trim(0)). The plan's
+    tune_allocator keeps freed memory in the heap for the numpy kernels' per-call
+    arrays, so what making oneDNN primitives frees (trial and spent descriptors, the
+    weights' reorders) would stay resident for good: trimmed once a program is made.
+    A no-op elsewhere."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
