@@ -38,14 +38,20 @@ from ir.schema import SchemaError, layer_schema
 KERNELS: dict[str, type] = {}
 
 
-def register(*types: str):
-    """Class decorator: the class computes IR layers of these types."""
-    def wrap(cls):
-        for t in types:
-            KERNELS[t] = cls
-        cls.types = tuple(types)
-        return cls
-    return wrap
+def registrar(table: dict[str, type]):
+    """The `register(*types)` class decorator of a device's kernel table: the class
+    computes IR layers of these types."""
+    def register(*types: str):
+        def wrap(cls):
+            for t in types:
+                table[t] = cls
+            cls.types = tuple(types)
+            return cls
+        return wrap
+    return register
+
+
+register = registrar(KERNELS)
 
 
 def describe(layer) -> str:

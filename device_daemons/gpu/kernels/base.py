@@ -36,6 +36,7 @@ import numpy as np
 
 from device_daemons.cpu.kernels import KERNELS as CPU_KERNELS
 from device_daemons.cpu.kernels import KernelError
+from device_daemons.cpu.kernels.base import registrar
 
 # IR type -> GPU kernel class. Filled by the @register decorator of each family module.
 GPU_KERNELS: dict[str, type] = {}
@@ -44,13 +45,7 @@ ACT_NONE, ACT_RELU, ACT_CLAMP, ACT_SIGMOID, ACT_TANH, ACT_ELU, ACT_ABS = range(7
 NO_ACTIVATION = (ACT_NONE, 0.0, 0.0)
 
 
-def register(*types: str):
-    def wrap(cls):
-        for t in types:
-            GPU_KERNELS[t] = cls
-        cls.types = tuple(types)
-        return cls
-    return wrap
+register = registrar(GPU_KERNELS)
 
 
 @dataclass
