@@ -105,18 +105,16 @@ def order_by_dependencies(steps: list) -> list:
     by_class: dict[type, list[int]] = {}
     for i, step in enumerate(steps):
         by_class.setdefault(type(step), []).append(i)
-    preceding = [set() for _ in steps]  # preceding[j]: the steps that must run before step j
+    following = [set() for _ in steps]  # following[i]: the steps that must run after step i
     for j, step in enumerate(steps):
         for cls in _declared(step, "run_after"):
-            preceding[j].update(by_class.get(cls, ()))
+            for i in by_class.get(cls, ()):
+                following[i].add(j)
         for cls in _declared(step, "run_before"):
-            for k in by_class.get(cls, ()):
-                preceding[k].add(j)
-    following = [[] for _ in steps]
-    for j, before in enumerate(preceding):
-        for i in before - {j}:
-            following[i].append(j)
-    order, waiting = stable_topological_order(following)
+            following[j].update(by_class.get(cls, ()))
+    for i, after in enumerate(following):
+        after.discard(i)  # a class naming itself orders nothing
+    order, waiting = stable_topological_order([sorted(after) for after in following])
     if len(order) < len(steps):
         stuck = sorted({"{} in {}".format(type(steps[j]).__name__, source_of(type(steps[j])))
                         for j, n in enumerate(waiting) if n})
