@@ -250,6 +250,7 @@ def run_engine(args):
         result["relu"] = relu_round_trip(ExecutionPlan(read_ir(args.relu_xml), backend=engine).infer)
         result["native_layers"] = sum(len(s.layers) for s in plan.program.steps if s.backend == "onednn")
         result["numpy_layers"] = sum(1 for s in plan.program.steps if s.backend == "numpy")
+        result["c_layers"] = sum(1 for s in plan.program.steps if s.backend == "native")
     elif engine == "gpu_daemon":
         from device_daemons.client import IECore
         ie = IECore(policy="auto", timeout=600)
@@ -435,7 +436,8 @@ def report_latency(model, batch, iterations, rounds, res, gpu_iterations=0, open
         print("OpenCL rows: device mo-core {}, OpenCV {}; {} runs x {} rounds each".format(
             res["gpu_daemon"]["device"], res["opencv_ocl"]["device"], gpu_iterations, opencl_rounds))
     plan = res["onednn"]
-    print("oneDNN backend: {} layers on oneDNN, {} on numpy".format(plan["native_layers"], plan["numpy_layers"]))
+    print("oneDNN backend: {} layers on oneDNN, {} on our C kernels (device_daemons/cpu/native), {} on numpy".format(
+        plan["native_layers"], plan.get("c_layers", 0), plan["numpy_layers"]))
     ours = res["daemon"]["main"][0]
     if "error" in res["opencv"]:  # nothing to be faster than: the goal is the OpenVINO one alone
         cv, cv_verdict = math.inf, "n/a (OpenCV DNN cannot read this model)"

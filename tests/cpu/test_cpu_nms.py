@@ -1,13 +1,18 @@
 """DetectionOutput's NMS: nms_classes (all classes at once, overlaps a block of
-ranks at a time) gives exactly what the sequential ApplyNMSFast rule (nms_fast)
-gives, on random boxes, ties, degenerate boxes and every top_k form; and the SSD
-head with hundreds of candidates per class split over many blocks against pycaffe."""
+ranks at a time) and the fast backend's C version (device_daemons/cpu/native/nms.c,
+built here with the real compiler) give exactly what the sequential ApplyNMSFast rule
+(nms_fast) gives, on random boxes, ties, degenerate boxes, every top_k form and
+adaptive eta; and the SSD head with hundreds of candidates per class split over many
+blocks against pycaffe, on both backends."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from device_daemons.cpu.kernels import detection
+from device_daemons.cpu.native import build as native_build
+from device_daemons.cpu.native import nms as native_nms
+from device_daemons.cpu.onednn.library import NativeUnavailable
 from tests.cpu.cpu_helpers import assert_close, caffe_case
 from tests.cpu.test_cpu_caffe_layers import SSD_HEAD
 
@@ -57,15 +62,95 @@ def test_nms_candidates_are_the_best_first_with_ties_by_index():
 SSD_MANY = SSD_HEAD.replace("top_k: 60", "top_k: 300").replace("keep_top_k: 40", "keep_top_k: 150")
 
 
-def test_ssd_head_with_many_candidates_per_class_matches_pycaffe(tmp_path, monkeypatch):
+def test_ssd_head_with_many_candidates_per_class_matches_pycaffe(tmp_path, monkeypatch, cpu_backend):
     """Hundreds of candidates per class, 16-rank blocks: the blocks' suppression of
-    worse ranks is exercised against pycaffe."""
+    worse ranks (numpy backend), the C selection and NMS (oneDNN backend) against pycaffe."""
     monkeypatch.setattr(detection, "NMS_BLOCK_ELEMENTS", 16 * 2 * 300)
     c = caffe_case(tmp_path, SSD_MANY.replace("confidence_threshold: 0.2", "confidence_threshold: 0.01"),
                    {"data": (1, 3, 32, 32)}, scale=0.3)
+    perf = []
     ours, ref = c.run()
+    c.plan.infer(c.inputs, perf=perf)
+    ran = {row.name: row.backend for row in perf}
+    assert ran["det"] == ("native" if cpu_backend == "onednn" else "numpy")
     kept = ref["det"].shape[2]
     assert kept > 100
     assert ours["det"].shape == (1, 1, 150, 7)
     assert_close(ours["det"][:, :, :kept], ref["det"], 1e-4, "detections")
     assert np.all(ours["det"][0, 0, kept:, 0] == -1)
+
+
+def test_native_nms_is_the_sequential_rule():
+    """The C selection + NMS against nms_fast, eta 1 and adaptive eta < 1."""
+    native_nms.load()  # built with the machine's compiler (the set-up installs gcc)
+    rng = np.random.default_rng(7)
+    kept_total = 0
+    for _ in range(400):
+        boxes, scores = random_case(rng)
+        threshold = float(rng.choice([-1.0, 0.0, 0.2, 0.5]))
+        nms_threshold = float(rng.choice([-0.1, 0.0, 0.1, 0.45, 0.7]))
+        eta = float(rng.choice([1.0, 1.0, 0.9, 0.5]))
+        top_k = int(rng.choice([-1, 0, 1, 10, 50, 400]))
+        got = native_nms.nms_classes(boxes, scores, threshold, nms_threshold, eta, top_k)
+        assert len(got) == scores.shape[0]
+        for c in range(scores.shape[0]):
+            want = detection.nms_fast(boxes[c if boxes.shape[0] > 1 else 0], scores[c], threshold, nms_threshold,
+                                      eta, top_k)
+            assert list(got[c]) == list(want), (threshold, nms_threshold, eta, top_k)
+            kept_total += len(want)
+    assert kept_total > 2000
+
+
+@pytest.mark.parametrize("top_k", [-1, 400, 2999, 3000, 5000])
+def test_native_candidates_select_the_best_with_ties_by_index(top_k):
+    """Thousands of candidates with many equal scores (the radix selection's boundary
+    falls inside a run of ties: the lower indices are taken), -0 equal to +0, NaN
+    never a candidate: the same order as the numpy selection."""
+    rng = np.random.default_rng(top_k + 10)
+    priors = 3000
+    scores = (np.round(rng.standard_normal((3, priors)) * 4) / 4).astype(np.float32)
+    scores[0, ::7] = -0.0
+    scores[0, 3::7] = 0.0
+    scores[1, ::11] = np.nan
+    scores[2] = 0.25  # all tied
+    boxes = np.zeros((1, priors, 4), np.float32)  # no overlaps: NMS keeps every candidate
+    for threshold in (-1.0, -0.5, 0.0, 0.25):
+        got = native_nms.nms_classes(boxes, scores, threshold, 0.5, 1.0, top_k)
+        for c in range(3):
+            assert list(got[c]) == list(detection._candidates(scores[c], threshold, top_k)), (c, threshold)
+
+
+def test_native_build_is_cached_and_its_absence_leaves_numpy(tmp_path, monkeypatch):
+    """A second process finds the built library in MO_CORE_HOME; without a compiler the
+    load fails with what to install (the real build is the tests above), and a plan
+    then runs DetectionOutput on numpy and says why."""
+    monkeypatch.setenv("MO_CORE_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(native_build, "_LOADED", {})
+    native_build.load_native("nms", native_nms.CDEF)
+    built = list((tmp_path / "home" / "native").iterdir())
+    assert [p.suffix for p in built] == [".so"]
+    monkeypatch.setattr(native_build, "_LOADED", {})
+    monkeypatch.setattr(native_build.subprocess, "run", _no_compiler_run)  # a rebuild would fail now
+    native_build.load_native("nms", native_nms.CDEF)  # found, not rebuilt
+    monkeypatch.setattr(native_build, "_LOADED", {})
+    monkeypatch.setenv("MO_CORE_HOME", str(tmp_path / "other"))
+    monkeypatch.setattr(native_build.shutil, "which", lambda name: None)
+    with pytest.raises(NativeUnavailable, match="apt-get install gcc"):
+        native_build.load_native("nms", native_nms.CDEF)
+
+
+def _no_compiler_run(*args, **kwargs):
+    raise OSError("no compiler in this test")
+
+
+def test_detection_output_without_the_native_build_runs_numpy(tmp_path, monkeypatch):
+    monkeypatch.setenv("MO_CORE_CPU_BACKEND", "onednn")
+    monkeypatch.setattr(native_build, "_LOADED", {"nms": NativeUnavailable("no compiler here (test)")})
+    c = caffe_case(tmp_path, SSD_MANY, {"data": (1, 3, 32, 32)}, scale=0.3)
+    perf = []
+    ours, ref = c.run()
+    c.plan.infer(c.inputs, perf=perf)
+    assert {row.name: row.backend for row in perf}["det"] == "numpy"
+    assert "no compiler here" in c.plan.program.fallbacks["det"]
+    kept = ref["det"].shape[2]
+    assert_close(ours["det"][:, :, :kept], ref["det"], 1e-4, "detections")

@@ -98,6 +98,12 @@ class Kernel:
     def finalize(self, layer):
         """Called after every shape computation with port dims set to the current shapes."""
 
+    def accelerate(self) -> str | None:
+        """Called by the fast CPU backend for a layer it leaves to this kernel: a kernel
+        with a native variant switches to it and returns its backend name (what -pc
+        prints); None: it stays numpy. NativeUnavailable: the variant cannot run here."""
+        return None
+
     # --- helpers -------------------------------------------------------------------
     def error(self, message: str) -> KernelError:
         return KernelError(self.layer, message)

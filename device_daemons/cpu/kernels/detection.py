@@ -263,6 +263,24 @@ class DetectionOutput(Kernel):
             [a["input_width"], a["input_height"], a["input_width"], a["input_height"]], np.float64)
         if not 0 < self.eta <= 1:
             raise self.error(f"eta {self.eta} must be in (0, 1]")
+        self._native_nms = None
+
+    def accelerate(self):
+        from ..native import nms
+        nms.load()
+        self._native_nms = nms.nms_classes
+        return "native"
+
+    def _nms(self, boxes, scores):
+        """Per class (row of scores) the kept prior indices, best first."""
+        if self._native_nms is not None:
+            return self._native_nms(boxes, scores, self.confidence_threshold, self.nms_threshold, self.eta,
+                                    self.top_k)
+        if self.eta >= 1:
+            return nms_classes(boxes, scores, self.confidence_threshold, self.nms_threshold, self.top_k)
+        return [np.asarray(nms_fast(boxes[r if len(boxes) > 1 else 0], scores[r], self.confidence_threshold,
+                                    self.nms_threshold, self.eta, self.top_k), np.int64)
+                for r in range(len(scores))]
 
     def _keep(self, priors):
         if self.keep_top_k > 0:
@@ -332,12 +350,7 @@ class DetectionOutput(Kernel):
             decoded = self._decode(loc[i].transpose(1, 0, 2), prior_boxes, variances).astype(np.float32)
             boxes = decoded if self.share_location else decoded[labels]
             scores = np.ascontiguousarray(conf[i].T[labels])  # (classes, priors)
-            if self.eta >= 1:
-                kept = nms_classes(boxes, scores, self.confidence_threshold, self.nms_threshold, self.top_k)
-            else:
-                kept = [np.asarray(nms_fast(boxes[r if len(boxes) > 1 else 0], scores[r], self.confidence_threshold,
-                                            self.nms_threshold, self.eta, self.top_k), np.int64)
-                        for r in range(len(labels))]
+            kept = self._nms(boxes, scores)
             row_of = np.repeat(np.arange(len(labels)), [k.size for k in kept])  # by label, then score
             idx = np.concatenate(kept) if kept else np.zeros(0, np.int64)
             picked_scores = scores[row_of, idx]

@@ -27,7 +27,7 @@ from ..program import NumpyStep, Program
 from . import concat, convolution, eltwise, fully_connected, normalization, pooling  # noqa: F401  (they fill OPS)
 from .arena import place
 from .eltwise import activation_post_op
-from .library import DnnlError, load
+from .library import DnnlError, NativeUnavailable, load
 from .op import OPS, Unsupported, aligned_buffer
 from .primitives import Attr, Desc, Memory, Primitive, reorder_pd
 
@@ -304,7 +304,7 @@ class _Compiler:
             if op is None:
                 for s in step.in_slots:
                     self.ensure_numpy(s, "numpy")
-                self.final.append(NumpyStep(step, self.shapes, ()))
+                self.final.append(self.kernel_step(step))
                 self.has_numpy.update(step.out_slots)
                 continue
             ins = [self.tensor_for(s, w) for s, w in zip(step.in_slots, want)]
@@ -334,6 +334,21 @@ class _Compiler:
                                 self.fallbacks, self.threads)
         program.inplace = self.inplace
         return program
+
+    def kernel_step(self, step) -> NumpyStep:
+        """A layer oneDNN does not run: its Python kernel, switched to the kernel's
+        native variant where it has one (e.g. DetectionOutput's NMS in C)."""
+        out = NumpyStep(step, self.shapes, ())
+        if step.is_custom:
+            return out
+        try:
+            native = getattr(step.kernel, "accelerate", lambda: None)()
+        except NativeUnavailable as err:
+            self.fallbacks[step.layer.name] = str(err)
+        else:
+            if native:
+                out.backend = native
+        return out
 
     def set_frees(self):
         last = {}

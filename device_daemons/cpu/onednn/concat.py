@@ -1,14 +1,18 @@
 """Concat on oneDNN: the inputs in whatever layouts their producers left them, the
-output in the layout the library picks (blocked when the inputs are)."""
+output in the layout the library picks (blocked when the inputs are). When every
+input is a numpy array (numpy layers made them: SSD's flattened heads) the layer
+stays numpy: importing each input costs more than numpy's copy."""
 from __future__ import annotations
 
-from .op import NativeOp, register
+from .op import NativeOp, Unsupported, register
 from .primitives import Desc, concat_pd
 
 
 @register("Concat")
 class ConcatOp(NativeOp):
     def create(self, in_descs, in_shapes, out_shapes):
+        if all(desc is None for desc in in_descs):
+            raise Unsupported("its inputs are numpy arrays: numpy concatenates them without reorders")
         d = self.d
         rank = len(in_shapes[0])
         axis = self.kernel.axis + rank if self.kernel.axis < 0 else self.kernel.axis

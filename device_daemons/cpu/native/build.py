@@ -1,0 +1,99 @@
+"""Compiling this package's C sources once per machine and loading them (cffi ABI mode).
+
+A source is built with the system C compiler (`$CC`, else gcc / cc; the set-up
+installs one for pycaffe) into $MO_CORE_HOME/native/<name>-<hash>.so, the hash
+covering the source, the flags and the compiler binary (path, size, mtime), so a
+changed source or compiler builds anew and concurrent first uses each see a whole file (atomic rename).
+Later processes only dlopen it. No compiler, or a failed build: NativeUnavailable
+with the reason, and the layer keeps its numpy kernel.
+
+    from device_daemons.cpu.native.build import load_native
+    lib = load_native("nms", "int mo_nms_classes(...);")   # cached per process
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+
+from ..onednn.library import NativeUnavailable
+
+# no -ffast-math: results must be IEEE's, as numpy's; -fno-trapping-math only lets
+# the compiler evaluate a division whose result a select then drops (vectorizing)
+FLAGS = ("-O3", "-std=c99", "-shared", "-fPIC", "-fno-math-errno", "-fno-trapping-math")
+_LOCK = threading.Lock()
+_LOADED: dict[str, tuple | NativeUnavailable] = {}  # a failure too: not rebuilt by every plan
+
+
+def _cache_dir() -> str:
+    home = os.environ.get("MO_CORE_HOME", os.path.expanduser("~/.cache/mo-core"))
+    return os.path.join(home, "native")
+
+
+def _compiler() -> str:
+    for name in (os.environ.get("CC"), "gcc", "cc"):
+        path = shutil.which(name) if name else None
+        if path:
+            return path
+    raise NativeUnavailable("a C compiler is needed once to build the CPU backend's native kernels; install gcc "
+                            "(apt-get install gcc)")
+
+
+def _build(name: str, source: str) -> str:
+    cc = _compiler()
+    real = os.path.realpath(cc)
+    st = os.stat(real)  # the compiler itself, without running it: a cached build costs no process
+    with open(source, "rb") as f:
+        text = f.read()
+    digest = hashlib.sha256(text + "\0".join(FLAGS + (real, str(st.st_size), str(st.st_mtime_ns))).encode()
+                            ).hexdigest()[:16]
+    cache = _cache_dir()
+    path = os.path.join(cache, f"{name}-{digest}.so")
+    if os.path.isfile(path):
+        return path
+    os.makedirs(cache, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{name}-", suffix=".so")
+    os.close(fd)
+    try:
+        done = subprocess.run([cc, *FLAGS, "-o", tmp, source], capture_output=True, text=True, timeout=300)
+        if done.returncode:
+            raise NativeUnavailable(f"building {os.path.basename(source)} failed: {done.stderr.strip()[-500:]}")
+        os.replace(tmp, path)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise NativeUnavailable(f"building {os.path.basename(source)} with {cc} failed: {err}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def load_native(name: str, cdef: str):
+    """(ffi, lib) of <name>.c in this package, built on first use."""
+    with _LOCK:
+        if name not in _LOADED:
+            try:
+                _LOADED[name] = _load(name, cdef)
+            except NativeUnavailable as err:
+                _LOADED[name] = err
+        loaded = _LOADED[name]
+        if isinstance(loaded, NativeUnavailable):
+            raise loaded
+        return loaded
+
+
+def _load(name: str, cdef: str):
+    try:
+        import cffi
+    except ImportError:
+        raise NativeUnavailable("the cffi package is not installed: pip install cffi (requirements.txt)") from None
+    path = _build(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".c"))
+    ffi = cffi.FFI()
+    ffi.cdef(cdef)
+    try:
+        lib = ffi.dlopen(path)
+    except OSError as err:
+        raise NativeUnavailable(f"loading {path} failed: {err}") from None
+    return ffi, lib
