@@ -48,7 +48,7 @@ from ir import IRError
 from . import contract, registry
 from .cpu.ir_source import IRSource
 from .cpu.plan_pool import Handle
-from .cpu.shm_slots import ShmSlots, input_views, place_outputs
+from .cpu.shm_slots import ShmSlots, input_views, output_views, place_outputs
 
 # poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
@@ -109,9 +109,13 @@ class DeviceDaemon:
     def query(self, network, extensions: list) -> dict[str, str]:
         raise NotImplementedError
 
-    def compute(self, pool, plan, inputs: dict, perf: list | None) -> dict:
+    def compute(self, pool, plan, inputs: dict, perf: list | None, out: dict | None = None,
+                small: bool = False) -> dict:
         """Runs one request on a plan lent by `pool`; with `perf` (a list) the plan
-        appends a contract.PerfRow per step."""
+        appends a contract.PerfRow per step. `out`: where outputs may be written (views
+        of the client's shared-memory slot; a daemon that ignores it gets them copied).
+        `small`: a fast-lane request (a network measured to compute in well under a
+        millisecond)."""
         return plan.infer(inputs, perf)
 
     def status_extra(self) -> dict:
@@ -121,6 +125,7 @@ class DeviceDaemon:
         self.shm.close()
 
     def register(self, server: Server) -> None:
+        self._server = server  # (its direct-carrier statistic goes into status)
         server.handle(contract.LOAD_NETWORK, self.load_network)
         server.handle(contract.INFER, self.infer)
         server.handle(contract.INFER, self.infer_fast, lane="fast")
@@ -341,11 +346,11 @@ class DeviceDaemon:
                                          f"{contract.fast_lane_max_us():g} us, or it was not measured yet); "
                                          f"send it to the main endpoint")
         self.fast_requests += 1  # served here (a statistic: racing updates only blur it)
-        return self.infer(args, arrays)
+        return self.infer(args, arrays, handle, small=True)
 
-    def infer(self, args: dict, arrays: list):
+    def infer(self, args: dict, arrays: list, handle: Handle | None = None, small: bool = False):
         req = contract.parse_infer(args)
-        handle = self._handle(args)
+        handle = handle or self._handle(args)
         slot = None
         inputs = req.inputs
         if req.shm is not None:
@@ -354,9 +359,10 @@ class DeviceDaemon:
         pool = handle.pool
         perf = [] if req.perf else None  # per-layer times (PERF_COUNT, -pc)
         with pool.acquire() as plan:
+            out = output_views(slot, req.shm["out"], plan.output_shapes()) if slot is not None else None
             t0 = time.perf_counter()
             try:
-                outputs = self.compute(pool, plan, inputs, perf)
+                outputs = self.compute(pool, plan, inputs, perf, out, small)
             except IRError as exc:
                 raise ir_error(exc, contract.INPUT) from None
             compute_us = int((time.perf_counter() - t0) * 1e6)
@@ -387,7 +393,9 @@ class DeviceDaemon:
                   "version": registry.package_version(), "threads": self.threads,
                   "requests": requests, "fast_requests": self.fast_requests, "networks": networks,
                   "cached_plans": cached, "plans_built": self.plans_built, "extensions": extensions,
-                  "shm_slots": len(self.shm)}
+                  "shm_slots": len(self.shm),
+                  # requests that came over the fast lane's Unix socket (core/microkernel/direct.py)
+                  "direct_requests": getattr(getattr(self, "_server", None), "direct_messages", 0)}
         result.update(self.status_extra())
         return result
 

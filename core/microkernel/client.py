@@ -12,7 +12,11 @@ Two ways to make a call, with the same replies and errors:
   DEALER socket of its own, sends and receives there, polling for the reply for
   `spin` seconds before sleeping (not while the CPUs are contended: spin.py). It saves the two thread hand-offs of the I/O
   thread (~0.1 ms each on a small VM), which matters for requests that take well
-  under a millisecond; the price is one more connection per calling thread.
+  under a millisecond; the price is one more connection per calling thread. Given
+  the server's `direct_path` (its hello's direct.fast), such a call goes over
+  that Unix socket instead of ZeroMQ (direct.py: no I/O threads on either side),
+  falling back to ZeroMQ for a message too large for a datagram, or for good when
+  the socket cannot be connected.
 
 Replies whose id is unknown (never sent, or already timed out / cancelled) are
 discarded, so a late reply can never be mistaken for the answer to another
@@ -23,7 +27,9 @@ with ServiceGone instead of waiting for its timeout.
 from __future__ import annotations
 
 import itertools
+import os
 import logging
+import socket
 import threading
 import time
 import weakref
@@ -32,6 +38,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 import zmq
 
+from . import direct as _carrier
 from .auth import sign_frames, verify_frames
 from .endpoints import check_endpoint
 from .errors import (AuthenticationError, MicrokernelError, MicrokernelTimeout, ProtocolError,
@@ -137,12 +144,33 @@ class _Direct:
             pass
 
 
+class _Unix:
+    """One calling thread's connection to the server's direct carrier (direct.py)."""
+
+    def __init__(self, path: str):
+        self.sock = _carrier.connect(path)
+        self.ids = itertools.count(1)
+
+    def close(self) -> None:
+        sock, self.sock = self.sock, None
+        if sock is not None:
+            sock.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
 class _Core:
     """State shared by the Client facade and its I/O thread (kept separate so a
     forgotten Client can be garbage-collected and its finalizer stop the thread)."""
 
-    def __init__(self, endpoint: str, timeout: float, key: bytes | None, limits: Limits):
+    def __init__(self, endpoint: str, timeout: float, key: bytes | None, limits: Limits,
+                 direct_path: str | None = None):
         self.endpoint = endpoint
+        self.direct_path = direct_path  # None: ZeroMQ only (never given, or it could not be connected)
         self.timeout = timeout
         self.key = key
         self.limits = limits
@@ -255,14 +283,27 @@ class _Core:
             chan = self.local.chan = _Direct(self.endpoint, self.limits)
         return chan
 
+    def unix(self) -> _Unix | None:
+        """The calling thread's direct-carrier connection (made on first use); None
+        when there is none to use."""
+        chan = getattr(self.local, "unix", None)
+        if chan is None and self.direct_path is not None:
+            try:
+                chan = self.local.unix = _Unix(self.direct_path)
+            except OSError as exc:
+                log.debug("direct carrier %s unusable (%s): ZeroMQ only", self.direct_path, exc)
+                self.direct_path = None
+        return chan
+
     def close(self) -> None:
         if self.closing:
             return
         self.closing = True
-        chan = getattr(self.local, "chan", None)
-        if chan is not None:  # the closing thread's own; the others close theirs
-            chan.close()
-            self.local.chan = None
+        for attr in ("chan", "unix"):
+            chan = getattr(self.local, attr, None)
+            if chan is not None:  # the closing thread's own; the others close theirs
+                chan.close()
+                setattr(self.local, attr, None)
         with self.lock:
             thread = self.thread
         if thread is None:
@@ -281,9 +322,11 @@ class Client:
     """
 
     def __init__(self, endpoint: str, *, timeout: float = 30.0, key: bytes | None = None,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
+                 limits: Limits = DEFAULT_LIMITS, direct_path: str | None = None) -> None:
         check_endpoint(endpoint, have_key=key is not None)
-        self._core = _Core(endpoint, timeout, key, limits)
+        if direct_path is not None and (not isinstance(direct_path, str) or not os.path.isabs(direct_path)):
+            direct_path = None  # (it comes from the server's hello)
+        self._core = _Core(endpoint, timeout, key, limits, direct_path)
         self._finalizer = weakref.finalize(self, self._core.close)
 
     @property
@@ -327,8 +370,87 @@ class Client:
         receives on the calling thread (polling `spin` s before sleeping)."""
         if not direct:
             return self.call_async(op, args, arrays).result(timeout, watch=watch)
-        return self._call_direct(op, args, arrays, self.timeout if timeout is None else timeout,
-                                 watch, spin)
+        timeout = self.timeout if timeout is None else timeout
+        if self._core.direct_path is not None:
+            done = self._call_unix(op, args, arrays, timeout, watch, spin)
+            if done is not None:
+                return done
+        return self._call_direct(op, args, arrays, timeout, watch, spin)
+
+    def _call_unix(self, op: str, args, arrays, timeout: float, watch: Watched | None,
+                   spin: float) -> tuple[dict, list] | None:
+        """_call_direct over the direct carrier; None: send it over ZeroMQ instead (no
+        carrier, a request too large for a datagram, or a reply that was)."""
+        core = self._core
+        if core.closing:
+            raise MicrokernelError(f"client for {core.endpoint} is closed")
+        chan = core.unix()
+        if chan is None:
+            return None
+        req_id = next(chan.ids)
+        frames = core.encode(req_id, op, args, arrays)
+        if _carrier.packed_size(frames) > _carrier.MAX_DATAGRAM:
+            return None
+        sock = chan.sock
+        deadline = time.monotonic() + timeout
+        try:
+            sock.settimeout(None)
+            sock.sendmsg(_carrier.pack(frames))
+            data = None
+            spin = spin_for(spin)
+            if spin:
+                until = time.perf_counter() + spin
+                while data is None and time.perf_counter() < until:
+                    try:
+                        data = _carrier.receive(sock, socket.MSG_DONTWAIT)
+                    except BlockingIOError:
+                        pass
+            while True:
+                if data is None:
+                    left = deadline - time.monotonic()
+                    sock.settimeout(max(0.001, min(TICK if watch is not None else left, left)))
+                    try:
+                        data = _carrier.receive(sock)
+                    except (socket.timeout, BlockingIOError):
+                        data = None
+                if data is not None:
+                    if not data:
+                        raise ConnectionResetError("the server closed its connection")
+                    rid, reply = core.open_reply(_carrier.unpack(data, core.limits))
+                    data = None
+                    if rid != req_id:
+                        continue  # dropped, or a late reply to a request that timed out
+                    if isinstance(reply, ProtocolError):
+                        raise reply
+                    if not reply.ok and reply.error is not None and reply.error.kind == _carrier.TOO_LARGE:
+                        return None
+                    return reply.unwrap()
+                if watch is not None and not watch.alive():
+                    raise ServiceGone(f"the process serving {core.endpoint} ended during '{op}'")
+                if time.monotonic() >= deadline:
+                    raise MicrokernelTimeout(f"no reply to '{op}' from {core.endpoint} within "
+                                             f"{timeout:g} s (request {req_id})")
+        except MicrokernelError as exc:  # (a timeout is one, and an OSError too)
+            if isinstance(exc, ProtocolError):  # a malformed datagram: start afresh
+                chan.close()
+                core.local.unix = None
+            raise
+        except OSError as exc:
+            chan.close()
+            core.local.unix = None
+            raise self._dropped(op, exc, watch) from None
+
+    def _dropped(self, op: str, exc: OSError, watch: Watched | None) -> MicrokernelError:
+        """What a direct-carrier connection that broke during `op` means: the end of a
+        watched process (it closes its sockets as it dies: wait the moment until that
+        is visible, so the caller reports how it ended), else a failed call."""
+        if watch is not None:
+            end = time.monotonic() + 2.0
+            while watch.alive() and time.monotonic() < end:
+                time.sleep(0.01)
+            if not watch.alive():
+                return ServiceGone(f"the process serving {self._core.endpoint} ended during '{op}'")
+        return MicrokernelError(f"'{op}' to {self._core.endpoint} failed: {exc}")
 
     def _call_direct(self, op: str, args, arrays, timeout: float, watch: Watched | None,
                      spin: float) -> tuple[dict, list]:

@@ -21,6 +21,7 @@ import logging
 import os
 import queue
 import signal
+import socket
 import sys
 import threading
 import time
@@ -29,6 +30,7 @@ from typing import Any, Callable
 
 import zmq
 
+from . import direct
 from .auth import load_key_file, sign_frames, verify_frames
 from .endpoints import MAX_IPC_PATH, check_endpoint, ipc_path, new_ipc_endpoint
 from .errors import AuthenticationError, EndpointError, MicrokernelError, ProtocolError, RemoteError
@@ -120,6 +122,40 @@ class _Lane:
                 pass
 
 
+class _DirectIdent:
+    """Stands for the ROUTER identity of a message that came over the direct carrier."""
+    bytes = b"direct"
+
+
+class _DirectPeer:
+    """One connection of the fast lane's direct carrier (direct.py), shaped like a
+    lane for _on_message: replies go back over it, one datagram each."""
+
+    def __init__(self, conn, lane: _Lane, server: "Server"):
+        self.conn, self.name, self.handlers = conn, lane.name, lane.handlers
+        self.server = server
+        self.sock = self  # _send's lane.sock.send_multipart
+
+    def send_multipart(self, parts: list, copy: bool = False) -> None:
+        frames = parts[1:]
+        if direct.packed_size(frames) > direct.MAX_DATAGRAM:
+            # too big for a datagram: the client repeats the request over ZeroMQ
+            body = frames[1:] if self.server._key is not None else frames
+            rid = peek_id(body, self.server._limits)
+            if rid is None:  # (our own encoder made it: cannot happen)
+                raise ProtocolError("a reply without a readable id")
+            frames = self.server._sign(encode_error(rid, direct.TOO_LARGE, "the reply does not fit a datagram; "
+                                                    "send the request over ZeroMQ"))
+        try:
+            self.conn.sendmsg(direct.pack(frames))  # non-blocking
+        except OSError as exc:  # gone, or not reading its replies: dropped (the next poll closes it)
+            self.server._log_drop(f"direct carrier: cannot reply: {exc}", _DirectIdent.bytes)
+            try:
+                self.conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
 class Server:
     """A ROUTER-socket request server.
 
@@ -139,6 +175,9 @@ class Server:
     cost more than the work; the handler must keep it so (refuse longer work). The
     main socket's I/O thread never runs handlers other than the quick built-ins and
     `inline` verbs, so `hello` / `ping` are answered whatever the lanes do.
+    A fast lane bound on an ipc path is also served over a Unix seqpacket socket
+    beside it (direct.py: the same messages without ZeroMQ's I/O threads; `hello`
+    gives its path as direct.fast; MO_CORE_DIRECT_LANE=0 turns it off).
     """
 
     def __init__(self, endpoint: str, *, service: str = "service", key: bytes | None = None,
@@ -170,6 +209,8 @@ class Server:
         self.endpoint = self._main.endpoint
         self._fast: _Lane | None = None
         self._fast_thread: threading.Thread | None = None
+        self._direct: direct.Listener | None = None
+        self.direct_messages = 0  # requests that came over the direct carrier (a statistic)
         # what the service adds to its hello reply (e.g. whether its framework loaded)
         self.info: dict = {}
         self._replies = Mailbox()
@@ -284,6 +325,8 @@ class Server:
                      "ops": sorted(self._main.handlers)})
         if self._fast is not None:
             info["lanes"] = {"fast": self._fast.endpoint}
+            if self._direct is not None:
+                info["direct"] = {"fast": self._direct.path}
             info["fast_ops"] = sorted(self._fast.handlers)
         return info
 
@@ -301,26 +344,82 @@ class Server:
                 raise MicrokernelError("register fast verbs before serve()")
             self._fast = _Lane("fast", self._ctx, _fast_endpoint(self.endpoint), self._limits)
             self._fast.handlers["ping"] = (self._ping, True)
+            self._direct = self._direct_listener(self._fast.endpoint)
         return self._fast
+
+    @staticmethod
+    def _direct_listener(endpoint: str) -> direct.Listener | None:
+        path = ipc_path(endpoint)
+        if os.environ.get("MO_CORE_DIRECT_LANE", "1") == "0" or not path or path.startswith("@"):
+            return None
+        where = direct.path_for(path)
+        if where is None:
+            return None
+        try:
+            return direct.Listener(where)
+        except OSError as exc:  # the ZeroMQ fast lane serves alone
+            log.warning("no direct carrier for the fast lane at %s: %s", where, exc)
+            return None
 
     def _fast_loop(self) -> None:
         lane = self._fast
         poller = zmq.Poller()
         poller.register(lane.sock, zmq.POLLIN)
+        peers: dict[int, _DirectPeer] = {}
+        listener = self._direct
+        if listener is not None:
+            poller.register(listener.fileno(), zmq.POLLIN)
         busy_until = 0.0
         try:
             while not self._closed and self._stop_reason is None:
                 spinning = time.perf_counter() < busy_until
-                if not poller.poll(0 if spinning else _POLL_MS):
+                events = poller.poll(0 if spinning else _POLL_MS)
+                if not events:
                     continue
-                self._receive_batch(lane)
+                for what, _ in events:
+                    if what is lane.sock:
+                        self._receive_batch(lane)
+                    elif listener is not None and what == listener.fileno():
+                        self._accept(listener, lane, poller, peers)
+                    elif what in peers:
+                        self._receive_direct(peers[what], poller, peers)
                 spin = spin_for(self._spin)
                 if spin:
                     busy_until = time.perf_counter() + spin
         except BaseException:  # noqa: BLE001 - never die silently
             log.exception("the fast lane failed; its clients fall back to the main lane")
         finally:
+            for peer in peers.values():
+                peer.conn.close()
+            if listener is not None:
+                listener.close()
             lane.close()
+
+    def _accept(self, listener: direct.Listener, lane: _Lane, poller: zmq.Poller, peers: dict) -> None:
+        conn = listener.accept()
+        if conn is None:
+            return
+        if len(peers) >= direct.MAX_CONNECTIONS:
+            conn.close()
+            return
+        peers[conn.fileno()] = _DirectPeer(conn, lane, self)
+        poller.register(conn.fileno(), zmq.POLLIN)
+
+    def _receive_direct(self, peer: _DirectPeer, poller: zmq.Poller, peers: dict) -> None:
+        try:
+            data = direct.receive(peer.conn, socket.MSG_DONTWAIT)
+            if data:
+                self.direct_messages += 1
+                self._on_message(peer, [_DirectIdent, *direct.unpack(data, self._limits)])
+                return
+        except (BlockingIOError, InterruptedError):
+            return
+        except (OSError, ProtocolError) as exc:  # a reply it does not read, a malformed datagram
+            self._log_drop(f"direct carrier: {exc}", _DirectIdent.bytes)
+        fd = peer.conn.fileno()
+        poller.unregister(fd)
+        del peers[fd]
+        peer.conn.close()
 
     def _install_signal_handlers(self) -> Callable[[], None]:
         if threading.current_thread() is not threading.main_thread():

@@ -343,13 +343,15 @@ class ExecutionPlan(PlanShapes):
         values = check_inputs(inputs, self.input_shapes())
         return [(self._input_slots[name], value) for name, value in values.items()]
 
-    def infer(self, inputs: dict, perf: list | None = None, concurrent: int = 1) -> dict[str, np.ndarray]:
+    def infer(self, inputs: dict, perf: list | None = None, concurrent: int = 1,
+              out: dict | None = None) -> dict[str, np.ndarray]:
         """{output name: array}; with `perf` (a list) one contract.PerfRow per step is appended
         (layer, type, backend, ms: what `infer -pc` prints). `concurrent`: how many
         requests run at the same time in this process (the daemon's plan pool); above
         one, oneDNN runs with cpus / concurrent threads (a program made for that many,
-        once) instead of every request spreading over all cores."""
-        return self._program(concurrent).run(self._check_inputs(inputs), perf)
+        once) instead of every request spreading over all cores. `out` {output name:
+        float32 array of its shape}: where to put outputs (Program.run)."""
+        return self._program(concurrent).run(self._check_inputs(inputs), perf, out)
 
     def _program(self, concurrent: int):
         if concurrent <= 1 or self.program.backend == "numpy":

@@ -14,6 +14,8 @@ import contextlib
 import threading
 import time
 
+from ..contract import fast_lane_max_us
+
 
 class PlanPool:
     """Instances of one compiled network; see the module doc."""
@@ -50,7 +52,6 @@ class PlanPool:
     @property
     def fast_ok(self) -> bool:
         """May this network run on the daemon's fast lane (see contract.fast_lane_max_us)?"""
-        from ..contract import fast_lane_max_us
         avg = self.avg_us
         return not self.custom and avg is not None and avg < fast_lane_max_us()
 

@@ -63,9 +63,27 @@ class Program:
         self.outputs = list(outputs)
         self.backend = backend
         self.fused = list(fused)  # (layer, step name it was fused into)
+        self.dests: dict = {}  # run(out=...) while it runs: steps that write outputs look here
 
-    def run(self, values, perf: list | None = None) -> dict:
-        """values: [(slot, array)]. With `perf` (a list), appends a PerfRow per step."""
+    def run(self, values, perf: list | None = None, out: dict | None = None) -> dict:
+        """values: [(slot, array)]. With `perf` (a list), appends a PerfRow per step.
+        `out` {output name: float32 array of its shape}: where outputs go (the daemon's
+        shared-memory slot): steps that can write an output there do, the rest are
+        copied there at the end; the returned dict then holds those arrays."""
+        self.dests = out or {}
+        try:
+            result = self._run(values, perf)
+        finally:
+            self.dests = {}
+        if out:
+            for name, dest in out.items():
+                value = result.get(name)
+                if value is not None and value is not dest and dest.shape == value.shape:
+                    np.copyto(dest, value, casting="unsafe")
+                    result[name] = dest
+        return result
+
+    def _run(self, values, perf) -> dict:
         slots: list = [None] * self.n_slots
         for slot, value in values:
             slots[slot] = value

@@ -62,11 +62,13 @@ def test_each_layer_runs_on_its_backend_and_the_net_matches_pycaffe(tmp_path):
     assert {n: rows[n].backend for n in ("c1", "c2", "pool", "cat", "lrn", "fc", "prob")} == {
         n: "onednn" for n in ("c1", "c2", "pool", "cat", "lrn", "fc", "prob")}
     assert rows["r1"].status == rows["r2"].status == "fused"
-    # reorders where numpy and oneDNN meet: into numpy for PReLU, Normalize and the outputs, back for c2 / concat
+    # reorders where numpy and oneDNN meet: into numpy for PReLU, Normalize and the outputs, back for c2 / concat;
+    # none for the network input: c1 takes its plain layout, so it reads the caller's array where it is
     reorders = sorted(n for n, r in rows.items() if r.type == "Reorder")
     # (named after the slot: layer.port; c1 writes r1's slot, the ReLU being fused into it)
-    assert reorders == ["cat.2/to_output", "data.0/to_onednn", "fc.3/to_output", "l2.2/to_onednn", "p1.2/to_onednn",
+    assert reorders == ["cat.2/to_output", "fc.3/to_output", "l2.2/to_onednn", "p1.2/to_onednn",
                         "pool.1/to_numpy", "prob.1/to_output", "r1.1/to_numpy"], reorders
+    assert [slot for slot, _ in plan.program.bound] == [plan._input_slots["data"]]
 
 
 def test_activation_fused_only_when_nobody_else_reads_the_convolution(tmp_path):

@@ -253,6 +253,8 @@ def test_fast_lane_serves_its_verbs_on_its_own_thread():
         with Client(server.endpoint, timeout=10) as main:
             info = main.call("hello")[0]
             assert info["lanes"] == {"fast": server.fast_endpoint}
+            assert info["direct"] == {"fast": fast_path + ".direct"}  # its Unix socket (direct.py)
+            assert os.stat(fast_path + ".direct").st_mode & 0o777 == 0o600
             assert info["fast_ops"] == ["only_fast", "ping", "where"]
             assert main.call("where")[0]["thread"].startswith("lanes-pool-")
             with pytest.raises(RemoteError, match="has no verb 'only_fast'"):
@@ -269,6 +271,7 @@ def test_fast_lane_serves_its_verbs_on_its_own_thread():
         runner.join(10)
     assert not runner.is_alive()
     assert not os.path.exists(fast_path) and not os.path.exists(server.endpoint[len("ipc://"):])
+    assert not os.path.exists(fast_path + ".direct")
 
 
 def test_direct_calls_from_many_threads(echo_worker):

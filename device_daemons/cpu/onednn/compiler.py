@@ -83,21 +83,40 @@ class ImportStep:
             slots[s] = None
 
 
+class BoundInput:
+    """A network input that oneDNN layers read where the caller's array is: its plain
+    layout is the one they want, so no reorder; bound per run (NativeProgram._run)."""
+    __slots__ = ("desc", "memory")
+
+    def __init__(self, d, desc: Desc):
+        self.desc, self.memory = desc, Memory(d, desc)
+
+    def use(self, index: int):
+        pass  # not in the arena: the caller's array lives through the run
+
+
 class ExportStep:
-    """A oneDNN tensor into a new plain numpy array (for a numpy layer or the caller)."""
+    """A oneDNN tensor into a plain numpy array (for a numpy layer or the caller): a
+    new one, or for a network output the destination run(out=...) gave (the daemon's
+    shared-memory slot, so the reply needs no copy)."""
     backend = BACKEND
     type = "Reorder"
     layers = ()
     free = ()
 
-    def __init__(self, d, name, slot, shape, source: Tensor, stream):
+    def __init__(self, d, name, slot, shape, source: Tensor, stream, output: str | None = None):
         self.name, self.slot, self.shape, self.stream = name, slot, tuple(shape), stream
+        self.output = output
+        self.program = None  # set by the compiler: run(out=...) destinations are its `dests`
         self.target = Memory(d, Desc.plain(d, shape))
         self.prim = Primitive(d, reorder_pd(d, Attr(d), source.desc, self.target.desc))
         self.prim.bind({"DNNL_ARG_FROM": source.memory, "DNNL_ARG_TO": self.target})
 
     def run(self, slots):
-        out = np.empty(self.shape, np.float32)
+        out = self.program.dests.get(self.output) if self.output is not None else None
+        if (out is None or out.shape != self.shape or out.dtype != np.float32 or not out.flags.c_contiguous
+                or not out.flags.writeable):
+            out = np.empty(self.shape, np.float32)
         self.target.set_buffer(out)
         self.prim.run(self.stream)
         slots[self.slot] = out
@@ -119,15 +138,23 @@ class NativeProgram(Program):
         self.arena, self.scratchpad = arena, scratchpad  # kept alive: memory objects point into them
         self.fallbacks = fallbacks
         self.threads = threads  # OpenMP threads its primitives were made for (None: all)
+        self.bound: list[tuple[int, Memory]] = []  # (input slot, memory read where its array is)
 
-    def run(self, values, perf=None):
-        if self.threads is None:
-            return super().run(values, perf)
-        self.d.set_threads(self.threads)
+    def _run(self, values, perf):
+        if self.bound:
+            given = dict(values)
+            for slot, memory in self.bound:
+                x = given[slot]
+                memory.set_buffer(x if x.flags.c_contiguous else np.ascontiguousarray(x))
+        if self.threads is not None:
+            self.d.set_threads(self.threads)
         try:
-            return super().run(values, perf)
+            return super()._run(values, perf)
         finally:
-            self.d.set_threads(None)
+            if self.threads is not None:
+                self.d.set_threads(None)
+            for _, memory in self.bound:
+                memory.buffer = None  # the caller's array is not kept past the run
 
     def finish(self):
         status = self.d.lib.dnnl_stream_wait(self.stream)
@@ -152,9 +179,14 @@ class _Compiler:
         self.tensor_of: dict[int, Tensor] = {}
         self.converted: dict[int, list] = {}
         self.has_numpy = set(plan._input_slots.values())
+        self.network_inputs = set(plan._input_slots.values())
         self.scratch_memories: list[Memory] = []
         self.fallbacks: dict[str, str] = {}
         self.inplace: list[str] = []  # layers that overwrite their input
+        self.bound: list[tuple[int, Memory]] = []
+        self.output_name = {}
+        for name, s in plan._outputs:
+            self.output_name.setdefault(s, name)
 
     # --- per layer choice and fusing ------------------------------------------------------
     def make_ops(self):
@@ -255,7 +287,7 @@ class _Compiler:
         t = self.tensor_of[slot]
         t.use(len(self.final))
         self.final.append(ExportStep(self.d, f"{self.plan._slot_names[slot]}/to_{why}", slot, self.shapes[slot], t,
-                                     self.stream))
+                                     self.stream, self.output_name.get(slot)))
         self.has_numpy.add(slot)
 
     def tensor_for(self, slot: int, want: Desc) -> Tensor:
@@ -266,7 +298,10 @@ class _Compiler:
             if desc == want:
                 return t
         name = self.plan._slot_names[slot]
-        if primary is not None:
+        if primary is None and slot in self.network_inputs and want == Desc.plain(self.d, self.shapes[slot]):
+            t = BoundInput(self.d, want)
+            self.bound.append((slot, t.memory))
+        elif primary is not None:
             t = self.new_tensor(want)
             primary.use(len(self.final))
             self.final.append(ReorderStep(self.d, f"{name}/reorder", primary, t, self.stream))
@@ -333,6 +368,10 @@ class _Compiler:
         program = NativeProgram(self.final, plan._n_slots, plan._outputs, fused_list, self.d, self.stream, *arena,
                                 self.fallbacks, self.threads)
         program.inplace = self.inplace
+        program.bound = self.bound
+        for step in self.final:
+            if isinstance(step, ExportStep):
+                step.program = program
         return program
 
     def kernel_step(self, step) -> NumpyStep:

@@ -1,0 +1,137 @@
+"""The fast lane's Unix seqpacket carrier (core/microkernel/direct.py) against a real
+server thread and real sockets: calls go over it, messages too large for a datagram
+go over ZeroMQ both ways, signatures are checked as on ZeroMQ, and a malformed or
+oversized datagram costs its sender the connection, never the server."""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+
+import numpy as np
+import pytest
+
+from core.microkernel import Client, MicrokernelError, ProtocolError, RemoteError, Server, new_ipc_endpoint
+from core.microkernel import direct
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(params=[None, b"k" * 32], ids=["plain", "signed"])
+def served(request):
+    key = request.param
+    server = Server(new_ipc_endpoint("direct"), service="direct", key=key, threads=1, spin=0.001)
+
+    def echo(args, arrays):
+        return {"args": args, "thread": threading.current_thread().name}, arrays
+
+    def big(args, arrays):
+        return {}, [np.arange(args["n"], dtype=np.float32)]
+    server.handle("echo", echo, lane="fast")
+    server.handle("big", big, lane="fast")
+    runner = threading.Thread(target=server.serve)
+    runner.start()
+    try:
+        with Client(server.endpoint, timeout=10, key=key) as main:
+            info = main.call("hello")[0]
+        yield server, info, key
+    finally:
+        server.request_stop()
+        runner.join(10)
+    assert not runner.is_alive()
+    assert not os.path.exists(info["direct"]["fast"])
+
+
+def test_calls_go_over_the_unix_socket(served):
+    server, info, key = served
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["fast"]) as fast:
+        for i in range(20):
+            result, arrays = fast.call("echo", {"i": i}, [np.full(3, i, np.float32)], direct=True, spin=0.0005)
+            assert result == {"args": {"i": i}, "thread": "direct-fast"}
+            np.testing.assert_array_equal(arrays[0], np.full(3, i, np.float32))
+        assert server.direct_messages == 20
+        # not direct=True: the client's I/O thread and ZeroMQ, as before
+        assert fast.call("echo", {"i": -1})[0]["args"] == {"i": -1}
+        assert server.direct_messages == 20
+
+
+def test_messages_too_large_for_a_datagram_go_over_zeromq(served):
+    server, info, key = served
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["fast"]) as fast:
+        n = direct.MAX_DATAGRAM  # a reply of 4 x MAX_DATAGRAM bytes: sent as TOO_LARGE, repeated over ZeroMQ
+        arrays = fast.call("big", {"n": n}, direct=True)[1]
+        np.testing.assert_array_equal(arrays[0], np.arange(n, dtype=np.float32))
+        assert server.direct_messages == 1
+        x = np.ones(direct.MAX_DATAGRAM, np.float32)  # a request that large never tries the socket
+        np.testing.assert_array_equal(fast.call("echo", {}, [x], direct=True)[1][0], x)
+        assert server.direct_messages == 1
+        assert fast.call("echo", {"after": 1}, direct=True)[0]["args"] == {"after": 1}
+        assert server.direct_messages == 2
+
+
+def _raw(path):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    sock.connect(path)
+    sock.settimeout(5)
+    return sock
+
+
+def test_bad_datagrams_cost_the_sender_its_connection(served):
+    server, info, key = served
+    path = info["direct"]["fast"]
+    bad = [b"\x01", b"\x00\x00\x00\x00", b"\x02\x00\x00\x00\x05\x00\x00\x00", b"\xff" * 64,
+           b"\x01\x00\x00\x00\x0a\x00\x00\x00",  # one frame of 10 bytes, none there
+           b"\x01\x00\x00\x00" + b"\x00" * 4 + b"z" * (direct.MAX_DATAGRAM + 100)]  # cut: too large
+    for datagram in bad:
+        sock = _raw(path)
+        sock.send(datagram)
+        assert sock.recv(100) == b""  # closed by the server
+        sock.close()
+    # a well-formed datagram that is not a valid (or not a signed) request: no reply, the connection stays
+    sock = _raw(path)
+    sock.sendmsg(direct.pack([b"not msgpack"]))
+    sock.settimeout(0.5)
+    with pytest.raises(socket.timeout):
+        sock.recv(100)
+    sock.close()
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=path) as fast:
+        assert fast.call("echo", {"ok": 1}, direct=True)[0]["args"] == {"ok": 1}
+
+
+def test_signatures_are_checked_as_on_zeromq(served):
+    """An unsigned request: answered by a server without a key, dropped by one with."""
+    server, info, key = served
+    with Client(info["lanes"]["fast"], timeout=1, direct_path=info["direct"]["fast"]) as unsigned:
+        if key is None:
+            assert unsigned.call("echo", {"u": 1}, direct=True)[0]["args"] == {"u": 1}
+        else:
+            with pytest.raises(MicrokernelError, match="no reply"):
+                unsigned.call("echo", {}, direct=True)
+
+
+def test_a_missing_socket_leaves_zeromq(served, tmp_path):
+    server, info, key = served
+    gone = str(tmp_path / "nothing.direct")
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=gone) as fast:
+        assert fast.call("echo", {"z": 1}, direct=True)[0]["args"] == {"z": 1}
+        assert fast._core.direct_path is None
+    assert server.direct_messages == 0
+
+
+def test_remote_errors_come_back_over_it(served):
+    server, info, key = served
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["fast"]) as fast:
+        with pytest.raises(RemoteError) as ei:
+            fast.call("nothing", direct=True)
+        assert ei.value.kind == "unknown_op"
+
+
+def test_pack_and_unpack():
+    frames = [b"head", b"", np.arange(4, dtype=np.float32)]
+    data = b"".join(bytes(b) for b in direct.pack(frames))
+    assert [bytes(f) for f in direct.unpack(data)] == [b"head", b"", np.arange(4, dtype=np.float32).tobytes()]
+    assert direct.packed_size(frames) == len(data)
+    for bad in (b"", b"\x00\x00\x00\x00", b"\x01\x00\x00\x00", data[:-1], data + b"x",
+                (2000).to_bytes(4, "little") + b"\x00" * 8000):
+        with pytest.raises(ProtocolError):
+            direct.unpack(bad)
