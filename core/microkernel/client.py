@@ -315,6 +315,38 @@ class _Core:
         self.outbox.close()
 
 
+def _await_reply(core: _Core, op: str, req_id: int, deadline: float, timeout: float, watch: Watched | None,
+                 spin: float, try_receive, receive_within) -> Reply:
+    """The reply to request `req_id` on a calling thread's own connection: polls
+    `try_receive()` for `spin` s (spin.py), then waits `receive_within(seconds)` a
+    TICK at a time while `watch` lives, until `deadline`; both return received
+    frames or None. Replies to other (timed-out) requests are dropped."""
+    early = None
+    spin = spin_for(spin)
+    if spin:
+        until = time.perf_counter() + spin
+        while early is None and time.perf_counter() < until:
+            early = try_receive()
+    while True:
+        if early is not None:
+            received, early = early, None
+        else:
+            left = deadline - time.monotonic()
+            received = receive_within(max(0.001, min(TICK if watch is not None else left, left)))
+        if received is not None:
+            rid, reply = core.open_reply(received)
+            if rid != req_id:
+                continue  # dropped, or a late reply to a request that timed out
+            if isinstance(reply, ProtocolError):
+                raise reply
+            return reply
+        if watch is not None and not watch.alive():
+            raise ServiceGone(f"the process serving {core.endpoint} ended during '{op}'")
+        if time.monotonic() >= deadline:
+            raise MicrokernelTimeout(f"no reply to '{op}' from {core.endpoint} within "
+                                     f"{timeout:g} s (request {req_id})")
+
+
 class Client:
     """`Client(endpoint, timeout=30.0, key=None)`: call verbs of a Server.
 
@@ -393,43 +425,31 @@ class Client:
             return None
         sock = chan.sock
         deadline = time.monotonic() + timeout
+
+        def frames_of(data):
+            if not data:
+                raise ConnectionResetError("the server closed its connection")
+            return _carrier.unpack(data, core.limits)
+
+        def try_receive():
+            try:
+                return frames_of(_carrier.receive(sock, socket.MSG_DONTWAIT))
+            except BlockingIOError:
+                return None
+
+        def receive_within(seconds):
+            sock.settimeout(seconds)
+            try:
+                return frames_of(_carrier.receive(sock))
+            except (socket.timeout, BlockingIOError):
+                return None
         try:
             sock.settimeout(None)
             sock.sendmsg(_carrier.pack(frames))
-            data = None
-            spin = spin_for(spin)
-            if spin:
-                until = time.perf_counter() + spin
-                while data is None and time.perf_counter() < until:
-                    try:
-                        data = _carrier.receive(sock, socket.MSG_DONTWAIT)
-                    except BlockingIOError:
-                        pass
-            while True:
-                if data is None:
-                    left = deadline - time.monotonic()
-                    sock.settimeout(max(0.001, min(TICK if watch is not None else left, left)))
-                    try:
-                        data = _carrier.receive(sock)
-                    except (socket.timeout, BlockingIOError):
-                        data = None
-                if data is not None:
-                    if not data:
-                        raise ConnectionResetError("the server closed its connection")
-                    rid, reply = core.open_reply(_carrier.unpack(data, core.limits))
-                    data = None
-                    if rid != req_id:
-                        continue  # dropped, or a late reply to a request that timed out
-                    if isinstance(reply, ProtocolError):
-                        raise reply
-                    if not reply.ok and reply.error is not None and reply.error.kind == _carrier.TOO_LARGE:
-                        return None
-                    return reply.unwrap()
-                if watch is not None and not watch.alive():
-                    raise ServiceGone(f"the process serving {core.endpoint} ended during '{op}'")
-                if time.monotonic() >= deadline:
-                    raise MicrokernelTimeout(f"no reply to '{op}' from {core.endpoint} within "
-                                             f"{timeout:g} s (request {req_id})")
+            reply = _await_reply(core, op, req_id, deadline, timeout, watch, spin, try_receive, receive_within)
+            if not reply.ok and reply.error is not None and reply.error.kind == _carrier.TOO_LARGE:
+                return None
+            return reply.unwrap()
         except MicrokernelError as exc:  # (a timeout is one, and an OSError too)
             if isinstance(exc, ProtocolError):  # a malformed datagram: start afresh
                 chan.close()
@@ -468,41 +488,25 @@ class Client:
         deadline = time.monotonic() + timeout
         try:
             sock.send_multipart(frames, copy=False)
-            early = None
-            spin = spin_for(spin)
-            if spin:
-                until = time.perf_counter() + spin
-                while early is None and time.perf_counter() < until:
-                    try:
-                        early = sock.recv_multipart(zmq.NOBLOCK, copy=False)
-                    except zmq.Again:
-                        pass
-            while True:
-                if early is not None:
-                    received, early = early, None
-                else:
-                    # a blocking receive with a timeout (RCVTIMEO) is cheaper than a poll()
-                    left = deadline - time.monotonic()
-                    wait_ms = max(1, int(min(TICK if watch is not None else left, left) * 1000))
-                    if wait_ms != chan.rcvtimeo:
-                        sock.setsockopt(zmq.RCVTIMEO, wait_ms)
-                        chan.rcvtimeo = wait_ms
-                    try:
-                        received = sock.recv_multipart(copy=False)
-                    except zmq.Again:
-                        received = None
-                if received is not None:
-                    rid, reply = core.open_reply(received)
-                    if rid != req_id:
-                        continue  # dropped, or a late reply to a request that timed out
-                    if isinstance(reply, ProtocolError):
-                        raise reply
-                    return reply.unwrap()
-                if watch is not None and not watch.alive():
-                    raise ServiceGone(f"the process serving {core.endpoint} ended during '{op}'")
-                if time.monotonic() >= deadline:
-                    raise MicrokernelTimeout(f"no reply to '{op}' from {core.endpoint} within "
-                                             f"{timeout:g} s (request {req_id})")
+
+            def try_receive():
+                try:
+                    return sock.recv_multipart(zmq.NOBLOCK, copy=False)
+                except zmq.Again:
+                    return None
+
+            def receive_within(seconds):
+                # a blocking receive with a timeout (RCVTIMEO) is cheaper than a poll()
+                wait_ms = max(1, int(seconds * 1000))
+                if wait_ms != chan.rcvtimeo:
+                    sock.setsockopt(zmq.RCVTIMEO, wait_ms)
+                    chan.rcvtimeo = wait_ms
+                try:
+                    return sock.recv_multipart(copy=False)
+                except zmq.Again:
+                    return None
+            return _await_reply(core, op, req_id, deadline, timeout, watch, spin, try_receive,
+                                receive_within).unwrap()
         except zmq.ZMQError as exc:
             chan.close()
             core.local.chan = None
