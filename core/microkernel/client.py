@@ -444,7 +444,7 @@ class Client:
             except (socket.timeout, BlockingIOError):
                 return None
         try:
-            sock.settimeout(None)
+            sock.settimeout(timeout)  # a server that reads nothing cannot hold the send longer
             sock.sendmsg(_carrier.pack(frames))
             reply = _await_reply(core, op, req_id, deadline, timeout, watch, spin, try_receive, receive_within)
             if not reply.ok and reply.error is not None and reply.error.kind == _carrier.TOO_LARGE:
@@ -458,6 +458,8 @@ class Client:
         except OSError as exc:
             chan.close()
             core.local.unix = None
+            if isinstance(exc, TimeoutError):  # the send timed out
+                raise MicrokernelTimeout(f"could not send '{op}' to {core.endpoint} within {timeout:g} s") from None
             raise self._dropped(op, exc, watch) from None
 
     def _dropped(self, op: str, exc: OSError, watch: Watched | None) -> MicrokernelError:

@@ -99,11 +99,8 @@ class Listener:
         try:
             if os.path.exists(path):
                 os.unlink(path)  # a dead server's leftover: the ipc endpoint beside it is ours now
-            old = os.umask(0o177)
-            try:
-                sock.bind(path)
-            finally:
-                os.umask(old)
+            sock.bind(path)
+            os.chmod(path, 0o600)  # (in the server's private runtime directory anyway)
             sock.listen(64)
             sock.setblocking(False)
         except OSError:
