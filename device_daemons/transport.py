@@ -85,7 +85,8 @@ class Connection:
                 # the daemon reports the interface it bound; reach it like the main one
                 fast = self.endpoint.rsplit(":", 1)[0] + ":" + fast.rsplit(":", 1)[1]
             # the fast lane's Unix socket (no ZeroMQ I/O threads: core/microkernel/direct.py)
-            unix = info.get("direct", {}).get("fast") if self.local and isinstance(info.get("direct"), dict) else None
+            direct = info.get("direct")
+            unix = direct.get("fast") if self.local and isinstance(direct, dict) else None
             try:
                 self.fast = Client(fast, timeout=timeout, key=key, direct_path=unix if isinstance(unix, str) else None)
             except MicrokernelError:

@@ -160,8 +160,8 @@ def output_views(slot: _Slot, out: tuple, shapes: dict) -> dict | None:
 
 def place_outputs(slot: _Slot, out: tuple, outputs: dict) -> dict | None:
     """Write the outputs into the client's slot, from `out` = (offset, capacity)
-    (an output the plan already wrote there, into its output_views array, is not
-    copied); the placed spec {name: [offset, shape]}, None when they do not fit."""
+    (nothing is copied when every output is its output_views array: the plan wrote
+    them there); the placed spec {name: [offset, shape]}, None when they do not fit."""
     cached = slot.views
     if (cached is not None and cached[0][:2] == (out[0], out[1]) and len(outputs) == len(cached[1])
             and all(outputs.get(name) is view for name, view in cached[1].items())):
@@ -171,8 +171,6 @@ def place_outputs(slot: _Slot, out: tuple, outputs: dict) -> dict | None:
         return None
     placed = {}
     for (name, arr), pos in zip(outputs.items(), offsets):
-        target = np.ndarray(arr.shape, np.float32, buffer=slot.mm, offset=pos)
-        if arr.__array_interface__["data"][0] != target.__array_interface__["data"][0]:
-            np.copyto(target, arr, casting="unsafe")
+        np.copyto(np.ndarray(arr.shape, np.float32, buffer=slot.mm, offset=pos), arr, casting="unsafe")
         placed[name] = [pos, list(arr.shape)]
     return placed

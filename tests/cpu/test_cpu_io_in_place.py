@@ -3,7 +3,8 @@ network input's plain layout reads the caller's array (no reorder, not kept afte
 the run); `infer(out=...)` puts outputs into the given arrays (the daemon passes
 views of the client's shared-memory slot), written there by oneDNN's last reorder
 or copied there after a numpy layer; the daemon's output_views and place_outputs
-agree on where each output goes, and place_outputs copies only what is not there."""
+agree on where each output goes, and place_outputs copies nothing when the plan wrote
+every output into its view."""
 from __future__ import annotations
 
 import mmap

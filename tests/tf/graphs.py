@@ -9,25 +9,12 @@ from __future__ import annotations
 
 import os
 import sys
-import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tf_build import main, np, tf  # noqa: E402
+from tf_build import build_cases, case_registry, main, np, tf, w  # noqa: E402
 
-CASES = []
-
-
-def case(name, *shapes, **kw):
-    """Registers fn(rng, *inputs) as case `name` with inputs x (, y, ...) of the given shapes."""
-    def wrap(fn):
-        CASES.append((name, fn, shapes, kw))
-        return fn
-    return wrap
-
-
-def w(rng, *shape, scale=0.5):
-    return tf.constant((rng.standard_normal(shape) * scale).astype(np.float32))
+CASES, case = case_registry()
 
 
 def positive(rng, *shape):
@@ -345,20 +332,5 @@ def _(rng, x):
     return tf.nn.relu(tf.math.erf(x) + 0.25)
 
 
-def build(writer):
-    for name, fn, shapes, kw in CASES:
-        seed = zlib.crc32(name.encode())
-        rng = np.random.default_rng(seed)
-        names = kw.get("names") or (["x", "y"][:len(shapes)])
-        inputs = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
-
-        def model(*args, _fn=fn, _seed=seed + 1):
-            return _fn(np.random.default_rng(_seed), *args)  # the same weights at every trace
-        feeds = kw["feeds"](rng, inputs) if "feeds" in kw else None
-        runs = kw["runs"](seed + 1, inputs) if "runs" in kw else None
-        writer.add(name, model, inputs, batches=kw.get("batches", (1,)), fixed=kw.get("fixed", False), feeds=feeds,
-                   runs=runs)
-
-
 if __name__ == "__main__":
-    main(build)
+    main(lambda writer: build_cases(writer, CASES))

@@ -1,4 +1,5 @@
-"""Helpers of the builder scripts (tests/tf/graphs.py, tests/tf/keras_apps.py).
+"""Helpers of the builder scripts (tests/tf/graphs.py, tests/tf/keras_apps.py,
+tests/tf_worker/offload_graphs.py).
 
 They run in a SUBPROCESS with real TensorFlow (never imported by the pytest
 process): each model is a tf.function frozen with convert_variables_to_constants_v2
@@ -94,6 +95,41 @@ class Writer:
     def close(self):
         with open(os.path.join(self.out_dir, "index.json"), "w") as f:
             json.dump(self.index, f, indent=1, sort_keys=True)
+
+
+def case_registry():
+    """(cases, case) for a builder of small graphs: @case(name, *shapes, **kw) registers
+    fn(rng, *inputs) with inputs x (, y, ...) of those shapes; build_cases builds them."""
+    cases = []
+
+    def case(name, *shapes, **kw):
+        def wrap(fn):
+            cases.append((name, fn, shapes, kw))
+            return fn
+        return wrap
+    return cases, case
+
+
+def w(rng, *shape, scale=0.5):
+    """A seeded constant weight."""
+    return tf.constant((rng.standard_normal(shape) * scale).astype(np.float32))
+
+
+def build_cases(writer, cases):
+    """Freezes and stores every registered case (seeded by its name) with its inputs
+    (kw: names, batches, fixed, feeds(rng, inputs), runs(seed, inputs))."""
+    for name, fn, shapes, kw in cases:
+        seed = zlib.crc32(name.encode())
+        rng = np.random.default_rng(seed)
+        names = kw.get("names") or (["x", "y"][:len(shapes)])
+        inputs = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
+
+        def model(*args, _fn=fn, _seed=seed + 1):
+            return _fn(np.random.default_rng(_seed), *args)  # the same weights at every trace
+        feeds = kw["feeds"](rng, inputs) if "feeds" in kw else None
+        runs = kw["runs"](seed + 1, inputs) if "runs" in kw else None
+        writer.add(name, model, inputs, batches=kw.get("batches", (1,)), fixed=kw.get("fixed", False), feeds=feeds,
+                   runs=runs)
 
 
 def main(build):

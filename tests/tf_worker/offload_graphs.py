@@ -11,24 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
-import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tf"))
 
-from tf_build import main, np, tf  # noqa: E402
+from tf_build import build_cases, case_registry, main, tf, w  # noqa: E402
 
-CASES = []
-
-
-def case(name, *shapes, **kw):
-    def wrap(fn):
-        CASES.append((name, fn, shapes, kw))
-        return fn
-    return wrap
-
-
-def w(rng, *shape, scale=0.5):
-    return tf.constant((rng.standard_normal(shape) * scale).astype(np.float32))
+CASES, case = case_registry()
 
 
 def conv(rng, x, cout, k=3, name=None):
@@ -139,17 +127,5 @@ def _(rng, x):
     return tf.math.erf(x)
 
 
-def build(writer):
-    for name, fn, shapes, kw in CASES:
-        seed = zlib.crc32(name.encode())
-        rng = np.random.default_rng(seed)
-        names = ["x", "y"][:len(shapes)]
-        inputs = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
-
-        def model(*args, _fn=fn, _seed=seed + 1):
-            return _fn(np.random.default_rng(_seed), *args)  # the same weights at every trace
-        writer.add(name, model, inputs, batches=kw.get("batches", (1,)), fixed=kw.get("fixed", False))
-
-
 if __name__ == "__main__":
-    main(build)
+    main(lambda writer: build_cases(writer, CASES))
