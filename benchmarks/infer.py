@@ -43,8 +43,10 @@ The load average is printed: numbers taken on a busy machine are not comparable.
 
 --overhead measures only the daemon's round trip (no reference engine, no model
 to convert): Input -> ReLU on 1x3x224x224, in-process vs the daemon through its
-fast lane (the default for such a network: over its Unix socket, core/microkernel/
-direct.py) vs the same fast lane over ZeroMQ (MO_CORE_DIRECT_LANE=0) vs the daemon
+fast lane (the default for such a network: bound requests - 8-byte raw datagrams,
+device_daemons/bound_protocol.py - over its Unix socket, core/microkernel/direct.py)
+vs plain requests on that socket (MO_CORE_BOUND_REQUESTS=0) vs the fast lane over
+ZeroMQ (MO_CORE_DIRECT_LANE=0) vs the daemon
 without the fast lane (MO_CORE_FAST_LANE_US=0: the main socket and the worker pool), each in its own
 process with a private daemon, in `--rounds` interleaved rounds; it prints the
 median of the rounds' medians (the machine may be shared: look at the spread).
@@ -484,7 +486,8 @@ def run_round_trip(engine, iterations, relu_xml):
 
 def overhead(rounds: int, iterations: int) -> None:
     variants = [("plan", "in-process (ExecutionPlan)", {}),
-                ("daemon-fast", "daemon, fast lane (Unix socket)", {}),
+                ("daemon-fast", "daemon, fast lane (bound, Unix)", {}),
+                ("daemon-fast-plain", "daemon, fast lane (plain, Unix)", {"MO_CORE_BOUND_REQUESTS": "0"}),
                 ("daemon-fast-zmq", "daemon, fast lane over ZeroMQ", {"MO_CORE_DIRECT_LANE": "0"}),
                 ("daemon-pool", "daemon, main socket + pool", {"MO_CORE_FAST_LANE_US": "0"})]
     tmp = tempfile.mkdtemp(prefix="mo-overhead-")
@@ -566,7 +569,7 @@ def main():
     parser.add_argument("--xml", help=argparse.SUPPRESS)
     parser.add_argument("--relu-xml", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.engine in ("plan", "daemon-fast", "daemon-fast-zmq", "daemon-pool") and args.xml is None:
+    if args.engine in ("plan", "daemon-fast", "daemon-fast-plain", "daemon-fast-zmq", "daemon-pool") and args.xml is None:
         return run_round_trip(args.engine, args.iterations, args.relu_xml)
     if args.overhead:
         return overhead(args.rounds or 5, args.iterations or 2000)

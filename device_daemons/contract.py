@@ -29,8 +29,10 @@ Verbs (arrays travel as raw frames; "$array" references in args/results):
   add_extension {path, check_only?: bool} -> {path, types: [str]}
   status       {} -> {device, pid, started, uptime, endpoint, version, threads,
                       requests, fast_requests, networks: [...], cached_plans,
-                      extensions, shm_slots}
+                      extensions, shm_slots, bindings, direct_requests}
   shm_create   {size} -> {slot, path, name};  shm_detach {slot} -> {}
+  infer_bind   {handle, shm} -> {binding, outputs: bytes (placed spec)}   (fast lane;
+               then the raw verb RAW_INFER: bound_protocol.py)
 plus the microkernel's built-in hello / ping / shutdown.
 
 The shm spec of infer is msgpack bytes of {slot, inputs: {name: [offset, shape]},

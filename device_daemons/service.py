@@ -8,8 +8,11 @@ endpoint `hello` gives as lanes.fast): a thread of its own with no hand-off, for
 networks the daemon measured below contract.fast_lane_max_us() and without
 extensions (whose time may depend on the data); others get kind "not_fast".
 Shared memory: a local client's inputs and outputs travel in a sealed memfd slot
-the daemon makes (shm_protocol.py; the daemon's side: cpu/shm_slots.py). IR files
-are opened safely (cpu/ir_source.py).
+the daemon makes (shm_protocol.py; the daemon's side: cpu/shm_slots.py). A client
+that runs a fast-lane network again and again through the same slot binds it once
+(infer_bind) and then sends each request as an 8-byte raw datagram
+(bound_protocol.py; the table: bound_table.py). IR files are opened safely
+(cpu/ir_source.py).
 
 Caching: compiled networks are cached per (xml + bin identity - path, size and
 mtime, or the sha256 of sent content - extension files with their mtimes, batch,
@@ -45,10 +48,12 @@ import numpy as np
 from core.microkernel import RemoteError, Server, serve_main
 from ir import IRError
 
+from . import bound_protocol as bound
 from . import contract, registry
+from .bound_table import Binding, BoundTable
 from .cpu.ir_source import IRSource
 from .cpu.plan_pool import Handle
-from .cpu.shm_slots import ShmSlots, input_views, output_views, place_outputs
+from .cpu.shm_slots import ShmSlots, input_views, output_layout, output_views, place_outputs
 
 # poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
@@ -91,7 +96,8 @@ class DeviceDaemon:
         self._extensions: list[str] = []  # registered with add_extension, in order
         self._extension_files: dict[tuple, dict] = {}  # file identity -> {type: ...}
         self._extension_lock = threading.Lock()
-        self.shm = ShmSlots()
+        self.bindings = BoundTable()
+        self.shm = ShmSlots(on_drop=self.bindings.drop_slot)
         self.requests = 0
         self.fast_requests = 0
         self.plans_built = 0  # networks compiled (a cache hit compiles nothing)
@@ -122,6 +128,7 @@ class DeviceDaemon:
         return {}
 
     def cleanup(self) -> None:
+        self.bindings.clear()
         self.shm.close()
 
     def register(self, server: Server) -> None:
@@ -136,6 +143,8 @@ class DeviceDaemon:
         server.handle(contract.STATUS, self.status, inline=True)
         server.handle(contract.SHM_CREATE, self.shm_create)
         server.handle(contract.SHM_DETACH, self.shm_detach, inline=True)
+        server.handle(bound.INFER_BIND, self.infer_bind, lane="fast")
+        server.handle_raw(bound.RAW_INFER, self.infer_bound)
 
     # ----------------------------------------------------------------- extensions
     def _extension(self, path: str) -> tuple[tuple, dict]:
@@ -324,6 +333,7 @@ class DeviceDaemon:
         handle = self._handle(args)
         with self._lock:
             self._handles.pop(handle.id, None)
+        self.bindings.drop_handle(handle)
         self._release(handle.pool)
         return {}
 
@@ -347,6 +357,57 @@ class DeviceDaemon:
                                          f"send it to the main endpoint")
         self.fast_requests += 1  # served here (a statistic: racing updates only blur it)
         return self.infer(args, arrays, handle, small=True)
+
+    def infer_bind(self, args: dict, arrays: list) -> dict:
+        """Bind the requests of a network through one slot (bound_protocol.py): the
+        slot's views are made and checked once, here."""
+        _, spec = bound.parse_bind(args)
+        handle = self._handle(args)
+        slot = self.shm.get(spec["slot"])
+        inputs = input_views(slot, spec["inputs"])
+        pool = handle.pool
+        with pool.acquire() as plan:
+            shapes = plan.output_shapes()
+        layout = output_layout(slot, spec["out"], shapes)
+        if layout is None:
+            raise err(contract.SHM, f"the outputs of {pool.name!r} do not fit in the slot from offset "
+                                    f"{spec['out'][0]} ({spec['out'][1]} bytes)")
+        views, placed = layout
+        return bound.bind_result(self.bindings.add(Binding(handle, pool, slot, inputs, views)), placed)
+
+    def infer_bound(self, payload) -> bytes:
+        """The raw verb RAW_INFER: run a bound request (8 bytes: its binding id);
+        the reply is (status, compute time in us). A failed request says only
+        BOUND_FAILED: the client sends it again as a plain infer to learn why."""
+        if len(payload) != bound.REQUEST.size:
+            return bound.REPLY.pack(bound.BOUND_FAILED, 0)
+        (bid,) = bound.REQUEST.unpack(payload)
+        b = self.bindings.get(bid)
+        if b is None or b.slot.closed or self._handles.get(b.handle.id) is not b.handle or b.handle.pool is not b.pool:
+            if b is not None:
+                self.bindings.drop(bid)  # its slot or network is gone, or the network was reshaped
+            return bound.REPLY.pack(bound.BOUND_UNKNOWN, 0)
+        pool = b.pool
+        if not pool.fast_ok:
+            return bound.REPLY.pack(bound.BOUND_NOT_FAST, 0)
+        try:
+            with pool.acquire() as plan:
+                t0 = time.perf_counter()
+                outputs = self.compute(pool, plan, b.inputs, None, b.outputs, True)
+                compute_us = int((time.perf_counter() - t0) * 1e6)
+                pool.observe(compute_us)
+                for name, view in b.outputs.items():
+                    value = outputs.get(name)
+                    if value is not view:  # (a plan that wrote it elsewhere)
+                        np.copyto(view, value, casting="unsafe")
+        except Exception as exc:  # noqa: BLE001 - the plain infer the client sends next reports it
+            log.debug("bound request failed: %s: %s", type(exc).__name__, exc)
+            return bound.REPLY.pack(bound.BOUND_FAILED, 0)
+        self.fast_requests += 1
+        b.handle.requests += 1
+        with self._lock:
+            self.requests += 1
+        return bound.REPLY.pack(bound.BOUND_OK, min(compute_us, 0xFFFFFFFF))
 
     def infer(self, args: dict, arrays: list, handle: Handle | None = None, small: bool = False):
         req = contract.parse_infer(args)
@@ -393,7 +454,7 @@ class DeviceDaemon:
                   "version": registry.package_version(), "threads": self.threads,
                   "requests": requests, "fast_requests": self.fast_requests, "networks": networks,
                   "cached_plans": cached, "plans_built": self.plans_built, "extensions": extensions,
-                  "shm_slots": len(self.shm),
+                  "shm_slots": len(self.shm), "bindings": len(self.bindings),
                   # requests that came over the fast lane's Unix socket (core/microkernel/direct.py)
                   "direct_requests": getattr(getattr(self, "_server", None), "direct_messages", 0)}
         result.update(self.status_extra())

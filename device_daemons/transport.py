@@ -65,6 +65,7 @@ class Connection:
                  log: str | None, local: bool, slots: Callable[["Connection"], SlotPool]):
         self.client = client
         self.fast: Client | None = None  # the daemon's fast lane (hello: lanes.fast)
+        self.raw: frozenset = frozenset()  # raw verbs its Unix socket serves (hello: direct.raw)
         self.endpoint = endpoint
         self.pid = pid
         self.process = process  # what can be watched of the daemon (None: remote)
@@ -91,6 +92,9 @@ class Connection:
                 self.fast = Client(fast, timeout=timeout, key=key, direct_path=unix if isinstance(unix, str) else None)
             except MicrokernelError:
                 self.fast = None  # the main endpoint serves everything anyway
+            raw = direct.get("raw") if isinstance(unix, str) and key is None else None
+            if self.fast is not None and isinstance(raw, list):
+                self.raw = frozenset(t for t in raw if isinstance(t, int) and not isinstance(t, bool))
 
     def alive(self, max_age: float = 0.0) -> bool:
         if self.dead is not None:
@@ -230,6 +234,17 @@ class Link:
         return self._outcome(conn, op, lambda: client.call(
             op, args, timeout=max(0.0, deadline - time.monotonic()), watch=conn, direct=True,
             spin=spin))[0]
+
+    def call_raw(self, conn: Connection, op: str, tag: int, payload: bytes, deadline: float) -> bytes | None:
+        """The raw verb `tag` (the request `op`, as errors name it) to the daemon's fast
+        lane over its Unix socket, on the calling thread (polling for the reply for
+        SPIN_S first): the reply's payload; None when the connection has no such raw
+        verb (send the plain request then). Raises like wait()."""
+        client = conn.fast
+        if client is None or tag not in conn.raw:
+            return None
+        return self._outcome(conn, op, lambda: client.call_raw(
+            tag, payload, timeout=max(0.0, deadline - time.monotonic()), watch=conn, spin=SPIN_S))
 
     def _outcome(self, conn: Connection, op: str, receive) -> tuple[dict, list]:
         """receive()'s reply, with the microkernel's failures as the daemon's."""

@@ -42,7 +42,7 @@ from . import direct as _carrier
 from .auth import sign_frames, verify_frames
 from .endpoints import check_endpoint
 from .errors import (AuthenticationError, MicrokernelError, MicrokernelTimeout, ProtocolError,
-                     ServiceGone)
+                     RemoteError, ServiceGone)
 from .mailbox import Mailbox
 from .protocol import DEFAULT_LIMITS, Limits, Reply, decode_reply, encode_request, peek_id
 from .spin import spin_for
@@ -316,11 +316,13 @@ class _Core:
 
 
 def _await_reply(core: _Core, op: str, req_id: int, deadline: float, timeout: float, watch: Watched | None,
-                 spin: float, try_receive, receive_within) -> Reply:
+                 spin: float, try_receive, receive_within, open_reply=None):
     """The reply to request `req_id` on a calling thread's own connection: polls
     `try_receive()` for `spin` s (spin.py), then waits `receive_within(seconds)` a
-    TICK at a time while `watch` lives, until `deadline`; both return received
-    frames or None. Replies to other (timed-out) requests are dropped."""
+    TICK at a time while `watch` lives, until `deadline`; both return what was
+    received or None, which `open_reply` (default: core.open_reply, for frames)
+    turns into (request id, reply). Replies to other (timed-out) requests are dropped."""
+    open_reply = open_reply or core.open_reply
     early = None
     spin = spin_for(spin)
     if spin:
@@ -334,7 +336,7 @@ def _await_reply(core: _Core, op: str, req_id: int, deadline: float, timeout: fl
             left = deadline - time.monotonic()
             received = receive_within(max(0.001, min(TICK if watch is not None else left, left)))
         if received is not None:
-            rid, reply = core.open_reply(received)
+            rid, reply = open_reply(received)
             if rid != req_id:
                 continue  # dropped, or a late reply to a request that timed out
             if isinstance(reply, ProtocolError):
@@ -423,33 +425,83 @@ class Client:
         frames = core.encode(req_id, op, args, arrays)
         if _carrier.packed_size(frames) > _carrier.MAX_DATAGRAM:
             return None
+
+        def open_frames(data):
+            if _carrier.is_raw(data):
+                return None, None  # a late reply to a raw call of this thread
+            return core.open_reply(_carrier.unpack(data, core.limits))
+        reply = self._unix_exchange(chan, op, _carrier.pack(frames), req_id, timeout, watch, spin, open_frames)
+        if not reply.ok and reply.error is not None and reply.error.kind == _carrier.TOO_LARGE:
+            return None
+        return reply.unwrap()
+
+    def call_raw(self, tag: int, payload: bytes, timeout: float | None = None, *, watch: Watched | None = None,
+                 spin: float = 0.0) -> bytes | None:
+        """A raw verb of the server (Server.handle_raw, direct.py) on the calling
+        thread's direct-carrier connection: the reply's payload; None when there is
+        no direct carrier to use (send the verb's framed equivalent then). Raises
+        RemoteError (kind "raw_failed": the handler failed; "raw_unknown": no such
+        verb there) and otherwise like call()."""
+        core = self._core
+        if core.closing:
+            raise MicrokernelError(f"client for {core.endpoint} is closed")
+        if core.key is not None:
+            return None  # a server with a key serves no raw verbs
+        chan = core.unix()
+        if chan is None:
+            return None
+        if len(payload) > _carrier.MAX_RAW_PAYLOAD:
+            raise ValueError(f"raw payload of {len(payload)} bytes (at most {_carrier.MAX_RAW_PAYLOAD})")
+        req_id = next(chan.ids)
+
+        def open_raw(data):
+            if not _carrier.is_raw(data):
+                return None, None  # a late reply to a framed call of this thread
+            try:
+                word, rid, body = _carrier.unpack_raw(data)
+            except ProtocolError as exc:
+                return req_id, ProtocolError(f"malformed raw reply from {core.endpoint}: {exc}")
+            return rid, (word, body)
+        timeout = self.timeout if timeout is None else timeout
+        word, body = self._unix_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
+                                            req_id, timeout, watch, spin, open_raw)
+        if word == _carrier.RAW_OK:
+            return bytes(body)
+        if word == _carrier.RAW_UNKNOWN:
+            raise RemoteError("raw_unknown", f"{core.endpoint} serves no raw verb {tag}")
+        message = bytes(body).decode("utf-8", "replace")
+        raise RemoteError("raw_failed", f"raw verb {tag} failed at {core.endpoint}: {message}")
+
+    def _unix_exchange(self, chan: _Unix, op: str, bufs: list, req_id: int, timeout: float,
+                       watch: Watched | None, spin: float, open_reply):
+        """Send one datagram over the calling thread's direct-carrier connection and
+        wait for the reply to `req_id` (_await_reply with `open_reply`)."""
+        core = self._core
         sock = chan.sock
         deadline = time.monotonic() + timeout
 
-        def frames_of(data):
+        def checked(data):
             if not data:
                 raise ConnectionResetError("the server closed its connection")
-            return _carrier.unpack(data, core.limits)
+            return data
 
         def try_receive():
             try:
-                return frames_of(_carrier.receive(sock, socket.MSG_DONTWAIT))
+                return checked(_carrier.receive(sock, socket.MSG_DONTWAIT))
             except BlockingIOError:
                 return None
 
         def receive_within(seconds):
             sock.settimeout(seconds)
             try:
-                return frames_of(_carrier.receive(sock))
+                return checked(_carrier.receive(sock))
             except (socket.timeout, BlockingIOError):
                 return None
         try:
             sock.settimeout(timeout)  # a server that reads nothing cannot hold the send longer
-            sock.sendmsg(_carrier.pack(frames))
-            reply = _await_reply(core, op, req_id, deadline, timeout, watch, spin, try_receive, receive_within)
-            if not reply.ok and reply.error is not None and reply.error.kind == _carrier.TOO_LARGE:
-                return None
-            return reply.unwrap()
+            sock.sendmsg(bufs)
+            return _await_reply(core, op, req_id, deadline, timeout, watch, spin, try_receive, receive_within,
+                                open_reply)
         except MicrokernelError as exc:  # (a timeout is one, and an OSError too)
             if isinstance(exc, ProtocolError):  # a malformed datagram: start afresh
                 chan.close()

@@ -19,6 +19,18 @@ kind TOO_LARGE, on which the client repeats the request over ZeroMQ (the fast la
 serves only idempotent verbs). The socket file is made 0600 in the server's private
 runtime directory, and both ends check the peer's uid (SO_PEERCRED): only the same
 user (or root) talks over it.
+
+Raw datagrams carry a server's own binary verbs (Server.handle_raw): requests whose
+whole content is a few fixed-size fields, decoded with one struct call instead of
+msgpack on either side. Their first word (RAW_MARK) is larger than any frame count,
+which tells them apart:
+
+    u32 RAW_MARK | u32 word | u64 request id | payload (at most MAX_RAW_PAYLOAD bytes)
+
+`word` is the verb's tag in a request; in a reply RAW_OK, RAW_FAILED (the handler
+failed: the payload is its message) or RAW_UNKNOWN (no verb with that tag here).
+They are never signed: a server with a key serves none (the peer's uid is all
+that vouches for the peer).
 """
 from __future__ import annotations
 
@@ -34,6 +46,11 @@ MAX_CONNECTIONS = 256  # per server; more are accepted and closed at once
 TOO_LARGE = "direct_too_large"
 _U32 = struct.Struct("<I")
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+RAW_MARK = 0x574D4F52  # b"ROMW" little-endian; > any Limits.max_frames
+RAW_HEAD = struct.Struct("<IIQ")
+MAX_RAW_PAYLOAD = 4096
+RAW_OK, RAW_FAILED, RAW_UNKNOWN = 0, 1, 2
 
 
 def pack(frames) -> list:
@@ -67,6 +84,31 @@ def unpack(data, limits: Limits = DEFAULT_LIMITS) -> list[memoryview]:
         frames.append(buf[pos:pos + length])
         pos += length
     return frames
+
+
+def is_raw(data) -> bool:
+    """Is this received datagram a raw one (not frames)?"""
+    return len(data) >= 4 and _U32.unpack_from(data, 0)[0] == RAW_MARK
+
+
+def pack_raw(word: int, rid: int, payload=b"") -> list:
+    """The buffers of a raw datagram (for socket.sendmsg)."""
+    return [RAW_HEAD.pack(RAW_MARK, word, rid), payload]
+
+
+def unpack_raw(data) -> tuple[int, int, memoryview]:
+    """(word, request id, payload view) of a raw datagram; ProtocolError when it is
+    malformed or its payload is above MAX_RAW_PAYLOAD."""
+    buf = frame_buffer(data)
+    if buf.nbytes < RAW_HEAD.size:
+        raise ProtocolError(f"raw datagram of {buf.nbytes} bytes (its header alone is {RAW_HEAD.size})")
+    if buf.nbytes - RAW_HEAD.size > MAX_RAW_PAYLOAD:
+        raise ProtocolError(f"raw datagram payload of {buf.nbytes - RAW_HEAD.size} bytes "
+                            f"(at most {MAX_RAW_PAYLOAD})")
+    mark, word, rid = RAW_HEAD.unpack_from(buf, 0)
+    if mark != RAW_MARK:
+        raise ProtocolError("not a raw datagram")
+    return word, rid, buf[RAW_HEAD.size:]
 
 
 def peer_uid(sock: socket.socket) -> int:

@@ -42,6 +42,7 @@ from .spin import spin_for
 log = logging.getLogger("mo_core.microkernel.server")
 
 Handler = Callable[[dict, list], Any]
+RawHandler = Callable[[memoryview], bytes]
 BUILTIN_OPS = ("hello", "ping", "shutdown")
 
 _POLL_MS = 200  # how often the loop looks at signals / stop requests
@@ -146,8 +147,12 @@ class _DirectPeer:
                 raise ProtocolError("a reply without a readable id")
             frames = self.server._sign(encode_error(rid, direct.TOO_LARGE, "the reply does not fit a datagram; "
                                                     "send the request over ZeroMQ"))
+        self.send(direct.pack(frames))
+
+    def send(self, bufs: list) -> None:
+        """One datagram back to the client."""
         try:
-            self.conn.sendmsg(direct.pack(frames))  # non-blocking
+            self.conn.sendmsg(bufs)  # non-blocking
         except OSError as exc:  # gone, or not reading its replies: dropped (the next poll closes it)
             self.server._log_drop(f"direct carrier: cannot reply: {exc}", _DirectIdent.bytes)
             try:
@@ -210,6 +215,7 @@ class Server:
         self._fast: _Lane | None = None
         self._fast_thread: threading.Thread | None = None
         self._direct: direct.Listener | None = None
+        self._raw: dict[int, RawHandler] = {}  # raw verbs of the direct carrier, by tag
         self.direct_messages = 0  # requests that came over the direct carrier (a statistic)
         # what the service adds to its hello reply (e.g. whether its framework loaded)
         self.info: dict = {}
@@ -235,6 +241,18 @@ class Server:
             self._fast_lane().handlers[op] = (fn, True)
         else:
             raise ValueError(f"unknown lane {lane!r} (main or fast)")
+
+    def handle_raw(self, tag: int, fn: RawHandler) -> None:
+        """Register a raw verb of the fast lane's direct carrier (direct.py; before
+        serve()): `fn(payload)` runs on the fast lane's thread and returns the reply's
+        payload (bytes, at most direct.MAX_RAW_PAYLOAD); an exception is a RAW_FAILED
+        reply with its message. Served only without a key and only where the direct
+        carrier is (hello lists the tags as direct.raw); a client without it sends the
+        verb's framed equivalent instead."""
+        if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < 1 << 31:
+            raise ValueError(f"bad raw verb tag {tag!r}")
+        self._fast_lane()
+        self._raw[tag] = fn
 
     @property
     def fast_endpoint(self) -> str | None:
@@ -327,6 +345,8 @@ class Server:
             info["lanes"] = {"fast": self._fast.endpoint}
             if self._direct is not None:
                 info["direct"] = {"fast": self._direct.path}
+                if self._raw and self._key is None:
+                    info["direct"]["raw"] = sorted(self._raw)
             info["fast_ops"] = sorted(self._fast.handlers)
         return info
 
@@ -410,7 +430,10 @@ class Server:
             data = direct.receive(peer.conn, socket.MSG_DONTWAIT)
             if data:
                 self.direct_messages += 1
-                self._on_message(peer, [_DirectIdent, *direct.unpack(data, self._limits)])
+                if direct.is_raw(data):
+                    self._on_raw(peer, data)
+                else:
+                    self._on_message(peer, [_DirectIdent, *direct.unpack(data, self._limits)])
                 return
         except (BlockingIOError, InterruptedError):
             return
@@ -420,6 +443,24 @@ class Server:
         poller.unregister(fd)
         del peers[fd]
         peer.conn.close()
+
+    def _on_raw(self, peer: _DirectPeer, data) -> None:
+        """Run a raw verb and reply (ProtocolError for a malformed datagram)."""
+        tag, rid, payload = direct.unpack_raw(data)
+        fn = self._raw.get(tag) if self._key is None else None
+        if fn is None:
+            word, body = direct.RAW_UNKNOWN, b""
+        else:
+            try:
+                body = fn(payload)
+                if not isinstance(body, (bytes, bytearray)) or len(body) > direct.MAX_RAW_PAYLOAD:
+                    raise TypeError(f"raw verb {tag} returned {type(body).__name__} of "
+                                    f"{len(body) if isinstance(body, (bytes, bytearray)) else '?'} bytes")
+                word = direct.RAW_OK
+            except Exception as exc:  # noqa: BLE001 - the client gets the message
+                log.warning("raw verb %d failed: %s", tag, _short_traceback(exc))
+                word, body = direct.RAW_FAILED, f"{type(exc).__name__}: {exc}".encode()[:direct.MAX_RAW_PAYLOAD]
+        peer.send(direct.pack_raw(word, rid, body))
 
     def _install_signal_handlers(self) -> Callable[[], None]:
         if threading.current_thread() is not threading.main_thread():

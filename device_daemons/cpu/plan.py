@@ -62,6 +62,8 @@ from .kernels.base import describe
 _SOURCE_TYPES = ("Input",)
 _allocator_tuned = False
 
+CPUS = os.cpu_count() or 1  # (os.cpu_count() reads /sys: 10 us, too slow per request)
+
 
 def tune_allocator():
     """Keeps freed activation buffers in the process heap (glibc): without it every
@@ -356,7 +358,7 @@ class ExecutionPlan(PlanShapes):
     def _program(self, concurrent: int):
         if concurrent <= 1 or self.program.backend == "numpy":
             return self.program
-        threads = max(1, (os.cpu_count() or 1) // concurrent)
+        threads = max(1, CPUS // concurrent)
         program = self._shared_programs.get(threads)
         if program is None:
             program = self._shared_programs[threads] = build_program(self, threads)

@@ -31,16 +31,18 @@ _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
 class _Slot:
-    __slots__ = ("fd", "mm", "size", "views")
+    __slots__ = ("fd", "mm", "size", "views", "closed")
 
     def __init__(self, fd: int, mm: mmap.mmap, size: int):
         self.fd, self.mm, self.size = fd, mm, size
         # (key, views, placed spec) of the last output_views: a client sends request after
         # request through the same slot, so they are made once, not per request
         self.views = None
+        self.closed = False  # detached or dropped: what still refers to it must let go
 
     def close(self) -> None:
         # the map itself stays valid while numpy views of it are alive
+        self.closed = True
         try:
             os.close(self.fd)
         except OSError:
@@ -50,7 +52,8 @@ class _Slot:
 class ShmSlots:
     """Shared-memory slots made for clients (see the module doc)."""
 
-    def __init__(self, max_slots: int = _MAX_SLOTS, max_bytes: int = _MAX_TOTAL_BYTES):
+    def __init__(self, max_slots: int = _MAX_SLOTS, max_bytes: int = _MAX_TOTAL_BYTES, on_drop=None):
+        self._on_drop = on_drop  # called with each slot detached or dropped (after its close)
         self._slots: collections.OrderedDict[int, _Slot] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._max = max_slots
@@ -79,6 +82,7 @@ class ShmSlots:
             os.close(fd)
             raise RemoteError("shm", f"cannot make a shared memory slot of {size} bytes: {exc}") from None
         slot = _Slot(fd, mm, size)
+        dropped = []
         with self._lock:
             sid = secrets.randbits(62) + 1
             self._slots[sid] = slot
@@ -87,7 +91,14 @@ class ShmSlots:
                 _, old = self._slots.popitem(last=False)
                 self._bytes -= old.size
                 old.close()
+                dropped.append(old)
+        for old in dropped:
+            self._dropped(old)
         return {"slot": sid, "path": f"/proc/{os.getpid()}/fd/{fd}", "name": name}
+
+    def _dropped(self, slot: _Slot) -> None:
+        if self._on_drop is not None:
+            self._on_drop(slot)
 
     def get(self, sid) -> _Slot:
         with self._lock:
@@ -105,6 +116,7 @@ class ShmSlots:
                 self._bytes -= slot.size
         if slot is not None:
             slot.close()
+            self._dropped(slot)
 
     def close(self) -> None:
         with self._lock:
@@ -141,6 +153,18 @@ def _layout(out: tuple, slot_size: int, shapes) -> list | None:
     return offsets
 
 
+def output_layout(slot: _Slot, out: tuple, shapes: dict) -> tuple[dict, dict] | None:
+    """(views, placed spec) of outputs of these shapes ({name: shape}, in the plan's
+    output order) placed in the client's slot from `out` = (offset, capacity) as
+    place_outputs places them; None when they do not fit."""
+    offsets = _layout(out, slot.size, shapes.values())
+    if offsets is None:
+        return None
+    views = {name: np.ndarray(shape, np.float32, buffer=slot.mm, offset=off)
+             for (name, shape), off in zip(shapes.items(), offsets)}
+    return views, {name: [off, list(shape)] for (name, shape), off in zip(shapes.items(), offsets)}
+
+
 def output_views(slot: _Slot, out: tuple, shapes: dict) -> dict | None:
     """The places in the client's slot where place_outputs will put outputs of these
     shapes ({name: shape}, in the plan's output order), as arrays a plan may write its
@@ -149,13 +173,11 @@ def output_views(slot: _Slot, out: tuple, shapes: dict) -> dict | None:
     cached = slot.views
     if cached is not None and cached[0] == key:
         return cached[1]
-    offsets = _layout(out, slot.size, shapes.values())
-    if offsets is None:
+    layout = output_layout(slot, out, shapes)
+    if layout is None:
         return None
-    views = {name: np.ndarray(shape, np.float32, buffer=slot.mm, offset=off)
-             for (name, shape), off in zip(shapes.items(), offsets)}
-    slot.views = (key, views, {name: [off, list(shape)] for (name, shape), off in zip(shapes.items(), offsets)})
-    return views
+    slot.views = (key, *layout)
+    return layout[0]
 
 
 def place_outputs(slot: _Slot, out: tuple, outputs: dict) -> dict | None:

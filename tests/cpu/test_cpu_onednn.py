@@ -62,13 +62,24 @@ def test_each_layer_runs_on_its_backend_and_the_net_matches_pycaffe(tmp_path):
     assert {n: rows[n].backend for n in ("c1", "c2", "pool", "cat", "lrn", "fc", "prob")} == {
         n: "onednn" for n in ("c1", "c2", "pool", "cat", "lrn", "fc", "prob")}
     assert rows["r1"].status == rows["r2"].status == "fused"
-    # reorders where numpy and oneDNN meet: into numpy for PReLU, Normalize and the outputs, back for c2 / concat;
-    # none for the network input: c1 takes its plain layout, so it reads the caller's array where it is
+    # reorders where numpy and oneDNN meet: into numpy for PReLU, Normalize and the blocked concat output, back
+    # for c2 / concat; none for the network input: c1 takes its plain layout, so it reads the caller's array
+    # where it is; none for fc and prob either: they write plain layout, straight into the output array
     reorders = sorted(n for n, r in rows.items() if r.type == "Reorder")
     # (named after the slot: layer.port; c1 writes r1's slot, the ReLU being fused into it)
-    assert reorders == ["cat.2/to_output", "fc.3/to_output", "l2.2/to_onednn", "p1.2/to_onednn",
-                        "pool.1/to_numpy", "prob.1/to_output", "r1.1/to_numpy"], reorders
+    assert reorders == ["cat.2/to_output", "l2.2/to_onednn", "p1.2/to_onednn", "pool.1/to_numpy",
+                        "r1.1/to_numpy"], reorders
     assert [slot for slot, _ in plan.program.bound] == [plan._input_slots["data"]]
+    assert sorted(o.name for o in plan.program.bound_outputs) == ["fc", "prob"]
+    # written where run(out=...) says (the daemon's shared-memory slot), else into new arrays each run
+    dests = {name: np.full(value.shape, np.nan, np.float32) for name, value in ours.items()}
+    got = plan.infer(c.inputs, out=dests)
+    for key in ("cat", "fc", "prob"):
+        assert got[key] is dests[key]
+        assert_close(dests[key], ref[key], 1e-4, key)
+    again = plan.infer(c.inputs)
+    assert again["prob"] is not got["prob"] and again["fc"] is not got["fc"]
+    assert_close(again["prob"], ref["prob"], 1e-4, "prob")
 
 
 def test_activation_fused_only_when_nobody_else_reads_the_convolution(tmp_path):

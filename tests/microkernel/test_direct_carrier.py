@@ -1,7 +1,9 @@
 """The fast lane's Unix seqpacket carrier (core/microkernel/direct.py) against a real
 server thread and real sockets: calls go over it, messages too large for a datagram
 go over ZeroMQ both ways, signatures are checked as on ZeroMQ, and a malformed or
-oversized datagram costs its sender the connection, never the server."""
+oversized datagram costs its sender the connection, never the server. Raw verbs
+(Server.handle_raw): served without a key only, their failures and unknown tags
+come back as errors, and raw and framed replies never mix."""
 from __future__ import annotations
 
 import os
@@ -27,8 +29,13 @@ def served(request):
 
     def big(args, arrays):
         return {}, [np.arange(args["n"], dtype=np.float32)]
+    def failing(payload):
+        raise ValueError(f"no good: {bytes(payload)!r}")
     server.handle("echo", echo, lane="fast")
     server.handle("big", big, lane="fast")
+    server.handle_raw(7, lambda payload: bytes(payload)[::-1])
+    server.handle_raw(8, failing)
+    server.handle_raw(9, lambda payload: b"x" * (direct.MAX_RAW_PAYLOAD + 1))
     runner = threading.Thread(target=server.serve)
     runner.start()
     try:
@@ -135,3 +142,69 @@ def test_pack_and_unpack():
                 (2000).to_bytes(4, "little") + b"\x00" * 8000):
         with pytest.raises(ProtocolError):
             direct.unpack(bad)
+
+
+def test_raw_verbs(served):
+    server, info, key = served
+    path = info["direct"]["fast"]
+    if key is not None:  # no raw verbs where a key is the authentication: they are never signed
+        assert "raw" not in info["direct"]
+        with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=path) as fast:
+            assert fast.call_raw(7, b"abc") is None  # (send the framed equivalent)
+        with Client(info["lanes"]["fast"], timeout=10, direct_path=path) as unsigned:
+            with pytest.raises(RemoteError) as ei:
+                unsigned.call_raw(7, b"abc")
+            assert ei.value.kind == "raw_unknown"
+        return
+    assert info["direct"]["raw"] == [7, 8, 9]
+    with Client(info["lanes"]["fast"], timeout=10, direct_path=path) as fast:
+        for i in range(5):  # raw and framed calls on one connection, each gets its own reply
+            assert fast.call_raw(7, b"abc%d" % i, spin=0.0005) == (b"abc%d" % i)[::-1]
+            assert fast.call("echo", {"i": i}, direct=True)[0]["args"] == {"i": i}
+        assert fast.call_raw(7, b"") == b""
+        with pytest.raises(RemoteError) as ei:
+            fast.call_raw(8, b"zz")
+        assert ei.value.kind == "raw_failed" and "ValueError: no good: b'zz'" in ei.value.message
+        with pytest.raises(RemoteError) as ei:  # a reply larger than a raw payload may be is a failure
+            fast.call_raw(9, b"")
+        assert ei.value.kind == "raw_failed"
+        with pytest.raises(RemoteError) as ei:
+            fast.call_raw(10, b"")
+        assert ei.value.kind == "raw_unknown"
+        with pytest.raises(ValueError):
+            fast.call_raw(7, b"y" * (direct.MAX_RAW_PAYLOAD + 1))
+        assert fast.call_raw(7, b"ok") == b"ko"
+    assert server.direct_messages == 15
+    with Client(info["lanes"]["fast"], timeout=10) as zmq_only:  # no direct carrier: nothing to send it over
+        assert zmq_only.call_raw(7, b"abc") is None
+
+
+def test_bad_raw_datagrams_cost_the_sender_its_connection(served):
+    server, info, key = served
+    path = info["direct"]["fast"]
+    head = direct.RAW_MARK.to_bytes(4, "little")
+    for datagram in (head, head + b"\x07\x00\x00\x00" + b"\x00" * 4,  # cut headers
+                     b"".join(direct.pack_raw(7, 1, b"p" * (direct.MAX_RAW_PAYLOAD + 1)))):  # payload too large
+        sock = _raw(path)
+        sock.send(datagram)
+        assert sock.recv(100) == b""
+        sock.close()
+    sock = _raw(path)  # a good one on a raw socket: its reply is the raw reply, same id
+    sock.send(b"".join(direct.pack_raw(7, 42, b"hi")))
+    reply = sock.recv(100)
+    if key is None:
+        assert direct.unpack_raw(reply)[:2] == (direct.RAW_OK, 42) and bytes(direct.unpack_raw(reply)[2]) == b"ih"
+    else:
+        assert direct.unpack_raw(reply)[:2] == (direct.RAW_UNKNOWN, 42)
+    sock.close()
+
+
+def test_pack_and_unpack_raw():
+    data = b"".join(bytes(b) for b in direct.pack_raw(3, 2 ** 63, b"payload"))
+    assert direct.is_raw(data) and not direct.is_raw(b"".join(bytes(b) for b in direct.pack([b"x"])))
+    word, rid, payload = direct.unpack_raw(data)
+    assert (word, rid, bytes(payload)) == (3, 2 ** 63, b"payload")
+    for bad in (data[:15], b"\x00" * 16, b"".join(direct.pack_raw(1, 1, b"z" * (direct.MAX_RAW_PAYLOAD + 1)))):
+        with pytest.raises(ProtocolError):
+            direct.unpack_raw(bad)
+    assert direct.RAW_MARK > 1025  # never a frame count (protocol.Limits.max_frames)

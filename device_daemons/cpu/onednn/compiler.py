@@ -51,13 +51,26 @@ class Tensor:
 class NativeStep:
     backend = BACKEND
     free = ()
+    writes: "BoundOutput | None" = None  # the network output it writes in place, if any
 
     def __init__(self, name, type_, prims, stream, layers):
         self.name, self.type, self.prims, self.stream, self.layers = name, type_, prims, stream, layers
 
     def run(self, slots):
+        if self.writes is not None:
+            self.writes.bind(slots)
         for prim in self.prims:
             prim.run(self.stream)
+
+
+def destination(program, name: str | None, shape: tuple) -> np.ndarray:
+    """Where a network output goes: the array run(out=...) gave for it when it can be
+    written as it is, else a new one."""
+    out = program.dests.get(name) if name is not None else None
+    if (out is None or out.shape != shape or out.dtype != np.float32 or not out.flags.c_contiguous
+            or not out.flags.writeable):
+        out = np.empty(shape, np.float32)
+    return out
 
 
 class ImportStep:
@@ -95,6 +108,26 @@ class BoundInput:
         pass  # not in the arena: the caller's array lives through the run
 
 
+class BoundOutput:
+    """A network output its oneDNN producer writes in plain layout: written where the
+    caller wants it (run(out=...): the daemon's shared-memory slot) or into a new array,
+    with no Export reorder after it; bound by the producing step (NativeStep.writes)."""
+    __slots__ = ("desc", "memory", "slot", "name", "shape", "program")
+
+    def __init__(self, d, desc: Desc, slot: int, name: str, shape):
+        self.desc, self.memory = desc, Memory(d, desc)
+        self.slot, self.name, self.shape = slot, name, tuple(shape)
+        self.program = None  # set by the compiler
+
+    def use(self, index: int):
+        pass  # not in the arena
+
+    def bind(self, slots):
+        out = destination(self.program, self.name, self.shape)
+        self.memory.set_buffer(out)
+        slots[self.slot] = out
+
+
 class ExportStep:
     """A oneDNN tensor into a plain numpy array (for a numpy layer or the caller): a
     new one, or for a network output the destination run(out=...) gave (the daemon's
@@ -113,10 +146,7 @@ class ExportStep:
         self.prim.bind({"DNNL_ARG_FROM": source.memory, "DNNL_ARG_TO": self.target})
 
     def run(self, slots):
-        out = self.program.dests.get(self.output) if self.output is not None else None
-        if (out is None or out.shape != self.shape or out.dtype != np.float32 or not out.flags.c_contiguous
-                or not out.flags.writeable):
-            out = np.empty(self.shape, np.float32)
+        out = destination(self.program, self.output, self.shape)
         self.target.set_buffer(out)
         self.prim.run(self.stream)
         slots[self.slot] = out
@@ -139,6 +169,7 @@ class NativeProgram(Program):
         self.fallbacks = fallbacks
         self.threads = threads  # OpenMP threads its primitives were made for (None: all)
         self.bound: list[tuple[int, Memory]] = []  # (input slot, memory read where its array is)
+        self.bound_outputs: list[BoundOutput] = []
 
     def _run(self, values, perf):
         if self.bound:
@@ -155,6 +186,8 @@ class NativeProgram(Program):
                 self.d.set_threads(None)
             for _, memory in self.bound:
                 memory.buffer = None  # the caller's array is not kept past the run
+            for output in self.bound_outputs:
+                output.memory.buffer = None
 
     def finish(self):
         status = self.d.lib.dnnl_stream_wait(self.stream)
@@ -184,6 +217,7 @@ class _Compiler:
         self.fallbacks: dict[str, str] = {}
         self.inplace: list[str] = []  # layers that overwrite their input
         self.bound: list[tuple[int, Memory]] = []
+        self.bound_outputs: list[BoundOutput] = []
         self.output_name = {}
         for name, s in plan._outputs:
             self.output_name.setdefault(s, name)
@@ -354,12 +388,19 @@ class _Compiler:
                     and self.exclusive(first, i)):
                 out = ins[0]
                 self.inplace.append(step.layer.name)
+            elif slot in self.outputs and outs[0] == Desc.plain(self.d, self.shapes[slot]):
+                # written where the caller wants the output: no Export reorder
+                out = BoundOutput(self.d, outs[0], slot, self.output_name[slot], self.shapes[slot])
+                self.bound_outputs.append(out)
+                self.has_numpy.add(slot)
             else:
                 out = self.new_tensor(outs[0])
             self.tensor_of[slot] = out
             prims = op.bind([t.memory for t in ins], [out.memory], self.scratch)
             layers = (step.layer,) + tuple(steps[j].layer for j, into in fused.items() if into == i)
             self.final.append(NativeStep(step.layer.name, step.layer.type, prims, self.stream, layers))
+            if isinstance(out, BoundOutput):
+                self.final[-1].writes = out
             if slot in self.outputs:
                 self.ensure_numpy(slot, "output")
         self.set_frees()
@@ -369,9 +410,12 @@ class _Compiler:
                                 self.fallbacks, self.threads)
         program.inplace = self.inplace
         program.bound = self.bound
+        program.bound_outputs = self.bound_outputs
         for step in self.final:
             if isinstance(step, ExportStep):
                 step.program = program
+        for output in self.bound_outputs:
+            output.program = program
         return program
 
     def kernel_step(self, step) -> NumpyStep:

@@ -1,0 +1,72 @@
+"""Bound requests: the daemon's leanest way to run a small network again and again
+(both sides use this module: the daemon's table is bound_table.py, the client's
+side bound_client.py).
+
+A local client that sends request after request of the same network through the
+same shared-memory slot binds them once: `infer_bind` {handle, shm} (the shm spec
+of infer: where the inputs are and where the outputs may go) -> {binding,
+outputs: placed spec}. The daemon checks the handle and the slot then, keeps the
+views of the slot, and answers with where each output will be. From then on one
+request is a raw datagram on the fast lane's Unix socket (core/microkernel/
+direct.py, raw verb RAW_INFER): 8 bytes (the binding id) in, 8 bytes (status,
+compute time) out, and no msgpack on either side; the inputs and outputs are in
+the slot as before.
+
+Statuses: BOUND_OK (the outputs are in the slot), BOUND_UNKNOWN (no such binding:
+its slot or network is gone, or the network was reshaped: bind again),
+BOUND_NOT_FAST (the fast lane refuses the network now) and BOUND_FAILED (the
+request failed: the client sends it as a plain infer request, whose error reply
+says why - a raw reply carries no message).
+"""
+from __future__ import annotations
+
+import struct
+
+import msgpack
+
+from core.microkernel import ProtocolError, RemoteError
+
+from . import contract
+from .shm_protocol import tensor_span, unpack_spec
+
+INFER_BIND = "infer_bind"
+RAW_INFER = 1  # the raw verb's tag
+
+REQUEST = struct.Struct("<Q")  # binding id
+REPLY = struct.Struct("<II")  # status, compute time (us)
+BOUND_OK, BOUND_UNKNOWN, BOUND_NOT_FAST, BOUND_FAILED = range(4)
+
+
+def bind_request(handle: int, shm: bytes) -> dict:
+    return {"handle": handle, "shm": shm}
+
+
+def parse_bind(args: dict) -> tuple[int, dict]:
+    """(handle, shm spec) of an infer_bind request (daemon side)."""
+    if args.get("shm") is None:
+        raise RemoteError(contract.SHM, "infer_bind needs 'shm': the shm spec of the requests it binds")
+    return contract.handle(args), contract.parse_shm(args["shm"])
+
+
+def bind_result(binding: int, placed: dict) -> dict:
+    return {"binding": binding, "outputs": msgpack.packb(placed)}
+
+
+def check_bind_result(result: dict, slot_size: int) -> tuple[int, list]:
+    """(binding id, [(output name, offset, shape)]) of an infer_bind reply (client
+    side); ProtocolError when it breaks the contract or an output lies outside the slot."""
+    binding = result.get("binding") if isinstance(result, dict) else None
+    if not isinstance(binding, int) or isinstance(binding, bool) or not 0 < binding < 1 << 64:
+        raise ProtocolError(f"infer_bind: 'binding' must be a positive 64-bit integer, got {binding!r:.40}")
+    placed = unpack_spec(result.get("outputs"), "outputs")
+    if not isinstance(placed, dict) or not placed or len(placed) > contract.MAX_INPUTS:
+        raise ProtocolError("infer_bind: 'outputs' must be a map {output name: [offset, shape]}")
+    outputs = []
+    for name, item in placed.items():
+        if not isinstance(name, str) or not isinstance(item, list) or len(item) != 2:
+            raise ProtocolError(f"infer_bind: output {name!r:.80}: expected [offset, shape]")
+        offset, shape, nbytes = tensor_span(item[0], item[1], f"output {name!r:.80}")
+        if offset + nbytes > slot_size:
+            raise ProtocolError(f"infer_bind: output {name!r:.80} lies outside the slot")
+        outputs.append((name, offset, shape))
+    return binding, outputs

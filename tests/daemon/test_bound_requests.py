@@ -1,0 +1,215 @@
+"""Bound requests (device_daemons/bound_protocol.py): a fast-lane network's requests are
+bound to a shared-memory slot once and then sent as 8-byte raw datagrams. Against a
+real daemon and pycaffe: results stay right request after request, outputs a caller
+keeps are never overwritten, anything the bound path cannot take goes the plain way
+(with the plain path's errors), a daemon that drops a binding or dies costs nothing
+but a re-bind. The daemon's side is also exercised in-process (statuses, the table)."""
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import msgpack
+import numpy as np
+import pytest
+
+from device_daemons import bound_protocol as bound
+from device_daemons.bound_client import MAX_BINDINGS
+from device_daemons.bound_table import Binding, BoundTable
+from device_daemons.client import DaemonDied, IECore, InferenceError
+from tests.daemon.conftest import assert_close, daemon_processes
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def fast_net(fresh_runtime, monkeypatch, tiny):
+    """The tiny net on the fast lane whatever the machine's speed (a limit far above its time)."""
+    monkeypatch.setenv("MO_CORE_FAST_LANE_US", "1e9")
+    ie = IECore()
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    x = tiny.input(0)
+    exec_net.infer({"data": x})  # measured: the fast lane from the next request on
+    assert exec_net.fast
+    yield ie, exec_net
+    ie.close()
+
+
+def status(exec_net) -> dict:
+    return exec_net.link.call("status")[0]
+
+
+def test_requests_are_bound_once_then_raw(fast_net, tiny):
+    ie, exec_net = fast_net
+    before = status(exec_net)
+    for seed in range(1, 21):
+        x = tiny.input(seed)
+        assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+    after = status(exec_net)
+    assert after["bindings"] == 1
+    assert after["fast_requests"] - before["fast_requests"] == 20
+    # 20 raw datagrams and one infer_bind, all over the Unix socket
+    assert after["direct_requests"] - before["direct_requests"] == 21
+    # an InferRequest's synchronous infer takes the same path
+    x = tiny.input(99)
+    assert_close(exec_net.requests[0].infer({"data": x})["prob"], tiny.reference(x))
+    assert status(exec_net)["fast_requests"] == after["fast_requests"] + 1
+
+
+def test_outputs_kept_are_never_overwritten(fast_net, tiny):
+    ie, exec_net = fast_net
+    kept = []
+    for seed in range(1, MAX_BINDINGS + 3):  # more than the bindings: the last ones go the plain way
+        x = tiny.input(seed)
+        kept.append((x, exec_net.infer({"data": x})))
+    for x, out in kept:
+        assert_close(out["prob"], tiny.reference(x))
+    assert status(exec_net)["bindings"] == MAX_BINDINGS
+    del out
+    kept.clear()  # all slots free again: no new binding
+    for seed in range(50, 60):
+        x = tiny.input(seed)
+        assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+    assert status(exec_net)["bindings"] == MAX_BINDINGS
+
+
+def test_what_the_binding_does_not_fit_goes_the_plain_way(fast_net, tiny):
+    ie, exec_net = fast_net
+    with pytest.raises(InferenceError, match="data"):  # the plain path's error, not a raw status
+        exec_net.infer({"data": np.zeros((1, 3, 8, 8), np.float32)})
+    with pytest.raises(InferenceError, match="nope"):
+        exec_net.infer({"nope": tiny.input(1)})
+    x = tiny.input(3).astype(np.float64)  # converted to float32 first, then bound as usual
+    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x.astype(np.float32)))
+
+
+def test_a_binding_the_daemon_dropped_is_bound_again(fast_net, tiny):
+    ie, exec_net = fast_net
+    x = tiny.input(5)
+    exec_net.infer({"data": x})
+    bound_requests = exec_net._bound
+    (b,) = bound_requests._free
+    exec_net.link.call("shm_detach", {"slot": b.slot.id})  # the daemon forgets the slot and its binding
+    assert status(exec_net)["bindings"] == 0
+    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))  # BOUND_UNKNOWN: the plain path
+    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))  # bound again
+    assert status(exec_net)["bindings"] == 1
+    exec_net.close()  # unloading drops its bindings
+    assert status(exec_net)["bindings"] == 0
+
+
+def test_a_daemon_killed_between_requests(fast_net, tiny, fresh_runtime):
+    ie, exec_net = fast_net
+    x = tiny.input(6)
+    exec_net.infer({"data": x})
+    pid = ie.daemon_pid()
+    os.kill(pid, signal.SIGKILL)
+    for _ in range(100):
+        if not daemon_processes(fresh_runtime):
+            break
+        time.sleep(0.05)
+    try:  # the request that finds it gone either says so or has already restarted it
+        out = exec_net.infer({"data": x})
+        assert_close(out["prob"], tiny.reference(x))
+    except DaemonDied as err:
+        assert f"pid {pid}" in str(err)
+    for seed in range(3):  # then bound requests on the new daemon
+        x = tiny.input(seed)
+        assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+    assert ie.daemon_pid() != pid
+    assert daemon_processes(fresh_runtime) == [ie.daemon_pid()]
+
+
+# ------------------------------------------------------------------ the daemon's side, in-process
+
+@pytest.fixture
+def daemon(tiny, monkeypatch):
+    from device_daemons.cpu.server import CpuDaemon
+    monkeypatch.setenv("MO_CORE_FAST_LANE_US", "1e9")
+    d = CpuDaemon(threads=1)
+    handle = d.load_network({"xml": tiny.xml}, [])["handle"]
+    slot = d.shm_create({"size": 1 << 16}, [])["slot"]
+    spec = msgpack.packb({"slot": slot, "inputs": {"data": [0, [1, 3, 16, 16]]}, "out": [3072, (1 << 16) - 3072]})
+    yield d, handle, slot, spec
+    d.cleanup()
+
+
+def run_bound(d, bid) -> tuple[int, int]:
+    return bound.REPLY.unpack(d.infer_bound(bound.REQUEST.pack(bid)))
+
+
+def test_daemon_statuses(daemon, tiny):
+    d, handle, slot, spec = daemon
+    result = d.infer_bind(bound.bind_request(handle, spec), [])
+    bid, outputs = bound.check_bind_result(result, 1 << 16)
+    assert outputs == [("prob", 3072, (1, 10))]
+    b = d.bindings.get(bid)
+    x = tiny.input(4)
+    b.inputs["data"][...] = x
+    assert run_bound(d, bid)[0] == bound.BOUND_NOT_FAST  # not measured yet
+    d.infer({"handle": handle, "shm": spec}, [])  # measured now
+    status, compute_us = run_bound(d, bid)
+    assert status == bound.BOUND_OK and compute_us > 0
+    assert_close(b.outputs["prob"], tiny.reference(x))
+    assert run_bound(d, bid + 1)[0] == bound.BOUND_UNKNOWN
+    assert bound.REPLY.unpack(d.infer_bound(b"short"))[0] == bound.BOUND_FAILED
+    b.inputs["data"][...] = np.nan  # still computes (NaN in, NaN out): a failure needs a failing plan
+    assert run_bound(d, bid)[0] == bound.BOUND_OK
+    d.reshape({"handle": handle, "shapes": {"data": [2, 3, 16, 16]}}, [])  # another pool: the binding is stale
+    assert run_bound(d, bid)[0] == bound.BOUND_UNKNOWN
+    assert d.bindings.get(bid) is None
+
+
+def test_daemon_bind_errors(daemon):
+    from core.microkernel import RemoteError
+    d, handle, slot, spec = daemon
+    with pytest.raises(RemoteError) as ei:
+        d.infer_bind({"handle": handle}, [])
+    assert ei.value.kind == "shm"
+    with pytest.raises(RemoteError) as ei:
+        d.infer_bind(bound.bind_request(handle + 100, spec), [])
+    assert ei.value.kind == "handle"
+    cramped = msgpack.packb({"slot": slot, "inputs": {"data": [0, [1, 3, 16, 16]]}, "out": [3072, 16]})
+    with pytest.raises(RemoteError, match="do not fit") as ei:
+        d.infer_bind(bound.bind_request(handle, cramped), [])
+    assert ei.value.kind == "shm"
+    outside = msgpack.packb({"slot": slot, "inputs": {"data": [1 << 16, [1, 3, 16, 16]]}, "out": [0, 64]})
+    with pytest.raises(RemoteError) as ei:
+        d.infer_bind(bound.bind_request(handle, outside), [])
+    assert ei.value.kind == "shm"
+
+
+def test_daemon_drops_bindings_with_their_slot_or_network(daemon):
+    d, handle, slot, spec = daemon
+    first = bound.check_bind_result(d.infer_bind(bound.bind_request(handle, spec), []), 1 << 16)[0]
+    second = bound.check_bind_result(d.infer_bind(bound.bind_request(handle, spec), []), 1 << 16)[0]
+    assert len(d.bindings) == 2 and first != second
+    d.shm_detach({"slot": slot}, [])
+    assert len(d.bindings) == 0
+    slot = d.shm_create({"size": 1 << 16}, [])["slot"]
+    spec = msgpack.packb({"slot": slot, "inputs": {"data": [0, [1, 3, 16, 16]]}, "out": [3072, 4096]})
+    d.infer_bind(bound.bind_request(handle, spec), [])
+    d.unload({"handle": handle}, [])
+    assert len(d.bindings) == 0
+
+
+def test_table_keeps_at_most_its_limit():
+    table = BoundTable(max_bindings=3)
+    ids = [table.add(Binding(None, None, i, {}, {})) for i in range(5)]
+    assert len(set(ids)) == 5 and len(table) == 3
+    assert table.get(ids[0]) is None and table.get(ids[1]) is None and table.get(ids[4]).slot == 4
+    table.drop_slot(4)  # (compared by identity: the small int 4 is one object)
+    assert len(table) == 2
+
+
+def test_check_bind_result_rejects_what_breaks_the_contract():
+    from core.microkernel import ProtocolError
+    good = bound.bind_result(5, {"prob": [64, [1, 10]]})
+    assert bound.check_bind_result(good, 4096) == (5, [("prob", 64, (1, 10))])
+    for bad in ({"binding": 0, "outputs": good["outputs"]}, {"binding": True, "outputs": good["outputs"]},
+                {"binding": 5, "outputs": b"\xc1"}, {"binding": 5, "outputs": msgpack.packb({})},
+                {"binding": 5, "outputs": msgpack.packb({"p": [3, [1]]})},
+                {"binding": 5, "outputs": msgpack.packb({"p": [64, [1, 10000]]})}, "nope"):
+        with pytest.raises(ProtocolError):
+            bound.check_bind_result(bad, 4096)
