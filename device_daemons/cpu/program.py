@@ -64,6 +64,7 @@ class Program:
         self.backend = backend
         self.fused = list(fused)  # (layer, step name it was fused into)
         self.dests: dict = {}  # run(out=...) while it runs: steps that write outputs look here
+        self.lent_outputs = _lent_outputs(self.steps, self.outputs)
 
     def run(self, values, perf: list | None = None, out: dict | None = None) -> dict:
         """values: [(slot, array)]. With `perf` (a list), appends a PerfRow per step.
@@ -81,6 +82,10 @@ class Program:
                 if value is not None and value is not dest and dest.shape == value.shape:
                     np.copyto(dest, value, casting="unsafe")
                     result[name] = dest
+        for name in self.lent_outputs:  # the caller keeps them past the kernel's next run
+            value = result.get(name)
+            if value is not None and not (out and out.get(name) is value):
+                result[name] = np.array(value)
         return result
 
     def _run(self, values, perf) -> dict:
@@ -103,6 +108,21 @@ class Program:
 
     def finish(self):
         """Waits for the native backend's stream (none here)."""
+
+
+def _lent_outputs(steps, outputs) -> list[str]:
+    """The outputs that are views of a buffer a kernel writes again on its next run
+    (Kernel.reuses_output), directly or through kernels that return views of their
+    inputs (Reshape, ...; a custom kernel may, unless it says output_is_view = False)."""
+    reused = set()
+    for step in steps:
+        kernel = getattr(step, "kernel", None)
+        if kernel is None:
+            continue  # a oneDNN step: it writes tensors of its own
+        if getattr(kernel, "reuses_output", False) or (
+                getattr(kernel, "output_is_view", step.backend == "custom") and reused.intersection(step.in_slots)):
+            reused.update(step.out_slots)
+    return [name for name, s in outputs if s in reused]
 
 
 def numpy_program(plan) -> Program:

@@ -136,6 +136,7 @@ def stop_worker() -> None:
 @register("TFCustomSubgraphCall")
 class TFSubgraphKernel(Kernel):
     output_is_view = False
+    reuses_output = True  # (shared path) its outputs are read where the worker wrote them
 
     def __init__(self, layer):
         super().__init__(layer)
@@ -205,8 +206,9 @@ class TFSubgraphKernel(Kernel):
                 return None
             raise
         placed = contract.check_placed(result, len(self.output_names), self.buffer.size)
-        # copies: the buffer is reused by the next request, and the plan may compute in place
-        return [np.array(self.buffer.view(offset, shape)) for offset, shape in placed]
+        # views: the plan copies a network output out of the buffer before its next run (reuses_output); a
+        # consumer that computes in place writes into the buffer, which the next run overwrites anyway
+        return [self.buffer.view(offset, shape) for offset, shape in placed]
 
     def _guard(self, fn, *args):
         try:

@@ -155,3 +155,51 @@ def test_the_worker_keeps_a_bounded_number_of_buffers_mapped(erf_worker):
     finally:
         for buf in buffers:
             buf.close()
+
+
+def test_outputs_read_from_the_buffer_survive_the_next_run(offload_graphs, tmp_path):
+    """The kernel hands out views of its shared buffer (Kernel.reuses_output) instead of
+    copying them out: an output the caller keeps is copied once by the program, one
+    written into run(out=...) goes straight there. In-process plan, real TF worker."""
+    import math
+    from device_daemons.cpu.plan import ExecutionPlan
+    from device_daemons.cpu.tf_backed import stop_worker
+    xml = convert_model(offload_graphs.path("erf_56"), tmp_path, "erf", batch=1, **ERF)
+    try:
+        plan = ExecutionPlan(read_ir(xml))
+        (name, shape), = plan.input_shapes().items()
+        assert plan.program.lent_outputs  # the layer's output is the network's
+        rng = np.random.default_rng(3)
+        x1, x2 = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+        erf = np.vectorize(math.erf)
+        out1 = plan.infer({name: x1})
+        out2 = plan.infer({name: x2})
+        (key,) = out1
+        np.testing.assert_allclose(out1[key], erf(x1), atol=1e-6)  # not overwritten by the second run
+        np.testing.assert_allclose(out2[key], erf(x2), atol=1e-6)
+        dest = np.full(out1[key].shape, np.nan, np.float32)
+        got = plan.infer({name: x1}, out={key: dest})
+        assert got[key] is dest
+        np.testing.assert_allclose(dest, erf(x1), atol=1e-6)
+        np.testing.assert_allclose(out2[key], erf(x2), atol=1e-6)
+    finally:
+        stop_worker()
+
+
+def test_lent_outputs_follow_views():
+    """Which outputs a program copies (device_daemons/cpu/program.py): those of a kernel
+    that reuses its buffer, and those that are views of them (Reshape-like kernels, custom
+    kernels unless they say otherwise), not those computed from them."""
+    from types import SimpleNamespace as NS
+    from device_daemons.cpu.program import _lent_outputs
+
+    def step(kernel, ins, outs, backend="numpy"):
+        return NS(kernel=kernel, in_slots=ins, out_slots=outs, backend=backend)
+    reuse = NS(reuses_output=True, output_is_view=False)
+    view = NS(reuses_output=False, output_is_view=True)
+    new = NS(reuses_output=False, output_is_view=False)
+    custom = NS()  # a custom kernel that says nothing: it may return views
+    steps = [step(reuse, (0,), (1,)), step(view, (1,), (2,)), step(new, (1,), (3,)), step(custom, (2,), (4,), "custom"),
+             step(None, (3,), (5,)), step(view, (0,), (6,))]
+    outputs = [("tf", 1), ("reshaped", 2), ("computed", 3), ("custom", 4), ("onednn", 5), ("input_view", 6)]
+    assert _lent_outputs(steps, outputs) == ["tf", "reshaped", "custom"]

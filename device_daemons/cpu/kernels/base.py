@@ -25,7 +25,11 @@ consumer, no other view of it alive). A kernel that supports it (class attribute
 `supports_inplace = True`) may then write its result into inputs[0] and return it.
 Kernels whose outputs are views of their inputs (Reshape, Split, ...) declare
 `output_is_view = True` so the plan never lets a consumer write through a view
-into a buffer that someone else still reads.
+into a buffer that someone else still reads. A kernel whose outputs are views of a
+buffer of its own that its next run writes again (`reuses_output = True`, e.g. the
+shared buffer of an offloaded TensorFlow layer) saves a copy per run: its
+consumers read the buffer where it is, and only a network output is copied out of
+it, by the program (Program.run), before the run ends.
 """
 from __future__ import annotations
 
@@ -77,6 +81,7 @@ class Kernel:
     schema = None  # an ir.schema.LayerSchema for a type ir/schema does not know (custom kernels)
     supports_inplace = False
     output_is_view = False
+    reuses_output = False
 
     def __init__(self, layer):
         self.layer = layer
