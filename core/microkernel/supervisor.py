@@ -281,6 +281,22 @@ class WorkerProcess:
         except (ServiceGone, MicrokernelTimeout) as exc:
             raise self._failed_call(inst, op, t, exc) from None
 
+    def call_raw(self, tag: int, payload: bytes, timeout: float | None = None, *, spin: float = 0.0,
+                 lane: str = "fast", op: str = "raw") -> bytes | None:
+        """A raw verb of the worker's lane (Server.handle_raw) on the calling thread:
+        the reply's payload; None when that lane has no direct carrier for it (call the
+        verb's framed equivalent then). Failures as call()'s (`op` names the request)."""
+        inst = self._running_instance()
+        t = self.request_timeout if timeout is None else timeout
+        try:
+            return inst.client_for(lane).call_raw(tag, payload, t, watch=_FailureAware(inst), spin=spin)
+        except (ServiceGone, MicrokernelTimeout) as exc:
+            raise self._failed_call(inst, op, t, exc) from None
+        except MicrokernelError:
+            if inst.failure is not None:
+                raise WorkerError(f"worker '{self.name}' failed: {inst.failure}") from None
+            raise
+
     def _failed_call(self, inst: _Instance, op: str, timeout: float, exc: Exception) -> MicrokernelError:
         """The error of a call whose worker died (ServiceGone) or hung (MicrokernelTimeout),
         or that another caller already found failed."""

@@ -73,6 +73,15 @@ Verbs:
       no tensor on the socket. Kind "shm": the buffer is not a sealed memfd
       of the worker's parent of that name and size (at most MAX_SHARED_BYTES),
       a tensor would end past it, or the outputs do not fit.
+  bind_run {id, shm (as run_subgraph's), placed: [[offset, shape]]} -> {binding}
+      (fast lane) binds runs of a loaded graph on float32 inputs through one
+      shared buffer, the outputs where a run_subgraph just placed them; from then
+      on such a run is the raw verb RAW_RUN over the fast lane's Unix socket
+      (core/microkernel/direct.py): the binding id (RUN_REQUEST) in, a status
+      (RUN_REPLY) out - RUN_OK (the outputs are in place), RUN_UNKNOWN (no such
+      binding, or its graph or buffer is gone: bind again), RUN_FAILED (send it as
+      run_subgraph to learn why: TensorFlow failed, or outputs of other shapes).
+      At most MAX_BINDINGS are kept, the oldest go first.
 
 Error kinds: "framework_missing" (TensorFlow cannot be imported in the worker),
 "freeze" (TensorFlow could not load or freeze the model: its message), "graph"
@@ -85,6 +94,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 
 import numpy as np
 
@@ -123,6 +133,12 @@ INSTALL_HINT = ("install it into that interpreter (pip install tensorflow-cpu==2
 MAX_NAMES = 4096
 MAX_PATH = 4096
 MAX_SUBGRAPHS = 64
+MAX_BINDINGS = 256
+BIND_RUN = "bind_run"
+RAW_RUN = 1  # the raw verb's tag
+RUN_REQUEST = struct.Struct("<Q")  # binding id
+RUN_REPLY = struct.Struct("<I")  # status
+RUN_OK, RUN_UNKNOWN, RUN_FAILED = range(3)
 MAX_GRAPH_BYTES = 1 << 30          # the protocol's message limit bounds it too
 MAX_SHARED_BYTES = 1 << 31         # a shared buffer (run_subgraph with shm); larger tensors go as frames
 MAX_MAPPED_BYTES = 1 << 31         # the worker keeps at most this much of its parent's buffers mapped
@@ -372,3 +388,29 @@ def check_placed(result: dict, n_outputs: int, size: int) -> list[tuple[int, tup
         return [_span(item, size, f"placed output {i}") for i, item in enumerate(placed)]
     except RemoteError as exc:
         raise ProtocolError(exc.message) from None
+
+
+def bind_run_request(graph_id: str, buffer_spec: dict, inputs: list, placed: list) -> dict:
+    """inputs and placed: [(offset, shape)] of the inputs and outputs in the buffer."""
+    args, _ = run_subgraph_shm_request(graph_id, buffer_spec, inputs, min((o for o, _ in placed), default=0))
+    args["placed"] = [[int(o), [int(d) for d in s]] for o, s in placed]
+    return args
+
+
+def parse_bind_run(args: dict) -> tuple[str, dict, list]:
+    """(id, shm spec as parse_run_subgraph's, [(offset, shape)] of the outputs)."""
+    graph_id, _, shm = parse_run_subgraph(args, [])
+    if shm is None:
+        raise RemoteError(REQUEST, "bind_run needs 'shm': the shared buffer its runs go through")
+    placed = args.get("placed")
+    if not isinstance(placed, list) or not placed or len(placed) > MAX_NAMES:
+        raise RemoteError(REQUEST, "'placed' must be [[offset, shape]], one per output")
+    size = shm["buffer"]["size"]
+    return graph_id, shm, [_span(item, size, f"placed output {i}") for i, item in enumerate(placed)]
+
+
+def check_bind_run_result(result: dict) -> int:
+    binding = result.get("binding") if isinstance(result, dict) else None
+    if isinstance(binding, bool) or not isinstance(binding, int) or not 0 < binding < 1 << 64:
+        raise ProtocolError(f"the TensorFlow worker's bind_run reply has no binding id ({binding!r:.40})")
+    return binding

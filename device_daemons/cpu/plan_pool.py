@@ -71,6 +71,7 @@ class PlanPool:
             while True:
                 if self._idle:
                     plan = self._idle.pop()
+                    self.busy += 1
                     break
                 if self._count < self._max:
                     self._count += 1
@@ -84,8 +85,8 @@ class PlanPool:
                     self._count -= 1
                     self._cond.notify()
                 raise
-        with self._cond:
-            self.busy += 1
+            with self._cond:
+                self.busy += 1
         try:
             yield plan
         finally:

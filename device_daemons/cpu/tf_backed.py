@@ -16,8 +16,12 @@ imports it and keeps a callable); each inference is one round trip per layer:
 the tensors go through a shared buffer of the kernel (core/microkernel/
 shared_buffer.py: a sealed memfd the worker maps), only a small header on the
 socket, sent and awaited on the computing thread (MO_CORE_SHM=0, or no memfd:
-raw frames instead). A worker that restarted has forgotten the sub-graphs: they
-are loaded again on first use.
+raw frames instead). After the first such run a layer binds its runs with the
+worker (bind_run: the buffer's views made and checked once there), and each later
+run is an 8-byte raw datagram over the worker's fast-lane Unix socket (fallback_
+workers/tf_worker/bound_runs.py); anything unusual (a binding the worker lost, a
+failed run) goes back to the plain request, which reports why. A worker that
+restarted has forgotten the sub-graphs and bindings: they are made again on first use.
 MO_CORE_TF_PYTHON chooses the worker's interpreter (a venv with TensorFlow);
 MO_CORE_TF_TIMEOUT (seconds, default 600) bounds each request.
 """
@@ -94,6 +98,23 @@ class TFWorkerPool:
         with self._lock:
             self._loaded.add(kernel.graph_id)
 
+    def bind(self, kernel: "TFSubgraphKernel", args: dict) -> int:
+        """bind_run on the worker's fast lane: the binding id."""
+        result, _ = self._call(contract.BIND_RUN, args, [], direct=True)
+        return contract.check_bind_run_result(result)
+
+    def run_bound(self, kernel: "TFSubgraphKernel", binding: int) -> int | None:
+        """A bound run (the raw verb RAW_RUN): its status, None when the worker's lane
+        has no raw verbs (the plain request then, for good)."""
+        spin = SPIN_S if kernel.reply_s < SPIN_S else 0.0
+        start = time.perf_counter()
+        reply = self._get().call_raw(contract.RAW_RUN, contract.RUN_REQUEST.pack(binding), self.timeout(),
+                                     spin=spin, lane="fast", op=contract.RUN_SUBGRAPH)
+        kernel.reply_s = time.perf_counter() - start
+        if reply is None or len(reply) != contract.RUN_REPLY.size:
+            return None
+        return contract.RUN_REPLY.unpack(reply)[0]
+
     def run(self, kernel: "TFSubgraphKernel", args: dict, arrays: list) -> tuple[dict, list]:
         """A run_subgraph request for the kernel's sub-graph (loaded again if the worker forgot it).
         Polls for the reply (SPIN_S) only when the kernel's last reply came within that time: a spinning
@@ -157,6 +178,8 @@ class TFSubgraphKernel(Kernel):
         self.out_shapes = list(self.ir_out)
         self.buffer: SharedBuffer | None = None   # this kernel's (a plan runs one request at a time)
         self.reply_s = 0.0  # how long its last run_subgraph took (TFWorkerPool.run: whether to poll)
+        self.binding: tuple | None = None  # (id, input shapes, placed outputs) of its bound runs
+        self.bindable = True  # False once the worker would not bind (then plain requests only)
         self.shared = shared_buffer.available() and os.environ.get("MO_CORE_SHM", "1") != "0"
         self.pool = worker_pool()
         self._guard(self.pool.load, self)
@@ -194,8 +217,21 @@ class TFSubgraphKernel(Kernel):
             if self.buffer is not None:
                 self.buffer.close()
             self.buffer = SharedBuffer(end)
+            self.binding = None
         for offset, x in zip(in_offsets, inputs):
             np.copyto(self.buffer.view(offset, x.shape), x)
+        bound = self.binding
+        if bound is not None and bound[1] == [x.shape for x in inputs]:
+            try:
+                status = self.pool.run_bound(self, bound[0])
+            except RemoteError:  # the worker serves no raw verbs after all
+                status = None
+            if status == contract.RUN_OK:
+                return [self.buffer.view(offset, shape) for offset, shape in bound[2]]
+            # lost (a new worker, an evicted graph): bound again after the plain request; failed (TensorFlow's
+            # error, outputs of other shapes): the plain request says why, and runs stay plain
+            self.binding = None
+            self.bindable = status == contract.RUN_UNKNOWN
         args, arrays = contract.run_subgraph_shm_request(self.graph_id, self.buffer.spec,
                                                          [(o, x.shape) for o, x in zip(in_offsets, inputs)],
                                                          out_start)
@@ -206,9 +242,20 @@ class TFSubgraphKernel(Kernel):
                 return None
             raise
         placed = contract.check_placed(result, len(self.output_names), self.buffer.size)
+        if self.bindable:
+            self._bind(in_offsets, inputs, placed)
         # views: the plan copies a network output out of the buffer before its next run (reuses_output); a
         # consumer that computes in place writes into the buffer, which the next run overwrites anyway
         return [self.buffer.view(offset, shape) for offset, shape in placed]
+
+    def _bind(self, in_offsets: list, inputs: list, placed: list) -> None:
+        """Bind the next runs of these shapes (best effort: plain requests otherwise)."""
+        args = contract.bind_run_request(self.graph_id, self.buffer.spec,
+                                         [(o, x.shape) for o, x in zip(in_offsets, inputs)], placed)
+        try:
+            self.binding = (self.pool.bind(self, args), [x.shape for x in inputs], placed)
+        except RemoteError:  # e.g. inputs that are not float32 in the graph
+            self.bindable = False
 
     def _guard(self, fn, *args):
         try:

@@ -1,6 +1,7 @@
 """The TensorFlow worker's request handlers (imported only inside the worker process,
 once TensorFlow loaded: framework.load_tensorflow): freeze (freezing.py),
-infer_subgraph, load_subgraph, run_subgraph (subgraphs.py). The verbs, their
+infer_subgraph, load_subgraph, run_subgraph (subgraphs.py), bind_run and its raw
+runs (bound_runs.py). The verbs, their
 arguments and results: core/services/tf_worker.py."""
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from core.services import tf_worker as contract
 def register(server, tf, refuse_io_ops: bool = False, parent_pid: int | None = None):
     """Registers every verb; returns the cleanup serve_main runs at the end."""
     from fallback_workers.tf_worker.freezing import freeze
+    from fallback_workers.tf_worker.bound_runs import BoundRuns
     from fallback_workers.tf_worker.subgraphs import Subgraphs
     subgraphs = Subgraphs(tf, refuse_io_ops, parent_pid)
+    bound = BoundRuns(subgraphs)
+    subgraphs.on_unmap = bound.forget_buffer
     server.handle(contract.FREEZE, lambda args, arrays: freeze(tf, args))
     server.handle(contract.INFER_SUBGRAPH, subgraphs.infer)
     server.handle(contract.LOAD_SUBGRAPH, subgraphs.load)
@@ -19,6 +23,9 @@ def register(server, tf, refuse_io_ops: bool = False, parent_pid: int | None = N
     # and on the fast lane, which the daemon calls: one thread receives, runs and replies (the main lane
     # hands each request to a pool thread and its reply back, ~0.1 ms on every offloaded layer's call)
     server.handle(contract.RUN_SUBGRAPH, subgraphs.run, lane="fast")
+    # bound runs: the daemon's repeated runs through one buffer as 8-byte raw datagrams (bound_runs.py)
+    server.handle(contract.BIND_RUN, bound.bind, lane="fast")
+    server.handle_raw(contract.RAW_RUN, bound.run)
 
     def cleanup(reason):
         subgraphs.close()

@@ -37,6 +37,7 @@ class Subgraphs:
         self._loaded: collections.OrderedDict = collections.OrderedDict()
         self._buffers: collections.OrderedDict = collections.OrderedDict()  # name -> mmap of the parent's buffer
         self._lock = threading.Lock()
+        self.on_unmap = None  # called with the name of each buffer no longer kept mapped (bound_runs.py)
 
     # ----------------------------------------------------------------- import
     def _import(self, graph_bytes: bytes):
@@ -201,6 +202,27 @@ class Subgraphs:
             old_entry[0].close()
         return result
 
+    def entry(self, graph_id: str):
+        """(session, runner, input specs, load result) of a loaded graph; kind
+        "unknown_subgraph" when it is not loaded."""
+        with self._lock:
+            entry = self._loaded.get(graph_id)
+        if entry is None:
+            raise RemoteError(contract.UNKNOWN_SUBGRAPH, "no sub-graph {} is loaded in this worker; load it "
+                                                         "again".format(graph_id[:16]))
+        return entry
+
+    def runner(self, graph_id: str):
+        """The callable of a loaded graph, None when it is not loaded (per request: no lock)."""
+        entry = self._loaded.get(graph_id)
+        return entry[1] if entry is not None else None
+
+    def mapped(self, name: str) -> bool:
+        return name in self._buffers
+
+    def buffer(self, spec: dict):
+        return self._buffer(spec)
+
     def _buffer(self, spec: dict):
         from core.microkernel.shared_buffer import map_shared
         name = spec.get("name")
@@ -217,9 +239,13 @@ class Subgraphs:
             self._buffers[name] = mm
             # buffers the parent dropped stay mapped until evicted: past these bounds the least recently used go
             # (one still in use is mapped again on its next request)
+            dropped = []
             while len(self._buffers) > 1 and (len(self._buffers) > contract.MAX_SUBGRAPHS or sum(
                     len(m) for m in self._buffers.values()) > contract.MAX_MAPPED_BYTES):
-                self._buffers.popitem(last=False)
+                dropped.append(self._buffers.popitem(last=False)[0])
+        for old in dropped:
+            if self.on_unmap is not None:
+                self.on_unmap(old)
         return mm
 
     def run(self, args: dict, arrays: list):

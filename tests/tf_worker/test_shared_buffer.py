@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
+import time
 
 import numpy as np
 import pytest
@@ -182,6 +184,16 @@ def test_outputs_read_from_the_buffer_survive_the_next_run(offload_graphs, tmp_p
         assert got[key] is dest
         np.testing.assert_allclose(dest, erf(x1), atol=1e-6)
         np.testing.assert_allclose(out2[key], erf(x2), atol=1e-6)
+        # runs after the first are bound (bound_runs.py); a worker killed between two of them: the next run
+        # starts a new one, loads the graph and binds again
+        kernel = next(step.kernel for step in plan.program.steps if getattr(step, "type", "") == "TFCustomSubgraphCall")
+        assert kernel.binding is not None and kernel.bindable
+        os.kill(kernel.pool.pid, signal.SIGKILL)
+        time.sleep(0.2)
+        for seed in range(3):
+            x = rng.standard_normal(shape).astype(np.float32) * (seed + 1)
+            np.testing.assert_allclose(plan.infer({name: x})[key], erf(x), atol=1e-6)
+        assert kernel.binding is not None
     finally:
         stop_worker()
 
@@ -203,3 +215,44 @@ def test_lent_outputs_follow_views():
              step(None, (3,), (5,)), step(view, (0,), (6,))]
     outputs = [("tf", 1), ("reshaped", 2), ("computed", 3), ("custom", 4), ("onednn", 5), ("input_view", 6)]
     assert _lent_outputs(steps, outputs) == ["tf", "reshaped", "custom"]
+
+
+def test_bound_runs(erf_worker):
+    """bind_run and the raw RAW_RUN (fallback_workers/tf_worker/bound_runs.py) on a real worker:
+    each bound run computes the inputs in the buffer now; unknown ids, bad datagrams and bad
+    bindings get their status or error."""
+    worker, graph_id, x = erf_worker
+    assert worker.service_info["direct"]["raw"] == [contract.RAW_RUN]
+    (offset,), out = shared_buffer.place([x.shape])
+    buf = SharedBuffer(out + 4 * x.size + shared_buffer.ALIGN)
+
+    def run(payload):
+        return contract.RUN_REPLY.unpack(worker.call_raw(contract.RAW_RUN, payload, 30))[0]
+
+    def bind(inputs, placed, gid=graph_id):
+        args = contract.bind_run_request(gid, buf.spec, inputs, placed)
+        return contract.check_bind_run_result(worker.call(contract.BIND_RUN, args, direct=True, lane="fast")[0])
+    try:
+        np.copyto(buf.view(offset, x.shape), x)
+        result, _ = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out)
+        placed = contract.check_placed(result, 1, buf.size)
+        bid = bind([(offset, x.shape)], placed)
+        for scale in (1.0, -2.0, 0.25):
+            np.copyto(buf.view(offset, x.shape), x * scale)
+            buf.view(*placed[0])[...] = np.nan
+            assert run(contract.RUN_REQUEST.pack(bid)) == contract.RUN_OK
+            args, frames = contract.run_subgraph_request(graph_id, [x * scale])
+            _, (expected,) = worker.call(contract.RUN_SUBGRAPH, args, frames)
+            np.testing.assert_array_equal(buf.view(*placed[0]), expected)
+        assert run(contract.RUN_REQUEST.pack(bid + 1)) == contract.RUN_UNKNOWN
+        assert run(b"short") == contract.RUN_FAILED
+        for inputs, outs, gid, kind in (([(offset, x.shape)], placed, "ab" * 16, contract.UNKNOWN_SUBGRAPH),
+                                        ([(offset, x.shape)], placed * 2, graph_id, contract.REQUEST),
+                                        ([(offset, (1,) + x.shape)], placed, graph_id, contract.REQUEST),
+                                        ([(offset, x.shape)], [(buf.size, (1,))], graph_id, contract.SHM)):
+            with pytest.raises(RemoteError) as info:
+                bind(inputs, outs, gid)
+            assert info.value.kind == kind
+        assert run(contract.RUN_REQUEST.pack(bid)) == contract.RUN_OK  # still bound
+    finally:
+        buf.close()
