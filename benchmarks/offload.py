@@ -5,6 +5,8 @@ daemon's TF worker), every engine in the same run, on graphs built by TensorFlow
 1. a ResNet bottleneck block (1x56x56x64 in, 1x56x56x256 out: 1x1, 3x3, 1x1
    convolutions and a projection shortcut):
    - TensorFlow alone (the frozen graph, a Session callable, in its own process)
+   - TensorFlow alone on the sub-graph the offloaded layer holds (the block with the
+     NCHW <-> NHWC Transposes the layer runs inside it), called back to back
    - the block offloaded (--tensorflow_subgraph_patterns "block/.*": one
      TFCustomSubgraphCall) on the CPU daemon
    - the same block converted natively on the CPU daemon (its kernels: oneDNN or numpy)
@@ -142,6 +144,10 @@ def run(models, work, args):
     x_block = block["in1/x"]
     native = convert(models.path("resnet_block"), work, "native")
     offloaded = convert(models.path("resnet_block"), work, "offloaded", tensorflow_subgraph_patterns="block/.*")
+    block_graph, block_in, block_out = subgraph_of(offloaded)
+    block_pb = os.path.join(work, "block_subgraph.pb")
+    with open(block_pb, "wb") as f:
+        f.write(block_graph)
     erf = convert(models.path("erf_56"), work, "erf", offload_unsupported_operations_to_tf=True)
     erf_graph, erf_in, erf_out = subgraph_of(erf)
     erf_pb = os.path.join(work, "erf_subgraph.pb")
@@ -166,12 +172,15 @@ def run(models, work, args):
     erf_out_daemon = next(iter(nets["erf"].infer(feeds["erf"]).values()))
     assert np.allclose(erf_out_daemon, np.vectorize(__import__("math").erf)(x_erf_nchw), atol=1e-6)
 
-    rows = {k: [] for k in ("tf_block", "offloaded", "native", "tf_erf", "tf_erf_idle", "daemon_erf", "daemon_relu")}
+    rows = {k: [] for k in ("tf_block", "tf_block_sub", "offloaded", "native", "tf_erf", "tf_erf_idle", "daemon_erf",
+                            "daemon_relu")}
     version = None
     for _ in range(args.rounds):
         tf_block = tf_alone(models.path("resnet_block"), "x:0", "Identity:0", x_block, args.iterations, work)
         version = tf_block["version"]
         rows["tf_block"].append(tf_block["median"])
+        rows["tf_block_sub"].append(tf_alone(block_pb, block_in, block_out, feeds["offloaded"]["x"], args.iterations,
+                                             work)["median"])
         for key in ("offloaded", "native"):
             rows[key].append(measure(lambda k=key: nets[k].infer(feeds[k]), args.iterations)[0])
         tf_erf = tf_alone(erf_pb, erf_in, erf_out, x_erf_nchw, args.iterations * 4, work)
@@ -195,6 +204,7 @@ def run(models, work, args):
     print("{:<48}{:>10}{:>10}{:>12}".format("engine", "ms", "spread", "vs TF"))
     tf_ms = ms("tf_block")[0]
     for key, label in (("tf_block", "TensorFlow alone (Session callable)"),
+                       ("tf_block_sub", "TensorFlow alone, the offloaded layer's graph"),
                        ("offloaded", "CPU daemon, block offloaded to TensorFlow"),
                        ("native", "CPU daemon, block converted (its own kernels)")):
         value, spread = ms(key)

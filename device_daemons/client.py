@@ -28,12 +28,12 @@ All of these derive from core.errors.Error: the CLI prints them as `[ ERROR ]`.
 
 Shared memory: with a local daemon, inputs and outputs go through a per-request
 slot of shared memory the daemon makes (a sealed memfd) instead of the socket
-(shm_client.py), which saves ~0.5 ms per 1x3x224x224 round trip. A network the
-daemon serves on its fast lane (one that computes in well under a millisecond) has
-its synchronous requests bound to a slot once and then sent as 8-byte datagrams
-(bound_client.py; MO_CORE_BOUND_REQUESTS=0 turns that off).
+(shm_client.py), which saves ~0.5 ms per 1x3x224x224 round trip.
 IECore(shared_memory=False) or MO_CORE_SHM=0 turn it off; anything unusual (no
-memfd, a daemon in another container) falls back to array frames by itself.
+memfd, a daemon in another container) falls back to array frames by itself. A
+network the daemon serves on its fast lane (one that computes in well under a
+millisecond) has its synchronous requests bound to a slot once and then sent as
+8-byte datagrams (bound_client.py; MO_CORE_BOUND_REQUESTS=0 turns that off).
 
 Thread safety: an ExecutableNetwork may be used by any number of threads at once
 (the transport multiplexes requests by id; each caller gets its own reply).
