@@ -269,7 +269,7 @@ class Subgraphs:
                                                                                             len(inputs)))
         feed = []
         for i, (array, (dtype, shape, dims)) in enumerate(zip(inputs, specs)):
-            # (plain Python: TensorShape.is_compatible_with costs ~20 us a call, per request)
+            # (plain Python: TensorShape.is_compatible_with costs ~3 us a call here, on every request)
             if dims is not None and (len(dims) != array.ndim or any(
                     d >= 0 and d != n for d, n in zip(dims, array.shape))):
                 raise RemoteError(contract.REQUEST, "input {} has the shape {}, the sub-graph takes {}".format(
