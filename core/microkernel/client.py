@@ -500,6 +500,9 @@ class Client:
         try:
             sock.settimeout(timeout)  # a server that reads nothing cannot hold the send longer
             sock.sendmsg(bufs)
+            # non-blocking while polling: a socket with a timeout would wait in every try_receive (Python
+            # polls for readability before the recvmsg, MSG_DONTWAIT or not) - for the whole timeout
+            sock.settimeout(0.0)
             return _await_reply(core, op, req_id, deadline, timeout, watch, spin, try_receive, receive_within,
                                 open_reply)
         except MicrokernelError as exc:  # (a timeout is one, and an OSError too)

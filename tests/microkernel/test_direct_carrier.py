@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 
 import numpy as np
 import pytest
 
-from core.microkernel import Client, MicrokernelError, ProtocolError, RemoteError, Server, new_ipc_endpoint
+from core.microkernel import (Client, MicrokernelError, MicrokernelTimeout, ProtocolError, RemoteError, Server,
+                              new_ipc_endpoint)
 from core.microkernel import direct
 
 pytestmark = pytest.mark.timeout(60)
@@ -33,6 +35,7 @@ def served(request):
         raise ValueError(f"no good: {bytes(payload)!r}")
     server.handle("echo", echo, lane="fast")
     server.handle("big", big, lane="fast")
+    server.handle("slow", lambda args, arrays: time.sleep(args["s"]) or {}, lane="fast")
     server.handle_raw(7, lambda payload: bytes(payload)[::-1])
     server.handle_raw(8, failing)
     server.handle_raw(9, lambda payload: b"x" * (direct.MAX_RAW_PAYLOAD + 1))
@@ -123,6 +126,19 @@ def test_a_missing_socket_leaves_zeromq(served, tmp_path):
         assert fast.call("echo", {"z": 1}, direct=True)[0]["args"] == {"z": 1}
         assert fast._core.direct_path is None
     assert server.direct_messages == 0
+
+
+def test_a_server_that_does_not_answer_times_out_as_such(served):
+    """Polling for the reply (spin) never waits past the poll: the call ends at its own
+    timeout with MicrokernelTimeout, not stuck in a receive until the socket's timeout."""
+    server, info, key = served
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["fast"]) as fast:
+        t0 = time.monotonic()
+        with pytest.raises(MicrokernelTimeout, match="no reply to 'slow'"):
+            fast.call("slow", {"s": 1.5}, timeout=0.5, direct=True, spin=0.002)
+        assert time.monotonic() - t0 < 1.4
+        time.sleep(1.2)  # the slow handler finishes; its late reply is dropped by the next call
+        assert fast.call("echo", {"after": 2}, direct=True, spin=0.002)[0]["args"] == {"after": 2}
 
 
 def test_remote_errors_come_back_over_it(served):

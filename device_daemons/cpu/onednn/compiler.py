@@ -108,19 +108,16 @@ class BoundInput:
         pass  # not in the arena: the caller's array lives through the run
 
 
-class BoundOutput:
+class BoundOutput(BoundInput):
     """A network output its oneDNN producer writes in plain layout: written where the
     caller wants it (run(out=...): the daemon's shared-memory slot) or into a new array,
     with no Export reorder after it; bound by the producing step (NativeStep.writes)."""
-    __slots__ = ("desc", "memory", "slot", "name", "shape", "program")
+    __slots__ = ("slot", "name", "shape", "program")
 
     def __init__(self, d, desc: Desc, slot: int, name: str, shape):
-        self.desc, self.memory = desc, Memory(d, desc)
+        super().__init__(d, desc)
         self.slot, self.name, self.shape = slot, name, tuple(shape)
         self.program = None  # set by the compiler
-
-    def use(self, index: int):
-        pass  # not in the arena
 
     def bind(self, slots):
         out = destination(self.program, self.name, self.shape)
