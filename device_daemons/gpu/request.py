@@ -35,7 +35,7 @@ class InferRequest:
         for step in plan.steps:
             if step.fused or step.kernel.view or step.kernel.constant:
                 continue
-            ins = [self.buffers[s] for s in step.in_slots]
+            ins = [self.buffers[s] for s in step.reads()]
             outs = [self.buffers[s] for s in step.out_slots]
             if step.kernel.host:
                 self.actions.append((step, None, None, None))

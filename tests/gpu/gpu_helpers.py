@@ -15,20 +15,31 @@ def rand(rng, *shape, scale=1.0):
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
-def both_plans(network, device, **gpu_options):
+def pinned(device, config):
+    """A tuner that gives every kernel able to run it the configuration `config`
+    (kernels/tiles.py) and lets the others take their heuristic choice."""
+    from device_daemons.gpu.tuning import Tuner
+    return Tuner(device, "0", pinned=config)
+
+
+def both_plans(network, device, config=None, **gpu_options):
+    """The CPU plan and the GPU plan of `network`; config: a kernel configuration
+    pinned for every kernel able to run it."""
     from device_daemons.cpu import ExecutionPlan
     from device_daemons.gpu import GpuPlan
+    if config is not None:
+        gpu_options["tuner"] = pinned(device, config)
     return ExecutionPlan(network), GpuPlan(network, device, **gpu_options)
 
 
 def compare_layer(tmp_path, device, layer_type, data, inputs, out_shapes, blobs=None, precision="FP32",
-                  rtol=None, name="layer", style=None):
+                  rtol=None, name="layer", style=None, config=None):
     """Builds the one-layer IR, runs it on both plans and checks every output;
     returns (gpu outputs, gpu plan). style: the GPU kernels' "simt" / "simd"
-    variants (default: the device's)."""
+    variants (default: the device's); config: a kernel configuration to pin."""
     network = single_layer_ir(tmp_path, layer_type, data, [x.shape for x in inputs], out_shapes, blobs, precision,
                               name=name)
-    cpu, gpu = both_plans(network, device, style=style)
+    cpu, gpu = both_plans(network, device, config, style=style)
     assert gpu.warnings == [], gpu.warnings
     feed = {f"in{i}": x for i, x in enumerate(inputs)}
     ref = cpu.infer(feed)
