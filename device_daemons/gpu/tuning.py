@@ -192,10 +192,10 @@ class Tuner:
         candidates = kernel.configs("default" if self.mode == "0" else self.mode)
         if self.pinned is not None and self._try(kernel, self.pinned):
             how = "pinned"
-        elif len(candidates) == 1 and self._try(kernel, candidates[0]):
-            how = "only"
         elif self.mode == "0":
             self._first(kernel, candidates)
+        elif len(candidates) == 1 and self._try(kernel, candidates[0]):
+            how = "only"
         else:
             cached = self.cache.get(key)
             if cached is not None and self._try(kernel, cached):
