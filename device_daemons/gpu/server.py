@@ -10,8 +10,9 @@ is one GpuPlan (its weights on the device once) whose infer() is thread-safe: ea
 in-flight request has its own command queue and arena, so a pool needs one plan,
 not one per thread; query_network is query.py's. The device is opened before the
 endpoint is bound: no OpenCL device is an `[ ERROR ]` at start, not a daemon that
-fails every request. GPU networks are never served on the fast lane (a device
-round trip is not sub-millisecond work).
+fails every request. The fast lane takes GPU networks by the CPU daemon's rule
+(measured to compute in less than contract.fast_lane_max_us(): small networks
+on a real GPU): no hand-off to a pool thread.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import contextlib
 import threading
 import time
 
+from ..cpu.plan_pool import PlanPool
 from ..service import DeviceDaemon, serve_daemon
 from .custom import CustomLayers, load_custom_layers
 from .device import DeviceError, open_device, parse_device_name
@@ -29,9 +31,10 @@ from .query import query_network
 
 class GpuPool:
     """A compiled network of the GPU daemon: one GpuPlan shared by every request
-    (the interface of cpu/plan_pool.PlanPool)."""
+    (the interface of cpu/plan_pool.PlanPool, whose fast-lane rule it shares)."""
 
-    fast_ok = False
+    observe = PlanPool.observe
+    fast_ok = PlanPool.fast_ok
 
     def __init__(self, key: tuple, network, custom: CustomLayers | None, shapes: dict | None, device,
                  source: str, extra_outputs=None):
@@ -49,12 +52,10 @@ class GpuPool:
         self.warnings = list(self.plan.warnings)
         self.refs = 0
         self.last_used = time.monotonic()
+        self.avg_us: float | None = None  # moving average of the compute time (observe)
         self._busy = 0
         self._most = 0
         self._lock = threading.Lock()
-
-    def observe(self, compute_us: float) -> None:
-        pass
 
     @property
     def instances(self) -> int:

@@ -70,6 +70,19 @@ def test_tiny_net_batches_and_async_requests(ie, tiny):
     assert status["pid"] == ie.daemon_pid("GPU")
 
 
+def test_a_network_measured_small_takes_the_fast_lane(ie, tiny):
+    """The CPU daemon's rule: once the daemon measured it below the fast lane's
+    limit, a request is an 8-byte bound request served without a hand-off."""
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "GPU")
+    x = tiny.input(7)
+    link = ie._link("GPU")
+    before = link.call("status")[0]["fast_requests"]
+    for _ in range(30):
+        assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+    assert link.call("status")[0]["fast_requests"] > before
+    exec_net.close()
+
+
 def test_custom_layers_through_the_daemon(ie, tmp_path):
     """add_extension(.xml, "GPU"): the guide's ReLU with its slope define, and a
     .cl with a syntax error: a clear error with the build log and the file."""
