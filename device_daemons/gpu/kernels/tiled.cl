@@ -92,51 +92,77 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
 #pragma unroll
         for (int j = 0; j < WN; ++j) acc[i][j] = 0.0f;
 
-    for (int kt = k_begin; kt < k_end; kt += TK) {
+    // one pass a K step: the tile loaded by the previous pass goes from registers
+    // into __local memory and is multiplied, while the next tile's global loads
+    // (issued before the multiply-adds) are in flight (a software pipeline)
+    float ra[PA][CA], rb[PB][CB];
+    for (int kt = k_begin; kt <= k_end; kt += TK) {
+        if (kt > k_begin) {
 #pragma unroll
-        for (int r = 0; r < PA; ++r) {
-            int kk = ak + r * LKA;
-            if (kk < TK) {
+            for (int r = 0; r < PA; ++r) {
+                int kk = ak + r * LKA;
+                if (kk < TK) {
 #pragma unroll
-                for (int c = 0; c < CA; ++c) As[kk][am + c * LMA] = LD(wa, (size_t)(kt + kk) * Mp + c * LMA);
+                    for (int c = 0; c < CA; ++c) As[kk][am + c * LMA] = ra[r][c];
+                }
             }
+#pragma unroll
+            for (int r = 0; r < PB; ++r) {
+                int kk = bk + r * LKB;
+                if (kk < TK) {
+#pragma unroll
+                    for (int c = 0; c < CB; ++c) Bs[kk][bn + c * LNB] = rb[r][c];
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
         }
+        if (kt < k_end) {
 #pragma unroll
-        for (int r = 0; r < PB; ++r) {
-            int kk = bk + r * LKB;
-            if (kk < TK) {
-                int k = kt + kk;
-                bool kv = k < K;
-                if (one) {
+            for (int r = 0; r < PA; ++r) {
+                int kk = ak + r * LKA;
+                if (kk < TK) {
 #pragma unroll
-                    for (int c = 0; c < CB; ++c)
-                        Bs[kk][bn + c * LNB] = (kv && col_y[c] >= 0) ? LD(x, col_base[c] + k * HW) : 0.0f;
-                } else {
-                    int off = kv ? koff[k] : 0, yx = kv ? kyx[k] : 0;
-                    int dy = yx >> 16, dx = yx & 0xffff;
+                    for (int c = 0; c < CA; ++c) ra[r][c] = LD(wa, (size_t)(kt + kk) * Mp + c * LMA);
+                }
+            }
 #pragma unroll
-                    for (int c = 0; c < CB; ++c) {
-                        int iy = col_y[c] + dy, ix = col_x[c] + dx;
-                        Bs[kk][bn + c * LNB] = (kv && iy >= 0 && iy < H && ix >= 0 && ix < W)
-                                               ? LD(x, col_base[c] + off) : 0.0f;
+            for (int r = 0; r < PB; ++r) {
+                int kk = bk + r * LKB;
+                if (kk < TK) {
+                    int k = kt + kk;
+                    bool kv = k < K;
+                    if (one) {
+#pragma unroll
+                        for (int c = 0; c < CB; ++c)
+                            rb[r][c] = (kv && col_y[c] >= 0) ? LD(x, col_base[c] + k * HW) : 0.0f;
+                    } else {
+                        int off = kv ? koff[k] : 0, yx = kv ? kyx[k] : 0;
+                        int dy = yx >> 16, dx = yx & 0xffff;
+#pragma unroll
+                        for (int c = 0; c < CB; ++c) {
+                            int iy = col_y[c] + dy, ix = col_x[c] + dx;
+                            rb[r][c] = (kv && iy >= 0 && iy < H && ix >= 0 && ix < W) ? LD(x, col_base[c] + off)
+                                                                                    : 0.0f;
+                        }
                     }
                 }
             }
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
+        if (kt > k_begin) {
 #pragma unroll
-        for (int kk = 0; kk < TK; ++kk) {
-            float a[WM], b[WN];
+            for (int kk = 0; kk < TK; ++kk) {
+                float a[WM], b[WN];
 #pragma unroll
-            for (int i = 0; i < WM; ++i) a[i] = As[kk][ty + i * RM];
+                for (int i = 0; i < WM; ++i) a[i] = As[kk][ty + i * RM];
 #pragma unroll
-            for (int j = 0; j < WN; ++j) b[j] = Bs[kk][tx + j * RN];
+                for (int j = 0; j < WN; ++j) b[j] = Bs[kk][tx + j * RN];
 #pragma unroll
-            for (int i = 0; i < WM; ++i)
+                for (int i = 0; i < WM; ++i)
 #pragma unroll
-                for (int j = 0; j < WN; ++j) acc[i][j] = mad(a[i], b[j], acc[i][j]);
+                    for (int j = 0; j < WN; ++j) acc[i][j] = mad(a[i], b[j], acc[i][j]);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
         }
-        barrier(CLK_LOCAL_MEM_FENCE);
     }
 
     // epilogue: bias, residual, activation; or the partial sums of a K slice
