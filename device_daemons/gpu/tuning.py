@@ -11,9 +11,9 @@ MO_CORE_GPU_TUNE says how the plan picks one:
 
 Unset: 1 on GPUs, 0 on CPU OpenCL devices (PoCL: compiling a variant takes
 seconds there and its "simd" kernels have a single configuration anyway).
-A search is bounded: BUDGET_S per plan (later problems take the heuristic, not
-cached, so a later load goes on), a candidate whose warm-up run is 20x slower
-than the best so far is not repeated.
+A search is bounded: BUDGET_S per plan (MO_CORE_GPU_TUNE_S overrides it; later
+problems take the heuristic, not cached, so a later load goes on), a candidate
+whose warm-up run is 20x slower than the best so far is not repeated.
 
 Results are cached in $MO_CORE_HOME/gpu-tune/<device>.json, keyed by problem
 (layer family, shapes, attributes, precision, style): identical layers of one
@@ -45,6 +45,7 @@ from .kernels.base import ConfigRejected
 from .programs import KERNEL_DIR
 
 ENV_TUNE = "MO_CORE_GPU_TUNE"
+ENV_BUDGET = "MO_CORE_GPU_TUNE_S"
 MODES = ("0", "1", "full")
 BUDGET_S = {"1": 90.0, "full": 900.0}
 REPEATS = {"1": 3, "full": 5}
@@ -66,6 +67,20 @@ def tune_mode(device, mode: str | None = None) -> str:
         raise IRError(f"{ENV_TUNE}={text!r} is not one of 0 (heuristic kernel choice), 1 (a short search per layer "
                       "shape, cached) or full (a wide search, cached)")
     return text
+
+
+def _env_budget(default: float) -> float:
+    text = os.environ.get(ENV_BUDGET, "").strip()
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise IRError(f"{ENV_BUDGET}={text!r} is not a number of seconds (the longest a plan's kernel search may "
+                      "take)")
+    return value
 
 
 @functools.lru_cache(maxsize=None)
@@ -174,7 +189,7 @@ class Tuner:
         self.mode = tune_mode(device, mode)
         self.cache = cache if cache is not None else (TuneCache(device) if self.mode != "0" else None)
         self.pinned = dict(pinned) if pinned else None
-        self.budget_s = BUDGET_S.get(self.mode, 0.0) if budget_s is None else budget_s
+        self.budget_s = budget_s if budget_s is not None else _env_budget(BUDGET_S.get(self.mode, 0.0))
         self.spent_s = 0.0       # seconds spent searching (builds and timed runs)
         self.searched = 0        # problems searched
         self.report: list[dict] = []  # one row per kernel: layer, key, config, how, us
@@ -295,7 +310,8 @@ class Tuner:
                       for k, launch in objects]
             events[-1].wait()
             return (events[-1].profile.end - events[0].profile.start) / 1e3
+        run()  # a first launch may load the program on the device: never timed
         first = run()
         if first > SLOW * best_us:
             return first
-        return statistics.median(run() for _ in range(REPEATS.get(self.mode, 3)))
+        return statistics.median([first] + [run() for _ in range(REPEATS.get(self.mode, 3) - 1)])

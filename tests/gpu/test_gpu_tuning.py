@@ -128,7 +128,9 @@ def test_entries_with_bad_values_are_skipped(home, net, gpu_device):
 
 def test_modes_and_the_time_bound(home, net, gpu_device, monkeypatch):
     from device_daemons.gpu.tuning import Tuner
-    plan = plan_of(net, gpu_device)  # unset on a CPU OpenCL device: the heuristic, no file
+    assert Tuner(gpu_device).mode == ("1" if gpu_device.is_gpu else "0")  # unset: search on GPUs only
+    monkeypatch.setenv("MO_CORE_GPU_TUNE", "0")
+    plan = plan_of(net, gpu_device)
     assert plan.tuner.mode == "0" and set(how(plan).values()) == {"heuristic"}
     assert not (home / "gpu-tune").exists()
     monkeypatch.setenv("MO_CORE_GPU_TUNE", "1")
@@ -137,7 +139,11 @@ def test_modes_and_the_time_bound(home, net, gpu_device, monkeypatch):
     with pytest.raises(IRError, match="MO_CORE_GPU_TUNE='fast' is not one of 0"):
         plan_of(net, gpu_device)
     monkeypatch.delenv("MO_CORE_GPU_TUNE")
-    bounded = plan_of(net, gpu_device, tuner=Tuner(gpu_device, "1", budget_s=0.0))
+    monkeypatch.setenv("MO_CORE_GPU_TUNE_S", "soon")
+    with pytest.raises(IRError, match="MO_CORE_GPU_TUNE_S='soon' is not a number of seconds"):
+        Tuner(gpu_device, "1")
+    monkeypatch.setenv("MO_CORE_GPU_TUNE_S", "0")
+    bounded = plan_of(net, gpu_device, tune="1")
     assert set(how(bounded).values()) == {"heuristic (search budget spent)"} and bounded.tuner.searched == 0
     assert not (home / "gpu-tune").exists()  # nothing searched, nothing kept
     assert [r["config"] for r in bounded.tuner.report] == [r["config"] for r in plan.tuner.report]
