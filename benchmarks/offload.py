@@ -130,7 +130,7 @@ def main():
     try:
         run(models, work, args)
     finally:
-        from device_daemons import daemon
+        from device_daemons.client import daemon
         for device in daemon.running_devices():
             daemon.stop(device, grace=2.0)
         from core.front.tf.worker import stop_worker
