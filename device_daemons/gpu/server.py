@@ -21,20 +21,16 @@ import contextlib
 import threading
 import time
 
-from ..cpu.plan_pool import PlanPool
-from ..service import DeviceDaemon, serve_daemon
+from ..service import DeviceDaemon, FastLaneRule, serve_daemon
 from .custom import CustomLayers, load_custom_layers
 from .device import DeviceError, open_device, parse_device_name
 from .plan import GpuPlan
 from .query import query_network
 
 
-class GpuPool:
+class GpuPool(FastLaneRule):
     """A compiled network of the GPU daemon: one GpuPlan shared by every request
-    (the interface of cpu/plan_pool.PlanPool, whose fast-lane rule it shares)."""
-
-    observe = PlanPool.observe
-    fast_ok = PlanPool.fast_ok
+    (the interface of cpu/plan_pool.PlanPool; the fast lane's rule of every daemon)."""
 
     def __init__(self, key: tuple, network, custom: CustomLayers | None, shapes: dict | None, device,
                  source: str, extra_outputs=None):
@@ -52,7 +48,6 @@ class GpuPool:
         self.warnings = list(self.plan.warnings)
         self.refs = 0
         self.last_used = time.monotonic()
-        self.avg_us: float | None = None  # moving average of the compute time (observe)
         self._busy = 0
         self._most = 0
         self._lock = threading.Lock()
