@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 
 # (tm, tn, tk, wm, wn): the tiles the short search ("1") draws from
+FULL_MAX = 48  # the "full" search's candidates per problem (each tile a program to build)
 BASE_TILES = [
     (64, 64, 16, 4, 4), (32, 32, 16, 4, 4), (64, 32, 16, 4, 4), (32, 64, 16, 4, 4), (128, 64, 16, 8, 4),
     (64, 128, 16, 4, 8), (128, 128, 16, 8, 8), (16, 64, 16, 2, 4), (64, 16, 16, 4, 2), (32, 16, 16, 4, 2),
@@ -78,7 +79,7 @@ def _score(config, m, n, g, device) -> float:
 def tile_candidates(m, n, k, g, device, mode: str) -> list[dict]:
     """Tiled GEMM configurations for an (M x K) x (K x N) problem with g groups,
     best guess first. mode "default": the heuristic's one; "1": a handful; "full":
-    every valid tile of a wider grid, with and without K slices."""
+    the FULL_MAX best-scored valid tiles of a wider grid, with and without K slices."""
     if mode == "full":
         shapes = [(tm, tn, tk, wm, wn) for tm, tn, tk, wm, wn in
                   itertools.product((16, 32, 64, 128), (16, 32, 64, 128), (8, 16, 32), (2, 4, 8), (2, 4, 8))]
@@ -87,7 +88,7 @@ def tile_candidates(m, n, k, g, device, mode: str) -> list[dict]:
     configs = []
     for shape in shapes:
         base = tile_config(*shape)
-        if not tile_valid(base, device) or (mode == "full" and tile_threads(base) < 32):
+        if not tile_valid(base, device) or (mode == "full" and not 64 <= tile_threads(base) <= 256):
             continue
         configs.append(dict(base, ks=split_for(base, m, n, k, g, device)))
         if mode == "full":
@@ -100,7 +101,7 @@ def tile_candidates(m, n, k, g, device, mode: str) -> list[dict]:
         # the best two without K slices too: a second launch is not free
         chosen += [dict(c, ks=1) for c in chosen[:2] if c["ks"] > 1]
         return _unique(chosen)
-    return _unique(configs)
+    return _unique(configs)[:FULL_MAX]
 
 
 def gemv_config(lx, opw, rb) -> dict:
