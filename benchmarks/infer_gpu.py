@@ -214,6 +214,8 @@ def engine_plan(args) -> list[dict]:
                 for r in perf:
                     by_type[r.type] = by_type.get(r.type, 0.0) + float(r.ms)
                 row["profile_ms_by_type"] = {k: round(v, 3) for k, v in sorted(by_type.items(), key=lambda kv: -kv[1])}
+            if plan.warnings:
+                row["warnings"] = plan.warnings[:5]
             if hasattr(plan, "tuner"):
                 row["configs"] = sorted({json.dumps(r["config"], sort_keys=True) for r in plan.tuner.report})[:40]
             if args.check:

@@ -42,7 +42,7 @@ import pyopencl as cl
 from ir import IRError
 
 from .kernels.base import ConfigRejected
-from .programs import KERNEL_DIR
+from .programs import KERNEL_DIR, BuildError
 
 ENV_TUNE = "MO_CORE_GPU_TUNE"
 ENV_BUDGET = "MO_CORE_GPU_TUNE_S"
@@ -195,10 +195,11 @@ class Tuner:
         self.report: list[dict] = []  # one row per kernel: layer, key, config, how, us
         self._queue = None
         self._buffers: dict = {}
+        self._failures: list[str] = []
 
     @property
     def warnings(self) -> list[str]:
-        return list(self.cache.warnings) if self.cache is not None else []
+        return (list(self.cache.warnings) if self.cache is not None else []) + self._failures
 
     def choose(self, kernel, precision: str):
         """Applies a configuration to `kernel` (its shapes configured)."""
@@ -225,11 +226,25 @@ class Tuner:
                             "config": dict(kernel.config), "how": how, "us": us})
 
     def _try(self, kernel, config) -> bool:
+        """Applies `config` if the kernel and the device can run it (one that is not
+        a configuration of this kernel, e.g. from an edited cache, is refused)."""
         try:
             kernel.use(config)
             return True
         except (ConfigRejected, ValueError, KeyError, TypeError):
             return False
+        except (BuildError, cl.Error) as exc:
+            self._failed(config, exc)
+            return False
+
+    def _failed(self, config, exc):
+        """A configuration that does not build or run on the device: skipped (the
+        others, the kernels before tiling among them, still compete), said once."""
+        detail = str(exc).strip().splitlines()
+        message = (f"the GPU kernel configuration {config} fails on {self.device.full_name} and is skipped: "
+                   f"{' / '.join(detail[:1] + detail[-2:])[:400]}")
+        if message not in self._failures:
+            self._failures.append(message)
 
     def _first(self, kernel, candidates):
         for config in list(candidates) + kernel.configs("1"):
@@ -246,9 +261,12 @@ class Tuner:
                     break
                 try:
                     kernel.use(config, keep_others=True)
+                    us = self._time(kernel, best_us)
                 except ConfigRejected:
                     continue
-                us = self._time(kernel, best_us)
+                except (BuildError, cl.Error) as exc:
+                    self._failed(config, exc)
+                    continue
                 if us < best_us:
                     best, best_us = config, us
         finally:

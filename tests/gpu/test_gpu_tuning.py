@@ -126,6 +126,21 @@ def test_entries_with_bad_values_are_skipped(home, net, gpu_device):
     assert plan.tuner.searched == 2 and plan.warnings == []
 
 
+def test_a_configuration_that_does_not_build_is_skipped_with_a_warning(home, net, gpu_device):
+    """A configuration the device's compiler refuses (here a gemv with -1 rows a
+    pass: an array of negative size) is reported with the build log; the layer
+    takes the search's choice among the others."""
+    from device_daemons.gpu.tuning import Tuner
+    broken = {"kernel": "gemv", "lx": 32, "opw": 1, "rb": -1}
+    plan = plan_of(net, gpu_device, tuner=Tuner(gpu_device, "1", pinned=broken))
+    (warning,) = plan.warnings
+    assert str(broken) in warning and "fails on" in warning and "does not compile" in warning
+    assert how(plan)["fc"] == "searched" and plan.tuner.report[-1]["config"] != broken
+    nonsense = {"kernel": "tiled", "tm": 48, "tn": 16, "tk": 16, "wm": 4, "wn": 4, "ks": 1}  # 48: no power of two
+    plan = plan_of(net, gpu_device, tuner=Tuner(gpu_device, "1", pinned=nonsense))
+    assert plan.warnings == [] and "pinned" not in how(plan).values()
+
+
 def test_modes_and_the_time_bound(home, net, gpu_device, monkeypatch):
     from device_daemons.gpu.tuning import Tuner
     assert Tuner(gpu_device).mode == ("1" if gpu_device.is_gpu else "0")  # unset: search on GPUs only

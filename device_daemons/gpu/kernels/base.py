@@ -43,7 +43,7 @@ from device_daemons.cpu.kernels import KERNELS as CPU_KERNELS
 from device_daemons.cpu.kernels import KernelError
 from device_daemons.cpu.kernels.base import registrar
 
-from .tiles import tile_defines, tile_threads
+from .tiles import tile_defines, tile_threads, tile_valid
 
 # IR type -> GPU kernel class. Filled by the @register decorator of each family module.
 GPU_KERNELS: dict[str, type] = {}
@@ -193,6 +193,8 @@ class Tunable(GpuKernel):
 
     def _tiled_program(self, config):
         """tiled.cl built for a "tiled" configuration's tile sizes."""
+        if not tile_valid(config, self.ctx.device) or not 1 <= config["ks"] <= 64:
+            raise ConfigRejected(f"{config} is not a tile configuration the device can run")
         program = self.ctx.program("tiled.cl", defines=tile_defines(config))
         if self.ctx.max_group(program, "conv_tiled") < tile_threads(config):
             raise ConfigRejected(f"a work group of {tile_threads(config)} is more than the device allows for "
