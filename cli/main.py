@@ -4,6 +4,7 @@ import sys
 
 from cli import convert
 from cli import benchmark, daemon, extgen, infer
+from cli import serve
 from cli.errors import run_reporting_errors
 
 
@@ -23,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     infer.add_parser(sub)
     benchmark.add_parser(sub)
     extgen.add_parser(sub)
+    serve.add_parser(sub)
     return parser
 
 
