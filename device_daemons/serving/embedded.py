@@ -106,13 +106,12 @@ def run_http(app, sock: socket.socket, opts: ServeOptions) -> None:
 
 
 def serve(opts: ServeOptions) -> int:
+    """The embedded mode: the models on daemons of this process."""
     from device_daemons.client import IECore
 
     from .daemons import OwnedDaemons
-    from .grpc_service import make_server
     from .manager import ModelManager
     from .repository import ModelRepository
-    from .rest import make_app, wrap
 
     setup_logging()
     token, tls = security(opts)
@@ -120,26 +119,12 @@ def serve(opts: ServeOptions) -> int:
     names = opts.load_models if opts.load_models is not None else repository.names()
     http_sock = listen(opts.host, opts.http_port)
     daemons = OwnedDaemons()
-    ie = manager = grpc_server = None
+    ie = manager = None
     try:
         ie = IECore(policy="auto")
         manager = ModelManager(repository, ie)
-        server = Server(manager, token, opts.access_log)
-        try:
-            grpc_server, grpc_port = make_server(server, f"{opts.host}:{opts.grpc_port}", opts.max_body, tls=tls)
-        except (OSError, RuntimeError) as exc:
-            raise Error("cannot listen on {}:{} (gRPC): {}", opts.host, opts.grpc_port, exc) from None
-        scheme = "https" if tls else "http"
-        log.info("mo-core %s serving %s: REST on %s://%s:%d, gRPC on %s:%d%s; device daemons in %s", server.version,
-                 repository.path, scheme, opts.host, http_sock.getsockname()[1], opts.host, grpc_port,
-                 " (TLS)" if tls else "", daemons.runtime_dir)
-        loader = threading.Thread(target=_load, args=(manager, names), name="loader", daemon=True)
-        loader.start()
-        run_http(wrap(make_app(server, opts.max_body), server, opts.max_body), http_sock, opts)
-        log.info("shutting down")
+        run_frontend(opts, manager, names, token, tls, http_sock, f"device daemons in {daemons.runtime_dir}")
     finally:
-        if grpc_server is not None:
-            grpc_server.stop(grace=opts.grace).wait()
         if manager is not None:
             manager.close()
         if ie is not None:
@@ -148,6 +133,30 @@ def serve(opts: ServeOptions) -> int:
         http_sock.close()
         log.info("stopped")
     return 0
+
+
+def run_frontend(opts: ServeOptions, backend, names: list, token, tls, http_sock, where: str) -> None:
+    """REST and gRPC over `backend` until SIGINT/SIGTERM, the models `names` loaded
+    in the background (the embedded and the Ray mode alike)."""
+    from .grpc_service import make_server
+    from .rest import make_app, wrap
+
+    server = Server(backend, token, opts.access_log)
+    try:
+        grpc_server, grpc_port = make_server(server, f"{opts.host}:{opts.grpc_port}", opts.max_body, tls=tls)
+    except (OSError, RuntimeError) as exc:
+        raise Error("cannot listen on {}:{} (gRPC): {}", opts.host, opts.grpc_port, exc) from None
+    try:
+        scheme = "https" if tls else "http"
+        log.info("mo-core %s serving %s: REST on %s://%s:%d, gRPC on %s:%d%s; %s", server.version,
+                 opts.model_repository, scheme, opts.host, http_sock.getsockname()[1], opts.host, grpc_port,
+                 " (TLS)" if tls else "", where)
+        loader = threading.Thread(target=_load, args=(backend, names), name="loader", daemon=True)
+        loader.start()
+        run_http(wrap(make_app(server, opts.max_body), server, opts.max_body), http_sock, opts)
+        log.info("shutting down")
+    finally:
+        grpc_server.stop(grace=opts.grace).wait()
 
 
 def _load(manager, names) -> None:

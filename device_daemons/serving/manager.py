@@ -24,7 +24,7 @@ class ModelManager:
         self.repository = repository
         self.ie = ie
         self._lock = threading.RLock()
-        self._models: dict[str, dict[int, ServedModel]] = {}
+        self._models: dict[str, dict] = {}  # name -> {version: ServedModel (or a Ray model)}
         self._states: dict[str, dict[int | None, tuple[str, str]]] = {}  # name -> {version: (state, reason)}
         self._load_locks: dict[str, threading.Lock] = {}
         self._expected: set[str] = set()
@@ -70,20 +70,15 @@ class ModelManager:
             except Error as exc:
                 self._set_state(name, None, "UNAVAILABLE", str(exc))
                 raise bad_request(str(exc)) from None
-            loaded: dict[int, ServedModel] = {}
             try:
-                for version in versions:
-                    self._set_state(name, version, "LOADING", "")
-                    xml, bin_ = self.repository.ir_of(source, version)
-                    loaded[version] = ServedModel(self.ie, name, version, xml, bin_, source.config)
-                    self._set_state(name, version, "READY", "")
+                loaded = self._open(source, versions)
             except Error as exc:
-                for model in loaded.values():
-                    model.close()
-                self._set_state(name, version, "UNAVAILABLE", str(exc))
+                for version in versions:
+                    if self._states.get(name, {}).get(version, ("",))[0] == "LOADING":
+                        self._set_state(name, version, "UNAVAILABLE", str(exc))
                 with self._lock:
                     self._states[name].pop(None, None)
-                raise ServingError(f"model '{name}' version {version} failed to load: {exc}", 400, "OTHER") from None
+                raise ServingError(f"model '{name}' failed to load: {exc}", 400, "OTHER") from None
             with self._lock:
                 if self._closed:  # shut down while this one loaded
                     for model in loaded.values():
@@ -99,6 +94,22 @@ class ModelManager:
                 self._expected.add(name)
         for version, model in old.items():
             model.close()  # after the new versions serve: no gap
+
+    def _open(self, source, versions) -> dict:
+        """{version: ServedModel} on this process's daemons (the Ray mode opens them
+        as deployments instead: ray_mode.py)."""
+        loaded: dict = {}
+        try:
+            for version in versions:
+                self._set_state(source.name, version, "LOADING", "")
+                xml, bin_ = self.repository.ir_of(source, version)
+                loaded[version] = ServedModel(self.ie, source.name, version, xml, bin_, source.config)
+                self._set_state(source.name, version, "READY", "")
+        except BaseException:
+            for model in loaded.values():
+                model.close()
+            raise
+        return loaded
 
     def unload(self, name: str) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ import httpx
 
 from tests.support import REPO
 
-READY_LINE = re.compile(r"REST on (https?)://[^:]+:(\d+), gRPC on [^:]+:(\d+).*device daemons in (\S+)")
+READY_LINE = re.compile(r"REST on (https?)://[^:]+:(\d+), gRPC on [^:]+:(\d+)[^;]*; (?:device daemons in (\S+))?")
 
 
 class ServerProcess:
