@@ -85,14 +85,11 @@ class Server:
         return versions[-1] if versions else ""
 
     def statistics(self, name: str = "", version: str = "") -> list[dict]:
+        """Triton's model_stats of every loaded version, or of one model (version)."""
         loaded = [(n, str(v)) for n, v in self.backend.loaded()]
         if name:
-            if version:
-                self.backend.metadata(name, version)  # 404 for an unknown model or version
-            picked = [(n, v) for n, v in loaded if n == name and (not version or v == version)]
-            if not picked:
-                self.backend.metadata(name, version)
-            loaded = picked
+            self.backend.metadata(name, version)  # 404 / 503 for a model or version not loaded
+            loaded = [(n, v) for n, v in loaded if n == name and (not version or v == version)]
         return self.stats.report(loaded)
 
     def log_access(self, peer: str, what: str, status, nbytes: int, t0: float) -> None:

@@ -61,6 +61,9 @@ def serving_models(tmp_path_factory, bvlc_models):
     (repo / "tiny_batched" / "config.json").write_text(json.dumps({
         "max_batch_size": 8, "dynamic_batching": {"max_queue_delay_microseconds": 20000},
         "inputs": [{"name": "image", "ir_name": "data", "datatype": "FP32"}]}))
+    broken = repo / "broken"  # a config.json with a key no config has: fails to load, alone
+    shutil.copytree(repo / "tiny" / "1", broken / "1")
+    (broken / "config.json").write_text(json.dumps({"max_batch_size": 4, "dynamic_batchin": {}}))
     models = {"googlenet": (g_proto, g_weights), "two_input": (t_proto, str(two / "two_input.caffemodel")),
               "tiny": (tiny_proto, tiny_weights)}
     return models, str(repo)

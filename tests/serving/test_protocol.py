@@ -142,6 +142,12 @@ def test_repository_index_load_and_unload(server, serving_models, direct_ie):
     assert http.is_server_ready()  # an explicit unload is not a model missing
     with pytest.raises(InferenceServerException, match="no model 'nosuch'"):
         http.load_model("nosuch")
+    # a model whose config.json is wrong fails to load with the file and the key named;
+    # the index says why, the other models serve on
+    with pytest.raises(InferenceServerException, match=r"config.json: unknown key 'dynamic_batchin'"):
+        grpc.load_model("broken")
+    (entry,) = [m for m in http.get_model_repository_index() if m["name"] == "broken"]
+    assert entry["state"] == "UNAVAILABLE" and "dynamic_batchin" in entry["reason"]
     assert http.is_model_ready("googlenet")
 
 
