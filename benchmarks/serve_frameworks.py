@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -127,6 +128,8 @@ def run_ray() -> None:
 
     http = free_port()
     tmp = tempfile.mkdtemp(prefix="rf-", dir="/tmp")
+    # token authentication with a token of this run (else Ray writes one to ~/.ray/auth_token)
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, _temp_dir=tmp,
              runtime_env={"env_vars": {"PYTHONPATH": ROOT}})
     serve.start(http_options={"host": "127.0.0.1", "port": http}, logging_config={"log_level": "WARNING"})

@@ -6,6 +6,7 @@ their process groups (never `ray stop`, which would stop every Ray on the machin
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -44,11 +45,18 @@ class RayCluster:
         self.temp = tempfile.mkdtemp(prefix="rt-", dir="/tmp")  # short: Ray's socket paths
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.env = dict(os.environ, PYTHONPATH=REPO, GLOG_minloglevel="2", RAY_USAGE_STATS_ENABLED="0")
+        # token authentication with a token of this cluster only (Ray would otherwise
+        # use, or write, ~/.ray/auth_token): every node and client gets it from the environment
+        self.auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+        self.env = dict(os.environ, PYTHONPATH=REPO, GLOG_minloglevel="2", RAY_USAGE_STATS_ENABLED="0", **self.auth)
         self.cpus = cpus_per_node
         self.groups: list[int] = []
-        self._start("--head", "--port", str(self.port), "--temp-dir", self.temp, "--include-dashboard", "false")
-        self.worker_group = self.start_worker()
+        try:
+            self._start("--head", "--port", str(self.port), "--temp-dir", self.temp, "--include-dashboard", "false")
+            self.worker_group = self.start_worker()
+        except BaseException:
+            self.stop()
+            raise
 
     def _start(self, *args) -> int:
         proc = subprocess.run([RAY, "start", *args, "--node-ip-address", "127.0.0.1", "--num-cpus", str(self.cpus),

@@ -40,7 +40,7 @@ def ray_setup(serving_models, tmp_path_factory):
     srv = None
     try:
         srv = ServerProcess(str(ray_repo), "--ray", cluster.address, cache_dir=str(tmp_path_factory.mktemp("rc")),
-                            timeout=300)
+                            env=cluster.auth, timeout=300)
         yield cluster, srv, str(ray_repo)
     finally:
         pattern = f"/tmp/mo-ray-{srv.proc.pid}-*" if srv else None
