@@ -4,7 +4,7 @@ caffemodel made by pycaffe, converted once: IR v2 for the daemon, IR v11 for
 OpenVINO; the same random input for every engine, float32).
 
     python benchmarks/serve.py [--requests 60] [--rounds 3] [--seconds 4] [--concurrency 1,4,16]
-                               [--delay-us 2000] [--max-batch 8] [--instances 1]
+                               [--delay-us 2000] [--max-batch 8] [--instances 1] [--rows gRPC,...]
 
 Rows:
 - daemon direct: IECore's ExecutableNetwork.infer in this process (threads for concurrency)
@@ -43,6 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.references import bvlc_model  # noqa: E402
+from device_daemons.serving.frontend import FixedModels  # noqa: E402
 
 READY = re.compile(r"REST on https?://[^:]+:(\d+), gRPC on [^:]+:(\d+)")
 
@@ -70,7 +71,7 @@ def repository(tmp: str, max_batch: int, delay_us: int, instances: int) -> tuple
 
 # --------------------------------------------------------------------------- the OpenVINO server
 
-class OpenVINOBackend:
+class OpenVINOBackend(FixedModels):
     """The front end's backend interface over OpenVINO compiled models: a pool of
     infer requests per model, one per concurrent caller (what a user would write).
     "googlenet": the THROUGHPUT hint with its optimal number of requests;
@@ -81,29 +82,26 @@ class OpenVINOBackend:
     def __init__(self, xml: str):
         import openvino as ov
         core = ov.Core()
-        self.models = {}
+        self.compiled = {}
         for name, hint in self.HINTS.items():
             compiled = core.compile_model(xml, "CPU", {"PERFORMANCE_HINT": hint, "INFERENCE_PRECISION_HINT": "f32"})
             nreq = compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
             pool: queue.Queue = queue.Queue()
             for _ in range(nreq):
                 pool.put(compiled.create_infer_request())
-            self.models[name] = (compiled, pool, nreq)
-        compiled = self.models["googlenet"][0]
-        self.output = compiled.outputs[0]
-        self.meta = {"name": "googlenet", "versions": ["1"], "platform": "openvino",
-                     "inputs": [{"name": "data", "datatype": "FP32", "shape": list(compiled.inputs[0].shape)}],
-                     "outputs": [{"name": "prob", "datatype": "FP32", "shape": list(self.output.shape)}]}
+            self.compiled[name] = (compiled, pool, nreq)
+        tensor = lambda name, port: {"name": name, "datatype": "FP32", "shape": list(port.shape)}  # noqa: E731
+        self.models = {name: {"name": name, "versions": ["1"], "platform": "openvino",
+                              "inputs": [tensor("data", compiled.inputs[0])],
+                              "outputs": [tensor("prob", compiled.outputs[0])]} for name in self.HINTS}
 
     def describe(self) -> str:
-        return ", ".join(f"{n}: {self.HINTS[n]} hint, {m[2]} infer requests" for n, m in self.models.items())
+        return ", ".join(f"{n}: {self.HINTS[n]} hint, {m[2]} infer requests" for n, m in self.compiled.items())
 
     def infer(self, name, version, inputs, outputs):
-        from device_daemons.serving.errors import not_found
-        if name not in self.models:
-            raise not_found(f"unknown model '{name}'")
+        self.metadata(name, version)  # 404 for another name
         t0 = time.perf_counter_ns()
-        _, pool, _ = self.models[name]
+        _, pool, _ = self.compiled[name]
         request = pool.get()
         try:
             request.infer({0: inputs["data"]})
@@ -111,33 +109,6 @@ class OpenVINOBackend:
         finally:
             pool.put(request)
         return "1", {"prob": out}, {"compute_infer_ns": time.perf_counter_ns() - t0}
-
-    def ready(self):
-        return True
-
-    def model_ready(self, name, version=""):
-        return name in self.models
-
-    def metadata(self, name, version=""):
-        return self.meta
-
-    def model_config(self, name, version=""):
-        return {"name": name, "parameters": {"hint": self.HINTS[name]}}
-
-    def index(self, ready_only=False):
-        return [{"name": n, "version": "1", "state": "READY"} for n in self.models]
-
-    def load_all(self, names):
-        pass
-
-    def load(self, name):
-        pass
-
-    def unload(self, name):
-        pass
-
-    def loaded(self):
-        return [(n, 1) for n in self.models]
 
 
 def openvino_server(xml: str) -> int:
@@ -257,6 +228,8 @@ def main(argv=None) -> int:
     ap.add_argument("--delay-us", type=int, default=2000)
     ap.add_argument("--max-batch", type=int, default=8)
     ap.add_argument("--instances", type=int, default=1, help="batches in flight at once (instance_count)")
+    ap.add_argument("--rows", help="only the rows whose name contains one of these comma-separated words "
+                                   "(the daemon direct row is always measured)")
     ap.add_argument("--openvino-server", metavar="XML", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.openvino_server:
@@ -298,6 +271,9 @@ def main(argv=None) -> int:
             ("OpenVINO served gRPC, LATENCY", grpc_engine(ov_grpc, "googlenet_latency", x)),
             ("OpenVINO served gRPC, THROUGHPUT", grpc_engine(ov_grpc, "googlenet", x)),
         ]
+        if args.rows:
+            words = [w.strip() for w in args.rows.split(",") if w.strip()]
+            engines = [e for e in engines if e[0] == "daemon direct" or any(w in e[0] for w in words)]
         calls = {}
         for name, make in engines:  # every engine gives the daemon's answer (OpenVINO: within 1e-4)
             calls[name] = make()
@@ -351,13 +327,14 @@ def main(argv=None) -> int:
               f"can gain at most here")
         direct = by["daemon direct"][1]
         print()
-        for name in ("serve REST binary", "serve gRPC"):
+        for name in [n for n in ("serve REST binary", "serve gRPC") if n in by]:
             over = by[name][1] - direct
             print(f"goal: {name} p50 overhead over the direct daemon {over:+.2f} ms (<= 1 ms): "
                   f"{'met' if over <= 1.0 else 'NOT met'}{caveat}")
         if 16 in levels:
             i = levels.index(16)
-            for wire in ("REST JSON", "REST binary", "gRPC"):
+            for wire in [w for w in ("REST JSON", "REST binary", "gRPC")
+                         if f"serve {w}" in by and f"serve+batching {w}" in by]:
                 ratio = by[f"serve+batching {wire}"][3][i] / by[f"serve {wire}"][3][i]
                 print(f"goal: {wire} concurrency-16 throughput with dynamic batching / without: {ratio:.2f}x "
                       f"(>= 1.3x): {'met' if ratio >= 1.3 else 'NOT met'}{caveat}")

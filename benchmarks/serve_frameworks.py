@@ -38,6 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.serve import grpc_engine, http_engine, throughput  # noqa: E402
+from device_daemons.serving.frontend import FixedModels  # noqa: E402
 
 PORTS = re.compile(r"PORTS (\d+) (\d+)")
 META = {"name": "echo", "versions": ["1"], "platform": "echo",
@@ -51,38 +52,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class EchoBackend:
-    """The serving front end's backend interface: 'prob' = the input's first 1000 values."""
+class EchoBackend(FixedModels):
+    """'prob' = the input's first 1000 values."""
+
+    models = {"echo": META}
 
     def infer(self, name, version, inputs, outputs):
         return "1", {"prob": np.ascontiguousarray(inputs["data"].reshape(1, -1)[:, :1000])}, {}
-
-    def ready(self):
-        return True
-
-    def model_ready(self, name, version=""):
-        return True
-
-    def metadata(self, name, version=""):
-        return META
-
-    def model_config(self, name, version=""):
-        return {"name": "echo"}
-
-    def index(self, ready_only=False):
-        return [{"name": "echo", "version": "1", "state": "READY"}]
-
-    def load_all(self, names):
-        pass
-
-    def load(self, name):
-        pass
-
-    def unload(self, name):
-        pass
-
-    def loaded(self):
-        return [("echo", 1)]
 
 
 def run_ours() -> None:

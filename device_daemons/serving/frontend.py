@@ -15,7 +15,7 @@ import time
 
 from core.errors import Error
 
-from .errors import ServingError
+from .errors import ServingError, bad_request, not_found
 from .protocol import InferRequest, InferResponse
 
 log = logging.getLogger("mo_core.serve")
@@ -39,6 +39,42 @@ def read_token(path: str) -> bytes:
         raise Error("the token file {} must hold one token (printable ASCII, no spaces, at most {} bytes)",
                     path, MAX_TOKEN_BYTES)
     return token
+
+
+class FixedModels:
+    """A backend of models fixed at start, outside any repository: a subclass sets
+    `models` ({name: metadata}) and implements infer(). The benchmarks put other
+    engines (OpenVINO, an echo model) behind the same front end with it."""
+
+    models: dict = {}
+
+    def ready(self) -> bool:
+        return True
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        return name in self.models and version in ("", "1")
+
+    def metadata(self, name: str, version: str = "") -> dict:
+        if name not in self.models or version not in ("", "1"):
+            raise not_found(f"unknown model '{name}' (version '{version}')")
+        return self.models[name]
+
+    def model_config(self, name: str, version: str = "") -> dict:
+        return {"name": self.metadata(name, version)["name"], "platform": self.models[name]["platform"]}
+
+    def index(self, ready_only: bool = False) -> list[dict]:
+        return [{"name": name, "version": "1", "state": "READY"} for name in self.models]
+
+    def load_all(self, names) -> None:
+        pass
+
+    def load(self, name: str) -> None:
+        raise bad_request("this server's models are fixed: there is no repository to load from")
+
+    unload = load
+
+    def loaded(self) -> list[tuple[str, int]]:
+        return [(name, 1) for name in self.models]
 
 
 class Server:

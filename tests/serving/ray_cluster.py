@@ -16,6 +16,8 @@ import time
 
 from tests.support import REPO
 
+from .servers import live_processes
+
 RAY = os.path.join(os.path.dirname(sys.executable), "ray")
 
 
@@ -26,18 +28,7 @@ def free_port() -> int:
 
 
 def group_members(pgid: int) -> list[int]:
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(b")") + 2:].split()
-            if int(fields[2]) == pgid and fields[0] != b"Z":
-                out.append(int(entry))
-    return out
+    return [pid for pid, _, fields in live_processes() if int(fields[2]) == pgid]
 
 
 class RayCluster:

@@ -96,9 +96,9 @@ class ServerProcess:
             raise AssertionError("the server did not stop on SIGTERM:\n" + self.log_text())
 
 
-def processes_of(runtime_dir: str) -> list[int]:
-    """Live processes whose command line names `runtime_dir` (the daemons and the
-    watchdog of a server)."""
+def live_processes() -> list[tuple[int, bytes, list[bytes]]]:
+    """(pid, command line, /proc/PID/stat fields after the name) of every live
+    (non-zombie) process."""
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -110,9 +110,16 @@ def processes_of(runtime_dir: str) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        if runtime_dir.encode() in cmdline and stat[stat.rindex(b")") + 2:].split()[0] != b"Z":
-            out.append(int(entry))
+        fields = stat[stat.rindex(b")") + 2:].split()
+        if fields and fields[0] != b"Z":
+            out.append((int(entry), cmdline, fields))
     return out
+
+
+def processes_of(runtime_dir: str) -> list[int]:
+    """Live processes whose command line names `runtime_dir` (the daemons and the
+    watchdog of a server)."""
+    return [pid for pid, cmdline, _ in live_processes() if runtime_dir.encode() in cmdline]
 
 
 def wait_gone(runtime_dir: str, timeout: float = 30.0) -> list[int]:
