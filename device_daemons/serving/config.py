@@ -136,11 +136,11 @@ def parse_config(raw: dict, where: str) -> ModelConfig:
     max_batch = kw["max_batch_size"] = _int(raw.get("max_batch_size", 0), where, "max_batch_size", 0, MAX_BATCH)
     if "batch_sizes" in raw:
         sizes = raw["batch_sizes"]
-        if not isinstance(sizes, list) or not sizes:
-            raise _fail(where, "'batch_sizes' must be a non-empty list of integers")
-        sizes = sorted({_int(s, where, "batch_sizes", 1, max(1, max_batch)) for s in sizes})
         if max_batch == 0:
             raise _fail(where, "'batch_sizes' needs 'max_batch_size' > 0")
+        if not isinstance(sizes, list) or not sizes:
+            raise _fail(where, "'batch_sizes' must be a non-empty list of integers")
+        sizes = sorted({_int(s, where, "batch_sizes", 1, max_batch) for s in sizes})
         if sizes[-1] != max_batch:
             sizes.append(max_batch)  # a full batch must have a network
         kw["batch_sizes"] = tuple(sizes)

@@ -61,6 +61,11 @@ def serving_models(tmp_path_factory, bvlc_models):
     (repo / "tiny_batched" / "config.json").write_text(json.dumps({
         "max_batch_size": 8, "dynamic_batching": {"max_queue_delay_microseconds": 20000},
         "inputs": [{"name": "image", "ir_name": "data", "datatype": "FP32"}]}))
+    typed = repo / "tiny_u8"  # an image input as UINT8, the output as FP16: converted around the daemon's FP32
+    shutil.copytree(repo / "tiny" / "1", typed / "1")
+    (typed / "config.json").write_text(json.dumps({
+        "inputs": [{"name": "image", "ir_name": "data", "datatype": "UINT8"}],
+        "outputs": [{"name": "scores", "ir_name": "prob", "datatype": "FP16"}]}))
     broken = repo / "broken"  # a config.json with a key no config has: fails to load, alone
     shutil.copytree(repo / "tiny" / "1", broken / "1")
     (broken / "config.json").write_text(json.dumps({"max_batch_size": 4, "dynamic_batchin": {}}))
@@ -83,7 +88,8 @@ def server(serving_models, tmp_path_factory):
     _, repo = serving_models
     cache = str(tmp_path_factory.mktemp("cache"))
     srv = ServerProcess(repo, "--load-model", "googlenet", "--load-model", "two_input",
-                        "--load-model", "tiny_batched", "--max-body-mb", "4", cache_dir=cache)
+                        "--load-model", "tiny_batched", "--load-model", "tiny_u8", "--max-body-mb", "4",
+                        cache_dir=cache)
     yield srv
     code = srv.stop()
     assert code == 0, srv.log_text()

@@ -116,6 +116,31 @@ def test_two_input_net_every_way_equals_the_daemon_and_pycaffe(server, serving_m
     assert any("model two_input version 1: converting the caffe model" in line for line in server.lines)
 
 
+def test_declared_datatypes_uint8_in_fp16_out(server, serving_models, direct_ie):
+    _, repo = serving_models
+    x = np.random.default_rng(8).integers(0, 256, (1, 3, 16, 16), dtype=np.uint8)
+    want = reference(direct_ie, f"{repo}/tiny_u8/1/model.xml", {"data": x.astype(np.float32)})["prob"]
+    http = httpclient.InferenceServerClient(server.http)
+    meta = http.get_model_metadata("tiny_u8")
+    assert meta["inputs"][0]["datatype"] == "UINT8" and meta["outputs"][0]["datatype"] == "FP16"
+    for binary in (False, True):
+        t = httpclient.InferInput("image", [1, 3, 16, 16], "UINT8")
+        t.set_data_from_numpy(x, binary_data=binary)
+        out = http.infer("tiny_u8", [t], outputs=[httpclient.InferRequestedOutput("scores", binary_data=binary)])
+        assert out.as_numpy("scores").dtype == np.float16
+        np.testing.assert_allclose(out.as_numpy("scores"), want, rtol=1e-3, atol=1e-4)
+    g = grpcclient.InferInput("image", [1, 3, 16, 16], "UINT8")
+    g.set_data_from_numpy(x)
+    out = grpcclient.InferenceServerClient(server.grpc).infer("tiny_u8", [g]).as_numpy("scores")
+    np.testing.assert_allclose(out, want, rtol=1e-3, atol=1e-4)
+    body = {"inputs": [{"name": "image", "datatype": "UINT8", "shape": [1, 3, 16, 16], "data": [300] * 768}]}
+    reply = httpx.post(f"{server.url}/v2/models/tiny_u8/infer", json=body)
+    assert reply.status_code == 400 and "UINT8 values" in reply.json()["error"]  # 300 does not fit: no wrap
+    body["inputs"][0].update(datatype="FP32", data=[1.0] * 768)
+    reply = httpx.post(f"{server.url}/v2/models/tiny_u8/infer", json=body)
+    assert reply.status_code == 400 and "is UINT8, the request gave FP32" in reply.json()["error"]
+
+
 def test_repository_index_load_and_unload(server, serving_models, direct_ie):
     _, repo = serving_models
     http = httpclient.InferenceServerClient(server.http)
@@ -133,7 +158,7 @@ def test_repository_index_load_and_unload(server, serving_models, direct_ie):
     ours = grpc.infer("tiny", [t]).as_numpy("prob")
     assert rel_err(ours, reference(direct_ie, f"{repo}/tiny/1/model.xml", {"data": x})["prob"]) <= TOL
     ready = {m.name for m in grpc.get_model_repository_index().models if m.state == "READY"}
-    assert {"googlenet", "two_input", "tiny_batched", "tiny"} <= ready
+    assert {"googlenet", "two_input", "tiny_batched", "tiny_u8", "tiny"} <= ready
 
     grpc.unload_model("tiny")
     assert not http.is_model_ready("tiny")
