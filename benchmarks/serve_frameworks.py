@@ -24,6 +24,7 @@ import argparse
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -94,6 +95,9 @@ def run_kserve() -> None:
 
 def run_ray() -> None:
     import logging
+    # token authentication with a token of this run (else Ray writes one to ~/.ray/auth_token);
+    # set before ray is imported, which reads it
+    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     import ray
     from ray import serve
 
@@ -104,18 +108,20 @@ def run_ray() -> None:
 
     http = free_port()
     tmp = tempfile.mkdtemp(prefix="rf-", dir="/tmp")
-    # token authentication with a token of this run (else Ray writes one to ~/.ray/auth_token)
-    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, _temp_dir=tmp,
-             runtime_env={"env_vars": {"PYTHONPATH": ROOT}})
-    serve.start(http_options={"host": "127.0.0.1", "port": http}, logging_config={"log_level": "WARNING"})
-    serve.run(serve.deployment(serve.ingress(build)(), name="echo").bind(), name="echo", route_prefix="/")
-    print(f"PORTS {http} 0", flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    stop.wait()
-    serve.shutdown()
-    ray.shutdown()
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, _temp_dir=tmp,
+                 _node_ip_address="127.0.0.1",
+                 runtime_env={"env_vars": {"PYTHONPATH": ROOT}})
+        serve.start(http_options={"host": "127.0.0.1", "port": http}, logging_config={"log_level": "WARNING"})
+        serve.run(serve.deployment(serve.ingress(build)(), name="echo").bind(), name="echo", route_prefix="/")
+        print(f"PORTS {http} 0", flush=True)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        stop.wait()
+        serve.shutdown()
+        ray.shutdown()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class Server:

@@ -62,6 +62,18 @@ def infer_every_way(server, model: str, inputs: dict, output: str) -> dict:
     return out
 
 
+def test_not_ready_until_every_model_is_loaded(server):
+    """The fixture polled /v2/health/ready from the moment the ports opened, while the
+    models loaded (GoogLeNet, a Caffe net converted first): 400 until all were READY."""
+    lines = server.lines
+    polls = [(i, "200" if '" 200 ' in line else "400") for i, line in enumerate(lines)
+             if '"GET /v2/health/ready"' in line]
+    ready = next(i for i, line in enumerate(lines) if "ready: 4 models loaded" in line)
+    last_network = max(i for i, line in enumerate(lines[:ready]) if ": loaded on CPU" in line)
+    first_ok = next(i for i, status in polls if status == "200")
+    assert polls[0][1] == "400" and first_ok > last_network
+
+
 def test_server_and_model_metadata(server):
     http = httpclient.InferenceServerClient(server.http)
     grpc = grpcclient.InferenceServerClient(server.grpc)

@@ -44,17 +44,25 @@ def ray_setup(serving_models, tmp_path_factory):
         yield cluster, srv, str(ray_repo)
     finally:
         pattern = f"/tmp/mo-ray-{srv.proc.pid}-*" if srv else None
+        left_by_server, code = [], 0
         if srv is not None:
-            assert srv.stop() == 0, srv.log_text()
+            code = srv.stop()
+            # a graceful stop deletes the applications: every replica stops its daemon
+            left_by_server = _wait_no_processes(pattern)
         cluster.stop()
-        if pattern:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and any(processes_of(d) for d in glob.glob(pattern)):
-                time.sleep(0.2)
-            left = [(d, processes_of(d)) for d in glob.glob(pattern) if processes_of(d)]
-            for d in glob.glob(pattern):  # (a replica that Ray killed has no chance to remove its directory)
-                shutil.rmtree(d, ignore_errors=True)
-            assert left == [], f"processes outlived the Ray mode server: {left}"
+        left = _wait_no_processes(pattern) if pattern else []
+        for d in glob.glob(pattern or "/nonexistent"):  # (a replica Ray killed cannot remove its directory)
+            shutil.rmtree(d, ignore_errors=True)
+        assert code == 0, srv.log_text()
+        assert left_by_server == [], f"processes outlived the Ray mode server's stop: {left_by_server}"
+        assert left == [], f"processes outlived the Ray cluster: {left}"
+
+
+def _wait_no_processes(pattern: str, timeout: float = 30.0) -> list:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(processes_of(d) for d in glob.glob(pattern)):
+        time.sleep(0.2)
+    return [(d, processes_of(d)) for d in glob.glob(pattern) if processes_of(d)]
 
 
 def replica_dirs(srv) -> dict[str, str]:
