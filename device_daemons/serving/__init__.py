@@ -11,9 +11,10 @@ Where things are:
 * model.py, batcher.py - one model version on a daemon: its inputs and outputs as the
   protocol names them, networks per batch size, dynamic batching
 * manager.py - the models of a repository in this process (the embedded backend)
-* protocol.py - requests and responses, checked against a model's metadata;
-  rest_codec.py / grpc_codec.py turn them into and out of each wire form
-* frontend.py - what both front ends share: a backend, statistics, metrics, auth
+* protocol.py - requests and responses whatever wire carried them; tensors.py - the
+  protocol's datatypes and checked decoding; rest_codec.py / grpc_codec.py - each wire
+  form (proto/mo_inference.proto: the gRPC messages); errors.py - 4xx/5xx and gRPC codes
+* frontend.py - what both front ends share: a backend, statistics and metrics (stats.py), auth
 * rest.py (FastAPI on uvicorn), grpc_service.py (grpcio) - the two front ends
 * embedded.py - `mo-core serve`: one process, its own daemons
 * daemons.py, watchdog.py - the daemons a server owns (a private runtime directory,
