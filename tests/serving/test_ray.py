@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
@@ -170,6 +171,12 @@ def test_replicas_on_both_nodes_answer(ray_setup, refs):
     assert len(served) == 2, dirs  # two replicas, on two nodes, each answered through its own daemon
     stats = httpclient.InferenceServerClient(srv.http).get_inference_statistics(MODEL)["model_stats"][0]
     assert stats["inference_count"] >= ok
+    # the same front end as the embedded mode: gRPC too, metadata from the replicas
+    grpc = grpcclient.InferenceServerClient(srv.grpc)
+    assert grpc.is_server_ready() and grpc.get_model_metadata(MODEL).inputs[0].name == "data"
+    t = grpcclient.InferInput("data", [1, 3, 16, 16], "FP32")
+    t.set_data_from_numpy(inputs(3))
+    np.testing.assert_allclose(grpc.infer(MODEL, [t]).as_numpy("prob"), refs[3], rtol=1e-5, atol=1e-7)
 
 
 def test_a_replicas_daemon_killed_mid_load(ray_setup, refs):
