@@ -14,10 +14,11 @@ scale-shift output runs in that layer's epilogue. Shapes come from the layers'
 CPU kernels (the reference for what an IR means).
 
 Memory (once per shape, memory.py): every tensor lives on the device for the
-whole request; tensors share storage by lifetime inside one arena per request.
+whole request; tensors share device buffers by lifetime (whole buffers, never
+sub-buffers).
 
 Requests: `create_request()` makes an InferRequest with its own command queue,
-arena and kernel objects (arguments set once). Requests of one plan run
+buffers and kernel objects (arguments set once). Requests of one plan run
 concurrently from different threads; `infer()` borrows an idle request (making
 one when all are busy), so concurrent infer() calls are safe and each in-flight
 call has its own queue.
@@ -43,7 +44,7 @@ from .device import open_device
 from .kernels import GPU_KERNELS
 from .kernels.activation import activation_code
 from .kernels.base import NO_ACTIVATION
-from .memory import Block, Groups, align, place
+from .memory import Block, Groups, align, assign_buffers
 from .programs import builtin_program
 from .tuning import Tuner
 
@@ -451,10 +452,11 @@ class GpuPlan(PlanShapes):
             else:
                 b.start, b.end = min(b.start, start), max(b.end, end)
                 b.size = max(b.size, align(max(size, 1), self.device.align))
-        self.arena_bytes = place(blocks, self.device.align)
-        if self.arena_bytes > self.device.max_allocation:
-            raise IRError(f"the network needs {self.arena_bytes >> 20} MB of device memory per request at these "
-                          f"shapes, more than the {self.device.max_allocation >> 20} MB one buffer may have on "
+        self.buffer_sizes = assign_buffers(blocks)
+        self.arena_bytes = sum(self.buffer_sizes)  # device memory a request holds
+        if max(self.buffer_sizes, default=0) > self.device.max_allocation:
+            raise IRError(f"a tensor of the network needs {max(self.buffer_sizes) >> 20} MB of device memory at "
+                          f"these shapes, more than the {self.device.max_allocation >> 20} MB one buffer may have on "
                           f"{self.device.full_name}; use a smaller batch")
         self._blocks = blocks
         self._constants = {}

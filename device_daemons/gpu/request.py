@@ -1,6 +1,7 @@
 """InferRequest: one in-flight inference of a GpuPlan, with its own command
-queue, its own arena of device memory (sub-buffers per tensor group) and its own
-kernel objects whose arguments are set once, so that a run only enqueues.
+queue, its own device buffers (shared by tensor groups whose lifetimes do not
+overlap: memory.py) and its own kernel objects whose arguments are set once, so
+that a run only enqueues.
 
 A request is used by one thread at a time; requests of the same plan run
 concurrently (the plan's weights and constants are read-only and shared).
@@ -32,9 +33,9 @@ class InferRequest:
         self.plan = plan
         device = plan.device
         self.queue = cl.CommandQueue(device.context)
-        self.arena = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, max(plan.arena_bytes, device.align))
+        self.memory = [cl.Buffer(device.context, cl.mem_flags.READ_WRITE, size) for size in plan.buffer_sizes]
         groups = plan._groups
-        by_root = {root: self.arena.get_sub_region(b.offset, b.size) for root, b in plan._blocks.items()}
+        by_root = {root: self.memory[b.buffer] for root, b in plan._blocks.items()}
         by_root.update(plan._constants)
         self.buffers = [by_root.get(groups.find(s)) for s in range(len(groups.parent))]
         self._staged: dict = {}  # a half plan's float32 staging buffers (_stage)
@@ -101,7 +102,7 @@ class InferRequest:
         ins = [self._fetch(s) for s in step.in_slots]
         self.queue.finish()
         with _host_lock:
-            outs = step.kernel.ref.forward(ins)
+            outs = step.kernel.host_forward(ins)
         for s, value in zip(step.out_slots, outs):
             value = np.asarray(value, np.float32)
             if value.shape != self.plan.shapes[s]:
@@ -128,7 +129,7 @@ class InferRequest:
                 yield action
                 action = next(actions, None)
             self.queue.finish()
-            backend = "host" if step.kernel.host else "opencl"
+            backend = getattr(step.kernel, "backend", "host") if step.kernel.host else "opencl"
             perf.append(PerfRow(step.layer.name, step.layer.type, backend, "executed", (clock() - start) * 1e3))
 
     def run(self, values: dict[str, np.ndarray], perf: list | None = None) -> dict[str, np.ndarray]:

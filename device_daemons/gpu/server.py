@@ -7,7 +7,7 @@ The verbs, caching, handles, shared memory and errors are every daemon's
 (device_daemons/service/), with the CPU daemon's contract. The GPU's own
 parts: extensions are GPU custom layer .xml files (custom.py); a compiled network
 is one GpuPlan (its weights on the device once) whose infer() is thread-safe: each
-in-flight request has its own command queue and arena, so a pool needs one plan,
+in-flight request has its own command queue and buffers, so a pool needs one plan,
 not one per thread; query_network is query.py's. The device is opened before the
 endpoint is bound: no OpenCL device is an `[ ERROR ]` at start, not a daemon that
 fails every request. The fast lane takes GPU networks by the CPU daemon's rule
@@ -54,7 +54,7 @@ class GpuPool(FastLaneRule):
 
     @property
     def instances(self) -> int:
-        """Requests (queue + arena) the plan made: the most ever in flight at once."""
+        """Requests (queue + buffers) the plan made: the most ever in flight at once."""
         return max(1, self._most)
 
     @contextlib.contextmanager

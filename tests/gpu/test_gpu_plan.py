@@ -76,6 +76,15 @@ def test_in_place_layers_and_views_share_buffers_and_memory_is_reused(tmp_path, 
     assert g.find(names["flat"].out_slots[0]) == g.find(names["c4"].out_slots[0])
     tensor = 2 * 4 * 6 * 7 * 4
     assert plan.arena_bytes < 4 * tensor      # 9 tensors of that size live in at most 3 buffers at a time
+    # whole buffers (no sub-buffers of an arena), never shared by blocks alive at the same step
+    import pyopencl as cl
+    request = plan.create_request()
+    assert len(request.memory) == len(plan.buffer_sizes) <= 3
+    assert all(b.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT) is None for b in request.memory)
+    blocks = list(plan._blocks.values())
+    for i, a in enumerate(blocks):
+        for b in blocks[i + 1:]:
+            assert a.buffer != b.buffer or a.end < b.start or b.end < a.start
 
 
 def test_a_network_input_is_never_overwritten_in_place(tmp_path, gpu_device):
