@@ -11,7 +11,7 @@ Verbs (arrays travel as raw frames; "$array" references in args/results):
   load_network {xml, bin? | xml_text, bin_data (1-D uint8 array); kernels?: [path],
                batch?: int, shapes?: {input: dims}, outputs?: [layer name]}
       -> {handle, name, inputs: {name: {shape, precision}}, outputs: {...}, cached,
-          warnings: [str], fast_ok}
+          warnings: [str], fast_ok, fast_us?}
       (kernels: the device's extension files - CPU kernel .py, GPU custom layer
       .xml; outputs: layers whose outputs are returned too, IE's add_outputs)
   query_network {xml, bin? | xml_text, bin_data; kernels?: [path]}
@@ -213,10 +213,15 @@ def check_query_result(result: dict) -> dict[str, str]:
 
 
 def network_result(handle_id: int, name: str, inputs: dict, outputs: dict, cached: bool,
-                   warnings: list, fast_ok: bool) -> dict:
-    """The result of load_network / reshape (daemon side)."""
-    return {"handle": handle_id, "name": name, "inputs": inputs, "outputs": outputs, "cached": cached,
-            "warnings": list(warnings), "fast_ok": fast_ok}
+                   warnings: list, fast_ok: bool, fast_us: float | None = None) -> dict:
+    """The result of load_network / reshape (daemon side). fast_us: the compute
+    time under which the daemon serves this network on its fast lane (absent:
+    fast_lane_max_us())."""
+    result = {"handle": handle_id, "name": name, "inputs": inputs, "outputs": outputs, "cached": cached,
+              "warnings": list(warnings), "fast_ok": fast_ok}
+    if fast_us is not None:
+        result["fast_us"] = float(fast_us)
+    return result
 
 
 @dataclass
@@ -228,6 +233,7 @@ class LoadResult:
     cached: bool
     warnings: list
     fast_ok: bool
+    fast_us: float | None = None
 
 
 def check_load_result(result: dict) -> LoadResult:
@@ -238,8 +244,13 @@ def check_load_result(result: dict) -> LoadResult:
         out = LoadResult(result["handle"], str(result.get("name", "")), ports[0], ports[1],
                          bool(result.get("cached")), [str(w) for w in result.get("warnings") or []],
                          bool(result.get("fast_ok")))
+        fast_us = result.get("fast_us")
+        if fast_us is not None:
+            out.fast_us = float(fast_us)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ProtocolError(f"a load_network reply without {exc}") from None
+    if out.fast_us is not None and not out.fast_us >= 0:
+        raise ProtocolError(f"a load_network reply with the fast lane limit {out.fast_us!r:.40}")
     if not _is_int(out.handle):
         raise ProtocolError(f"a load_network reply with the handle {out.handle!r:.40}")
     return out

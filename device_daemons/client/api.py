@@ -265,6 +265,7 @@ class ExecutableNetwork:
         self.output_bytes = 0
         self._fast = False  # send to the daemon's fast lane (see observe)
         self._fast_ok = False  # the daemon allows it: no custom kernel (unpredictable time)
+        self._fast_us: float | None = None  # the daemon's limit for this network (load_network's fast_us)
         self._compute_us: float | None = None
         self._bound: BoundRequests | None = None  # bound requests on the current connection
         self._bound_ok = bound_requests_enabled()
@@ -311,6 +312,7 @@ class ExecutableNetwork:
             self.warnings = loaded.warnings
             self.cached = loaded.cached  # the daemon had it compiled already
             self._fast_ok = loaded.fast_ok
+            self._fast_us = loaded.fast_us
             self._fast = False
             self._compute_us = None
             self._loaded = (conn, loaded.handle)
@@ -327,7 +329,8 @@ class ExecutableNetwork:
 
     def observe(self, compute_us) -> None:
         """Track how long the daemon computes this network (moving average): a network
-        that takes less than contract.fast_lane_max_us() goes to the daemon's fast lane (a thread
+        that takes less than the daemon's limit for it (load_network's fast_us, else
+        contract.fast_lane_max_us()) goes to the daemon's fast lane (a thread
         that receives, computes and replies with no hand-off), saving the two thread
         hand-offs of its worker pool (they cost more than such a network takes);
         slower ones keep the pool (parallel). Networks with custom kernels always use
@@ -338,7 +341,10 @@ class ExecutableNetwork:
         avg = self._compute_us
         avg = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
         self._compute_us = avg
-        self._fast = self._fast_ok and avg < fast_lane_max_us()
+        limit = fast_lane_max_us()  # 0 here: no fast lane, whatever the daemon allows
+        if limit > 0 and self._fast_us is not None:
+            limit = self._fast_us
+        self._fast = self._fast_ok and avg < limit
 
     def forget(self, conn: Connection, handle: int) -> None:
         with self._lock:

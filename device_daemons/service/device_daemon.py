@@ -65,10 +65,16 @@ log = logging.getLogger("mo_core.daemon")
 class FastLaneRule:
     """Which compiled networks the fast lane serves, the same for every daemon's
     pools: one without extensions (whose time may depend on the data) once its
-    compute time, a moving average of what observe() is given, is below
-    contract.fast_lane_max_us()."""
+    compute time, a moving average of what observe() is given, is below the
+    pool's fast_lane_us (None: contract.fast_lane_max_us()); the client learns
+    that limit from load_network."""
     avg_us: float | None = None
     custom = False
+    fast_lane_us: float | None = None
+
+    def lane_limit_us(self) -> float:
+        base = contract.fast_lane_max_us()
+        return base if self.fast_lane_us is None or base <= 0 else float(self.fast_lane_us)
 
     def observe(self, compute_us: float) -> None:
         """Track the compute time (a statistic: racing updates only blur it)."""
@@ -78,7 +84,7 @@ class FastLaneRule:
     @property
     def fast_ok(self) -> bool:
         avg = self.avg_us
-        return not self.custom and avg is not None and avg < contract.fast_lane_max_us()
+        return not self.custom and avg is not None and avg < self.lane_limit_us()
 
 
 class Handle:
@@ -274,7 +280,8 @@ class DeviceDaemon:
     def _describe(self, handle: Handle, cached: bool) -> dict:
         pool = handle.pool
         return contract.network_result(handle.id, pool.name, pool.inputs, pool.outputs, cached, pool.warnings,
-                                       not pool.custom)
+                                       not pool.custom,
+                                       None if pool.fast_lane_us is None else pool.lane_limit_us())
 
     def _get_pool(self, ident: tuple, loader, description: str, paths: list, shapes: dict | None,
                   batch: int | None, extra_outputs: tuple = ()):
