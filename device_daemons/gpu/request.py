@@ -1,7 +1,9 @@
 """InferRequest: one in-flight inference of a GpuPlan, with its own command
 queue, its own device buffers (shared by tensor groups whose lifetimes do not
 overlap: memory.py) and its own kernel objects whose arguments are set once, so
-that a run only enqueues.
+that a run only enqueues: the launches between host steps in one C call each
+(native/enqueue.py), or one pyopencl call each where that is unavailable and
+while per-layer times are counted.
 
 A request is used by one thread at a time; requests of the same plan run
 concurrently (the plan's weights and constants are read-only and shared).
@@ -24,8 +26,10 @@ from ir import IRError
 
 from ..contract import PerfRow
 from ..cpu.kernels import KernelError
+from .native import enqueue
 
 _host_lock = threading.Lock()  # the CPU kernels of host layers are not re-entrant
+_STATUS = {v: k for k, v in vars(cl.status_code).items() if isinstance(v, int) and not k.startswith("_")}
 
 
 class InferRequest:
@@ -59,6 +63,23 @@ class InferRequest:
                 raise
             except cl.Error as err:
                 raise KernelError(step.layer, f"setting up its OpenCL kernel failed: {err}") from err
+        self.segments = None if enqueue.unavailable() else self._segments()
+
+    def _segments(self) -> list:
+        """The actions as runs of device launches (one C call each, native/enqueue.py)
+        between host steps: [(LaunchList, [step of each launch]) | (None, host step)]."""
+        segments, run, steps = [], [], []
+        for step, kernel, global_size, local_size in self.actions + [(None, None, None, None)]:
+            if kernel is not None:
+                run.append((kernel, global_size, local_size))
+                steps.append(step)
+                continue
+            if run:
+                segments.append((enqueue.LaunchList(self.queue, run), steps))
+                run, steps = [], []
+            if step is not None:
+                segments.append((None, step))
+        return segments
 
     def _stage(self, slot):
         """(float32 device buffer, to_float kernel, from_float kernel, global size)
@@ -141,11 +162,22 @@ class InferRequest:
             self.queue.finish()  # the uploads are not the first step's time
         step = None
         try:
-            for step, kernel, global_size, local_size in (self.actions if perf is None else self._counted(perf)):
-                if kernel is None:
-                    self._run_host(step)
-                else:
-                    cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
+            if perf is None and self.segments is not None:
+                for launches, steps in self.segments:
+                    if launches is None:
+                        step = steps
+                        self._run_host(step)
+                        continue
+                    code, index = launches.enqueue()
+                    if code:
+                        step = steps[index]
+                        raise cl.Error(f"clEnqueueNDRangeKernel failed: {_STATUS.get(code, code)}")
+            else:
+                for step, kernel, global_size, local_size in (self.actions if perf is None else self._counted(perf)):
+                    if kernel is None:
+                        self._run_host(step)
+                    else:
+                        cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
             step = None
             results = {name: self._fetch(slot) for name, slot in plan._outputs}
             self.queue.finish()

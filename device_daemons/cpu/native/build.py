@@ -70,12 +70,12 @@ def _build(name: str, source: str) -> str:
     return path
 
 
-def load_native(name: str, cdef: str):
-    """(ffi, lib) of <name>.c in this package, built on first use."""
+def load_native(name: str, cdef: str, directory: str | None = None):
+    """(ffi, lib) of <name>.c in this package (or in `directory`), built on first use."""
     with _LOCK:
         if name not in _LOADED:
             try:
-                _LOADED[name] = _load(name, cdef)
+                _LOADED[name] = _load(name, cdef, directory)
             except NativeUnavailable as err:
                 _LOADED[name] = err
         loaded = _LOADED[name]
@@ -84,12 +84,12 @@ def load_native(name: str, cdef: str):
         return loaded
 
 
-def _load(name: str, cdef: str):
+def _load(name: str, cdef: str, directory: str | None):
     try:
         import cffi
     except ImportError:
         raise NativeUnavailable("the cffi package is not installed: pip install cffi (requirements.txt)") from None
-    path = _build(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".c"))
+    path = _build(name, os.path.join(directory or os.path.dirname(os.path.abspath(__file__)), name + ".c"))
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     try:
