@@ -206,7 +206,13 @@ def engine_plan(args) -> list[dict]:
             row["first_ms"] = round((time.perf_counter() - start) * 1e3, 1)
             row["median_ms"], row["best_ms"] = measure(lambda: plan.infer({name: x}), args.iterations)
             if hasattr(plan, "create_request"):
-                row["launches"] = len(plan.create_request().actions)
+                request = plan.create_request()
+                row["launches"] = len(request.actions)
+                if hasattr(request, "segments"):  # how the launches are enqueued
+                    row["enqueue"] = "c_loop" if request.segments is not None else "pyopencl"
+                hosts = {st.layer.name: getattr(st.kernel, "backend", "host") for st in plan.steps if st.kernel.host}
+                if hosts:
+                    row["host_steps"] = hosts
             if args.profile:
                 perf = []
                 plan.infer({name: x}, perf)
@@ -250,8 +256,9 @@ def engine_daemon(args) -> list[dict]:
                 row = dict(facts, engine=args.label or "daemon", model=args.model, precision=precision, batch=batch,
                            median_ms=median, best_ms=best, load_s=round(load, 2),
                            daemon_compute_ms=None if compute is None else round(compute / 1e3, 3),
-                           env={k: v for k, v in os.environ.items() if k in ("MO_CORE_FAST_LANE_US", "MO_CORE_SPIN_US",
-                                                                             "MO_CORE_GPU_TUNE")})
+                           env={k: v for k, v in os.environ.items() if k in (
+                               "MO_CORE_FAST_LANE_US", "MO_CORE_SPIN_US", "MO_CORE_GPU_TUNE", "MO_CORE_GPU_FAST_LANE_US",
+                               "MO_CORE_GPU_ENQUEUE")})
                 status = ie._link("GPU").call("status")[0]
                 row["fast_requests"] = status.get("fast_requests")
                 exec_net.close()
