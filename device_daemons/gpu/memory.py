@@ -15,8 +15,9 @@ round (NVIDIA's driver 580) a kernel on sub-buffers of the arena took up to 8x t
 time the tuner measured for it on buffers of its own (0.18 ms for a 20 us
 convolution), the excess growing with the bytes other sub-buffers had written
 (split-K partial sums, the first reader of a Concat's output, the first layer
-after the upload). Nothing needs an offset into another tensor's storage: a
-Concat's producers get the Concat's buffer and their element offset.
+after the upload): the likely cause, which the device check's sub-buffer probe
+measures. Nothing needs an offset into another tensor's storage: a Concat's
+producers get the Concat's buffer and their element offset.
 """
 from __future__ import annotations
 

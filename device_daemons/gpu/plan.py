@@ -44,6 +44,7 @@ from .device import open_device
 from .kernels import GPU_KERNELS
 from .kernels.activation import activation_code
 from .kernels.base import NO_ACTIVATION
+from .kernels.convolution import MAX_SIBLINGS
 from .memory import Block, Groups, align, assign_buffers
 from .programs import builtin_program
 from .tuning import Tuner
@@ -58,6 +59,7 @@ def network_precision(network) -> str:
 
 
 STYLES = ("simt", "simd")
+ENV_SIBLINGS = "MO_CORE_GPU_SIBLINGS"  # 0: sibling convolutions are not merged into one GEMM
 ENV_STYLE = "MO_CORE_GPU_STYLE"  # forces a style (e.g. the GPU kernels on PoCL, to test them there)
 
 
@@ -130,6 +132,8 @@ class _Step:
     alias: int = -1              # (the slot of that step's output this step's output is)
     residual: int | None = None  # the slot of a fused Eltwise sum's other input (read in the epilogue)
     scratch: list = field(default_factory=list)  # slots of this step's scratch buffers
+    extra_writes: tuple = ()     # slots of other steps' outputs this step computes (sibling convolutions)
+    merged_into: str = ""        # the layer of the step that computes this one's output (its sibling)
 
     def reads(self) -> tuple:
         return self.in_slots + ((self.residual,) if self.residual is not None else ())
@@ -183,6 +187,7 @@ class GpuPlan(PlanShapes):
         self._n_slots = len(self._slot_names)
         self._fuse_sums()
         self._fuse_activations()
+        self._merge_siblings()
         self._lock = threading.Lock()
         self._idle: list = []
         self._generation = 0
@@ -289,6 +294,33 @@ class GpuPlan(PlanShapes):
             prod.kernel.act = code
             self._fuse(st, root, src)
 
+    def _merge_siblings(self):
+        """Convolutions of one input with the same window, group 1 and activation
+        (an inception block's 1x1, 3x3_reduce and 5x5_reduce) run as one GEMM
+        launched by the first of them, up to MAX_SIBLINGS a launch (kernels/
+        convolution.py); "simt" kernels only, MO_CORE_GPU_SIBLINGS=0 turns it off."""
+        if self.ctx.style != "simt" or os.environ.get(ENV_SIBLINGS, "").strip() == "0":
+            return
+        groups: dict = {}
+        for i, st in enumerate(self.steps):
+            if st.fused or st.layer.type != "Convolution" or not self._builtin(st) or len(st.in_slots) != 1 \
+                    or st.residual is not None or len(st.out_slots) != 1:
+                continue
+            key = st.kernel.sibling_key()
+            if key is not None:
+                groups.setdefault((st.in_slots[0], key), []).append(i)
+        for members in groups.values():
+            for first in range(0, len(members) - 1, MAX_SIBLINGS):
+                chunk = members[first:first + MAX_SIBLINGS]
+                if len(chunk) < 2:
+                    continue
+                lead = self.steps[chunk[0]]
+                lead.kernel.siblings = tuple(self.steps[j].kernel for j in chunk[1:])
+                lead.extra_writes = tuple(self.steps[j].out_slots[0] for j in chunk[1:])
+                for j in chunk[1:]:
+                    self.steps[j].merged_into = lead.layer.name
+                    self.steps[j].kernel.absorbed_by = lead.layer.name
+
     def _place_concats(self):
         """Producers that write straight into their slice of a Concat's output
         (axis 1): a convolution or Permute whose output (through fused layers and
@@ -368,8 +400,9 @@ class GpuPlan(PlanShapes):
         self.shapes = shapes
         self._current_inputs = current
         for step in self.steps:
-            if not step.fused:
-                step.kernel.configure([shapes[s] for s in step.in_slots], [shapes[s] for s in step.out_slots])
+            if not step.fused:  # (the first of sibling convolutions sees its siblings' outputs too)
+                step.kernel.configure([shapes[s] for s in step.in_slots],
+                                      [shapes[s] for s in step.out_slots + step.extra_writes])
         self._tune()
         self._plan_memory(self._place_concats())
         with self._lock:
@@ -381,7 +414,7 @@ class GpuPlan(PlanShapes):
         before = self.tuner.spent_s
         try:
             for step in self.steps:
-                if not step.fused and step.kernel.tunable:
+                if not step.fused and not step.merged_into and step.kernel.tunable:
                     self.tuner.choose(step.kernel, self.precision)
         finally:
             self.tuner.release()
@@ -396,7 +429,7 @@ class GpuPlan(PlanShapes):
         n_steps = len(self.steps)
         scratch_sizes: list[int] = []
         for st in self.steps:
-            sizes = [] if st.fused else list(getattr(st.kernel, "scratch_bytes", lambda: [])())
+            sizes = [] if st.fused or st.merged_into else list(getattr(st.kernel, "scratch_bytes", lambda: [])())
             st.scratch = list(range(self._n_slots + len(scratch_sizes), self._n_slots + len(scratch_sizes) + len(sizes)))
             scratch_sizes += sizes
         total = self._n_slots + len(scratch_sizes)
@@ -411,6 +444,9 @@ class GpuPlan(PlanShapes):
                 first_write[s] = i
             for s in st.scratch:
                 last_read[s] = i
+        for i, st in enumerate(self.steps):  # a sibling convolution's output is written by the first sibling
+            for s in st.extra_writes:
+                first_write[s] = min(first_write[s], i)
         returned = {s for _, s in self._outputs}
         inputs = set(self._input_slots.values())
         constant = {s for st in self.steps if st.kernel.constant for s in st.out_slots}

@@ -45,10 +45,10 @@ class InferRequest:
         self._staged: dict = {}  # a half plan's float32 staging buffers (_stage)
         self.actions: list = []
         for step in plan.steps:
-            if step.fused or step.kernel.view or step.kernel.constant:
+            if step.fused or step.merged_into or step.kernel.view or step.kernel.constant:
                 continue
             ins = [self.buffers[s] for s in step.reads()]
-            outs = [self.buffers[s] for s in step.out_slots]
+            outs = [self.buffers[s] for s in step.out_slots + step.extra_writes]
             if step.kernel.host:
                 self.actions.append((step, None, None, None))
                 continue
@@ -138,8 +138,9 @@ class InferRequest:
         actions = iter(self.actions)
         action = next(actions, None)
         for step in self.plan.steps:
-            if step.fused:
-                perf.append(PerfRow(step.layer.name, step.layer.type, "fused into " + step.fused_into, "fused", 0.0))
+            if step.fused or step.merged_into:
+                into = step.fused_into or step.merged_into
+                perf.append(PerfRow(step.layer.name, step.layer.type, "fused into " + into, "fused", 0.0))
                 continue
             if step.kernel.view or step.kernel.constant:
                 what = "view" if step.kernel.view else "constant"

@@ -1,8 +1,9 @@
 """Fewer launches in the GPU plan, against the CPU plan on real OpenCL (PoCL):
 Eltwise sums run in the epilogue of the convolution that makes one of their
-inputs (then the activation after them too), and Concat inputs are written by
+inputs (then the activation after them too), Concat inputs are written by
 their producers (convolutions, Permute through Flatten) straight into their
-slice of the Concat's buffer; every kernel family, FP32 and FP16, batch 2."""
+slice of the Concat's buffer, and sibling convolutions (one input, one window)
+run as one GEMM; every kernel family, FP32 and FP16, batch 2."""
 from __future__ import annotations
 
 import numpy as np
@@ -162,3 +163,82 @@ def test_ssd_heads_permute_through_flatten_into_the_concat(tmp_path, gpu_device)
     s = steps(plan)
     assert s["perm1"].kernel.place == (0, 156) and s["perm2"].kernel.place == (120, 156)
     assert s["cat"].kernel.skip == {0, 1}
+
+
+SIBLING_TILES = [None, {"kernel": "tiled", "tm": 16, "tn": 16, "tk": 8, "wm": 2, "wn": 2, "ks": 3},
+                 {"kernel": "tiled", "tm": 32, "tn": 16, "tk": 16, "wm": 4, "wn": 2, "ks": 1}]
+
+
+@pytest.mark.parametrize("precision", ["FP32", "FP16"])
+@pytest.mark.parametrize("style,config", [("simt", c) for c in SIBLING_TILES] + [("simd", None)],
+                         ids=["simt", "simt_ks3", "simt_32x16", "simd"])
+def test_sibling_convolutions_run_as_one_gemm(tmp_path, gpu_device, style, config, precision):
+    """An inception block's 1x1 convolutions of one input (b1 into the Concat,
+    b2a and b3a into the 3x3 / 5x5 after them; b3a without bias, its ReLU leaky
+    like the others') run as one GEMM launched by b1 in the GPU style, each channel
+    written to its own layer's buffer (b1's at its Concat offset): odd channel
+    counts, split K with empty slices, FP16. A 3x3 of the same input (another
+    window) and a 1x1 with another activation stay apart; the CPU-device style
+    keeps them all apart."""
+    rng = np.random.default_rng(8)
+    n, c, h, w = shape = (2, 7, 5, 9)
+    leaky = {"negative_slope": 0.1}
+
+    def relu(name, source, ch, data=None):
+        return (name, "ReLU", data or leaky, None, [source], (n, ch, h, w))
+    b3a = conv("b3a", "data", rng, c, 3, shape, k=1, pad=0)
+    b3a = b3a[:3] + ({"weights": b3a[3]["weights"]},) + b3a[4:]
+    layers = [conv("b1", "data", rng, c, 5, shape, k=1, pad=0), relu("b1r", "b1", 5),
+              conv("b2a", "data", rng, c, 6, shape, k=1, pad=0), relu("b2ar", "b2a", 6),
+              conv("b2", "b2ar", rng, 6, 4, shape), relu("b2r", "b2", 4),
+              b3a, relu("b3ar", "b3a", 3),
+              conv("b3", "b3ar", rng, 3, 2, shape, k=5, pad=2), relu("b3r", "b3", 2),
+              conv("b4", "data", rng, c, 3, shape), relu("b4r", "b4", 3),
+              conv("b5", "data", rng, c, 2, shape, k=1, pad=0), relu("b5r", "b5", 2, {"negative_slope": 0.0}),
+              ("cat", "Concat", {"axis": 1}, None, ["b1r", "b2r", "b3r", "b4r", "b5r"], (n, 16, h, w))]
+    plan = compare_plans(graph_ir(tmp_path, shape, layers, precision), gpu_device, {"data": rand(rng, *shape)},
+                         precision, style=style, config=config)
+    s = steps(plan)
+    merged = {name for name, st in s.items() if st.merged_into}
+    if style == "simd":
+        assert merged == set() and not s["b1"].kernel.siblings
+        return
+    assert merged == {"b2a", "b3a"} and {s[x].merged_into for x in merged} == {"b1"}
+    assert [k.layer.name for k in s["b1"].kernel.siblings] == ["b2a", "b3a"]
+    assert s["b1"].extra_writes == (s["b2a"].out_slots[0], s["b3a"].out_slots[0])
+    assert not s["b4"].kernel.siblings and not s["b5"].kernel.siblings and not s["b5"].merged_into
+    assert s["b1"].kernel.place == (0, 16 * h * w)
+    request = plan.create_request()
+    launched = [step.layer.name for step, *_ in request.actions]
+    assert "b2a" not in launched and "b3a" not in launched and "b1" in launched
+    if config is not None:
+        assert s["b1"].kernel.config == config
+    perf = []
+    plan.infer({"data": rand(rng, *shape)}, perf)
+    rows = {r.name: r for r in perf}
+    assert rows["b2a"].status == "fused" and rows["b2a"].backend == "fused into b1"
+
+
+def test_siblings_come_four_a_launch_and_can_be_turned_off(tmp_path, gpu_device, monkeypatch):
+    """Six 1x1 convolutions of one input: the first four in one launch, the other
+    two in another; MO_CORE_GPU_SIBLINGS=0 launches each on its own. Reshaped to
+    another batch, the merged launch follows."""
+    from device_daemons.cpu import ExecutionPlan
+    rng = np.random.default_rng(9)
+    shape = (1, 5, 4, 6)
+    names = [f"c{i}" for i in range(6)]
+    layers = [conv(name, "data", rng, 5, 2 + i, shape, k=1, pad=0) for i, name in enumerate(names)]
+    layers.append(("cat", "Concat", {"axis": 1}, None, names, (1, sum(2 + i for i in range(6)), 4, 6)))
+    network = graph_ir(tmp_path, shape, layers)
+    plan = compare_plans(network, gpu_device, {"data": rand(rng, *shape)}, style="simt")
+    s = steps(plan)
+    assert [s[x].merged_into for x in names] == ["", "c0", "c0", "c0", "", "c4"]
+    plan.reshape({"data": (3, 5, 4, 6)})
+    x = rand(rng, 3, 5, 4, 6)
+    ref = ExecutionPlan(network)
+    ref.reshape({"data": x.shape})
+    np.testing.assert_allclose(plan.infer({"data": x})["cat"], ref.infer({"data": x})["cat"], rtol=1e-5,
+                               atol=1e-5)
+    monkeypatch.setenv("MO_CORE_GPU_SIBLINGS", "0")
+    alone = compare_plans(network, gpu_device, {"data": rand(rng, *shape)}, style="simt")
+    assert not any(st.merged_into for st in alone.steps)

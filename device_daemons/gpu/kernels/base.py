@@ -221,11 +221,11 @@ class Tunable(GpuKernel):
             self._packs[key] = make()
         return self._packs[key]
 
-    def _tiled_program(self, config):
-        """tiled.cl built for a "tiled" configuration's tile sizes."""
+    def _tiled_program(self, config, extra: tuple = ()):
+        """tiled.cl built for a "tiled" configuration's tile sizes (and `extra` -D options)."""
         if not tile_valid(config, self.ctx.device) or not 1 <= config["ks"] <= 64:
             raise ConfigRejected(f"{config} is not a tile configuration the device can run")
-        program = self.ctx.program("tiled.cl", defines=tile_defines(config))
+        program = self.ctx.program("tiled.cl", defines=tile_defines(config) + tuple(extra))
         if self.ctx.max_group(program, "conv_tiled") < tile_threads(config):
             raise ConfigRejected(f"a work group of {tile_threads(config)} is more than the device allows for "
                                  f"{config}")
