@@ -1,5 +1,5 @@
 """Detection heads: PriorBox and PriorBoxClustered (PriorBoxClustered), DetectionOutput
-(DetectionOutput-1), Proposal (its computation in opset ops, below).
+(DetectionOutput-1), Proposal (Proposal-4, below).
 
 Caffe's PriorBox boxes at one position are a list of (width, height) pairs
 (ir.priors.prior_box_sizes); PriorBoxClustered takes exactly such a list, with
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...priors import prior_box_sizes, proposal_anchors
+from ...priors import prior_box_sizes
 from .base import Mapping, Unmappable, maps
 
 def _priors(m: Mapping, sizes: list[tuple[float, float]]):
@@ -100,40 +100,11 @@ def detection_output(m: Mapping):
 
 
 # --- Proposal ------------------------------------------------------------------------
-# Proposal -> the layer's computation in opset ops, with NonMaxSuppression-9.
-#
-# OpenVINO's Proposal op makes other anchors than this project's Caffe Proposal (its
-# scales multiply the base size, this Caffe's divide the scaled side by it:
-# ir.priors.proposal_anchors), so the layer is spelled out: the shifted anchors are
-# constants; the deltas decode them (widths with +1, as Faster R-CNN), boxes are
-# clipped to the image of the image-info input, boxes smaller than min_size get
-# score 0, the pre_nms_topn best go to NMS (pixel IoU: +1 on the far corners), and
-# the kept boxes of every image, [batch index, x1, y1, x2, y2], are written one after
-# the other into the [N * post_nms_topn, 5] output, the rest zero.
-
-_NUMPY = {"auto_broadcast": "numpy"}
-
-
-class _Ops:
-    """Short spellings of the element-wise steps (names numbered per layer)."""
-
-    def __init__(self, m: Mapping):
-        self.m = m
-        self.count = 0
-
-    def _name(self, what):
-        self.count += 1
-        return f"{what}{self.count}"
-
-    def const(self, value):
-        return self.m.const(np.asarray(value, np.float32), self._name("c"))
-
-    def binary(self, type_, a, b, shape, element_type="f32"):
-        return self.m.op(type_, [a, b], shape, self._name(type_.lower()), attrs=_NUMPY, element_type=element_type)
-
-    def clip(self, v, hi, shape):
-        return self.binary("Minimum", self.binary("Maximum", v, self.const(0.0), shape), hi, shape)
-
+# Proposal -> Proposal-4 (framework caffe), the op mo writes for it: the IR v2 layer
+# and OpenVINO's op mean the same thing (the standard anchors of
+# ir.priors.proposal_anchors, min_size scaled by the image-info input, each image's
+# ROIs in its own post_nms_topn rows ending with a batch index -1). The op takes the
+# image info as a 1-D [3] or [4] tensor: the first image's row, as the CPU kernel reads it.
 
 @maps("Proposal")
 def proposal(m: Mapping):
@@ -146,103 +117,24 @@ def proposal(m: Mapping):
     ratios, scales = a["ratio"], a["scale"]
     if not ratios or not scales:
         raise a.error("needs non-empty ratio and scale lists")
-    anchors = proposal_anchors(a["base_size"], ratios, scales)
-    n_a = len(anchors)
+    n_a = len(ratios) * len(scales)
     n, _, h, w = scores.shape
     if len(scores.shape) != 4 or scores.shape[1] != 2 * n_a or deltas.shape != (n, 4 * n_a, h, w):
         raise a.error(f"inputs {list(scores.shape)} and {list(deltas.shape)} do not match {n_a} anchors")
-    post, pre, stride = a["post_nms_topn"], a["pre_nms_topn"], a["feat_stride"]
-    count = h * w * n_a
-    o = _Ops(m)
-    f32 = np.float32
-
-    # the anchors at every position, in (h, w, anchor) order
-    shift_y, shift_x = np.meshgrid(np.arange(h, dtype=f32) * stride, np.arange(w, dtype=f32) * stride, indexing="ij")
-    base = np.empty((h, w, n_a, 4), f32)
-    base[..., 0::2] = shift_x[..., None, None] + anchors[:, 0::2]
-    base[..., 1::2] = shift_y[..., None, None] + anchors[:, 1::2]
-    base = base.reshape(count, 4)
-    bw = base[:, 2] - base[:, 0] + f32(1)
-    bh = base[:, 3] - base[:, 1] + f32(1)
-    cx = base[:, 0] + f32(0.5) * bw
-    cy = base[:, 1] + f32(0.5) * bh
-
-    rows = (n, count)
-    d = m.reshape(deltas, (n, n_a, 4, h, w), "deltas")
-    d = m.op("Transpose", [d, m.ints([0, 3, 4, 1, 2], "deltas/order")], (n, h, w, n_a, 4), "deltas/hwa")
-    d = m.reshape(d, (n, count, 4), "deltas/rows")
-    parts = m.model.add("Split", [d, m.model.const(2, name=m.name("deltas/axis"), element_type="i64")],
-                        [(n, count, 1)] * 4, name=m.name("deltas/split"), attrs={"num_splits": 4}).outputs
-    dx, dy, dw, dh = (m.reshape(t, rows, f"d{i}") for i, t in enumerate(parts))
-    pcx = o.binary("Add", o.binary("Multiply", dx, o.const(bw), rows), o.const(cx), rows)
-    pcy = o.binary("Add", o.binary("Multiply", dy, o.const(bh), rows), o.const(cy), rows)
-    half_w = o.binary("Multiply", o.binary("Multiply", m.op("Exp", [dw], rows, "exp_w"), o.const(bw), rows),
-                      o.const(0.5), rows)
-    half_h = o.binary("Multiply", o.binary("Multiply", m.op("Exp", [dh], rows, "exp_h"), o.const(bh), rows),
-                      o.const(0.5), rows)
-
-    axis0 = m.model.const(0, name=m.name("axis0"), element_type="i64")
-    info = m.reshape(info, (int(np.prod(info.shape)),), "image_info")
-    limit = []
-    for i, what in ((0, "height"), (1, "width")):
-        index = m.model.const(i, name=m.name(f"info/{what}_index"), element_type="i64")
-        side = m.op("Gather", [info, index, axis0], (), f"info/{what}", version="opset8", attrs={"batch_dims": 0})
-        limit.append(o.binary("Subtract", side, o.const(1.0), ()))
-    max_y, max_x = limit
-    x1 = o.clip(o.binary("Subtract", pcx, half_w, rows), max_x, rows)
-    y1 = o.clip(o.binary("Subtract", pcy, half_h, rows), max_y, rows)
-    x2 = o.clip(o.binary("Add", pcx, half_w, rows), max_x, rows)
-    y2 = o.clip(o.binary("Add", pcy, half_h, rows), max_y, rows)
-
-    # boxes smaller than min_size keep their place with score 0
-    min_box = o.const(float(a["min_size"]))
-    big = [o.binary("GreaterEqual", o.binary("Add", o.binary("Subtract", hi, lo, rows), o.const(1.0), rows),
-                    min_box, rows, "boolean") for lo, hi in ((x1, x2), (y1, y2))]
-    ok = m.op("Convert", [o.binary("LogicalAnd", big[0], big[1], rows, "boolean")], rows, "big_enough",
-              attrs={"destination_type": "f32"})
-    fg = m.op("Slice", [scores, m.ints([n_a], "fg/start"), m.ints([2 * n_a], "fg/stop"), m.ints([1], "fg/step"),
-                        m.ints([1], "fg/axes")], (n, n_a, h, w), "fg", version="opset8")
-    fg = m.op("Transpose", [fg, m.ints([0, 2, 3, 1], "fg/order")], (n, h, w, n_a), "fg/hwa")
-    score = o.binary("Multiply", m.reshape(fg, rows, "fg/rows"), ok, rows)
-    boxes = m.op("Concat", [m.reshape(t, (n, count, 1), f"coord{i}") for i, t in enumerate((x1, y1, x2, y2))],
-                 (n, count, 4), "boxes", attrs={"axis": 2})
-
-    # the best pre_nms_topn (stable: equal scores keep their order), then NMS
-    k = min(pre, count)
-    top = m.model.add("TopK", [score, m.model.const(k, name=m.name("top/k"), element_type="i64")],
-                      [(n, k), (n, k)], name=m.name("top"), version="opset11", element_types=["f32", "i32"],
-                      attrs={"axis": 1, "mode": "max", "sort": "value", "index_element_type": "i32", "stable": True})
-    top_scores, top_index = top.outputs
-    # (a Gather with batch_dims=1 from the Concat of the coordinates picks wrong
-    # values on OpenVINO 2026's CPU plugin: gather from the flat [N*K, 4] instead)
-    flat = m.reshape(boxes, (n * count, 4), "boxes/flat")
-    offsets = m.model.const((np.arange(n, dtype=np.int32) * count).reshape(n, 1), name=m.name("top/offsets"))
-    flat_index = o.binary("Add", top_index, offsets, (n, k), "i32")
-    top_boxes = m.op("Gather", [flat, flat_index, axis0], (n, k, 4), "top/boxes", version="opset8",
-                     attrs={"batch_dims": 0})
-    nms_inputs = [o.binary("Add", top_boxes, o.const([0, 0, 1, 1]), (n, k, 4)),
-                  m.reshape(top_scores, (n, 1, k), "nms/scores"),
-                  m.model.const(post, name=m.name("nms/max_boxes"), element_type="i64"),
-                  m.const(np.float32(a["nms_thresh"]), "nms/iou"),
-                  m.const(np.finfo(f32).min, "nms/min_score")]
-    nms = m.model.add("NonMaxSuppression", nms_inputs, [(-1, 3), (-1, 3), (1,)], name=m.name("nms"),
-                      version="opset9", element_types=["i64", "f32", "i64"],
-                      attrs={"box_encoding": "corner", "sort_result_descending": False, "output_type": "i64"})
-    selected = nms.outputs[0]                                     # [M, 3]: image, class, box
-    one = m.model.const(1, name=m.name("kept/axis"), element_type="i64")
-    pick = m.op("Gather", [selected, m.ints([0, 2], "kept/columns"), one], (-1, 2), "kept/index", version="opset8",
-                element_type="i64", attrs={"batch_dims": 0})
-    kept = m.op("GatherND", [top_boxes, pick], (-1, 4), "kept/boxes", version="opset8", attrs={"batch_dims": 0})
-    image = m.op("Gather", [selected, m.ints([0], "kept/image_column"), one], (-1, 1), "kept/image_index",
-                 version="opset8", element_type="i64", attrs={"batch_dims": 0})
-    image = m.op("Convert", [image], (-1, 1), "kept/image", attrs={"destination_type": "f32"})
-    rois = m.op("Concat", [image, kept], (-1, 5), "kept/rois", attrs={"axis": 1})
-    shape = m.op("ShapeOf", [rois], (2,), "kept/shape", version="opset3", element_type="i64",
-                 attrs={"output_type": "i64"})
-    found = m.op("Gather", [shape, m.model.const(0, name=m.name("kept/count_index"), element_type="i64"), axis0],
-                 (), "kept/count", version="opset8", element_type="i64", attrs={"batch_dims": 0})
-    positions = m.op("Range", [m.model.const(0, name=m.name("kept/first"), element_type="i64"), found,
-                               m.model.const(1, name=m.name("kept/step"), element_type="i64")],
-                     (-1,), "kept/positions", version="opset4", element_type="i64", attrs={"output_type": "i64"})
-    zeros = m.const(np.zeros((n * post, 5), f32), "zeros")
-    return [m.op("ScatterUpdate", [zeros, positions, rois, axis0], (n * post, 5), version="opset3")]
+    values = info.shape[-1] if info.shape else 0
+    if values not in (3, 4):
+        raise a.error(f"the image info input must hold 3 or 4 values a row, got {list(info.shape)}")
+    if len(info.shape) != 1:
+        rows = m.reshape(info, (int(np.prod(info.shape)) // values, values), "image_info/rows")
+        info = m.op("Gather", [rows, m.model.const(0, name=m.name("image_info/first"), element_type="i64"),
+                               m.model.const(0, name=m.name("image_info/axis"), element_type="i64")],
+                    (values,), "image_info", version="opset8", attrs={"batch_dims": 0})
+    post = a["post_nms_topn"]
+    attrs = {"base_size": a["base_size"], "pre_nms_topn": a["pre_nms_topn"], "post_nms_topn": post,
+             "nms_thresh": a["nms_thresh"], "feat_stride": a["feat_stride"], "min_size": a["min_size"],
+             "ratio": [float(r) for r in ratios], "scale": [float(s) for s in scales],
+             "clip_before_nms": True, "clip_after_nms": False, "normalize": False,
+             "box_size_scale": 1.0, "box_coordinate_scale": 1.0, "framework": ""}
+    op = m.model.add("Proposal", [scores, deltas, info], [(n * post, 5), (n * post,)], name=m.name(),
+                     version="opset4", attrs=attrs)
+    return [op.outputs[0]]
