@@ -29,7 +29,7 @@ from core.microkernel import DEFAULT_LIMITS, ProtocolError, unpack_limited
 
 ALIGN = 64
 MEMFD_PREFIX = "mo-core-slot-"  # + a random token: the memfd's name, seen in /proc links
-MAX_SPEC_BYTES = 64 << 10  # an `shm` argument or `outputs_shm` result
+MAX_SPEC_BYTES = 64 << 10  # an `shm` argument or `outputs` result of infer_bind
 
 
 def align(n: int) -> int:
@@ -43,7 +43,7 @@ def memfd_link(name: str) -> str:
 
 
 def unpack_spec(packed, what: str):
-    """A nested msgpack spec (`shm` / `outputs_shm`), decoded with the protocol's
+    """A nested msgpack spec (infer_bind's `shm` / `outputs`), decoded with the protocol's
     size and element limits; raises ProtocolError."""
     if not isinstance(packed, bytes):
         raise ProtocolError(f"'{what}' must be msgpack bytes, got {type(packed).__name__}")
