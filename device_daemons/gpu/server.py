@@ -10,9 +10,7 @@ is one GpuPlan (its weights on the device once) whose infer() is thread-safe: ea
 in-flight request has its own command queue and arena, so a pool needs one plan,
 not one per thread; query_network is query.py's. The device is opened before the
 endpoint is bound: no OpenCL device is an `[ ERROR ]` at start, not a daemon that
-fails every request. The fast lane takes GPU networks by the CPU daemon's rule
-(measured to compute in less than contract.fast_lane_max_us(): small networks
-on a real GPU): no hand-off to a pool thread.
+fails every request.
 """
 from __future__ import annotations
 
@@ -21,16 +19,16 @@ import contextlib
 import threading
 import time
 
-from ..service import DeviceDaemon, FastLaneRule, serve_daemon
+from ..service import DeviceDaemon, serve_daemon
 from .custom import CustomLayers, load_custom_layers
 from .device import DeviceError, open_device, parse_device_name
 from .plan import GpuPlan
 from .query import query_network
 
 
-class GpuPool(FastLaneRule):
+class GpuPool:
     """A compiled network of the GPU daemon: one GpuPlan shared by every request
-    (the interface of cpu/plan_pool.PlanPool; the fast lane's rule of every daemon)."""
+    (the interface of cpu/plan_pool.PlanPool)."""
 
     def __init__(self, key: tuple, network, custom: CustomLayers | None, shapes: dict | None, device,
                  source: str, extra_outputs=None):
@@ -51,6 +49,9 @@ class GpuPool(FastLaneRule):
         self._busy = 0
         self._most = 0
         self._lock = threading.Lock()
+
+    def observe(self, compute_us: float) -> None:
+        pass
 
     @property
     def instances(self) -> int:
