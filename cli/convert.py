@@ -60,6 +60,9 @@ def add_parser(sub):
     r.add_argument("--tensorflow_use_custom_operations_config", "--transformations_config", metavar="FILE[,FILE]",
                    dest="tensorflow_use_custom_operations_config",
                    help="JSON file(s) describing sub-graphs to replace (match_kind scope, points or general)")
+    r.add_argument("--tensorflow_object_detection_api_pipeline_config", metavar="pipeline.config",
+                   help="the pipeline.config of a TensorFlow Object Detection API export: its values set the "
+                        "support JSON's replacements; without a JSON, the one fitting the graph is chosen")
     r.add_argument("--tensorflow_custom_operations_config_update", metavar="FILE",
                    help="fill in the inputs and outputs of FILE's scope replacements for this model, then stop "
                         "(no IR is written)")
@@ -133,7 +136,8 @@ def run(args) -> int:
         fallback_input=args.fallback_input, validate=args.validate, validate_input=args.validate_input,
         validate_tolerance=args.validate_tolerance, validate_layers=args.validate_layers,
         tensorflow_use_custom_operations_config=args.tensorflow_use_custom_operations_config,
-        tensorflow_custom_operations_config_update=args.tensorflow_custom_operations_config_update)
+        tensorflow_custom_operations_config_update=args.tensorflow_custom_operations_config_update,
+        tensorflow_object_detection_api_pipeline_config=args.tensorflow_object_detection_api_pipeline_config)
     if not args.silent:
         print("Model Optimizer arguments:")
         for key in ("input_model", "input_proto", "output_dir", "model_name", "input", "output", "input_shape",
@@ -142,6 +146,7 @@ def run(args) -> int:
                     "ir_version", "ov_extension_ops", "input_model_is_text", "disable_nhwc_to_nchw",
                     "saved_model_dir", "saved_model_tags", "input_meta_graph", "input_checkpoint",
                     "tensorflow_use_custom_operations_config", "tensorflow_custom_operations_config_update",
+                    "tensorflow_object_detection_api_pipeline_config",
                     "tensorflow_subgraph_patterns", "tensorflow_operation_patterns",
                     "offload_unsupported_operations_to_tf", "fallback_input", "validate", "validate_input",
                     "validate_tolerance", "validate_layers"):
@@ -149,6 +154,9 @@ def run(args) -> int:
             if value not in (None, False):
                 print("\t- {:<26}{}".format(key + ":", value))
     ctx = convert(options)
+    if options.odapi_support_json and not args.silent:
+        print("[ INFO ] The OD API export fits the support JSON {} (chosen from its node names; "
+              "--transformations_config picks one).".format(options.odapi_support_json))
     if ctx.stop_message:  # e.g. --tensorflow_custom_operations_config_update: done, no IR
         print("[ SUCCESS ] " + ctx.stop_message)
         return 0

@@ -61,6 +61,8 @@ class ConvertOptions:
     validate_layers: bool = False
     tensorflow_use_custom_operations_config: str | None = None     # sub-graph replacement JSON file(s)
     tensorflow_custom_operations_config_update: str | None = None  # fill in its inputs/outputs, then stop
+    tensorflow_object_detection_api_pipeline_config: str | None = None  # OD API exports (core/front/tf/object_detection)
+    odapi_support_json: str | None = None        # set by the conversion: the support JSON chosen from the graph
 
 
 @dataclass
@@ -179,8 +181,11 @@ def front_replacements(ctx):
     from core.front.replacement.runner import run_front_replacements
     o = ctx.options
     ctx.graph.graph["cmd_params"] = o
-    ctx.stop_message = run_front_replacements(ctx.graph, o.framework,
-                                              split_names(o.tensorflow_use_custom_operations_config),
+    configs = split_names(o.tensorflow_use_custom_operations_config)
+    if o.framework == "tf":
+        from core.front.tf.object_detection.choose import prepare
+        configs = prepare(ctx.graph, o, configs)  # the pipeline config; the support JSON fitting the export
+    ctx.stop_message = run_front_replacements(ctx.graph, o.framework, configs,
                                               o.tensorflow_custom_operations_config_update, ctx.warnings)
 
 
