@@ -130,15 +130,18 @@ def calibrate(tf, sess, graph, feed, seed):
             op = op.inputs[0].op
         return by_name.get(op.name)
 
-    for op in ops:  # graph order is a topological order
+    updates = []
+    for op in ops:  # one assignment op per BatchNorm (a session run per variable would cost a graph each)
+        pairs = [(variable(op.inputs[i]), i) for i in (1, 2, 3, 4)]
+        pairs = [(v, i) for v, i in pairs if v is not None]
+        feeds = [tf.placeholder(v.dtype.base_dtype, v.shape) for v, _ in pairs]
+        updates.append((op, pairs, feeds, tf.group(*[v.assign(f) for (v, _), f in zip(pairs, feeds)])))
+    for op, pairs, feeds, update in updates:  # graph order is a topological order
         x = sess.run(op.inputs[0], feed)
         axes = (0, 1, 2) if op.get_attr("data_format") in (b"NHWC", "NHWC") else (0, 2, 3)
         mean, var = x.mean(axes), x.var(axes)
-        for index, value in ((1, rng.uniform(0.5, 1.5, mean.shape)), (2, rng.normal(0, 0.2, mean.shape)),
-                             (3, mean), (4, var)):
-            v = variable(op.inputs[index])
-            if v is not None:
-                v.load(value.astype(np.float32), sess)
+        values = {1: rng.uniform(0.5, 1.5, mean.shape), 2: rng.normal(0, 0.2, mean.shape), 3: mean, 4: var}
+        sess.run(update, {f: values[i].astype(np.float32) for (_, i), f in zip(pairs, feeds)})
 
 
 def shift_class_biases(tf, sess, logits_tensor, bias_vars, classes_with_background, feed, target, softmax):

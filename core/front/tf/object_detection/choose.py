@@ -29,6 +29,8 @@ CANDIDATES = {
                     "faster_rcnn_support_api_v1.13.json", "faster_rcnn_support_api_v1.10.json",
                     "faster_rcnn_support_api_v1.7.json", "faster_rcnn_support.json"),
 }
+ARCHITECTURE_OF = {"ObjectDetectionAPISSDPostprocessorReplacement": "ssd",
+                   "ObjectDetectionAPIProposalReplacement": "faster_rcnn"}
 ODAPI_IDS = {"ObjectDetectionAPIPreprocessorReplacement", "ObjectDetectionAPIPreprocessor2Replacement",
              "ObjectDetectionAPISSDPostprocessorReplacement", "ObjectDetectionAPIProposalReplacement",
              "ObjectDetectionAPIDetectionOutputReplacement", "ObjectDetectionAPIOutputReplacement",
@@ -73,6 +75,12 @@ def prepare(graph, options, configs: list[str]) -> list[str]:
                     "'faster_rcnn' models.", path, config.meta_architecture)
     fitting = next((c for c in candidates if not missing_nodes(graph, support_json(c))), None)
     for given in odapi_given:
+        ids = {d.id for d in load_custom_replacement_configs([given])}
+        for rid, architecture in ARCHITECTURE_OF.items():
+            if rid in ids and config.meta_architecture != architecture:
+                raise Error("The pipeline config '{}' describes a '{}' model, but the support JSON '{}' converts '{}' "
+                            "models ({}): give the export's own pipeline.config, or the JSON of its "
+                            "meta-architecture.", path, config.meta_architecture, given, architecture, rid)
         missing = missing_nodes(graph, given)
         if missing:
             raise Error("The support JSON '{}' does not fit this export: it expects node(s) {} that the graph does not "

@@ -86,28 +86,20 @@ class ObjectDetectionAPIPreprocessorReplacement(FrontReplacementFromConfigFileSu
 
         # the normalization before the loop (outside the scope, e.g. the Cast, or in it)
         pre, pre_end = _walk((image, 0), lambda n: not (n.id in members and is_loop(n)))
-        exits = [(src, dst, attrs) for src, dst, attrs in graph.edges(data=True)
-                 if src in members and dst not in members]
-        images_out = {(src, attrs.get("out", 0)) for src, dst, attrs in exits
-                      if "map/TensorArrayStack/" in str(graph.nodes[src].get("name"))}
-        shapes_out = {(src, attrs.get("out", 0)) for src, dst, attrs in exits
-                      if "map/TensorArrayStack_1/" in str(graph.nodes[src].get("name"))}
-        post = []
-        for src, port in images_out:
-            # the normalization after the loop (inside the scope)
-            chain, end = _walk((Node(graph, src), port), lambda n: n.id in members and not is_loop(n))
-            if chain:
-                rewire((Node(graph, src), port), pre_end)
-                post += chain
-            else:
-                rewire((Node(graph, src), port), pre_end)
-        if not images_out:
-            raise Error("The Preprocessor scope of the OD API export has no 'map/TensorArrayStack/TensorArrayGatherV3' "
-                        "output (the resized images): is the support JSON for this export's OD API version?")
-        if shapes_out:
+        gathers = {n: str(graph.nodes[n].get("name")) for n in members
+                   if str(graph.nodes[n].get("name")).endswith("/TensorArrayGatherV3")}
+        images = [n for n, name in gathers.items() if "map/TensorArrayStack/" in name]
+        shapes = [n for n, name in gathers.items() if "map/TensorArrayStack_1/" in name]
+        if len(images) != 1:
+            raise Error("The Preprocessor of the OD API export has no 'map/TensorArrayStack/TensorArrayGatherV3' (the "
+                        "resized images): the support JSON does not fit this export.")
+        resized = (Node(graph, images[0]), 0)
+        # the normalization after the loop (in the scope): it now reads the input's chain
+        post, _ = _walk(resized, lambda n: n.id in members and not is_loop(n))
+        rewire(resized, pre_end)
+        if shapes:
             true_shape = const(graph, "Preprocessor/true_image_shape", np.array([[height, width, 3]], np.int32))
-            for src, port in shapes_out:
-                rewire((Node(graph, src), port), (true_shape, 0))
+            rewire((Node(graph, shapes[0]), 0), (true_shape, 0))
         keep = {n.id for n in pre + post}
         keep |= {src for n in pre + post for src in graph.predecessors(n.id)
                  if graph.nodes[src].get("op") == "Const"}  # their constants (mul/x, sub/y)
