@@ -118,30 +118,55 @@ def fixed_image(height: int, width: int) -> np.ndarray:
     return np.clip(image, 0, 255).astype(np.uint8)[None]
 
 
-def calibrate(tf, sess, graph, feed, seed):
-    """Random gamma/beta and moving statistics equal to each BatchNorm input's own statistics."""
-    rng = np.random.default_rng(seed)
-    by_name = {v.op.name: v for v in tf.global_variables()}
-    ops = [op for op in graph.get_operations() if op.type in ("FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3")]
+class MomentsBatchNorm:
+    """While the calibration graph is built, every fused BatchNorm normalizes with the
+    moments of its own input (the statistics its moving averages get afterwards), so
+    one session run gives every layer's statistics at once."""
 
-    def variable(tensor):
-        op = tensor.op
-        while op.type in ("Identity",) and op.inputs:
-            op = op.inputs[0].op
-        return by_name.get(op.name)
+    def __init__(self, tf):
+        from tensorflow.python.ops import nn
+        self.tf, self.nn, self.original = tf, nn, nn.fused_batch_norm
+        self.moments = []   # (mean tensor, variance tensor, mean input, variance input)
 
-    updates = []
-    for op in ops:  # one assignment op per BatchNorm (a session run per variable would cost a graph each)
-        pairs = [(variable(op.inputs[i]), i) for i in (1, 2, 3, 4)]
-        pairs = [(v, i) for v, i in pairs if v is not None]
-        feeds = [tf.placeholder(v.dtype.base_dtype, v.shape) for v, _ in pairs]
-        updates.append((op, pairs, feeds, tf.group(*[v.assign(f) for (v, _), f in zip(pairs, feeds)])))
-    for op, pairs, feeds, update in updates:  # graph order is a topological order
-        x = sess.run(op.inputs[0], feed)
-        axes = (0, 1, 2) if op.get_attr("data_format") in (b"NHWC", "NHWC") else (0, 2, 3)
-        mean, var = x.mean(axes), x.var(axes)
-        values = {1: rng.uniform(0.5, 1.5, mean.shape), 2: rng.normal(0, 0.2, mean.shape), 3: mean, 4: var}
-        sess.run(update, {f: values[i].astype(np.float32) for (_, i), f in zip(pairs, feeds)})
+    def __enter__(self):
+        tf, original = self.tf, self.original
+
+        def fused_batch_norm(x, scale, offset, mean=None, variance=None, epsilon=0.001, data_format="NHWC",
+                             is_training=True, **kwargs):
+            if is_training or mean is None:
+                return original(x, scale, offset, mean=mean, variance=variance, epsilon=epsilon,
+                                data_format=data_format, is_training=is_training, **kwargs)
+            axes = [0, 1, 2] if data_format == "NHWC" else [0, 2, 3]
+            batch_mean, batch_var = tf.nn.moments(x, axes)
+            self.moments.append((batch_mean, batch_var, mean, variance))
+            return original(x, scale, offset, mean=batch_mean, variance=batch_var, epsilon=epsilon,
+                            data_format=data_format, is_training=False, **kwargs)
+
+        self.nn.fused_batch_norm = fused_batch_norm
+        return self
+
+    def __exit__(self, *exc):
+        self.nn.fused_batch_norm = self.original
+
+    def calibrate(self, sess, feed, seed):
+        """Random gamma/beta; moving statistics = the moments of each BatchNorm's input."""
+        rng = np.random.default_rng(seed)
+        tf = self.tf
+        for v in tf.global_variables():
+            name = v.op.name
+            if name.endswith("BatchNorm/gamma"):
+                v.load(rng.uniform(0.5, 1.5, v.shape).astype(np.float32), sess)
+            elif name.endswith("BatchNorm/beta"):
+                v.load(rng.normal(0, 0.2, v.shape).astype(np.float32), sess)
+        values = sess.run([(m, v) for m, v, _, _ in self.moments], feed)
+        by_name = {v.op.name: v for v in tf.global_variables()}
+        for (mean, var), (_, _, mean_in, var_in) in zip(values, self.moments):
+            for tensor, value in ((mean_in, mean), (var_in, var)):
+                op = tensor.op
+                while op.type == "Identity" and op.inputs:
+                    op = op.inputs[0].op
+                by_name[op.name].load(value, sess)
+        return len(values)
 
 
 def shift_class_biases(tf, sess, logits_tensor, bias_vars, classes_with_background, feed, target, softmax):
@@ -180,18 +205,18 @@ def build_one(api, name: str, out: str, codebase: str, seed: int) -> dict:
     graph = tf.Graph()
     with graph.as_default():
         tf.set_random_seed(seed)
-        model = model_builder.build(config.model, is_training=False)
-        inputs = tf.placeholder(tf.uint8, [1, height, width, 3])
-        pre, shapes = model.preprocess(tf.cast(inputs, tf.float32))
-        predictions = model.predict(pre, shapes)
-        model.postprocess(predictions, shapes)
+        with MomentsBatchNorm(tf) as batch_norms:
+            model = model_builder.build(config.model, is_training=False)
+            inputs = tf.placeholder(tf.uint8, [1, height, width, 3])
+            pre, shapes = model.preprocess(tf.cast(inputs, tf.float32))
+            predictions = model.predict(pre, shapes)
         tf.train.get_or_create_global_step()  # the exporter restores it
         saver = tf.train.Saver()
         with tf.Session() as sess:
             sess.run(tf.global_variables_initializer())
             feed = {inputs: image}
             print("graph", time.perf_counter() - started, file=sys.stderr)
-            calibrate(tf, sess, graph, feed, seed)
+            batch_norms.calibrate(sess, feed, seed)
             print("calibrated", time.perf_counter() - started, file=sys.stderr)
             classes = meta["classes"] + 1
             for key, scope, softmax in meta["class_heads"]:
