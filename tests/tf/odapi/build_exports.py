@@ -138,6 +138,13 @@ class MomentsBatchNorm:
                                 data_format=data_format, is_training=is_training, **kwargs)
             axes = [0, 1, 2] if data_format == "NHWC" else [0, 2, 3]
             batch_mean, batch_var = tf.nn.moments(x, axes)
+            count = np.prod([int(x.shape[a]) for a in axes])
+            if count < 8:
+                # a map of a few pixels: per-channel statistics of so few values make the layer
+                # normalize rounding noise; statistics over all channels keep the signal
+                mean_all, var_all = tf.nn.moments(x, [0, 1, 2, 3])
+                batch_mean = tf.zeros_like(batch_mean) + mean_all
+                batch_var = tf.zeros_like(batch_var) + var_all
             self.moments.append((batch_mean, batch_var, mean, variance))
             return original(x, scale, offset, mean=batch_mean, variance=batch_var, epsilon=epsilon,
                             data_format=data_format, is_training=False, **kwargs)

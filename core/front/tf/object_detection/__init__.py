@@ -6,4 +6,4 @@ their choice from the graph when only the pipeline config is given (choose.py).
 Importing the package registers the replacers; they run only for descriptions of
 their ids.
 """
-from core.front.tf.object_detection import preprocessor, ssd  # noqa: F401
+from core.front.tf.object_detection import faster_rcnn, preprocessor, ssd  # noqa: F401

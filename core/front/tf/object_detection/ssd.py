@@ -54,18 +54,18 @@ def data_input(node: Node) -> tuple[Node, int]:
     raise Error("Node '{}' reads only constants.", node.soft_get("name"))
 
 
-def swap_yx(graph, tensor: tuple[Node, int], name: str) -> tuple[Node, int]:
-    """[..., 4] (y, x, h, w) -> (x, y, w, h) on the last axis of a 3-D tensor."""
-    split = Split(graph, {"axis": 2, "nchw_layout": True}).add_node({"name": name + "/split"})
+def swap_yx(graph, tensor: tuple[Node, int], name: str, axis: int = 2) -> tuple[Node, int]:
+    """(y, x, h, w) <-> (x, y, w, h) on the last axis (`axis`) of a 3-D (2-D) tensor."""
+    split = Split(graph, {"axis": axis, "nchw_layout": True}).add_node({"name": name + "/split"})
     create_edge(tensor[0], split, tensor[1], 0)
-    concat = Concat(graph, {"axis": 2, "nchw_layout": True}).add_node({"name": name + "/swap"})
+    concat = Concat(graph, {"axis": axis, "nchw_layout": True}).add_node({"name": name + "/swap"})
     for in_port, part in enumerate((1, 0, 3, 2)):
         create_edge(split, concat, part, in_port)
     return concat, 0
 
 
-def flatten(graph, tensor: tuple[Node, int], name: str) -> Node:
-    node = Reshape(graph, {"dim": np.array([0, -1]), "nchw_layout": True}).add_node({"name": name})
+def flatten(graph, tensor: tuple[Node, int], name: str, dim=(0, -1)) -> Node:
+    node = Reshape(graph, {"dim": np.array(dim), "nchw_layout": True}).add_node({"name": name})
     create_edge(tensor[0], node, tensor[1], 0)
     return node
 
