@@ -22,7 +22,9 @@ from tests.tf.odapi.exports import MODELS
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                        "core", "front", "tf", "object_detection", "support")
 # the JSON the reference's documentation names for exports of each code base
-REFERENCE_JSON = {("2.8", "ssd"): "ssd_support_api_v1.15.json", ("2019", "ssd"): "ssd_v2_support.json"}
+REFERENCE_JSON = {("2.8", "ssd"): "ssd_support_api_v1.15.json", ("2019", "ssd"): "ssd_v2_support.json",
+                  ("2.8", "faster_rcnn"): "faster_rcnn_support_api_v1.15.json",
+                  ("2019", "faster_rcnn"): "faster_rcnn_support_api_v1.13.json"}
 CASES = [(codebase, model) for codebase in ("2.8", "2019") for model in sorted(MODELS)]
 IDS = ["{}-{}".format(c, m) for c, m in CASES]
 
@@ -37,6 +39,8 @@ def nchw(image: np.ndarray) -> np.ndarray:
 
 def convert(exports, codebase, model, out_dir, *extra) -> str:
     e = exports[codebase]
+    if architecture(model) == "faster_rcnn":  # keep_aspect_ratio_resizer: the image size (the resizer keeps it)
+        extra += ("--input_shape", "[1,{},{},3]".format(*MODELS[model]["image"]))
     code, out, err = run_cli("convert", "--input_model", e.graph(model), "--tensorflow_object_detection_api_pipeline_config",
                              e.pipeline(model), "--output_dir", str(out_dir), "--model_name", model, *extra)
     assert code == 0, out + err

@@ -36,7 +36,8 @@ from core.front.tf.object_detection.common import (
     PIPELINE_CONFIG_KEY, add_output, const, drop_export_outputs, pipeline_config, producer, rewire,
 )
 from core.front.tf.object_detection.ssd import (
-    detection_output, flatten, matched, replace_input_by_constant, score_converter, swap_yx,
+    detection_attrs, detection_output, flatten, priors_with_variances, replace_input_by_constant, score_converter,
+    swap_yx,
 )
 from core.graph.graph import Node, create_edge
 from core.ops.detection import DetectionOutput
@@ -85,7 +86,6 @@ def _first_stage_priors(node):
         config = node.graph.graph[PIPELINE_CONFIG_KEY]
         image_h, image_w = node.graph.graph["odapi_input_size"]
         anchors = grid_anchors(config, int(shape[1]), int(shape[2]), image_h, image_w)
-        from core.front.tf.object_detection.ssd import priors_with_variances
         replace_input_by_constant(node, 2, priors_with_variances(anchors, BOX_CODER_VARIANCES))
     node.old_infer(node)
 
@@ -102,13 +102,8 @@ class ObjectDetectionAPIProposalReplacement(FrontReplacementFromConfigFileSubGra
         objectness_reshape = self._rpn_reshape(graph, members, "FirstStageBoxPredictor/Reshape_1")
         box_encodings, chain = self._squeezed(graph, box_reshape)
         max_proposals = config.number("first_stage_max_proposals", 300, int)
-        attrs = {"num_classes": 2, "share_location": True, "background_label_id": 0,
-                 "code_type": "caffe.PriorBoxParameter.CENTER_SIZE", "variance_encoded_in_target": False,
-                 "nms_threshold": config.number("first_stage_nms_iou_threshold", 0.7),
-                 "confidence_threshold": config.number("first_stage_nms_score_threshold", 0.0),
-                 "top_k": -1, "keep_top_k": max_proposals,
-                 "clip_before_nms": bool(custom.get("clip_before_nms", False)),
-                 "clip_after_nms": bool(custom.get("clip_after_nms", True))}
+        attrs = detection_attrs(2, config.number("first_stage_nms_iou_threshold", 0.7),
+                                config.number("first_stage_nms_score_threshold", 0.0), max_proposals, custom)
         loc = flatten(graph, swap_yx(graph, box_encodings, "FirstStageProposals/loc"), "FirstStageProposals/loc/flatten")
         conf = flatten(graph, score_converter(graph, (objectness_reshape, 0), "SOFTMAX", 1.0, 2,
                                               "FirstStageProposals/objectness"), "FirstStageProposals/conf/flatten")
@@ -245,12 +240,8 @@ class ObjectDetectionAPIDetectionOutputReplacement(FrontReplacementFromConfigFil
         priors = Concat(graph, {"axis": 1, "nchw_layout": True}).add_node({"name": "SecondStage/priors"})
         create_edge(prior_boxes, priors, 0, 0)
         create_edge(variances, priors, 0, 1)
-        attrs = {"num_classes": classes + 1, "share_location": False, "background_label_id": 0,
-                 "code_type": "caffe.PriorBoxParameter.CENTER_SIZE", "variance_encoded_in_target": False,
-                 "nms_threshold": nms["iou_threshold"], "confidence_threshold": nms["score_threshold"],
-                 "top_k": -1, "keep_top_k": nms["max_total_detections"],
-                 "clip_before_nms": bool(custom.get("clip_before_nms", False)),
-                 "clip_after_nms": bool(custom.get("clip_after_nms", True)), "nchw_layout": True}
+        attrs = dict(detection_attrs(classes + 1, nms["iou_threshold"], nms["score_threshold"],
+                                     nms["max_total_detections"], custom, share_location=False), nchw_layout=True)
         output = DetectionOutput(graph, attrs).add_node({"name": "DetectionOutput"})
         create_edge(loc, output, 0, 0)
         create_edge(conf, output, 0, 1)

@@ -94,6 +94,16 @@ def priors_with_variances(anchors_yx: np.ndarray, variances) -> np.ndarray:
     return np.stack([boxes.reshape(-1), var.reshape(-1)])[None].astype(np.float32)
 
 
+def detection_attrs(classes: int, iou: float, score: float, keep: int, custom: dict, share_location=True) -> dict:
+    """DetectionOutput's attributes for the OD API's NMS: centre-size boxes, class 0 the background,
+    top_k -1 (NMS over every box above the score threshold), clipping as the JSON says."""
+    return {"num_classes": classes, "share_location": share_location, "background_label_id": 0,
+            "code_type": "caffe.PriorBoxParameter.CENTER_SIZE", "variance_encoded_in_target": False,
+            "nms_threshold": iou, "confidence_threshold": score, "top_k": -1, "keep_top_k": keep,
+            "clip_before_nms": bool(custom.get("clip_before_nms", False)),
+            "clip_after_nms": bool(custom.get("clip_after_nms", True))}
+
+
 def detection_output(graph, attrs: dict, loc, conf, priors: tuple[Node, int], variances, name=OUTPUT_NAME) -> Node:
     """DetectionOutput over (flattened loc, flattened conf, constant anchors): the anchors
     get their DetectionOutput form once shape inference has computed their value."""
@@ -162,12 +172,8 @@ class ObjectDetectionAPISSDPostprocessorReplacement(FrontReplacementFromConfigFi
         scores = score_converter(graph, logits, nms["score_converter"], nms["logit_scale"], 2,
                                  "DetectionOutput/scores")
         conf = flatten(graph, scores, "DetectionOutput/conf/flatten")
-        attrs = {"num_classes": classes, "share_location": True, "background_label_id": 0,
-                 "code_type": "caffe.PriorBoxParameter.CENTER_SIZE", "variance_encoded_in_target": False,
-                 "nms_threshold": nms["iou_threshold"], "confidence_threshold": nms["score_threshold"],
-                 "top_k": -1, "keep_top_k": nms["max_total_detections"],
-                 "clip_before_nms": bool(custom.get("clip_before_nms", False)),
-                 "clip_after_nms": bool(custom.get("clip_after_nms", True))}
+        attrs = detection_attrs(classes, nms["iou_threshold"], nms["score_threshold"], nms["max_total_detections"],
+                                custom)
         output = detection_output(graph, attrs, loc, conf, anchors, variances)
         graph.remove_nodes_from([n for n in match.matched_nodes_names() if n in graph])
         drop_export_outputs(graph, output)
