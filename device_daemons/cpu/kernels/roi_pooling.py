@@ -1,6 +1,8 @@
 """ROIPooling (Fast R-CNN max pooling over ROI bins) and PSROIPooling (R-FCN
 position-sensitive average pooling). The second input holds ROIs
-[batch_index, x1, y1, x2, y2] in image pixels, scaled by spatial_scale."""
+[batch_index, x1, y1, x2, y2] in image pixels, scaled by spatial_scale. A batch
+index of -1 ends the list (a Proposal's marker after its last ROI): that row and
+the ones after it pool to zeros, as OpenVINO does."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,6 +22,12 @@ class _RoiBase(Kernel):
         if rois.shape[-1] != 5:
             raise self.error(f"ROIs must have 5 values [batch, x1, y1, x2, y2], got shape {list(rois.shape)}")
         return rois
+
+    @staticmethod
+    def _real(rois) -> int:
+        """How many ROIs come before the end marker (batch index -1)."""
+        end = np.flatnonzero(rois[:, 0] == -1)
+        return int(end[0]) if end.size else len(rois)
 
     def _check(self, input_shapes):
         self.expect_inputs(input_shapes, 2)
@@ -51,13 +59,14 @@ class ROIPooling(_RoiBase):
 
     def forward(self, inputs):
         if self.method == "bilinear":
-            return [roi_bilinear(inputs[0], self._rois(inputs[1]), self.pooled_h, self.pooled_w, self._batch_index)]
+            rois = self._rois(inputs[1])
+            return [roi_bilinear(inputs[0], rois, self._real(rois), self.pooled_h, self.pooled_w, self._batch_index)]
         feat, rois = inputs[0], self._rois(inputs[1])
         n, c, h, w = feat.shape
         ph_n, pw_n = self.pooled_h, self.pooled_w
         out = np.zeros((len(rois), c, ph_n, pw_n), np.float32)
         scaled = _c_round(rois[:, 1:].astype(np.float64) * np.float32(self.spatial_scale))
-        for r in range(len(rois)):
+        for r in range(self._real(rois)):
             b = self._batch_index(rois[r, 0], n)
             x1, y1, x2, y2 = (int(v) for v in scaled[r])
             roi_h = max(y2 - y1 + 1, 1)
@@ -79,11 +88,11 @@ class ROIPooling(_RoiBase):
         return [out]
 
 
-def roi_bilinear(feat, rois, pooled_h, pooled_w, batch_index):
+def roi_bilinear(feat, rois, count, pooled_h, pooled_w, batch_index):
     """ROIPooling method=bilinear (OpenVINO's; TensorFlow's crop_and_resize): ROIs
     [batch, x1, y1, x2, y2] normalized to [0, 1]; the output grid spans the ROI corner
     to corner over the map's H - 1 x W - 1 pixel distances (the centre for a 1-pixel
-    side); samples outside the map are 0."""
+    side); samples outside the map are 0; rows from `count` on (the end marker) are 0."""
     n, c, h, w = feat.shape
     out = np.zeros((len(rois), c, pooled_h, pooled_w), np.float32)
 
@@ -92,7 +101,7 @@ def roi_bilinear(feat, rois, pooled_h, pooled_w, batch_index):
             return start * (size - 1) + np.arange(pooled) * ((end - start) * (size - 1) / (pooled - 1))
         return np.array([0.5 * (start + end) * (size - 1)])
 
-    for r in range(len(rois)):
+    for r in range(count):
         b = batch_index(rois[r, 0], n)
         x1, y1, x2, y2 = (float(v) for v in rois[r, 1:])
         ys, xs = grid(y1, y2, h, pooled_h), grid(x1, x2, w, pooled_w)
@@ -139,7 +148,7 @@ class PSROIPooling(_RoiBase):
         f32 = np.float32
         # channel of output (ctop, gh, gw) is (ctop * g + gh) * g + gw
         chan = (np.arange(od)[:, None, None] * g + np.arange(g)[None, :, None]) * g + np.arange(g)[None, None, :]
-        for r in range(len(rois)):
+        for r in range(self._real(rois)):
             b = self._batch_index(rois[r, 0], n)
             x1 = f32(_c_round(rois[r, 1])) * scale
             y1 = f32(_c_round(rois[r, 2])) * scale

@@ -57,16 +57,16 @@ def support_json(name: str) -> str:
     return os.path.join(SUPPORT_DIR, name)
 
 
-def prepare(graph, options, configs: list[str]) -> list[str]:
-    """Reads the pipeline config into the graph; returns the JSON files to run
-    (the fitting support JSON when none was given)."""
+def prepare(graph, options, configs: list[str]) -> tuple[list[str], str | None]:
+    """Reads the pipeline config into the graph; returns the JSON files to run and the
+    name of the support JSON chosen (when none was given)."""
     path = getattr(options, "tensorflow_object_detection_api_pipeline_config", None)
     odapi_given = [c for c in configs if _odapi_ids(c)]
     if path is None:
         if odapi_given:
             raise Error("The support JSON '{}' converts a TensorFlow Object Detection API export, which needs its "
                         "pipeline.config: add {} PATH/pipeline.config.", odapi_given[0], OPTION)
-        return configs
+        return configs, None
     config = read_pipeline_config(path)
     graph.graph[PIPELINE_CONFIG_KEY] = config
     candidates = CANDIDATES.get(config.meta_architecture)
@@ -88,13 +88,12 @@ def prepare(graph, options, configs: list[str]) -> list[str]:
                         "This export fits {} (mo-core chooses it when only {} is given).".format(
                             fitting, OPTION) if fitting else _expected(graph, config.meta_architecture))
     if odapi_given:
-        return configs
+        return configs, None
     if fitting is None:
         raise Error("No support JSON of mo-core fits this '{}' export: {}", config.meta_architecture,
                     _expected(graph, config.meta_architecture))
     log.info("The OD API export fits %s: converting with it.", support_json(fitting))
-    options.odapi_support_json = fitting
-    return [support_json(fitting)] + configs
+    return [support_json(fitting)] + configs, fitting
 
 
 def _expected(graph, architecture: str) -> str:
