@@ -8,8 +8,9 @@ once, cached). Same frozen graph, pipeline.config and support JSON for every too
   openvino-dev 2024.6 (its own venv, benchmarks/references.py) with its own
   *_support_api_v1.15.json; each run a fresh process, runs interleaved, medians;
 - latency (batch 1, f32, the fixed image of the tests): the CPU daemon on our IR v2,
-  the OpenVINO runtime of this venv on mo's IR and on our IR v11 (LATENCY hint,
-  f32); rounds interleaved, medians. Our and mo's IR must find the same detections
+  the OpenVINO runtime of this venv on mo's IR (its input stays NHWC: fed the same
+  image in that layout) and on our IR v11 (LATENCY hint, f32); rounds interleaved,
+  medians. Our and mo's IR must find the same detections
   above 0.3 (tests/tf/odapi/detections.py).
 
 The goals of issue 23: convert in <= 1/10 of mo's time; latency <= 1.0x OpenVINO on
@@ -80,7 +81,8 @@ def latency(out: str, image, iterations: int, rounds: int) -> dict:
                       ("OpenVINO runtime on our IR v11", os.path.join(out, "v11", "model.xml"))):
         compiled = core.compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"})
         request = compiled.create_infer_request()
-        feed = {compiled.inputs[0]: nchw}
+        nhwc_input = list(compiled.inputs[0].get_partial_shape().to_shape())[-1] == 3  # mo 2024 keeps NHWC
+        feed = {compiled.inputs[0]: np.ascontiguousarray(image.astype(np.float32)) if nhwc_input else nchw}
         engines[name] = (lambda r=request, f=feed: r.infer(f), lambda r=request: list(r.results.values()))
     ie = IECore()
     net = ie.read_network(model=os.path.join(out, "v2", "model.xml"))

@@ -72,7 +72,7 @@ def _start(codebase: str, models: list[str]):
     if os.path.isfile(os.path.join(final, "index.json")):
         return final, None, None
     os.makedirs(CACHE, exist_ok=True)
-    work = tempfile.mkdtemp(prefix=codebase + "-", dir=CACHE)
+    work = tempfile.mkdtemp(prefix="building-{}-".format(codebase), dir=CACHE)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     env.pop("PYTHONPATH", None)
     if CODEBASE_PATH[codebase]:
@@ -99,7 +99,12 @@ def built(codebases=("2.8", "2019"), timeout: float = 1800) -> dict[str, Exports
         if proc.returncode != 0:
             with open(os.path.join(work, "build.log")) as f:
                 tail = f.read()[-4000:]
-            shutil.rmtree(work, ignore_errors=True)
+            for _, other_work, other in runs.values():  # no build goes on behind a failed one
+                if other is not None:
+                    if other.poll() is None:
+                        other.kill()
+                        other.communicate()
+                    shutil.rmtree(other_work, ignore_errors=True)
             raise AssertionError("building the OD API exports ({}) failed:\n{}".format(codebase, tail))
         reports = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         with open(os.path.join(work, "index.json"), "w") as f:
