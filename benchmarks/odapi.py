@@ -1,7 +1,7 @@
 """TensorFlow Object Detection API exports: conversion time and latency against OpenVINO.
 
 Models: the ssd_mobilenet_v2 and faster_rcnn_inception_v2 exports of the OD API 2.8
-code base that tests/tf/odapi builds (tests/tf/odapi/exports.py: small configs, built
+code base that tests/tf/odapi builds (benchmarks/odapi_exports.py: small configs, built
 once, cached). Same frozen graph, pipeline.config and support JSON for every tool:
 
 - conversion: `mo-core convert` (IR v2, and --ir_version 11) vs `mo` of
@@ -11,7 +11,7 @@ once, cached). Same frozen graph, pipeline.config and support JSON for every too
   the OpenVINO runtime of this venv on mo's IR (its input stays NHWC: fed the same
   image in that layout) and on our IR v11 (LATENCY hint, f32); rounds interleaved,
   medians. Our and mo's IR must find the same detections
-  above 0.3 (tests/tf/odapi/detections.py).
+  above 0.3 (benchmarks/odapi_exports.py: unpaired).
 
 The goals of issue 23: convert in <= 1/10 of mo's time; latency <= 1.0x OpenVINO on
 mo's IR. The machine load is printed with the figures.
@@ -31,8 +31,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 from benchmarks.references import OPENVINO_VENV, openvino_mo  # noqa: E402
-from tests.tf.odapi.detections import ir_detections, unpaired  # noqa: E402
-from tests.tf.odapi.exports import MODELS, built  # noqa: E402
+from benchmarks.odapi_exports import MODELS, built, ir_detections, unpaired  # noqa: E402
 
 JSON = {"ssd": "ssd_support_api_v1.15.json", "faster_rcnn": "faster_rcnn_support_api_v1.15.json"}
 

@@ -1,11 +1,11 @@
-"""Fixtures of the OD API tests: the exports of both code bases (tests/tf/odapi/exports.py:
+"""Fixtures of the OD API tests: the exports of both code bases (benchmarks/odapi_exports.py:
 built once by the OD API's own code in its venv, cached), a CPU daemon of this
 session."""
 from __future__ import annotations
 
 import pytest
 
-from tests.tf.odapi.exports import built
+from benchmarks.odapi_exports import built
 
 
 @pytest.fixture(scope="session")

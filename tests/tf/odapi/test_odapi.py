@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 from tests.support import assert_clean_failure, run_cli
-from tests.tf.odapi.detections import ir_detections, tf_detections, unpaired
-from tests.tf.odapi.exports import MODELS
+from benchmarks.odapi_exports import MODELS, ir_detections, tf_detections, unpaired
 
 SUPPORT = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
                        "core", "front", "tf", "object_detection", "support")

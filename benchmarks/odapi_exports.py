@@ -1,5 +1,5 @@
-"""OD API exports for the tests and benchmarks, built by build_exports.py with the
-OD API's own code in its venv (scripts/odapi_venv.sh) and cached under
+"""OD API exports for the tests and benchmarks, built by tests/tf/odapi/build_exports.py
+with the OD API's own code in its venv (scripts/odapi_venv.sh) and cached under
 $MO_CORE_HOME/test-cache/odapi/<codebase>-<hash>/, keyed by the build script, the
 pipeline configs and the OD API venv's package versions: the first session pays
 the build (all models of a code base in one subprocess, the two code bases side by
@@ -15,7 +15,10 @@ import subprocess
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.join(REPO, "tests", "tf", "odapi")   # the builder script and its pipeline configs
 MO_HOME = os.environ.get("MO_CORE_HOME", os.path.expanduser("~/.cache/mo-core"))
 CACHE = os.path.join(MO_HOME, "test-cache", "odapi")
 VENV_PYTHON = os.path.join(MO_HOME, "odapi-venv", "bin", "python")
@@ -114,3 +117,41 @@ def built(codebases=("2.8", "2019"), timeout: float = 1800) -> dict[str, Exports
         except OSError:  # built meanwhile by another session
             shutil.rmtree(work, ignore_errors=True)
     return {c: Exports(final, c) for c, (final, _, _) in runs.items()}
+
+
+# --- pairing detections: TensorFlow's (y-first) and a DetectionOutput's rows (x-first, normalized) ---
+THRESHOLD = 0.3
+SCORE_TOL = 1e-3
+BOX_TOL = 1e-3     # of the image size: boxes are normalized
+
+
+def tf_detections(out) -> list[tuple]:
+    """[(class, score, xmin, ymin, xmax, ymax)] of a TensorFlow export's outputs."""
+    n = int(out["num_detections"][0])
+    boxes, scores, classes = out["detection_boxes"][0], out["detection_scores"][0], out["detection_classes"][0]
+    return [(int(classes[i]), float(scores[i]), *map(float, boxes[i][[1, 0, 3, 2]])) for i in range(n)]
+
+
+def ir_detections(rows: np.ndarray) -> list[tuple]:
+    rows = np.asarray(rows).reshape(-1, 7)
+    rows = rows[rows[:, 0] >= 0]
+    return [(int(r[1]), float(r[2]), *map(float, r[3:])) for r in rows]
+
+
+def unpaired(ours: list[tuple], theirs: list[tuple]) -> list[str]:
+    """Every detection above THRESHOLD on either side paired with one of the other side
+    (same class, score within SCORE_TOL, each box coordinate within BOX_TOL); the problems."""
+    problems = []
+    for side, left, right in (("TensorFlow", theirs, ours), ("mo-core", ours, theirs)):
+        used = set()
+        for det in sorted(left, key=lambda d: -d[1]):
+            if det[1] <= THRESHOLD:
+                continue
+            match = next((j for j, other in enumerate(right) if j not in used and other[0] == det[0]
+                          and abs(other[1] - det[1]) <= SCORE_TOL
+                          and max(abs(a - b) for a, b in zip(other[2:], det[2:])) <= BOX_TOL), None)
+            if match is None:
+                problems.append("{} detection {} has no pair".format(side, tuple(round(v, 5) for v in det)))
+            else:
+                used.add(match)
+    return problems
