@@ -84,6 +84,9 @@ def _first_stage_priors(node):
     if not prior.soft_get("odapi_priors"):
         shape = prior.shape
         config = node.graph.graph[PIPELINE_CONFIG_KEY]
+        if "odapi_input_size" not in node.graph.graph:
+            raise Error("The first stage of '{}' needs the image size that ObjectDetectionAPIPreprocessorReplacement "
+                        "sets: use a support JSON that lists it.", node.name)
         image_h, image_w = node.graph.graph["odapi_input_size"]
         anchors = grid_anchors(config, int(shape[1]), int(shape[2]), image_h, image_w)
         replace_input_by_constant(node, 2, priors_with_variances(anchors, BOX_CODER_VARIANCES))
