@@ -82,40 +82,50 @@ def _start(codebase: str, models: list[str]):
         env["PYTHONPATH"] = CODEBASE_PATH[codebase]
     log = open(os.path.join(work, "build.log"), "w")
     proc = subprocess.Popen([VENV_PYTHON, os.path.join(HERE, "build_exports.py"), "--codebase", codebase, "--out",
-                             work] + models, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+                             work] + models, stdout=log, stderr=subprocess.STDOUT, env=env)
     return final, work, proc
 
 
-def built(codebases=("2.8", "2019"), timeout: float = 1800) -> dict[str, Exports]:
+def _stop(runs: dict):
+    """Ends every build still running and removes its work directory (no build goes on behind a failure)."""
+    for _, work, proc in runs.values():
+        if proc is not None:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def built(codebases=("2.8", "2019"), timeout: float = 2400) -> dict[str, Exports]:
     """{codebase: Exports}, building what the cache lacks (code bases in parallel)."""
     started = time.monotonic()
     runs = {c: _start(c, sorted(MODELS)) for c in codebases}
-    for codebase, (final, work, proc) in runs.items():
-        if proc is None:
-            continue
-        try:
-            out, _ = proc.communicate(timeout=max(1.0, timeout - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            out = ""
-        if proc.returncode != 0:
-            with open(os.path.join(work, "build.log")) as f:
-                tail = f.read()[-4000:]
-            for _, other_work, other in runs.values():  # no build goes on behind a failed one
-                if other is not None:
-                    if other.poll() is None:
-                        other.kill()
-                        other.communicate()
-                    shutil.rmtree(other_work, ignore_errors=True)
-            raise AssertionError("building the OD API exports ({}) failed:\n{}".format(codebase, tail))
-        reports = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-        with open(os.path.join(work, "index.json"), "w") as f:
-            json.dump({r["model"]: r for r in reports}, f, indent=1)
-        try:
-            os.rename(work, final)
-        except OSError:  # built meanwhile by another session
-            shutil.rmtree(work, ignore_errors=True)
+    try:
+        for codebase, (final, work, proc) in runs.items():
+            if proc is None:
+                continue
+            try:
+                proc.wait(timeout=max(1.0, timeout - (time.monotonic() - started)))
+            except subprocess.TimeoutExpired:
+                raise AssertionError("building the OD API exports ({}) took more than {} s".format(codebase, timeout))
+            if proc.returncode != 0:
+                with open(os.path.join(work, "build.log")) as f:
+                    raise AssertionError("building the OD API exports ({}) failed:\n{}".format(codebase,
+                                                                                          f.read()[-4000:]))
+            reports = {}
+            for model in MODELS:
+                with open(os.path.join(work, model, "report.json")) as f:
+                    reports[model] = json.load(f)
+            with open(os.path.join(work, "index.json"), "w") as f:
+                json.dump(reports, f, indent=1)
+            try:
+                os.rename(work, final)
+            except OSError:  # built meanwhile by another session
+                shutil.rmtree(work, ignore_errors=True)
+            runs[codebase] = (final, None, None)
+    except BaseException:  # a failure, a timeout, Ctrl-C: no orphan build
+        _stop(runs)
+        raise
     return {c: Exports(final, c) for c, (final, _, _) in runs.items()}
 
 

@@ -12,7 +12,8 @@ statistics are set to the batch statistics of its input on the fixed image (laye
 by layer, so activations stay O(1)), the class biases are shifted so that the fixed
 image gets a few dozen scores above 0.3, a checkpoint is saved, and
 exporter.export_inference_graph writes the frozen graph as the model zoo's exports
-were made. TensorFlow then runs the frozen graph on the image: DIR/MODEL/tf_out.npz.
+were made. TensorFlow then runs the frozen graph on the image: DIR/MODEL/tf_out.npz; the times
+and counts go to DIR/MODEL/report.json.
 """
 from __future__ import annotations
 
@@ -264,7 +265,9 @@ def main(argv=None):
     api = import_odapi(args.codebase)
     for i, name in enumerate(args.models):
         report = build_one(api, name, os.path.join(args.out, name), args.codebase, seed=1000 + i)
-        print(json.dumps(report), flush=True)
+        with open(os.path.join(args.out, name, "report.json"), "w") as f:
+            json.dump(report, f)
+        print(json.dumps(report), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
