@@ -126,8 +126,9 @@ class MomentsBatchNorm:
     one session run gives every layer's statistics at once."""
 
     def __init__(self, tf):
-        from tensorflow.python.ops import nn
-        self.tf, self.nn, self.original = tf, nn, nn.fused_batch_norm
+        from tensorflow.python.ops import nn, nn_impl
+        # slim's fused path calls nn.fused_batch_norm, tf.layers' (Keras) one tf.compat.v1.nn's
+        self.tf, self.modules, self.original = tf, (nn, nn_impl, tf.nn), nn.fused_batch_norm
         self.moments = []   # (mean tensor, variance tensor, mean input, variance input)
 
     def __enter__(self):
@@ -151,11 +152,13 @@ class MomentsBatchNorm:
             return original(x, scale, offset, mean=batch_mean, variance=batch_var, epsilon=epsilon,
                             data_format=data_format, is_training=False, **kwargs)
 
-        self.nn.fused_batch_norm = fused_batch_norm
+        for module in self.modules:
+            module.fused_batch_norm = fused_batch_norm
         return self
 
     def __exit__(self, *exc):
-        self.nn.fused_batch_norm = self.original
+        for module in self.modules:
+            module.fused_batch_norm = self.original
 
     def calibrate(self, sess, feed, seed):
         """Random gamma/beta; moving statistics = the moments of each BatchNorm's input."""
@@ -169,6 +172,15 @@ class MomentsBatchNorm:
                 v.load(rng.normal(0, 0.2, v.shape).astype(np.float32), sess)
         values = sess.run([(m, v) for m, v, _, _ in self.moments], feed)
         by_name = {v.op.name: v for v in tf.global_variables()}
+        covered = set()
+        for _, _, mean_in, _ in self.moments:
+            op = mean_in.op
+            while op.type == "Identity" and op.inputs:
+                op = op.inputs[0].op
+            covered.add(op.name)
+        missed = sorted(n for n in by_name if n.endswith("moving_mean") and n not in covered)
+        if missed:
+            raise RuntimeError("BatchNorms the calibration did not reach: {}".format(missed[:5]))
         for (mean, var), (_, _, mean_in, var_in) in zip(values, self.moments):
             for tensor, value in ((mean_in, mean), (var_in, var)):
                 op = tensor.op
