@@ -10,8 +10,9 @@ is one GpuPlan (its weights on the device once) whose infer() is thread-safe: ea
 in-flight request has its own command queue and arena, so a pool needs one plan,
 not one per thread; query_network is query.py's. The device is opened before the
 endpoint is bound: no OpenCL device is an `[ ERROR ]` at start, not a daemon that
-fails every request. GPU networks are never served on the fast lane (a device
-round trip is not sub-millisecond work).
+fails every request. The fast lane takes GPU networks by the CPU daemon's rule
+(measured to compute in less than contract.fast_lane_max_us(): small networks
+on a real GPU): no hand-off to a pool thread.
 """
 from __future__ import annotations
 
@@ -20,18 +21,16 @@ import contextlib
 import threading
 import time
 
-from ..service import DeviceDaemon, serve_daemon
+from ..service import DeviceDaemon, FastLaneRule, serve_daemon
 from .custom import CustomLayers, load_custom_layers
 from .device import DeviceError, open_device, parse_device_name
 from .plan import GpuPlan
 from .query import query_network
 
 
-class GpuPool:
+class GpuPool(FastLaneRule):
     """A compiled network of the GPU daemon: one GpuPlan shared by every request
-    (the interface of cpu/plan_pool.PlanPool)."""
-
-    fast_ok = False
+    (the interface of cpu/plan_pool.PlanPool; the fast lane's rule of every daemon)."""
 
     def __init__(self, key: tuple, network, custom: CustomLayers | None, shapes: dict | None, device,
                  source: str, extra_outputs=None):
@@ -52,9 +51,6 @@ class GpuPool:
         self._busy = 0
         self._most = 0
         self._lock = threading.Lock()
-
-    def observe(self, compute_us: float) -> None:
-        pass
 
     @property
     def instances(self) -> int:
