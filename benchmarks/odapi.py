@@ -80,8 +80,13 @@ def latency(out: str, image, iterations: int, rounds: int) -> dict:
                       ("OpenVINO runtime on our IR v11", os.path.join(out, "v11", "model.xml"))):
         compiled = core.compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"})
         request = compiled.create_infer_request()
-        nhwc_input = list(compiled.inputs[0].get_partial_shape().to_shape())[-1] == 3  # mo 2024 keeps NHWC
-        feed = {compiled.inputs[0]: np.ascontiguousarray(image.astype(np.float32)) if nhwc_input else nchw}
+        feed = {}
+        for port in compiled.inputs:
+            shape = list(port.get_partial_shape().to_shape())
+            if len(shape) == 2:   # mo's Faster R-CNN IR: a second input, image_info [1, 3]
+                feed[port] = np.array([[image.shape[1], image.shape[2], 1]], np.float32)
+            else:                 # mo 2024 keeps the image NHWC
+                feed[port] = np.ascontiguousarray(image.astype(np.float32)) if shape[-1] == 3 else nchw
         engines[name] = (lambda r=request, f=feed: r.infer(f), lambda r=request: list(r.results.values()))
     ie = IECore()
     net = ie.read_network(model=os.path.join(out, "v2", "model.xml"))
