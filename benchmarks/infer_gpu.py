@@ -251,19 +251,19 @@ def engine_daemon(args) -> list[dict]:
                 exec_net = ie.load_network(net, "GPU")
                 load = time.perf_counter() - start
                 x = np.random.default_rng(0).standard_normal(net.inputs[name]).astype(np.float32)
-                # 15 warm-up requests: the lane follows a moving average of the compute time, which the
-                # first request (programs loaded onto the device) keeps high for a dozen requests
+                # 15 warm-up requests: the daemon's compute time is a moving average, which the first
+                # request (programs loaded onto the device) keeps high for a dozen requests
                 median, best = measure(lambda: exec_net.infer({name: x}), args.iterations,
                                        warmup=15 if args.iterations > 1 else 3)
-                compute = getattr(exec_net, "_compute_us", None)
+                compute = getattr(exec_net, "compute_us", None)
                 row = dict(facts, engine=args.label or "daemon", model=args.model, precision=precision, batch=batch,
                            median_ms=median, best_ms=best, load_s=round(load, 2),
                            daemon_compute_ms=None if compute is None else round(compute / 1e3, 3),
                            env={k: v for k, v in os.environ.items() if k in (
-                               "MO_CORE_FAST_LANE_US", "MO_CORE_SPIN_US", "MO_CORE_GPU_TUNE", "MO_CORE_GPU_FAST_LANE_US",
-                               "MO_CORE_GPU_ENQUEUE")})
+                               "MO_CORE_SHM", "MO_CORE_SPIN_US", "MO_CORE_GPU_TUNE", "MO_CORE_GPU_ENQUEUE",
+                               "MO_CORE_GPU_SIBLINGS")})
                 status = ie._link("GPU").call("status")[0]
-                row["fast_requests"] = status.get("fast_requests")
+                row["local_requests"] = status.get("local_requests")
                 exec_net.close()
                 rows.append(row)
                 print(json.dumps(row), flush=True)

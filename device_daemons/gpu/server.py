@@ -11,59 +11,30 @@ in-flight request has its own command queue and buffers, so a pool needs one pla
 not one per thread; query_network is query.py's. The device is opened before the
 endpoint is bound: no OpenCL device is an `[ ERROR ]` at start, not a daemon that
 fails every request.
-
-The fast lane (a thread that receives, computes and replies: no hand-off to a
-pool thread, no ZeroMQ I/O threads on an ipc endpoint) takes GPU networks
-measured to compute in less than gpu_fast_lane_us() (MO_CORE_GPU_FAST_LANE_US,
-default 25 ms; MO_CORE_FAST_LANE_US=0 still turns the lane off), not the CPU's
-0.5 ms: the pool path cost 0.9-1.3 ms more than the plan on the H200 (thread
-wake-ups of the hand-offs and ZeroMQ's I/O threads) while the fast lane cost
-0.3 ms, and one device runs the requests' kernels one after the other anyway, so
-the lane's serving them one at a time costs little throughput. The price: a
-request on the lane may wait for another client's, up to the limit's worth.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import threading
 import time
 
-from ..service import DeviceDaemon, FastLaneRule, serve_daemon
+from ..service import DeviceDaemon, serve_daemon
 from .custom import CustomLayers, load_custom_layers
 from .device import DeviceError, open_device, parse_device_name
 from .plan import GpuPlan
 from .query import query_network
 
 
-GPU_FAST_LANE_US = 25000.0
-ENV_FAST_LANE = "MO_CORE_GPU_FAST_LANE_US"
-
-
-def gpu_fast_lane_us() -> float:
-    """The GPU daemon's fast-lane limit in microseconds (see the module doc)."""
-    text = os.environ.get(ENV_FAST_LANE, "").strip()
-    try:
-        value = float(text) if text else GPU_FAST_LANE_US
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise ValueError(f"{ENV_FAST_LANE}={text!r} is not a number of microseconds (the compute time under which "
-                         "the GPU daemon serves a network on its fast lane; 0: never)")
-    return value
-
-
-class GpuPool(FastLaneRule):
+class GpuPool:
     """A compiled network of the GPU daemon: one GpuPlan shared by every request
-    (the interface of cpu/plan_pool.PlanPool; the fast lane's rule of every daemon)."""
+    (the interface of cpu/plan_pool.PlanPool)."""
 
     def __init__(self, key: tuple, network, custom: CustomLayers | None, shapes: dict | None, device,
                  source: str, extra_outputs=None):
         self.plan = GpuPlan(network, device, custom_layers=custom, extra_outputs=extra_outputs)
         if shapes:
             self.plan.reshape(shapes)
-        self.fast_lane_us = gpu_fast_lane_us()
         self.key = key
         self.network = network
         self.load_args: tuple = ()
@@ -78,6 +49,9 @@ class GpuPool(FastLaneRule):
         self._busy = 0
         self._most = 0
         self._lock = threading.Lock()
+
+    def observe(self, compute_us: float) -> None:
+        pass
 
     @property
     def instances(self) -> int:
@@ -138,7 +112,6 @@ def _check_device(opts: argparse.Namespace) -> None:
     try:
         parse_device_name(opts.device)
         open_device(opts.device)
-        gpu_fast_lane_us()  # a bad MO_CORE_GPU_FAST_LANE_US is an error at start (ValueError)
     except DeviceError as exc:
         raise ValueError(str(exc)) from None
     opts.device = opts.device.strip().upper()

@@ -70,48 +70,16 @@ def test_tiny_net_batches_and_async_requests(ie, tiny):
     assert status["pid"] == ie.daemon_pid("GPU")
 
 
-def test_a_network_measured_below_the_gpu_limit_takes_the_fast_lane(tiny, fresh_runtime, tmp_path):
-    """Once the daemon measured it below the GPU daemon's own limit (25 ms by
-    default, told to the client by load_network; not the CPU daemon's 0.5 ms), a
-    request is an 8-byte bound request served without a hand-off: three 3x3
-    convolutions of 8 x 32 x 32 (milliseconds on PoCL) and the tiny net."""
-    rng = np.random.default_rng(11)
-    shape = (1, 8, 32, 32)
-    conv = dict(CONV, output=8)
-    chain_ir(tmp_path, shape, [(f"c{i}", "Convolution", conv, {"weights": rand(rng, 8, 8, 3, 3, scale=0.3)}, shape)
-                               for i in range(3)])
-    core = IECore(policy="auto")
-    try:
-        big = core.load_network(core.read_network(str(tmp_path / "chain_FP32.xml")), "GPU")
-        x = rand(rng, *shape)
-        first = big.infer({"data": x})["c2"]
-        for _ in range(30):  # (the first, slow ones keep the moving average above the limit for a while)
-            np.testing.assert_array_equal(big.infer({"data": x})["c2"], first)
-        assert big._fast_us == 25000.0  # the daemon's limit, from load_network
-        status = core._link("GPU").call("status")[0]
-        assert status["fast_requests"] >= 15
-        small = core.load_network(core.read_network(tiny.xml), "GPU")
-        x = tiny.input(7)
-        for _ in range(30):
-            assert_close(small.infer({"data": x})["prob"], tiny.reference(x))
-        assert core._link("GPU").call("status")[0]["fast_requests"] >= status["fast_requests"] + 15
-    finally:
-        core.close()
-
-
-def test_the_gpu_fast_lane_limit_is_checked_and_can_be_turned_off(tiny, fresh_runtime, monkeypatch):
-    from device_daemons.gpu.server import gpu_fast_lane_us
-    monkeypatch.setenv("MO_CORE_GPU_FAST_LANE_US", "fast")
-    with pytest.raises(ValueError, match="MO_CORE_GPU_FAST_LANE_US='fast' is not a number of microseconds"):
-        gpu_fast_lane_us()
-    monkeypatch.setenv("MO_CORE_GPU_FAST_LANE_US", "0")
+def test_local_requests_take_the_local_carrier(tiny, fresh_runtime):
+    """One request path for every daemon: a local client's requests are 8-byte bound
+    requests on the local carrier, computed without a hand-off."""
     core = IECore(policy="auto")
     try:
         exec_net = core.load_network(core.read_network(tiny.xml), "GPU")
         x = tiny.input(7)
-        for _ in range(10):
+        for _ in range(30):
             assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
-        assert core._link("GPU").call("status")[0]["fast_requests"] == 0
+        assert core._link("GPU").call("status")[0]["local_requests"] >= 25
     finally:
         core.close()
 
