@@ -261,7 +261,7 @@ def engine_daemon(args) -> list[dict]:
                            daemon_compute_ms=None if compute is None else round(compute / 1e3, 3),
                            env={k: v for k, v in os.environ.items() if k in (
                                "MO_CORE_SHM", "MO_CORE_SPIN_US", "MO_CORE_GPU_TUNE", "MO_CORE_GPU_ENQUEUE",
-                               "MO_CORE_GPU_SIBLINGS")})
+                               "MO_CORE_GPU_MERGE")})
                 status = ie._link("GPU").call("status")[0]
                 row["local_requests"] = status.get("local_requests")
                 exec_net.close()

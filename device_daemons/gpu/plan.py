@@ -59,7 +59,7 @@ def network_precision(network) -> str:
 
 
 STYLES = ("simt", "simd")
-ENV_SIBLINGS = "MO_CORE_GPU_SIBLINGS"  # 0: sibling convolutions are not merged into one GEMM
+ENV_MERGE = "MO_CORE_GPU_MERGE"  # 0: no sibling convolutions in one GEMM, no pooling read through
 ENV_STYLE = "MO_CORE_GPU_STYLE"  # forces a style (e.g. the GPU kernels on PoCL, to test them there)
 
 
@@ -188,6 +188,7 @@ class GpuPlan(PlanShapes):
         self._fuse_sums()
         self._fuse_activations()
         self._merge_siblings()
+        self._read_through_poolings()
         self._lock = threading.Lock()
         self._idle: list = []
         self._generation = 0
@@ -298,8 +299,8 @@ class GpuPlan(PlanShapes):
         """Convolutions of one input with the same window, group 1 and activation
         (an inception block's 1x1, 3x3_reduce and 5x5_reduce) run as one GEMM
         launched by the first of them, up to MAX_SIBLINGS a launch (kernels/
-        convolution.py); "simt" kernels only, MO_CORE_GPU_SIBLINGS=0 turns it off."""
-        if self.ctx.style != "simt" or os.environ.get(ENV_SIBLINGS, "").strip() == "0":
+        convolution.py); "simt" kernels only, MO_CORE_GPU_MERGE=0 turns it off."""
+        if self.ctx.style != "simt" or os.environ.get(ENV_MERGE, "").strip() == "0":
             return
         groups: dict = {}
         for i, st in enumerate(self.steps):
@@ -320,6 +321,39 @@ class GpuPlan(PlanShapes):
                 for j in chunk[1:]:
                     self.steps[j].merged_into = lead.layer.name
                     self.steps[j].kernel.absorbed_by = lead.layer.name
+
+    def _read_through_poolings(self):
+        """A max pooling of stride 1 that keeps the image's size, read only by a 1x1
+        convolution (stride 1, no padding, group 1, no siblings): the convolution
+        reads the pooling's input and takes each window's maximum itself (kernels/
+        convolution.py's `pooled`); the pooling launches nothing. "simt" only,
+        MO_CORE_GPU_MERGE=0 turns it off."""
+        if self.ctx.style != "simt" or os.environ.get(ENV_MERGE, "").strip() == "0":
+            return
+        readers = self._readers()
+        returned = {s for _, s in self._outputs}
+        by_input: dict = {}
+        for i, st in enumerate(self.steps):
+            for s in st.reads():
+                by_input.setdefault(s, []).append(i)
+        for st in self.steps:
+            if st.layer.type != "Pooling" or not self._builtin(st) or st.fused or st.merged_into \
+                    or len(st.in_slots) != 1 or len(st.out_slots) != 1:
+                continue
+            ref = st.kernel.ref
+            (kh, kw), (sh, sw), (ph, pw), (phe, pwe) = ref.kernel, ref.stride, ref.pad, ref.pad_end
+            out = st.out_slots[0]
+            if ref.method != "max" or (sh, sw) != (1, 1) or ph + phe != kh - 1 or pw + pwe != kw - 1 \
+                    or readers.get(out) != 1 or out in returned:
+                continue
+            conv = self.steps[by_input[out][0]]
+            k = conv.kernel
+            if conv.layer.type != "Convolution" or not self._builtin(conv) or conv.fused or conv.merged_into \
+                    or k.siblings or conv.in_slots != (out,) or not k.one or k.ref.group != 1:
+                continue
+            conv.in_slots = (st.in_slots[0],)
+            k.pooled = (kh, kw, ph, pw)
+            st.merged_into = conv.layer.name
 
     def _place_concats(self):
         """Producers that write straight into their slice of a Concat's output

@@ -221,7 +221,7 @@ def test_sibling_convolutions_run_as_one_gemm(tmp_path, gpu_device, style, confi
 
 def test_siblings_come_four_a_launch_and_can_be_turned_off(tmp_path, gpu_device, monkeypatch):
     """Six 1x1 convolutions of one input: the first four in one launch, the other
-    two in another; MO_CORE_GPU_SIBLINGS=0 launches each on its own. Reshaped to
+    two in another; MO_CORE_GPU_MERGE=0 launches each on its own. Reshaped to
     another batch, the merged launch follows."""
     from device_daemons.cpu import ExecutionPlan
     rng = np.random.default_rng(9)
@@ -239,6 +239,46 @@ def test_siblings_come_four_a_launch_and_can_be_turned_off(tmp_path, gpu_device,
     ref.reshape({"data": x.shape})
     np.testing.assert_allclose(plan.infer({"data": x})["cat"], ref.infer({"data": x})["cat"], rtol=1e-5,
                                atol=1e-5)
-    monkeypatch.setenv("MO_CORE_GPU_SIBLINGS", "0")
+    monkeypatch.setenv("MO_CORE_GPU_MERGE", "0")
     alone = compare_plans(network, gpu_device, {"data": rand(rng, *shape)}, style="simt")
     assert not any(st.merged_into for st in alone.steps)
+
+
+@pytest.mark.parametrize("precision", ["FP32", "FP16"])
+@pytest.mark.parametrize("style,config", [("simt", c) for c in SIBLING_TILES] + [("simd", None)],
+                         ids=["simt", "simt_ks3", "simt_32x16", "simd"])
+def test_a_max_pooling_is_read_through_by_the_1x1_convolution_after_it(tmp_path, gpu_device, style, config,
+                                                                       precision):
+    """GoogLeNet's pool -> pool_proj (3x3, stride 1, padding 1) and a 2x2 one padded
+    at the end only: in the GPU style the 1x1 convolution takes each window's
+    maximum in its loads and the pooling launches nothing; an average pooling, a
+    max pooling read twice and one of stride 2 stay layers."""
+    rng = np.random.default_rng(10)
+    n, c, h, w = shape = (2, 5, 7, 6)
+
+    def pool(name, source, k, pads, stride=1, method="max", out=None):
+        data = {"kernel": f"{k},{k}", "strides": f"{stride},{stride}", "pads_begin": f"{pads[0]},{pads[0]}",
+                "pads_end": f"{pads[1]},{pads[1]}", "pool-method": method}
+        return (name, "Pooling", data, None, [source], out or shape)
+    half = (n, c, 4, 4)
+    layers = [pool("p3", "data", 3, (1, 1)), conv("proj3", "p3", rng, c, 4, shape, k=1, pad=0),
+              ("proj3r", "ReLU", {}, None, ["proj3"], (n, 4, h, w)),
+              pool("p2", "data", 2, (0, 1)), conv("proj2", "p2", rng, c, 3, shape, k=1, pad=0),
+              pool("avg", "data", 3, (1, 1), method="avg"), conv("proja", "avg", rng, c, 2, shape, k=1, pad=0),
+              pool("twice", "data", 3, (1, 1)), conv("t1", "twice", rng, c, 2, shape, k=1, pad=0),
+              conv("t2", "twice", rng, c, 2, shape, k=3, pad=1),
+              pool("strided", "data", 3, (1, 1), stride=2, out=half), conv("ps", "strided", rng, c, 2, half, k=1, pad=0),
+              ("cat", "Concat", {"axis": 1}, None, ["proj3r", "proj2", "proja", "t1", "t2"], (n, 13, h, w))]
+    plan = compare_plans(graph_ir(tmp_path, shape, layers, precision), gpu_device, {"data": rand(rng, *shape)},
+                         precision, style=style, config=config)
+    s = steps(plan)
+    merged = {name for name, st in s.items() if st.merged_into}
+    if style == "simd":
+        assert merged == set()
+        return
+    assert merged == {"p3", "p2"} and s["p3"].merged_into == "proj3" and s["p2"].merged_into == "proj2"
+    assert s["proj3"].kernel.pooled == (3, 3, 1, 1) and s["proj2"].kernel.pooled == (2, 2, 0, 0)
+    assert s["proj3"].in_slots == s["p3"].in_slots and s["proj3"].kernel.place == (0, 13 * h * w)
+    assert all(s[x].kernel.pooled is None for x in ("proja", "t1", "t2", "ps"))
+    launched = {step.layer.name for step, *_ in plan.create_request().actions}
+    assert "p3" not in launched and "p2" not in launched and {"avg", "twice", "strided"} <= launched

@@ -70,12 +70,12 @@ def _build(name: str, source: str) -> str:
     return path
 
 
-def load_native(name: str, cdef: str, directory: str | None = None):
-    """(ffi, lib) of <name>.c in this package (or in `directory`), built on first use."""
+def load_native(name: str, cdef: str):
+    """(ffi, lib) of <name>.c in this package, built on first use."""
     with _LOCK:
         if name not in _LOADED:
             try:
-                _LOADED[name] = _load(name, cdef, directory)
+                _LOADED[name] = _load(name, cdef)
             except NativeUnavailable as err:
                 _LOADED[name] = err
         loaded = _LOADED[name]
@@ -84,12 +84,19 @@ def load_native(name: str, cdef: str, directory: str | None = None):
         return loaded
 
 
-def _load(name: str, cdef: str, directory: str | None):
+def build_native(source: str) -> str:
+    """The path of the shared library built from the C file `source` (built once
+    per machine; NativeUnavailable says why it cannot be): for a caller that loads
+    it itself (the GPU plugin's enqueue loop, with ctypes)."""
+    return _build(os.path.splitext(os.path.basename(source))[0], source)
+
+
+def _load(name: str, cdef: str):
     try:
         import cffi
     except ImportError:
         raise NativeUnavailable("the cffi package is not installed: pip install cffi (requirements.txt)") from None
-    path = _build(name, os.path.join(directory or os.path.dirname(os.path.abspath(__file__)), name + ".c"))
+    path = _build(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".c"))
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     try:

@@ -29,6 +29,11 @@ plan), their weights and biases concatenated along the output channels, each
 channel written to its own layer's buffer, offset and image stride (tiled.cl's
 SIBLINGS); the others launch nothing (`absorbed_by`). One launch instead of up to
 four, and a larger M to fill the device at batch 1.
+
+Pooled ("simt"): a 1x1 convolution (stride 1, no padding) whose input is a max
+pooling of stride 1 that keeps the size (GoogLeNet's pool -> pool_proj) reads the
+pooling's input and takes each window's maximum in its B loads (`pooled`, set by
+the plan; tiled.cl's POOLED): the pooling is never launched nor written.
 """
 from __future__ import annotations
 
@@ -92,6 +97,7 @@ class Convolution(Tunable, _Windowed):
     places_output = True  # may write into its slice of a Concat's buffer
     siblings: tuple = ()  # (set by the plan on the first of sibling convolutions: the others)
     absorbed_by = ""      # (set by the plan on the others: the first's layer name; they launch nothing)
+    pooled = None         # (set by the plan: (kh, kw, pad_h, pad_w) of a max pooling read through, tiled.cl's POOLED)
 
     def __init__(self, layer, ctx):
         super().__init__(layer, ctx)
@@ -130,6 +136,8 @@ class Convolution(Tunable, _Windowed):
             dh, dw, self.ref.group)
         if self.siblings:
             key += ":siblings" + ",".join(str(shape[1]) for shape in self.out_shapes[1:])
+        if self.pooled:
+            key += ":maxpool{}x{}p{}x{}".format(*self.pooled)
         return key
 
     def configs(self, mode: str) -> list[dict]:
@@ -139,7 +147,7 @@ class Convolution(Tunable, _Windowed):
             return [{"kernel": "gemm"}]
         m, n, k, g = self._problem()
         tiled = tile_candidates(m, n, k, g, self.ctx.device, mode)
-        return tiled + ([{"kernel": "direct"}] if mode != "default" and not self.siblings else [])
+        return tiled + ([{"kernel": "direct"}] if mode != "default" and not (self.siblings or self.pooled) else [])
 
     @property
     def variant(self) -> str:
@@ -152,8 +160,9 @@ class Convolution(Tunable, _Windowed):
     def _apply(self, config):
         kind = config["kernel"]
         g, ocg, icg, kh, kw = self.w.shape
-        if self.siblings and kind != "tiled":
-            raise ConfigRejected(f"{config}: sibling convolutions run as one tiled GEMM only")
+        if (self.siblings or self.pooled) and kind != "tiled":
+            raise ConfigRejected(f"{config}: sibling convolutions and a pooling read through run in the tiled GEMM "
+                                 "only")
         if kind == "depthwise":
             self.weights = self._pack("depthwise", lambda: self.ctx.upload(self.w.reshape(ocg * g, kh * kw)))
         elif kind == "gemm":
@@ -175,7 +184,7 @@ class Convolution(Tunable, _Windowed):
                      for k, b in zip((self,) + self.siblings, parts)])) if self.has_bias else self.ctx.dummy
             self.bias = self._sibling_bias
         elif kind == "tiled":
-            self._program = self._tiled_program(config)
+            self._program = self._tiled_program(config, ("-DPOOLED",) if self.pooled else ())
             packed, self.kp, self.mp = pack_tiles(self.w.reshape(g, ocg, -1), config["tm"], config["tk"])
             self.weights = self._pack(("tiled", config["tm"], config["tk"]), lambda: self.ctx.upload(packed))
         else:
@@ -281,7 +290,8 @@ class Convolution(Tunable, _Windowed):
         res, offset, image, has_res = self._out_args(ins)
         args = [ins[0], self.weights, self.bias, res, outs[0], part, koff, kyx] + \
             i32(c, h, w, c // g, ow, oh * ow, ntot, g, m, k, self.kp, self.mp, sh, sw, ph, pw, int(self.one), ks) + \
-            [offset, image] + i32(self.has_bias, has_res) + self.act_args() + self._sibling_args(outs)
+            [offset, image] + i32(self.has_bias, has_res) + self.act_args() + self._sibling_args(outs) + \
+            (i32(*self.pooled) if self.pooled else [])
         rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
         gemm = self.launch("conv_tiled", args, (-(-ntot // cfg["tn"]) * rn, -(-m // cfg["tm"]) * rm, g * ks),
                            (rn, rm, 1), program=self._program)

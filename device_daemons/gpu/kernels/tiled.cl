@@ -56,6 +56,16 @@
     __global T* base = (out); int ch = (oc); int off_ = (off); int img_ = (img);
 #endif
 
+// A max pooling of stride 1 that keeps the image's size (GoogLeNet's pool before
+// pool_proj), read by the 1x1 convolution after it (POOLED, -DPOOLED): each B value
+// is the maximum of its PKH x PKW window (padding PPH, PPW never wins), so the
+// pooled tensor is never written.
+#ifdef POOLED
+#define POOL_ARGS , int PKH, int PKW, int PPH, int PPW
+#else
+#define POOL_ARGS
+#endif
+
 #define RM (TM / WM)                 // work items along M
 #define RN (TN / WN)                 // work items along N
 #define NT (RM * RN)                 // work items of a group
@@ -80,7 +90,7 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
                 __global T* out, __global float* part, __global const int* koff, __global const int* kyx,
                 int C, int H, int W, int ICg, int OW, int P, int NTOT, int G, int M, int K, int Kp, int Mp,
                 int SH, int SW, int PH, int PW, int one, int ks, int out_offset, int out_image,
-                int has_bias, int has_res, int act, float act_a, float act_b DEST_ARGS)
+                int has_bias, int has_res, int act, float act_a, float act_b DEST_ARGS POOL_ARGS)
 {
     __local float As[TK][TM];
     __local float Bs[TK][TN];
@@ -153,8 +163,22 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
                     bool kv = k < K;
                     if (one) {
 #pragma unroll
-                        for (int c = 0; c < CB; ++c)
+                        for (int c = 0; c < CB; ++c) {
+#ifdef POOLED
+                            float v = 0.0f;
+                            if (kv && col_y[c] >= 0) {
+                                int y0 = max(col_y[c] - PPH, 0), y1 = min(col_y[c] - PPH + PKH, H);
+                                int x0 = max(col_x[c] - PPW, 0), x1 = min(col_x[c] - PPW + PKW, W);
+                                __global const T* xk = x + col_base[c] - col_y[c] * W - col_x[c] + k * HW;
+                                v = -INFINITY;
+                                for (int yy = y0; yy < y1; ++yy)
+                                    for (int xx = x0; xx < x1; ++xx) v = fmax(v, LD(xk, yy * W + xx));
+                            }
+                            rb[r][c] = v;
+#else
                             rb[r][c] = (kv && col_y[c] >= 0) ? LD(x, col_base[c] + k * HW) : 0.0f;
+#endif
+                        }
                     } else {
                         int off = kv ? koff[k] : 0, yx = kv ? kyx[k] : 0;
                         int dy = yx >> 16, dx = yx & 0xffff;

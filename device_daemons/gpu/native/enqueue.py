@@ -10,25 +10,23 @@ loader dispatches on the queue's own driver).
 
 MO_CORE_GPU_ENQUEUE=python keeps pyopencl's enqueue (the comparison in the
 device check); a missing compiler or loader does too, with the reason in
-`unavailable()`.
+`unavailable()`. Loaded with ctypes: no cffi needed (the device check's wheels carry none).
 """
 from __future__ import annotations
 
 import ctypes
 import os
+import threading
 
 import numpy as np
 import pyopencl as cl
 
-from ...cpu.native.build import load_native
+from ...cpu.native.build import build_native
 from ...cpu.onednn.library import NativeUnavailable
 
 ENV = "MO_CORE_GPU_ENQUEUE"
-CDEF = """
-int32_t mo_enqueue_launches(void *enqueue, void *queue, int64_t count, void *const *kernels, const uint32_t *dims,
-                            const size_t *global, const size_t *local, const uint8_t *has_local, int64_t *failed);
-"""
 _state: dict = {}
+_lock = threading.Lock()
 
 
 def _opencl_library() -> str:
@@ -43,15 +41,20 @@ def _opencl_library() -> str:
 
 
 def _load():
-    if "lib" not in _state and "error" not in _state:
-        try:
-            ffi, lib = load_native("enqueue", CDEF, os.path.dirname(os.path.abspath(__file__)))
-            opencl = ctypes.CDLL(_opencl_library())
-            address = ctypes.cast(opencl.clEnqueueNDRangeKernel, ctypes.c_void_p).value
-            _state.update(lib=lib, ffi=ffi, fn=ffi.cast("void *", address), keep=opencl)
-        except (NativeUnavailable, OSError, AttributeError) as err:
-            _state["error"] = str(err)
-    return _state.get("lib")
+    """The C loop and clEnqueueNDRangeKernel's address (ctypes: no cffi needed)."""
+    with _lock:
+        if "fn" not in _state and "error" not in _state:
+            try:
+                lib = ctypes.CDLL(build_native(os.path.join(os.path.dirname(os.path.abspath(__file__)), "enqueue.c")))
+                loop = lib.mo_enqueue_launches
+                loop.restype = ctypes.c_int32
+                loop.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_int64] + [ctypes.c_void_p] * 6
+                opencl = ctypes.CDLL(_opencl_library())
+                _state.update(loop=loop, fn=ctypes.cast(opencl.clEnqueueNDRangeKernel, ctypes.c_void_p).value,
+                              keep=(lib, opencl))
+            except (NativeUnavailable, OSError, AttributeError) as err:
+                _state["error"] = str(err)
+    return _state.get("loop")
 
 
 def unavailable() -> str:
@@ -81,14 +84,11 @@ class LaunchList:
             if loc is not None:
                 self.local[i, :len(loc)] = loc
         self.failed = np.zeros(1, np.int64)
-        ffi = _state["ffi"]
-        self._args = (_state["fn"], ffi.cast("void *", queue.int_ptr), n,
-                      ffi.from_buffer("void *[]", self.handles), ffi.from_buffer("uint32_t[]", self.dims),
-                      ffi.from_buffer("size_t[]", self.global_), ffi.from_buffer("size_t[]", self.local),
-                      ffi.from_buffer("uint8_t[]", self.has_local),
-                      ffi.from_buffer("int64_t[]", self.failed, require_writable=True))
+        self._loop = _state["loop"]
+        self._args = (_state["fn"], queue.int_ptr, n) + tuple(
+            a.ctypes.data for a in (self.handles, self.dims, self.global_, self.local, self.has_local, self.failed))
 
     def enqueue(self) -> tuple[int, int]:
         """(0, -1), or (the OpenCL error code, the index of the launch that failed)."""
-        status = _state["lib"].mo_enqueue_launches(*self._args)
+        status = self._loop(*self._args)
         return (int(status), int(self.failed[0])) if status else (0, -1)
