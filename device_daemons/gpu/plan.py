@@ -46,7 +46,8 @@ from .kernels.activation import activation_code
 from .kernels.base import NO_ACTIVATION
 from .kernels.convolution import MAX_SIBLINGS
 from .memory import Block, Groups, align, assign_buffers
-from .programs import builtin_program
+from .kernels.tiles import tile_config, tile_defines
+from .programs import BuildError, builtin_program
 from .tuning import Tuner
 
 _MAX_ELEMENTS = 2**31 - 1  # kernels index with int
@@ -295,12 +296,25 @@ class GpuPlan(PlanShapes):
             prod.kernel.act = code
             self._fuse(st, root, src)
 
+    def _variant_builds(self, define: str) -> bool:
+        """Does tiled.cl build with `define` on this device (a tile every device
+        runs)? A driver that refuses it keeps the layers apart, with a warning,
+        instead of failing the network."""
+        try:
+            self.ctx.program("tiled.cl", defines=tile_defines(tile_config(32, 32, 16, 4, 4)) + (define,))
+            return True
+        except (BuildError, cl.Error) as exc:
+            self.warnings.append(f"tiled.cl {define} does not build on {self.device.full_name}, the layers it would "
+                                 f"merge run apart: {str(exc).strip().splitlines()[-1][:300]}")
+            return False
+
     def _merge_siblings(self):
         """Convolutions of one input with the same window, group 1 and activation
         (an inception block's 1x1, 3x3_reduce and 5x5_reduce) run as one GEMM
         launched by the first of them, up to MAX_SIBLINGS a launch (kernels/
         convolution.py); "simt" kernels only, MO_CORE_GPU_MERGE=0 turns it off."""
-        if self.ctx.style != "simt" or os.environ.get(ENV_MERGE, "").strip() == "0":
+        if self.ctx.style != "simt" or os.environ.get(ENV_MERGE, "").strip() == "0" or \
+                not self._variant_builds("-DSIBLINGS"):
             return
         groups: dict = {}
         for i, st in enumerate(self.steps):
@@ -328,7 +342,8 @@ class GpuPlan(PlanShapes):
         reads the pooling's input and takes each window's maximum itself (kernels/
         convolution.py's `pooled`); the pooling launches nothing. "simt" only,
         MO_CORE_GPU_MERGE=0 turns it off."""
-        if self.ctx.style != "simt" or os.environ.get(ENV_MERGE, "").strip() == "0":
+        if self.ctx.style != "simt" or os.environ.get(ENV_MERGE, "").strip() == "0" or \
+                not self._variant_builds("-DPOOLED"):
             return
         readers = self._readers()
         returned = {s for _, s in self._outputs}

@@ -282,3 +282,30 @@ def test_a_max_pooling_is_read_through_by_the_1x1_convolution_after_it(tmp_path,
     assert all(s[x].kernel.pooled is None for x in ("proja", "t1", "t2", "ps"))
     launched = {step.layer.name for step, *_ in plan.create_request().actions}
     assert "p3" not in launched and "p2" not in launched and {"avg", "twice", "strided"} <= launched
+
+
+def test_a_driver_that_cannot_build_the_merged_kernels_keeps_the_layers_apart(tmp_path, gpu_device, monkeypatch):
+    """A unit test beside the real builds above: tiled.cl's SIBLINGS and POOLED
+    variants refused by a stand-in for a driver that cannot compile them: the
+    network still loads, with a warning each, its layers apart and right."""
+    from device_daemons.cpu import ExecutionPlan
+    from device_daemons.gpu import GpuPlan
+    from device_daemons.gpu.plan import EngineContext
+    from device_daemons.gpu.programs import BuildError
+    from tests.cpu.cpu_helpers import rel_err
+    real = EngineContext.program
+
+    def refusing(self, filename, half=None, defines=()):
+        if "-DSIBLINGS" in defines or "-DPOOLED" in defines:
+            raise BuildError("the OpenCL program tiled.cl does not compile here (a stand-in)")
+        return real(self, filename, half, defines)
+    monkeypatch.setattr(EngineContext, "program", refusing)
+    rng = np.random.default_rng(11)
+    shape = (1, 6, 5, 4)
+    layers, _ = inception(rng, shape)
+    network = graph_ir(tmp_path, shape, layers)
+    plan = GpuPlan(network, gpu_device, style="simt")
+    assert not any(st.merged_into for st in plan.steps)
+    assert len(plan.warnings) == 2 and all("does not build" in w for w in plan.warnings)
+    x = rand(rng, *shape)
+    assert rel_err(plan.infer({"data": x})["cat"], ExecutionPlan(network).infer({"data": x})["cat"]) <= 1e-5
