@@ -45,8 +45,8 @@ from .kernels import GPU_KERNELS
 from .kernels.activation import activation_code
 from .kernels.base import NO_ACTIVATION
 from .kernels.convolution import MAX_SIBLINGS
-from .memory import Block, Groups, align, assign_buffers
 from .kernels.tiles import tile_config, tile_defines
+from .memory import Block, Groups, align, assign_buffers
 from .programs import BuildError, builtin_program
 from .tuning import Tuner
 
