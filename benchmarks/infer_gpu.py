@@ -210,7 +210,9 @@ def engine_plan(args) -> list[dict]:
                 row["launches"] = len(request.actions)
                 if hasattr(request, "segments"):  # how the launches are enqueued
                     row["enqueue"] = "c_loop" if request.segments is not None else "pyopencl"
-                hosts = {st.layer.name: getattr(st.kernel, "backend", "host") for st in plan.steps if st.kernel.host}
+                hosts = {st.layer.name: getattr(st.kernel, "backend", "host") + (
+                    f" ({st.kernel.native_unavailable[:200]})" if getattr(st.kernel, "native_unavailable", "") else "")
+                    for st in plan.steps if st.kernel.host}
                 if hosts:
                     row["host_steps"] = hosts
             if args.profile:

@@ -30,7 +30,7 @@ class DetectionOutput(GpuKernel):
 
     def __init__(self, layer, ctx):
         super().__init__(layer, ctx)
-        self.native_unavailable = ""
+        self.native_unavailable = ""  # why the selection is numpy's (a benchmark prints it)
         try:
             self.backend = "host " + (self.ref.accelerate() or "numpy")
         except NativeUnavailable as err:  # no compiler: numpy's selection (the same result)
