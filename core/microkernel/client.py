@@ -436,12 +436,13 @@ class Client:
         return reply.unwrap()
 
     def call_raw(self, tag: int, payload: bytes, timeout: float | None = None, *, watch: Watched | None = None,
-                 spin: float = 0.0) -> bytes | None:
+                 spin: float = 0.0, fds=()) -> bytes | None:
         """A raw verb of the server (Server.handle_raw, direct.py) on the calling
         thread's direct-carrier connection: the reply's payload; None when there is
         no direct carrier to use (send the verb's framed equivalent then). Raises
         RemoteError (kind "raw_failed": the handler failed; "raw_unknown": no such
-        verb there) and otherwise like call()."""
+        verb there) and otherwise like call(). `fds`: descriptors to pass along
+        (SCM_RIGHTS; the server gets copies)."""
         core = self._core
         if core.closing:
             raise MicrokernelError(f"client for {core.endpoint} is closed")
@@ -464,7 +465,7 @@ class Client:
             return rid, (word, body)
         timeout = self.timeout if timeout is None else timeout
         word, body = self._unix_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
-                                            req_id, timeout, watch, spin, open_raw)
+                                            req_id, timeout, watch, spin, open_raw, _carrier.fds_message(fds))
         if word == _carrier.RAW_OK:
             return bytes(body)
         if word == _carrier.RAW_UNKNOWN:
@@ -473,7 +474,7 @@ class Client:
         raise RemoteError("raw_failed", f"raw verb {tag} failed at {core.endpoint}: {message}")
 
     def _unix_exchange(self, chan: _Unix, op: str, bufs: list, req_id: int, timeout: float,
-                       watch: Watched | None, spin: float, open_reply):
+                       watch: Watched | None, spin: float, open_reply, ancillary=()):
         """Send one datagram over the calling thread's direct-carrier connection and
         wait for the reply to `req_id` (_await_reply with `open_reply`)."""
         core = self._core
@@ -499,7 +500,7 @@ class Client:
                 return None
         try:
             sock.settimeout(timeout)  # a server that reads nothing cannot hold the send longer
-            sock.sendmsg(bufs)
+            sock.sendmsg(bufs, ancillary)
             # non-blocking while polling: a socket with a timeout would wait in every try_receive (Python
             # polls for readability before the recvmsg, MSG_DONTWAIT or not) - for the whole timeout
             sock.settimeout(0.0)

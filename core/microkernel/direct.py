@@ -30,10 +30,14 @@ which tells them apart:
 `word` is the verb's tag in a request; in a reply RAW_OK, RAW_FAILED (the handler
 failed: the payload is its message) or RAW_UNKNOWN (no verb with that tag here).
 They are never signed: a server with a key serves none (the peer's uid is all
-that vouches for the peer).
+that vouches for the peer). A raw request may carry file descriptors (SCM_RIGHTS,
+at most MAX_FDS): shared memory handed to a worker that cannot see its parent's
+/proc (a sandboxed one); only verbs registered to take them get them, the server
+closes every other.
 """
 from __future__ import annotations
 
+import array
 import os
 import socket
 import struct
@@ -51,6 +55,7 @@ RAW_MARK = 0x574D4F52  # b"ROMW" little-endian; > any Limits.max_frames
 RAW_HEAD = struct.Struct("<IIQ")
 MAX_RAW_PAYLOAD = 4096
 RAW_OK, RAW_FAILED, RAW_UNKNOWN = 0, 1, 2
+MAX_FDS = 4
 
 
 def pack(frames) -> list:
@@ -198,3 +203,31 @@ def receive(sock: socket.socket, flags: int = 0):
     if msg_flags & socket.MSG_TRUNC:
         raise ProtocolError(f"datagram larger than {MAX_DATAGRAM} bytes")
     return data
+
+
+def receive_with_fds(sock: socket.socket, flags: int = 0) -> tuple[bytes, list[int]]:
+    """receive() that also takes the descriptors a datagram carries (the caller owns
+    them: it must close them); ProtocolError (the descriptors closed) when the
+    datagram or its descriptors were cut."""
+    data, ancillary, msg_flags, _ = sock.recvmsg(MAX_DATAGRAM, socket.CMSG_SPACE(MAX_FDS * 4), flags)
+    fds = array.array("i")
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    if msg_flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+        close_all(fds)
+        raise ProtocolError(f"datagram larger than {MAX_DATAGRAM} bytes or with more than {MAX_FDS} descriptors")
+    return data, list(fds)
+
+
+def fds_message(fds) -> list:
+    """The ancillary data of socket.sendmsg that passes `fds`."""
+    return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+
+
+def close_all(fds) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass

@@ -42,7 +42,7 @@ from .spin import spin_for
 log = logging.getLogger("mo_core.microkernel.server")
 
 Handler = Callable[[dict, list], Any]
-RawHandler = Callable[[memoryview], bytes]
+RawHandler = Callable[..., bytes]
 BUILTIN_OPS = ("hello", "ping", "shutdown")
 
 _POLL_MS = 200  # how often the loop looks at signals / stop requests
@@ -164,7 +164,7 @@ class _DirectPeer:
 class Server:
     """A ROUTER-socket request server.
 
-    `Server(endpoint, service=..., key=None, threads=0, parent_pid=None, spin=0)`
+    `Server(endpoint, service=..., key=None, threads=0, parent_pid=None, lifeline_fd=None, spin=0)`
     binds at once (so a bad or insecure endpoint fails here). Register verbs with
     `handle(op, fn)`, where `fn(args, arrays)` returns `None`, a result dict or
     `(result, arrays)` and may raise RemoteError for a user error. Then `serve()`.
@@ -186,7 +186,7 @@ class Server:
     """
 
     def __init__(self, endpoint: str, *, service: str = "service", key: bytes | None = None,
-                 threads: int = 0, parent_pid: int | None = None,
+                 threads: int = 0, parent_pid: int | None = None, lifeline_fd: int | None = None,
                  limits: Limits = DEFAULT_LIMITS, spin: float = 0.0) -> None:
         check_endpoint(endpoint, have_key=key is not None)
         if threads < 0:
@@ -199,6 +199,9 @@ class Server:
         self._parent_pid = parent_pid
         # Watch getppid() too: a dead parent that is still a zombie answers kill(0).
         self._parent_is_ppid = parent_pid is not None and os.getppid() == parent_pid
+        # a pipe whose other end only the parent holds: readable (end of file) once it is gone; what a
+        # sandboxed worker, which sees no other process, follows its parent by
+        self._lifeline = lifeline_fd
         self._stop_reason: str | None = None
         self._signalled: int | None = None
         self._inflight = 0
@@ -215,7 +218,7 @@ class Server:
         self._fast: _Lane | None = None
         self._fast_thread: threading.Thread | None = None
         self._direct: direct.Listener | None = None
-        self._raw: dict[int, RawHandler] = {}  # raw verbs of the direct carrier, by tag
+        self._raw: dict[int, tuple[RawHandler, bool]] = {}  # raw verbs of the direct carrier: tag -> (fn, fds)
         self.direct_messages = 0  # requests that came over the direct carrier (a statistic)
         # what the service adds to its hello reply (e.g. whether its framework loaded)
         self.info: dict = {}
@@ -242,17 +245,18 @@ class Server:
         else:
             raise ValueError(f"unknown lane {lane!r} (main or fast)")
 
-    def handle_raw(self, tag: int, fn: RawHandler) -> None:
+    def handle_raw(self, tag: int, fn: RawHandler, *, fds: bool = False) -> None:
         """Register a raw verb of the fast lane's direct carrier (direct.py; before
         serve()): `fn(payload)` runs on the fast lane's thread and returns the reply's
         payload (bytes, at most direct.MAX_RAW_PAYLOAD); an exception is a RAW_FAILED
         reply with its message. Served only without a key and only where the direct
         carrier is (hello lists the tags as direct.raw); a client without it sends the
-        verb's framed equivalent instead."""
+        verb's framed equivalent instead. fds=True: `fn(payload, fds)` also gets the
+        descriptors the request carried, and must close them."""
         if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < 1 << 31:
             raise ValueError(f"bad raw verb tag {tag!r}")
         self._fast_lane()
-        self._raw[tag] = fn
+        self._raw[tag] = (fn, fds)
 
     @property
     def fast_endpoint(self) -> str | None:
@@ -427,14 +431,16 @@ class Server:
 
     def _receive_direct(self, peer: _DirectPeer, poller: zmq.Poller, peers: dict) -> None:
         try:
-            data = direct.receive(peer.conn, socket.MSG_DONTWAIT)
+            data, fds = direct.receive_with_fds(peer.conn, socket.MSG_DONTWAIT)
             if data:
                 self.direct_messages += 1
                 if direct.is_raw(data):
-                    self._on_raw(peer, data)
-                else:
-                    self._on_message(peer, [_DirectIdent, *direct.unpack(data, self._limits)])
+                    self._on_raw(peer, data, fds)
+                    return
+                direct.close_all(fds)
+                self._on_message(peer, [_DirectIdent, *direct.unpack(data, self._limits)])
                 return
+            direct.close_all(fds)
         except (BlockingIOError, InterruptedError):
             return
         except (OSError, ProtocolError) as exc:  # a reply it does not read, a malformed datagram
@@ -444,15 +450,22 @@ class Server:
         del peers[fd]
         peer.conn.close()
 
-    def _on_raw(self, peer: _DirectPeer, data) -> None:
-        """Run a raw verb and reply (ProtocolError for a malformed datagram)."""
-        tag, rid, payload = direct.unpack_raw(data)
-        fn = self._raw.get(tag) if self._key is None else None
+    def _on_raw(self, peer: _DirectPeer, data, fds: list) -> None:
+        """Run a raw verb and reply (ProtocolError for a malformed datagram). The
+        descriptors go to a verb that takes them, else are closed."""
+        try:
+            tag, rid, payload = direct.unpack_raw(data)
+        except ProtocolError:
+            direct.close_all(fds)
+            raise
+        fn, takes_fds = self._raw.get(tag, (None, False)) if self._key is None else (None, False)
+        if not takes_fds:
+            direct.close_all(fds)
         if fn is None:
             word, body = direct.RAW_UNKNOWN, b""
         else:
             try:
-                body = fn(payload)
+                body = fn(payload, fds) if takes_fds else fn(payload)
                 if not isinstance(body, (bytes, bytearray)) or len(body) > direct.MAX_RAW_PAYLOAD:
                     raise TypeError(f"raw verb {tag} returned {type(body).__name__} of "
                                     f"{len(body) if isinstance(body, (bytes, bytearray)) else '?'} bytes")
@@ -474,6 +487,12 @@ class Server:
         return restore
 
     def _parent_gone(self) -> bool:
+        if self._lifeline is not None:
+            import select
+            try:
+                return bool(select.select([self._lifeline], [], [], 0)[0])
+            except (OSError, ValueError):
+                return True
         pid = self._parent_pid
         if pid is None:
             return False
@@ -602,6 +621,8 @@ def serve_main(argv: list[str] | None, service_name: str,
     parser.add_argument("--endpoint", required=True, help="ipc://PATH or tcp://HOST:PORT to bind")
     parser.add_argument("--parent-pid", type=int, default=parent_pid,
                         help="exit when this process dies (0: long-lived)")
+    parser.add_argument("--lifeline-fd", type=int, default=None,
+                        help="exit when this inherited pipe reaches its end (the parent closed it, or died)")
     parser.add_argument("--key-file", default=None, help="HMAC key file (mode 0600)")
     parser.add_argument("--threads", type=int, default=threads,
                         help="handler threads (0 = run handlers in the I/O thread)")
@@ -621,7 +642,7 @@ def serve_main(argv: list[str] | None, service_name: str,
         if before_bind is not None:
             before_bind(opts)
         server = Server(opts.endpoint, service=service_name, key=key, threads=opts.threads,
-                        parent_pid=opts.parent_pid or None, spin=spin)
+                        parent_pid=opts.parent_pid or None, lifeline_fd=opts.lifeline_fd, spin=spin)
     except (MicrokernelError, ValueError) as exc:
         prefix = time.strftime("%Y-%m-%d %H:%M:%S ") if timestamps else ""
         print(f"{prefix}[ ERROR ] {service_name}: {exc}", file=sys.stderr, flush=True)

@@ -85,7 +85,9 @@ class WorkerProcess:
 
     `WorkerProcess(module, name=..., interpreter=sys.executable, endpoint=None,
     args=(), env=None, startup_timeout=30, request_timeout=60, restart_budget=3,
-    key_file=None, threads=None)`. `start()` (or `with WorkerProcess(...) as w:`)
+    key_file=None, threads=None, sandbox=None, restart_window=None)`: sandbox, the
+    OS sandbox it runs in (sandbox.Sandbox); restart_window, seconds over which
+    restart_budget counts (None: over its whole life). `start()` (or `with WorkerProcess(...) as w:`)
     spawns it; `call(op, args, arrays, timeout)` starts it on demand. Thread-safe.
     `interpreter` may be another Python (see launcher).
     """
@@ -94,7 +96,8 @@ class WorkerProcess:
                  endpoint: str | None = None, args: Sequence[str] = (),
                  env: dict[str, str] | None = None, startup_timeout: float = 30.0,
                  request_timeout: float = 60.0, restart_budget: int = 3,
-                 key_file: str | None = None, threads: int | None = None) -> None:
+                 key_file: str | None = None, threads: int | None = None, sandbox=None,
+                 restart_window: float | None = None) -> None:
         self.module = module
         self.name = name
         self.interpreter = interpreter or sys.executable
@@ -104,8 +107,9 @@ class WorkerProcess:
         self.startup_timeout = startup_timeout
         self.request_timeout = request_timeout
         self.key_file = key_file
+        self.sandbox = sandbox  # a launcher.ProcessSpec's: the OS sandbox it runs in (core/microkernel/sandbox.py)
         self._key = load_key_file(key_file) if key_file else None
-        self._budget = RestartBudget(restart_budget)
+        self._budget = RestartBudget(restart_budget, restart_window)
         self.service_info: dict = {}
         self._started_once = False
         self._last_failure: str | None = None
@@ -172,7 +176,7 @@ class WorkerProcess:
 
     def _spawn(self) -> None:
         spec = ProcessSpec(self.module, self.name, interpreter=self.interpreter, args=self.args,
-                           env=self.env, endpoint=self.endpoint_hint, key_file=self.key_file)
+                           env=self.env, endpoint=self.endpoint_hint, key_file=self.key_file, sandbox=self.sandbox)
         try:
             proc = launch(spec, have_key=self._key is not None)
         except WorkerError as exc:
@@ -226,7 +230,7 @@ class WorkerProcess:
         tail = inst.proc.log_tail(10)
         msg = (f"worker '{self.name}' (pid {inst.proc.pid}) {what} within {timeout:g} s "
                f"('{op}'); it was killed")
-        if self._budget.used < self._budget.limit:
+        if self._budget.left:
             msg += " and will be restarted on the next call"
         if tail:
             msg += f"; its last stderr lines:\n{tail}"
@@ -282,14 +286,14 @@ class WorkerProcess:
             raise self._failed_call(inst, op, t, exc) from None
 
     def call_raw(self, tag: int, payload: bytes, timeout: float | None = None, *, spin: float = 0.0,
-                 lane: str = "fast", op: str = "raw") -> bytes | None:
+                 lane: str = "fast", op: str = "raw", fds=()) -> bytes | None:
         """A raw verb of the worker's lane (Server.handle_raw) on the calling thread:
         the reply's payload; None when that lane has no direct carrier for it (call the
         verb's framed equivalent then). Failures as call()'s (`op` names the request)."""
         inst = self._running_instance()
         t = self.request_timeout if timeout is None else timeout
         try:
-            return inst.client_for(lane).call_raw(tag, payload, t, watch=_FailureAware(inst), spin=spin)
+            return inst.client_for(lane).call_raw(tag, payload, t, watch=_FailureAware(inst), spin=spin, fds=fds)
         except (ServiceGone, MicrokernelTimeout) as exc:
             raise self._failed_call(inst, op, t, exc) from None
         except MicrokernelError:

@@ -180,6 +180,7 @@ def merge_nodes(graph, ids, name: str | None = None):
     nodes = [graph.nodes[c]["pb"] for c in inside_constants]
     for m in members:
         nodes += sources[m].nodes
+    _check_allowed(graph, nodes)
     sub = TFSubgraph(nodes, [key for _, key, _ in inputs],
                      [sources[m].outputs[port] for m, port, _ in outputs])
     label = name or _group_name(graph, members, [(m, p) for m, p, _ in outputs])
@@ -197,6 +198,24 @@ def merge_nodes(graph, ids, name: str | None = None):
         graph.connect(new, data, out=j)
     _drop_unread_constants(graph, inside_constants)
     return new
+
+
+def _check_allowed(graph, nodes) -> None:
+    """Only pure computations go to TensorFlow (core/services/tf_ops.py): an op that
+    reads or writes files, runs Python, aborts... is an error here, before any
+    TensorFlow worker sees it."""
+    from core.services import tf_ops
+    source = graph.graph.get("tf_graph_def")
+    found = tf_ops.refused_nodes(nodes, source.library if source is not None else _NoLibrary())
+    if found:
+        raise Error("Cannot offload to TensorFlow: {}. mo-core runs only pure computations in TensorFlow (the "
+                    "allow-list of core/services/tf_ops.py), never ops that reach files, the network, Python or the "
+                    "process; leave these nodes out of the offload options, or remove them from the model.",
+                    tf_ops.describe(found))
+
+
+class _NoLibrary:
+    function = ()
 
 
 def _drop_unread_constants(graph, ops):
