@@ -4,9 +4,18 @@ kernel objects whose arguments are set once, so that a run only enqueues.
 
 A request is used by one thread at a time; requests of the same plan run
 concurrently (the plan's weights and constants are read-only and shared).
+
+Waiting for the device: pyopencl holds the interpreter lock while it waits in a
+read of device memory (clWaitForEvents), so a kernel that runs for minutes froze
+every thread of the daemon, `hello` included (issue 21, F7). A run waits for its
+kernels by polling a marker event (sleeping between polls: other threads run)
+before it reads anything back, and gives up at its deadline (MO_CORE_GPU_TIMEOUT,
+seconds, default 60): DeviceTimeout, after which the device holds a kernel that
+nobody can stop in this process (gpu/server.py then restarts the daemon).
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -19,6 +28,40 @@ from ..contract import PerfRow
 from ..cpu.kernels import KernelError
 
 _host_lock = threading.Lock()  # the CPU kernels of host layers are not re-entrant
+TIMEOUT_ENV = "MO_CORE_GPU_TIMEOUT"
+
+
+def deadline_s() -> float:
+    try:
+        return max(1.0, float(os.environ.get(TIMEOUT_ENV, "60")))
+    except ValueError:
+        return 60.0
+
+
+class DeviceTimeout(IRError):
+    """The device did not finish a request's kernels by its deadline."""
+    kind = "device_timeout"
+
+
+def wait_device(queue, deadline: float, what: str) -> None:
+    """Until everything enqueued on `queue` so far ran, without holding the interpreter
+    lock (polls a marker, sleeping 0.1 to 5 ms between looks); DeviceTimeout at
+    `deadline` (time.monotonic())."""
+    marker = cl.enqueue_marker(queue)
+    queue.flush()
+    complete = cl.command_execution_status.COMPLETE
+    pause = 1e-4
+    while True:
+        status = marker.command_execution_status
+        if status == complete:
+            return
+        if status < 0:
+            raise IRError(f"the OpenCL device failed {what} (status {status})")
+        if time.monotonic() >= deadline:
+            raise DeviceTimeout(f"the OpenCL device did not finish {what} within {deadline_s():g} s "
+                                f"({TIMEOUT_ENV}); a kernel that never ends cannot be stopped in this process")
+        time.sleep(pause)
+        pause = min(pause * 2, 5e-3)
 
 
 class InferRequest:
@@ -52,7 +95,8 @@ class InferRequest:
             except cl.Error as err:
                 raise KernelError(step.layer, f"setting up its OpenCL kernel failed: {err}") from err
 
-    def _download(self, slot) -> np.ndarray:
+    def _download(self, slot, deadline: float) -> np.ndarray:
+        wait_device(self.queue, deadline, "the layers before a host layer")
         host = np.empty(self.plan.shapes[slot], self.plan.ctx.dtype)
         cl.enqueue_copy(self.queue, host, self.buffers[slot], is_blocking=True)
         return host.astype(np.float32, copy=False)
@@ -62,8 +106,8 @@ class InferRequest:
         cl.enqueue_copy(self.queue, self.buffers[slot], host, is_blocking=blocking)
         return host
 
-    def _run_host(self, step):
-        ins = [self._download(s) for s in step.in_slots]
+    def _run_host(self, step, deadline: float):
+        ins = [self._download(s, deadline) for s in step.in_slots]
         with _host_lock:
             outs = step.kernel.ref.forward(ins)
         for s, value in zip(step.out_slots, outs):
@@ -99,6 +143,7 @@ class InferRequest:
         """values: checked float32 inputs by name -> {output key: float32 array}.
         With `perf` (a list): a PerfRow per step (see _counted)."""
         plan = self.plan
+        deadline = time.monotonic() + deadline_s()
         keep = [self._upload(plan._input_slots[name], value, blocking=False) for name, value in values.items()]
         if perf is not None:
             self.queue.finish()  # the uploads are not the first step's time
@@ -106,10 +151,11 @@ class InferRequest:
         try:
             for step, kernel, global_size, local_size in (self.actions if perf is None else self._counted(perf)):
                 if kernel is None:
-                    self._run_host(step)
+                    self._run_host(step, deadline)
                 else:
                     cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
             step = None
+            wait_device(self.queue, deadline, "the network's kernels")
             results = {}
             for name, slot in plan._outputs:
                 host = np.empty(plan.shapes[slot], plan.ctx.dtype)

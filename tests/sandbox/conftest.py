@@ -90,3 +90,6 @@ def plain_reference(x):
 
     import numpy as np
     return np.vectorize(math.erf)(x.astype(np.float64)) * 2.0
+
+
+from tests.gpu.conftest import gpu_device  # noqa: E402,F401  (the OpenCL device: PoCL here)

@@ -231,6 +231,13 @@ def nan_weights():
     write_graph("nan_weights", graph_of(build), output="y")
 
 
+def long_name():
+    """A node whose name makes a backtracking regex like (a+)+$ take minutes."""
+    def build(x):
+        tf.nn.relu(x, name="a" * 48 + "b")
+    write_graph("long_name", graph_of(build), output="a" * 48 + "b")
+
+
 def rejected_types():
     """Graphs TensorFlow itself refuses to import, with the attribute it checks."""
     graph = tf.Graph()
@@ -272,7 +279,7 @@ def main():
                     lambda: read_file("read_fifo", canary("fifo")),
                     write_in_function, validate_control_write, meta_graph_restore_write, variable_control_write,
                     saved_model_main_op_write, sampler, decode_proto, abort, recursive_function, endless_loop, plain,
-                    nan_weights, rejected_types):
+                    nan_weights, long_name, rejected_types):
         builder()
     with open(os.path.join(OUT, "index.json"), "w") as f:
         json.dump({"canary_dir": CANARY_DIR, "models": INDEX}, f, indent=1, sort_keys=True)
