@@ -22,9 +22,9 @@ untrusted input: read with a size limit, parsed as JSON only, every field checke
 from __future__ import annotations
 
 import json
-import sys
 import os
 import re
+import sys
 
 from core.errors import Error
 
@@ -80,11 +80,6 @@ class CustomReplacementDescriptor:
     def validate(self):
         if "custom_attributes" in self._desc and not isinstance(self._desc["custom_attributes"], dict):
             raise self.invalid("'custom_attributes' must be a JSON object")
-        reserved = sorted(set(self._desc.get("custom_attributes", {})) & RESERVED_ATTRIBUTES)
-        if reserved:
-            raise self.invalid("'custom_attributes' may not set {} (what the new layer is, and its identity, come "
-                               "from 'op' and the graph, not from attributes)".format(", ".join(
-                                   repr(k) for k in reserved)))
         if "op" in self._desc and not (isinstance(self.op, str) and self.op):
             raise self.invalid("'op' must be the name of an operation")
         _check_ports(self, "inputs", self._desc.get("inputs", []), nested=True)
@@ -186,11 +181,6 @@ def _check_ports(desc, key: str, value, nested: bool):
 
 
 # --- reading and writing files -------------------------------------------------------
-# node attributes a description's custom_attributes may not set: they say what the
-# new node is ("type": {"type": "Convolution"} made a layer the daemon refuses)
-RESERVED_ATTRIBUTES = frozenset({"type", "op", "kind", "name", "id", "infer", "version", "precision"})
-
-
 def read_config_json(path: str, faq_missing: int = 68, faq_parse: int = 69):
     if not os.path.isfile(path):
         raise Error("Custom replacements configuration file '{}' does not exist.", path, faq=faq_missing)

@@ -7,7 +7,7 @@ cpu/backends.py) for any number of clients, over the microkernel protocol
                                  [--python-path DIR ...]]
 
 The verbs, caching, handles, shared memory and errors are every daemon's
-(device_daemons/service.py). The CPU's own parts: extensions are custom CPU
+(device_daemons/service/). The CPU's own parts: extensions are custom CPU
 kernel files (Python classes, plan.load_custom_kernels); a compiled network is a
 PlanPool of ExecutionPlan instances (plan_pool.py): a plan is not thread-safe, so
 requests for one network borrow an instance each and run in parallel (oneDNN

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from tests.tf import conftest as tf_fixtures
-from tests.tf.built_models import built
+from benchmarks.built_models import built
 
 ie = tf_fixtures.ie  # a CPU daemon of this session (private runtime directory)
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -3,7 +3,7 @@ and models that read or write files, abort, recurse or never end when TensorFlow
 runs them, and graphs TensorFlow itself rejects.
 
 Run as `python tests/sandbox/hostile_graphs.py OUT_DIR` by REAL TensorFlow in a
-subprocess (tests/sandbox/conftest.py, cached by tests/tf/built_models.py like the
+subprocess (tests/sandbox/conftest.py, cached by benchmarks/built_models.py like the
 other builders). The files they would read or write are canaries in CANARY_DIR
 (`<test cache>/tf/canary`, next to OUT_DIR): the tests put content there and check
 it was never read (it must not reach an output) nor written.

@@ -74,7 +74,7 @@ def test_the_daemon_refuses_what_an_ir_must_not_run(canaries, ie, tmp_path, case
     """An IR embedding a sampler whose vocab_file, or a proto decoder whose
     descriptor_source, names a file, an Abort, a function calling itself: a load
     error naming the op; the daemon then serves the next client correctly."""
-    from device_daemons.errors import InferenceError
+    from device_daemons.client import InferenceError
     xml = embedding_ir(tmp_path, canaries.path(case), case)
     with pytest.raises(InferenceError) as err:
         ie.load_network(ie.read_network(model=xml), "CPU")

@@ -22,7 +22,7 @@ TIMEOUT_S = 20  # the daemon's offload deadline here: longer than a TF worker's 
 
 def test_an_endless_graph_holds_one_worker_and_is_quarantined(hostile, tmp_path):
     from device_daemons.client import IECore
-    from device_daemons.errors import InferenceError
+    from device_daemons.client import InferenceError
     x = np.linspace(-1, 1, 4, dtype=np.float32).reshape(1, 4)
     with private_runtime("tff-", MO_CORE_TF_TIMEOUT=str(TIMEOUT_S), MO_CORE_TF_WORKERS="2"):
         ie = IECore(policy="auto")
