@@ -92,4 +92,5 @@ def plain_reference(x):
     return np.vectorize(math.erf)(x.astype(np.float64)) * 2.0
 
 
+from tests.daemon.conftest import tiny  # noqa: E402,F401  (the daemon tests' small model)
 from tests.gpu.conftest import gpu_device  # noqa: E402,F401  (the OpenCL device: PoCL here)

@@ -5,7 +5,6 @@ daemon keeps serving another client correct results throughout. Restart budgets
 count over a time window."""
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
@@ -15,6 +14,7 @@ from core.microkernel import WorkerError
 from core.microkernel.launcher import RestartBudget
 from tests.daemon.conftest import private_runtime
 from tests.sandbox.conftest import embedding_ir, plain_reference
+from tests.support import call_in_thread
 
 pytestmark = pytest.mark.timeout(300)
 TIMEOUT_S = 20  # the daemon's offload deadline here: longer than a TF worker's start on a busy machine
@@ -29,22 +29,14 @@ def test_an_endless_graph_holds_one_worker_and_is_quarantined(hostile, tmp_path)
         plain = ie.load_network(ie.read_network(model=embedding_ir(tmp_path, hostile.path("plain"), "plain")), "CPU")
         endless = ie.load_network(ie.read_network(model=embedding_ir(tmp_path, hostile.path("endless_loop"),
                                                                       "endless")), "CPU")
-        box = {}
-
-        def hog():
-            try:
-                endless.infer({"x": x})
-            except InferenceError as exc:
-                box["error"] = exc
-        thread = threading.Thread(target=hog)
         started = time.monotonic()
-        thread.start()
+        thread, box = call_in_thread(lambda: endless.infer({"x": x}))
         time.sleep(1.0)  # (the loop is running by then; if not, the next request only finds both workers idle)
         for _ in range(3):
             np.testing.assert_allclose(plain.infer({"x": x})["call"], plain_reference(x), rtol=1e-5, atol=1e-6)
         assert thread.is_alive() and time.monotonic() - started < TIMEOUT_S, "the other client waited for the loop"
         thread.join(TIMEOUT_S + 120)
-        assert "did not answer in time" in str(box.get("error")), box
+        assert isinstance(box.get("error"), InferenceError) and "did not answer in time" in str(box["error"]), box
         with pytest.raises(InferenceError) as again:
             endless.infer({"x": x})
         assert "quarantined" in str(again.value) and "did not answer in time" in str(again.value), again.value

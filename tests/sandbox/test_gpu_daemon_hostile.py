@@ -16,7 +16,7 @@ import pytest
 
 from core.microkernel import Client
 from tests.daemon.conftest import private_runtime, write_custom_ir
-from tests.support import wait_until
+from tests.support import call_in_thread, wait_until
 
 pytestmark = pytest.mark.timeout(240)
 GPU_DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gpu", "data")
@@ -81,22 +81,15 @@ def test_an_endless_kernel_leaves_the_daemon_responsive(tmp_path):
         net = ie.load_network(ie.read_network(base + ".xml"), "GPU")
         np.testing.assert_array_equal(net.infer({"data": fast})["custom1"], fast * 2 + 1)
         record = registry.read_record("GPU")
-        box = {}
-
-        def hog():
-            try:
-                net.infer({"data": endless})
-            except InferenceError as exc:
-                box["error"] = exc
-        thread = threading.Thread(target=hog)
-        thread.start()
+        thread, box = call_in_thread(lambda: net.infer({"data": endless}))
         time.sleep(1.5)
         with Client(record["endpoint"], timeout=5) as client:
             assert client.call("hello", timeout=5)[0]["pid"] == record["pid"]
             assert client.call("status", timeout=5)[0]
         assert thread.is_alive()
         thread.join(60)
-        assert "did not finish" in str(box.get("error")) and "MO_CORE_GPU_TIMEOUT" in str(box["error"]), box
+        assert isinstance(box.get("error"), InferenceError) and "did not finish" in str(box["error"]), box
+        assert "MO_CORE_GPU_TIMEOUT" in str(box["error"])
         assert wait_until(lambda: not running(record["pid"]), 30), "the daemon holding the endless kernel stayed"
         try:
             result = net.infer({"data": fast})

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from core.microkernel import Client, RemoteError, runtime_dir
-from tests.daemon.conftest import private_runtime, tiny  # noqa: F401  (tiny: the daemon tests' model)
+from tests.daemon.conftest import private_runtime
 
 pytestmark = pytest.mark.timeout(120)
 
