@@ -144,12 +144,17 @@ class _Direct:
             pass
 
 
+class _Refused(Exception):
+    """The direct carrier closed a new connection unanswered (the caller falls back to ZeroMQ)."""
+
+
 class _Unix:
     """One calling thread's connection to the server's direct carrier (direct.py)."""
 
     def __init__(self, path: str):
         self.sock = _carrier.connect(path)
         self.ids = itertools.count(1)
+        self.answered = False  # a reply came over it (else a reset means the server refused it: direct.py)
 
     def close(self) -> None:
         sock, self.sock = self.sock, None
@@ -430,7 +435,10 @@ class Client:
             if _carrier.is_raw(data):
                 return None, None  # a late reply to a raw call of this thread
             return core.open_reply(_carrier.unpack(data, core.limits))
-        reply = self._unix_exchange(chan, op, _carrier.pack(frames), req_id, timeout, watch, spin, open_frames)
+        try:
+            reply = self._unix_exchange(chan, op, _carrier.pack(frames), req_id, timeout, watch, spin, open_frames)
+        except _Refused:
+            return None
         if not reply.ok and reply.error is not None and reply.error.kind == _carrier.TOO_LARGE:
             return None
         return reply.unwrap()
@@ -464,8 +472,11 @@ class Client:
                 return req_id, ProtocolError(f"malformed raw reply from {core.endpoint}: {exc}")
             return rid, (word, body)
         timeout = self.timeout if timeout is None else timeout
-        word, body = self._unix_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
-                                            req_id, timeout, watch, spin, open_raw, _carrier.fds_message(fds))
+        try:
+            word, body = self._unix_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
+                                             req_id, timeout, watch, spin, open_raw, _carrier.fds_message(fds))
+        except _Refused:
+            return None
         if word == _carrier.RAW_OK:
             return bytes(body)
         if word == _carrier.RAW_UNKNOWN:
@@ -484,6 +495,7 @@ class Client:
         def checked(data):
             if not data:
                 raise ConnectionResetError("the server closed its connection")
+            chan.answered = True
             return data
 
         def try_receive():
@@ -516,6 +528,12 @@ class Client:
             core.local.unix = None
             if isinstance(exc, TimeoutError):  # the send timed out
                 raise MicrokernelTimeout(f"could not send '{op}' to {core.endpoint} within {timeout:g} s") from None
+            if not chan.answered and (watch is None or watch.alive()):
+                # closed before it ever answered: the server refused the connection (its caps, direct.py); this
+                # client uses ZeroMQ from now on
+                log.debug("direct carrier %s refused the connection: ZeroMQ only", core.direct_path)
+                core.direct_path = None
+                raise _Refused() from None
             raise self._dropped(op, exc, watch) from None
 
     def _dropped(self, op: str, exc: OSError, watch: Watched | None) -> MicrokernelError:

@@ -47,6 +47,8 @@ from .protocol import DEFAULT_LIMITS, Limits, frame_buffer
 
 MAX_DATAGRAM = 48 * 1024
 MAX_CONNECTIONS = 256  # per server; more are accepted and closed at once
+MAX_PER_PEER = 16  # per client process (SO_PEERCRED's pid): one process cannot take every connection; a refused
+# client sends over ZeroMQ instead (client.py)
 TOO_LARGE = "direct_too_large"
 _U32 = struct.Struct("<I")
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -117,8 +119,12 @@ def unpack_raw(data) -> tuple[int, int, memoryview]:
 
 
 def peer_uid(sock: socket.socket) -> int:
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
-    return _CRED.unpack(creds)[1]
+    return peer_credentials(sock)[1]
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end (SO_PEERCRED)."""
+    return _CRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))
 
 
 def trusted_peer(sock: socket.socket) -> bool:

@@ -132,9 +132,10 @@ class _DirectPeer:
     """One connection of the fast lane's direct carrier (direct.py), shaped like a
     lane for _on_message: replies go back over it, one datagram each."""
 
-    def __init__(self, conn, lane: _Lane, server: "Server"):
+    def __init__(self, conn, lane: _Lane, server: "Server", pid: int = 0):
         self.conn, self.name, self.handlers = conn, lane.name, lane.handlers
         self.server = server
+        self.pid = pid  # the client process (SO_PEERCRED), for the per-process cap
         self.sock = self  # _send's lane.sock.send_multipart
 
     def send_multipart(self, parts: list, copy: bool = False) -> None:
@@ -420,13 +421,22 @@ class Server:
             lane.close()
 
     def _accept(self, listener: direct.Listener, lane: _Lane, poller: zmq.Poller, peers: dict) -> None:
+        """A new connection, unless the server has MAX_CONNECTIONS or its process
+        MAX_PER_PEER already: then it is closed at once (before anything is read), and
+        the client sends over ZeroMQ instead (issue 21, F5: 300 idle connections of one
+        process made every other client's requests fail)."""
         conn = listener.accept()
         if conn is None:
             return
-        if len(peers) >= direct.MAX_CONNECTIONS:
+        try:
+            pid = direct.peer_credentials(conn)[0]
+        except OSError:
+            pid = 0
+        if len(peers) >= direct.MAX_CONNECTIONS or \
+                sum(1 for p in peers.values() if p.pid == pid) >= direct.MAX_PER_PEER:
             conn.close()
             return
-        peers[conn.fileno()] = _DirectPeer(conn, lane, self)
+        peers[conn.fileno()] = _DirectPeer(conn, lane, self, pid)
         poller.register(conn.fileno(), zmq.POLLIN)
 
     def _receive_direct(self, peer: _DirectPeer, poller: zmq.Poller, peers: dict) -> None:

@@ -1,6 +1,7 @@
-"""Ownership (issue 21): network handles are unguessable (random 62-bit), so a client
-can no longer unload another's network by counting; the sockets of sandboxed workers
-whose launcher died are removed at the next launch."""
+"""Ownership and connections (issue 21): network handles are unguessable (random
+62-bit), so a client can no longer unload another's network by counting; the sockets
+of sandboxed workers whose launcher died are removed at the next launch; one process's
+idle connections to the fast lane cannot shut the other clients out (F5)."""
 from __future__ import annotations
 
 import os
@@ -48,3 +49,60 @@ def test_a_dead_launchers_worker_directories_go_at_the_next_launch(tmp_path):
         finally:
             worker.stop()
         assert not os.path.exists(own)
+
+
+HOG = r"""
+import select, socket, sys, time
+path, n = sys.argv[1], int(sys.argv[2])
+held = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.connect(path)
+    except OSError:
+        s.close()
+        continue
+    held.append(s)
+time.sleep(1.0)
+closed = select.select(held, [], [], 0)[0]  # (a connection the server closed reads its end)
+print(len(held), len(held) - len(closed), flush=True)
+time.sleep(120)
+"""
+
+
+def test_idle_connections_of_one_process_do_not_shut_out_the_others(tiny):
+    """F5: a local process holding 300 idle connections to the fast lane's Unix socket.
+    It gets MAX_PER_PEER of them (the rest are closed unanswered); another client's
+    requests - on a connection of its own, or over ZeroMQ where the carrier is full -
+    get correct results."""
+    import subprocess
+    import sys
+
+    from core.microkernel import direct
+    from device_daemons.client import IECore
+    from tests.daemon.conftest import assert_close
+    with private_runtime("f5-"):
+        ie = IECore(policy="auto")
+        net = ie.load_network(ie.read_network(model=tiny.xml), "CPU")
+        x = tiny.input(3)
+        assert_close(net.infer({"data": x})["prob"], tiny.reference(x))
+        from device_daemons import registry
+        with Client(registry.read_record("CPU")["endpoint"], timeout=30) as client:
+            path = client.call("hello")[0]["direct"]["fast"]
+        hog = subprocess.Popen([sys.executable, "-c", HOG, path, "300"], stdout=subprocess.PIPE, text=True)
+        try:
+            made, served = (int(n) for n in hog.stdout.readline().split())
+            assert made == 300 and served <= direct.MAX_PER_PEER, (made, served)
+            for seed in range(20):
+                x = tiny.input(seed)
+                assert_close(net.infer({"data": x})["prob"], tiny.reference(x))
+            fresh = IECore(policy="auto")  # a new client (new connections) after the flood
+            other = fresh.load_network(fresh.read_network(model=tiny.xml), "CPU")
+            for seed in range(5):
+                x = tiny.input(seed)
+                assert_close(other.infer({"data": x})["prob"], tiny.reference(x))
+            other.close()
+        finally:
+            hog.kill()
+            hog.wait()
+        net.close()
