@@ -353,7 +353,8 @@ class DeviceDaemon:
 
     # ----------------------------------------------------------------- inference
     def shm_create(self, args: dict, arrays: list) -> dict:
-        return self.shm.create(contract.parse_shm_create(args))
+        size, pid = contract.parse_shm_create(args)
+        return self.shm.create(size, pid)
 
     def shm_detach(self, args: dict, arrays: list) -> dict:
         self.shm.detach(contract.parse_shm_detach(args))

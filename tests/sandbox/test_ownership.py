@@ -106,3 +106,53 @@ def test_idle_connections_of_one_process_do_not_shut_out_the_others(tiny):
             hog.kill()
             hog.wait()
         net.close()
+
+
+CLIENT = r"""
+import os, signal, sys
+import numpy as np
+from device_daemons.client import IECore
+ie = IECore(policy="existing")
+net = ie.load_network(ie.read_network(model=sys.argv[1]), "CPU")
+for _ in range(3):
+    net.infer({"data": np.zeros((1, 3, 16, 16), np.float32)})
+print("ready", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # dies holding its slots
+"""
+
+
+def test_a_dead_clients_slots_go_at_the_next_request(tiny):
+    """A client killed with its shared-memory slots: the daemon frees them (and the
+    bindings on them) at the next slot request, not at LRU eviction."""
+    import subprocess
+    import sys
+
+    from device_daemons import registry
+    from device_daemons.client import IECore
+    from device_daemons.shm_protocol import MEMFD_PREFIX
+    from tests.support import REPO
+    with private_runtime("own-"):
+        ie = IECore(policy="auto")
+        ie.load_network(ie.read_network(model=tiny.xml), "CPU").close()  # (starts the daemon)
+        pid = registry.read_record("CPU")["pid"]
+
+        def slots():
+            """The daemon's slots: its memfds of that name (each slot's name once)."""
+            names = set()
+            for fd in os.listdir("/proc/{}/fd".format(pid)):
+                try:
+                    names.add(os.readlink("/proc/{}/fd/{}".format(pid, fd)))
+                except OSError:
+                    pass
+            return sum(1 for n in names if n.startswith("/memfd:" + MEMFD_PREFIX))
+        before = slots()
+        proc = subprocess.run([sys.executable, "-c", CLIENT, tiny.xml], capture_output=True, text=True, timeout=120,
+                              env=dict(os.environ, PYTHONPATH=REPO))
+        assert "ready" in proc.stdout and proc.returncode == -9, proc.stderr
+        assert slots() > before  # what it left
+        net = ie.load_network(ie.read_network(model=tiny.xml), "CPU")
+        x = tiny.input(5)
+        from tests.daemon.conftest import assert_close
+        assert_close(net.infer({"data": x})["prob"], tiny.reference(x))  # its slot request reaps the dead one's
+        assert slots() == before + 1  # ours; the dead client's went
+        net.close()
