@@ -156,3 +156,19 @@ def test_a_dead_clients_slots_go_at_the_next_request(tiny):
         assert_close(net.infer({"data": x})["prob"], tiny.reference(x))  # its slot request reaps the dead one's
         assert slots() == before + 1  # ours; the dead client's went
         net.close()
+
+
+def test_a_killed_daemons_socket_files_go_with_its_record(tiny):
+    import signal
+
+    from device_daemons import registry
+    from device_daemons.client import daemon
+    from tests.support import wait_until
+    with private_runtime("own-"):
+        launch = daemon.launch("CPU", threads=1)
+        sock = launch.record["endpoint"][len("ipc://"):]
+        files = [p for p in (sock, sock + ".fast", sock + ".fast.direct") if os.path.exists(p)]
+        assert sock in files and len(files) == 3, files
+        os.kill(launch.record["pid"], signal.SIGKILL)
+        assert wait_until(lambda: registry.read_record("CPU") is None, 30)
+        assert [p for p in files if os.path.exists(p)] == []
