@@ -48,7 +48,7 @@ import socket
 import subprocess
 import sys
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import WorkerError
 
@@ -84,7 +84,6 @@ class Sandbox:
     memory_mb: int | None = None
     cpu_s: int | None = None
     open_files: int | None = None
-    extra_env: dict = field(default_factory=dict, compare=False)
 
     def limits(self) -> tuple[int, int, int]:
         return (self.memory_mb or _env_int(MEMORY_ENV, 16384), self.cpu_s or _env_int(CPU_ENV, 3600),
@@ -258,8 +257,6 @@ def command(argv: list[str], sandbox: Sandbox, interpreter: str, own_dir: str, r
     args += _mounts(python_roots(interpreter) + [repo_root] + extra + list(sandbox.read_only), "--ro-bind")
     args += _mounts([own_dir] + list(sandbox.writable), "--bind")
     args += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--chdir", "/tmp"]
-    for key, value in sandbox.extra_env.items():
-        args += ["--setenv", key, value]
     passed = []
     program = _seccomp_program()
     if program is not None:
