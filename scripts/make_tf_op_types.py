@@ -23,7 +23,7 @@ def main():
 
     from core.front.tf.ops import TF_OPS  # noqa: F401 (registers every op family)
     rules = {}
-    for op in sorted(TF_OPS):
+    for op in sorted(set(TF_OPS) | {"Placeholder", "PlaceholderWithDefault", "Const"}):
         op_def = op_def_registry.get(op)
         if op_def is None:
             continue
@@ -35,11 +35,15 @@ def main():
                 inputs.append(None)  # a list: positions after it are not mapped
                 break
             inputs.append(arg.type_attr or int(arg.type))
-        rules[op] = {"attrs": attrs, "inputs": tuple(inputs)}
+        first = op_def.output_arg[0] if op_def.output_arg else None
+        output = None if first is None or first.number_attr or first.type_list_attr else (
+            first.type_attr or int(first.type))
+        rules[op] = {"attrs": attrs, "inputs": tuple(inputs), "output": output}
     names = {int(v): tf.dtypes.as_dtype(v).name for v in range(1, 24) if _valid(tf, v)}
     text = ('"""TensorFlow {}\'s type rules for the op types the TensorFlow front end extracts: for\n'
-            'each, the types each type attribute may take and the type (a fixed enum, or the\n'
-            'attribute that holds it) of each input up to the first list input. Made by\n'
+            'each, the types each type attribute may take, the type (a fixed enum, or the\n'
+            'attribute that holds it) of each input up to the first list input, and of its\n'
+            'first output. Made by\n'
             'scripts/make_tf_op_types.py from TensorFlow\'s op registry; checked in\n'
             'core/front/tf/extract.py."""\n\nOP_TYPES = {}\n\nDTYPE_NAMES = {}\n'.format(
                 tf.__version__, pprint.pformat(rules, width=110, compact=True), pprint.pformat(names, width=110)))

@@ -76,9 +76,6 @@ def _run_user_extractor(node, extractor):
                     extractor.__name__, node.name, node.tf_op)
 
 
-_OUTPUT_TYPE_ATTRS = ("out_type", "output_type", "DstT", "dtype", "T")  # (T last: some ops take it as input type)
-
-
 def _type_name(enum: int) -> str:
     from core.front.tf.op_types import DTYPE_NAMES
     return DTYPE_NAMES.get(enum, "type {}".format(enum))
@@ -115,10 +112,13 @@ def check_types(node):
 
 
 def _output_type(pb):
-    """The type enum of a NodeDef's (single-typed) outputs as its attributes say, else None."""
-    if not hasattr(pb, "attr"):
-        return None
-    for name in _OUTPUT_TYPE_ATTRS:
-        if name in pb.attr and pb.attr[name].WhichOneof("value") == "type":
-            return pb.attr[name].type
+    """The type enum of a NodeDef's first output by TensorFlow's rules (op_types.py),
+    None for an op the table does not have or whose attribute is missing."""
+    from core.front.tf.op_types import OP_TYPES
+    rules = OP_TYPES.get(getattr(pb, "op", None))
+    output = rules.get("output") if rules is not None else None
+    if isinstance(output, int):
+        return output
+    if isinstance(output, str) and output in pb.attr and pb.attr[output].WhichOneof("value") == "type":
+        return pb.attr[output].type
     return None
