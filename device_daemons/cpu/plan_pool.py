@@ -13,10 +13,10 @@ import contextlib
 import threading
 import time
 
-from ..contract import fast_lane_max_us
+from ..service import FastLaneRule
 
 
-class PlanPool:
+class PlanPool(FastLaneRule):
     """Instances of one compiled network; see the module doc."""
 
     def __init__(self, key: tuple, network, kernels: dict, shapes: dict | None, max_instances: int,
@@ -41,18 +41,6 @@ class PlanPool:
         self._cond = threading.Condition()
         self.refs = 0
         self.last_used = time.monotonic()
-        self.avg_us: float | None = None  # moving average of the compute time
-
-    def observe(self, compute_us: float) -> None:
-        """Track the compute time (a statistic: racing updates only blur it)."""
-        avg = self.avg_us
-        self.avg_us = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
-
-    @property
-    def fast_ok(self) -> bool:
-        """May this network run on the daemon's fast lane (see contract.fast_lane_max_us)?"""
-        avg = self.avg_us
-        return not self.custom and avg is not None and avg < fast_lane_max_us()
 
     def _configure(self, plan):
         if self._shapes:

@@ -10,8 +10,9 @@ is one GpuPlan (its weights on the device once) whose infer() is thread-safe: ea
 in-flight request has its own command queue and arena, so a pool needs one plan,
 not one per thread; query_network is query.py's. The device is opened before the
 endpoint is bound: no OpenCL device is an `[ ERROR ]` at start, not a daemon that
-fails every request. GPU networks are never served on the fast lane (a device
-round trip is not sub-millisecond work).
+fails every request. The fast lane takes GPU networks by the CPU daemon's rule
+(measured to compute in less than contract.fast_lane_max_us(): small networks
+on a real GPU): no hand-off to a pool thread.
 
 A long or endless kernel: the request threads wait for the device without holding
 the interpreter lock (request.py), so `hello`, `status` and other requests are
@@ -30,7 +31,7 @@ import os
 import threading
 import time
 
-from ..service import DeviceDaemon, serve_daemon
+from ..service import DeviceDaemon, FastLaneRule, serve_daemon
 from .custom import CustomLayers, load_custom_layers
 from .device import DeviceError, open_device, parse_device_name
 from .plan import GpuPlan
@@ -41,11 +42,9 @@ log = logging.getLogger("mo_core.daemon")
 EXIT_GRACE_S = 1.0  # the timed-out request's reply goes out first
 
 
-class GpuPool:
+class GpuPool(FastLaneRule):
     """A compiled network of the GPU daemon: one GpuPlan shared by every request
-    (the interface of cpu/plan_pool.PlanPool)."""
-
-    fast_ok = False
+    (the interface of cpu/plan_pool.PlanPool; the fast lane's rule of every daemon)."""
 
     def __init__(self, key: tuple, network, custom: CustomLayers | None, shapes: dict | None, device,
                  source: str, extra_outputs=None):
@@ -66,9 +65,6 @@ class GpuPool:
         self._busy = 0
         self._most = 0
         self._lock = threading.Lock()
-
-    def observe(self, compute_us: float) -> None:
-        pass
 
     @property
     def instances(self) -> int:
@@ -112,7 +108,7 @@ class GpuDaemon(DeviceDaemon):
     def compute(self, pool, plan, inputs: dict, perf: list | None, out: dict | None = None,
                 small: bool = False) -> dict:
         try:
-            return plan.infer(inputs, perf)
+            return super().compute(pool, plan, inputs, perf, out, small)
         except DeviceTimeout as exc:
             log.error("%s; the daemon exits so that a fresh one gets the device", exc.message)
             timer = threading.Timer(EXIT_GRACE_S, os._exit, args=(3,))

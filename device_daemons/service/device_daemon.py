@@ -62,6 +62,25 @@ IDLE_CACHE = 4  # compiled networks kept while no handle uses them
 log = logging.getLogger("mo_core.daemon")
 
 
+class FastLaneRule:
+    """Which compiled networks the fast lane serves, the same for every daemon's
+    pools: one without extensions (whose time may depend on the data) once its
+    compute time, a moving average of what observe() is given, is below
+    contract.fast_lane_max_us()."""
+    avg_us: float | None = None
+    custom = False
+
+    def observe(self, compute_us: float) -> None:
+        """Track the compute time (a statistic: racing updates only blur it)."""
+        avg = self.avg_us
+        self.avg_us = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
+
+    @property
+    def fast_ok(self) -> bool:
+        avg = self.avg_us
+        return not self.custom and avg is not None and avg < contract.fast_lane_max_us()
+
+
 class Handle:
     """A client's handle on a compiled network's pool (one per load_network; reshape
     moves it to another pool)."""

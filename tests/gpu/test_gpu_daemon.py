@@ -70,6 +70,22 @@ def test_tiny_net_batches_and_async_requests(ie, tiny):
     assert status["pid"] == ie.daemon_pid("GPU")
 
 
+def test_a_network_measured_small_takes_the_fast_lane(tiny, fresh_runtime, monkeypatch):
+    """The CPU daemon's rule: once the daemon measured it below the fast lane's
+    limit, a request is an 8-byte bound request served without a hand-off (the
+    limit raised to 1 s: PoCL on a loaded machine may take more than 0.5 ms)."""
+    monkeypatch.setenv("MO_CORE_FAST_LANE_US", "1000000")
+    core = IECore(policy="auto")
+    try:
+        exec_net = core.load_network(core.read_network(tiny.xml), "GPU")
+        x = tiny.input(7)
+        for _ in range(30):
+            assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+        assert core._link("GPU").call("status")[0]["fast_requests"] >= 25
+    finally:
+        core.close()
+
+
 def test_custom_layers_through_the_daemon(ie, tmp_path):
     """add_extension(.xml, "GPU"): the guide's ReLU with its slope define, and a
     .cl with a syntax error: a clear error with the build log and the file."""
