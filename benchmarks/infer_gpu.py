@@ -250,10 +250,10 @@ def engine_daemon(args) -> list[dict]:
                 row = dict(facts, engine=args.label or "daemon", model=args.model, precision=precision, batch=batch,
                            median_ms=median, best_ms=best, load_s=round(load, 2),
                            daemon_compute_ms=None if compute is None else round(compute / 1e3, 3),
-                           env={k: v for k, v in os.environ.items() if k in ("MO_CORE_FAST_LANE_US", "MO_CORE_SPIN_US",
+                           env={k: v for k, v in os.environ.items() if k in ("MO_CORE_SHM", "MO_CORE_SPIN_US",
                                                                              "MO_CORE_GPU_TUNE")})
                 status = ie._link("GPU").call("status")[0]
-                row["fast_requests"] = status.get("fast_requests")
+                row["local_requests"] = status.get("local_requests")
                 exec_net.close()
                 rows.append(row)
                 print(json.dumps(row), flush=True)

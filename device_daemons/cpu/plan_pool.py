@@ -13,10 +13,12 @@ import contextlib
 import threading
 import time
 
-from ..service import FastLaneRule
+# a network that computes in less than this (moving average) runs each request on one
+# OpenMP thread: waking the others costs more than they save on such work (server.py)
+SMALL_US = 500
 
 
-class PlanPool(FastLaneRule):
+class PlanPool:
     """Instances of one compiled network; see the module doc."""
 
     def __init__(self, key: tuple, network, kernels: dict, shapes: dict | None, max_instances: int,
@@ -41,6 +43,18 @@ class PlanPool(FastLaneRule):
         self._cond = threading.Condition()
         self.refs = 0
         self.last_used = time.monotonic()
+        self.avg_us: float | None = None  # moving average of the compute time
+
+    def observe(self, compute_us: float) -> None:
+        """Track the compute time (a statistic: racing updates only blur it)."""
+        avg = self.avg_us
+        self.avg_us = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
+
+    @property
+    def small(self) -> bool:
+        """Does it compute in well under a millisecond (SMALL_US)?"""
+        avg = self.avg_us
+        return avg is not None and avg < SMALL_US
 
     def _configure(self, plan):
         if self._shapes:

@@ -10,17 +10,16 @@ is one GpuPlan (its weights on the device once) whose infer() is thread-safe: ea
 in-flight request has its own command queue and arena, so a pool needs one plan,
 not one per thread; query_network is query.py's. The device is opened before the
 endpoint is bound: no OpenCL device is an `[ ERROR ]` at start, not a daemon that
-fails every request. The fast lane takes GPU networks by the CPU daemon's rule
-(measured to compute in less than contract.fast_lane_max_us(): small networks
-on a real GPU): no hand-off to a pool thread.
+fails every request. Every local request computes on its own local-carrier
+connection's thread, the others on the pool (service/device_daemon.py).
 
 A long or endless kernel: the request threads wait for the device without holding
-the interpreter lock (request.py), so `hello`, `status` and other requests are
-answered meanwhile; a request past its deadline (MO_CORE_GPU_TIMEOUT) fails with
-kind "device_timeout", and since nothing stops a running OpenCL kernel in this
-process, the daemon - the part that runs kernels - then exits: the client that
-asked gets its error first, and any client's next request starts a fresh daemon
-(policy "auto"), which loads its networks again.
+the interpreter lock (request.py), and the I/O thread never computes, so `hello`,
+`status` and other requests are answered meanwhile; a request past its deadline
+(MO_CORE_GPU_TIMEOUT) fails with kind "device_timeout", and since nothing stops a
+running OpenCL kernel in this process, the daemon - the part that runs kernels -
+then exits: the client that asked gets its error first, and any client's next
+request starts a fresh daemon (policy "auto"), which loads its networks again.
 """
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ import os
 import threading
 import time
 
-from ..service import DeviceDaemon, FastLaneRule, serve_daemon
+from ..service import DeviceDaemon, serve_daemon
 from .custom import CustomLayers, load_custom_layers
 from .device import DeviceError, open_device, parse_device_name
 from .plan import GpuPlan
@@ -42,9 +41,9 @@ log = logging.getLogger("mo_core.daemon")
 EXIT_GRACE_S = 1.0  # the timed-out request's reply goes out first
 
 
-class GpuPool(FastLaneRule):
+class GpuPool:
     """A compiled network of the GPU daemon: one GpuPlan shared by every request
-    (the interface of cpu/plan_pool.PlanPool; the fast lane's rule of every daemon)."""
+    (the interface of cpu/plan_pool.PlanPool)."""
 
     def __init__(self, key: tuple, network, custom: CustomLayers | None, shapes: dict | None, device,
                  source: str, extra_outputs=None):
@@ -65,6 +64,9 @@ class GpuPool(FastLaneRule):
         self._busy = 0
         self._most = 0
         self._lock = threading.Lock()
+
+    def observe(self, compute_us: float) -> None:
+        pass
 
     @property
     def instances(self) -> int:
@@ -105,10 +107,9 @@ class GpuDaemon(DeviceDaemon):
             custom.defs.update(defs)
         return custom
 
-    def compute(self, pool, plan, inputs: dict, perf: list | None, out: dict | None = None,
-                small: bool = False) -> dict:
+    def compute(self, pool, plan, inputs: dict, perf: list | None, out: dict | None = None) -> dict:
         try:
-            return super().compute(pool, plan, inputs, perf, out, small)
+            return super().compute(pool, plan, inputs, perf, out)
         except DeviceTimeout as exc:
             log.error("%s; the daemon exits so that a fresh one gets the device", exc.message)
             timer = threading.Timer(EXIT_GRACE_S, os._exit, args=(3,))

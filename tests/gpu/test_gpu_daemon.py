@@ -70,18 +70,16 @@ def test_tiny_net_batches_and_async_requests(ie, tiny):
     assert status["pid"] == ie.daemon_pid("GPU")
 
 
-def test_a_network_measured_small_takes_the_fast_lane(tiny, fresh_runtime, monkeypatch):
-    """The CPU daemon's rule: once the daemon measured it below the fast lane's
-    limit, a request is an 8-byte bound request served without a hand-off (the
-    limit raised to 1 s: PoCL on a loaded machine may take more than 0.5 ms)."""
-    monkeypatch.setenv("MO_CORE_FAST_LANE_US", "1000000")
+def test_local_requests_take_the_local_carrier(tiny, fresh_runtime):
+    """One request path for every daemon: a local client's requests are 8-byte bound
+    requests on the local carrier, computed without a hand-off."""
     core = IECore(policy="auto")
     try:
         exec_net = core.load_network(core.read_network(tiny.xml), "GPU")
         x = tiny.input(7)
         for _ in range(30):
             assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
-        assert core._link("GPU").call("status")[0]["fast_requests"] >= 25
+        assert core._link("GPU").call("status")[0]["local_requests"] >= 25
     finally:
         core.close()
 

@@ -1,7 +1,7 @@
 """Ownership and connections (issue 21): network handles are unguessable (random
 62-bit), so a client can no longer unload another's network by counting; the sockets
 of sandboxed workers whose launcher died are removed at the next launch; one process's
-idle connections to the fast lane cannot shut the other clients out (F5)."""
+idle connections to the local carrier cannot shut the other clients out (F5)."""
 from __future__ import annotations
 
 import os
@@ -71,7 +71,7 @@ time.sleep(120)
 
 
 def test_idle_connections_of_one_process_do_not_shut_out_the_others(tiny):
-    """F5: a local process holding 300 idle connections to the fast lane's Unix socket.
+    """F5: a local process holding 300 idle connections to the local carrier's Unix socket.
     It gets MAX_PER_PEER of them (the rest are closed unanswered); another client's
     requests - on a connection of its own, or over ZeroMQ where the carrier is full -
     get correct results."""
@@ -88,7 +88,7 @@ def test_idle_connections_of_one_process_do_not_shut_out_the_others(tiny):
         assert_close(net.infer({"data": x})["prob"], tiny.reference(x))
         from device_daemons import registry
         with Client(registry.read_record("CPU")["endpoint"], timeout=30) as client:
-            path = client.call("hello")[0]["direct"]["fast"]
+            path = client.call("hello")[0]["direct"]["path"]
         hog = subprocess.Popen([sys.executable, "-c", HOG, path, "300"], stdout=subprocess.PIPE, text=True)
         try:
             made, served = (int(n) for n in hog.stdout.readline().split())
@@ -167,8 +167,8 @@ def test_a_killed_daemons_socket_files_go_with_its_record(tiny):
     with private_runtime("own-"):
         launch = daemon.launch("CPU", threads=1)
         sock = launch.record["endpoint"][len("ipc://"):]
-        files = [p for p in (sock, sock + ".fast", sock + ".fast.direct") if os.path.exists(p)]
-        assert sock in files and len(files) == 3, files
+        files = [p for p in (sock, sock + ".direct") if os.path.exists(p)]
+        assert sock in files and len(files) == 2, files
         os.kill(launch.record["pid"], signal.SIGKILL)
         assert wait_until(lambda: registry.read_record("CPU") is None, 30)
         assert [p for p in files if os.path.exists(p)] == []
