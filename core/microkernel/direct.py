@@ -1,6 +1,6 @@
 """The local carrier: how a client on the server's machine reaches the verbs of its
-fast and local lanes (Server.handle) - a Unix SOCK_SEQPACKET socket, one datagram per
-message, each connection served by a thread of its own (server.py).
+local lane (Server.handle) - a Unix SOCK_SEQPACKET socket, one datagram per message,
+each connection served by a thread of its own (server.py).
 
 Why: ZeroMQ hands every message to an I/O thread on each side, so a request and its
 reply cross four thread wake-ups besides the two processes'. On this project's 2-core
@@ -8,7 +8,7 @@ VM a 200-byte ping-pong between two processes took 74 us over ZeroMQ ipc and 17 
 over a Unix seqpacket socket (7 us with the receiver polling); for a sub-millisecond
 network that difference is most of the daemon's round trip.
 
-What travels is exactly the lane's ZeroMQ message (protocol.py's frames, signed when
+What travels is exactly a ZeroMQ message (protocol.py's frames, signed when
 the server has a key), packed into one datagram:
 
     u32 n_frames | n_frames x u32 frame length | the frames, back to back

@@ -11,10 +11,10 @@ never cross threads. A slow request on the pool never delays `ping`/`hello`.
 Every reply is sent to the ROUTER identity the request came from, with the
 request's id, so concurrent clients can never receive each other's replies.
 
-Local clients may also reach the verbs of the fast and local lanes over a Unix
-seqpacket socket beside the endpoint (direct.py), where each connection has a
-thread of its own that receives, runs the handler and replies: a request crosses
-no thread but the client's and that one.
+Local clients may also reach the verbs of the local lane over a Unix seqpacket
+socket beside the endpoint (the local carrier, direct.py), where each connection
+has a thread of its own that receives, runs the handler and replies: a request
+crosses no thread but the client's and that one.
 
 The loop also watches the parent process (`parent_pid`) and SIGTERM/SIGINT, and
 ends cleanly on `shutdown`, giving in-flight requests a short grace to finish.
@@ -38,7 +38,7 @@ import zmq
 
 from . import direct
 from .auth import load_key_file, sign_frames, verify_frames
-from .endpoints import MAX_IPC_PATH, check_endpoint, ipc_path, new_ipc_endpoint
+from .endpoints import check_endpoint, ipc_path
 from .errors import AuthenticationError, EndpointError, MicrokernelError, ProtocolError, RemoteError
 from .mailbox import Mailbox
 from .protocol import (DEFAULT_LIMITS, PROTOCOL_VERSION, Limits, Request, _OP_RE, decode_request,
@@ -75,19 +75,6 @@ def _normalize(out: Any, op: str) -> tuple[dict, list]:
         return out[0] or {}, list(out[1] or [])
     raise TypeError(f"handler for '{op}' returned {type(out).__name__}; "
                     f"expected a dict or (dict, arrays)")
-
-
-def _fast_endpoint(endpoint: str) -> str:
-    """Where the fast lane of a server bound at `endpoint` binds (see Server)."""
-    if endpoint.startswith("tcp://"):
-        return endpoint.rsplit(":", 1)[0] + ":*"  # a free port of the same interface
-    path = ipc_path(endpoint)
-    if path is not None and not path.startswith("@"):
-        candidate = endpoint + ".fast"
-        if len(candidate) - len("ipc://") <= MAX_IPC_PATH:
-            return candidate
-        return new_ipc_endpoint("fast")
-    return endpoint + ".fast"  # ipc://@name, inproc://name
 
 
 class _Lane:
@@ -177,22 +164,21 @@ class Server:
     `(result, arrays)` and may raise RemoteError for a user error. Then `serve()`.
     `info` (a dict) is added to the `hello` reply.
 
-    Lanes: verbs registered with `lane="fast"` are served on a second socket (its
-    endpoint is in the `hello` reply: `lanes: {"fast": endpoint}`) by a thread of
-    their own that receives, computes and replies with no hand-off to another
-    thread; for requests that take well under a millisecond, where two thread
-    hand-offs would cost more than the work (the handler must keep it so). The
-    main socket's I/O thread never runs handlers other than the quick built-ins and
-    `inline` verbs, so `hello` / `ping` are answered whatever the lanes do.
-    The local carrier: on an ipc endpoint the verbs of the fast lane and those
-    registered with `lane="local"` (served there only) are also served over a Unix
-    seqpacket socket beside the endpoint (direct.py: the same messages without
-    ZeroMQ's I/O threads; `hello` gives `direct: {path, ops, raw}`), with raw verbs
-    (handle_raw). Each of its connections has a thread of its own that receives,
-    runs the handler and replies, so a long request holds only its own connection;
+    The main socket's I/O thread never runs handlers other than the quick
+    built-ins and `inline` verbs, so `hello` / `ping` are answered whatever the
+    handlers do.
+
+    The local lane: on an ipc endpoint, verbs registered with `lane="local"` are
+    served over the local carrier, a Unix seqpacket socket beside the endpoint
+    (direct.py: the same messages without ZeroMQ's I/O threads; `hello` gives
+    `direct: {path, ops, raw}`), with raw verbs (handle_raw). Each of its
+    connections has a thread of its own that receives, runs the handler and
+    replies with no hand-off, so a long request holds only its own connection;
     after a request that took less than `spin` seconds it polls for the next one
     that long before sleeping (not while the CPUs are contended: spin.py), so a
-    client's next short request skips the ~0.1 ms wake-up of a sleeping thread.
+    client's next short request skips the ~0.1 ms wake-up of a sleeping thread. A
+    verb a client may also send over ZeroMQ (a message too large for a datagram, a
+    client the carrier refused) is registered on the main lane too.
     """
 
     def __init__(self, endpoint: str, *, service: str = "service", key: bytes | None = None,
@@ -225,8 +211,6 @@ class Server:
             self._ctx.term()
             raise
         self.endpoint = self._main.endpoint
-        self._fast: _Lane | None = None
-        self._fast_thread: threading.Thread | None = None
         # the local carrier: its listener (None: none could be made), verbs, raw verbs, connections
         self._direct: direct.Listener | None = None
         self._carrier_handlers: dict[str, tuple[Handler, bool]] | None = None
@@ -247,7 +231,7 @@ class Server:
     def handle(self, op: str, fn: Handler, *, inline: bool = False, lane: str = "main") -> None:
         """Register `fn(args, arrays)` for verb `op` (before serve()). inline=True runs
         it in the I/O thread even with a pool: only for quick, non-blocking verbs.
-        lane="fast" serves it on the fast lane instead (see the class doc); the
+        lane="local" serves it on the local carrier instead (see the class doc); the
         same verb may have a handler on each lane."""
         if not _OP_RE.match(op):
             raise ValueError(f"bad verb name {op!r}")
@@ -255,13 +239,10 @@ class Server:
             raise ValueError(f"'{op}' is a built-in verb")
         if lane == "main":
             self._main.handlers[op] = (fn, inline)
-        elif lane == "fast":
-            self._fast_lane().handlers[op] = (fn, True)
-            self._carrier()[op] = (fn, True)
         elif lane == "local":
             self._carrier()[op] = (fn, True)
         else:
-            raise ValueError(f"unknown lane {lane!r} (main, fast or local)")
+            raise ValueError(f"unknown lane {lane!r} (main or local)")
 
     def handle_raw(self, tag: int, fn: RawHandler, *, fds: bool = False) -> None:
         """Register a raw verb of the local carrier (direct.py; before serve()):
@@ -275,10 +256,6 @@ class Server:
             raise ValueError(f"bad raw verb tag {tag!r}")
         self._carrier()
         self._raw[tag] = (fn, fds)
-
-    @property
-    def fast_endpoint(self) -> str | None:
-        return self._fast.endpoint if self._fast is not None else None
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """Ask serve() to return (thread-safe; takes effect within ~0.2 s)."""
@@ -296,12 +273,6 @@ class Server:
                                  daemon=True)
             t.start()
             self._pool.append(t)
-        if self._fast is not None:
-            # the socket is handed over to this thread here (thread start is a full
-            # memory barrier, as zmq requires) and never touched again by this one
-            self._fast_thread = threading.Thread(target=self._fast_loop, daemon=True,
-                                                 name=f"{self.service}-fast")
-            self._fast_thread.start()
         sock = self._main.sock
         poller = zmq.Poller()
         poller.register(sock, zmq.POLLIN)
@@ -352,26 +323,13 @@ class Server:
         self._replies.close()
         self._main.close()
         self._close_carrier(deadline)
-        fast_done = True
-        if self._fast is not None:
-            if self._fast_thread is None:
-                self._fast.close()  # never handed over
-            else:
-                self._fast_thread.join(timeout=max(0.5, deadline - time.monotonic()))
-                fast_done = not self._fast_thread.is_alive()
-        if fast_done:
-            self._ctx.term()  # returns once queued replies are sent or linger expired
-        else:  # a fast handler is stuck: term() would wait for it forever
-            log.warning("the fast lane did not stop in time; leaving it to process exit")
+        self._ctx.term()  # returns once queued replies are sent or linger expired
 
     # ----------------------------------------------------------------- built-ins
     def _hello(self, args: dict, arrays: list) -> dict:
         info = dict(self.info)
         info.update({"service": self.service, "version": PROTOCOL_VERSION, "pid": os.getpid(),
                      "ops": sorted(self._main.handlers)})
-        if self._fast is not None:
-            info["lanes"] = {"fast": self._fast.endpoint}
-            info["fast_ops"] = sorted(self._fast.handlers)
         if self._direct is not None:
             info["direct"] = {"path": self._direct.path, "ops": sorted(self._carrier_handlers)}
             if self._raw and self._key is None:
@@ -386,14 +344,6 @@ class Server:
         return {"pid": os.getpid()}
 
     # ----------------------------------------------------------------- internals
-    def _fast_lane(self) -> _Lane:
-        if self._fast is None:
-            if self._closed or self._fast_thread is not None:
-                raise MicrokernelError("register fast verbs before serve()")
-            self._fast = _Lane("fast", self._ctx, _fast_endpoint(self.endpoint), self._limits)
-            self._fast.handlers["ping"] = (self._ping, True)
-        return self._fast
-
     def _carrier(self) -> dict:
         """The verbs of the local carrier (made with its listener on first use)."""
         if self._carrier_handlers is None:
@@ -416,19 +366,6 @@ class Server:
         except OSError as exc:  # the ZeroMQ sockets serve alone
             log.warning("no local carrier at %s: %s", where, exc)
             return None
-
-    def _fast_loop(self) -> None:
-        lane = self._fast
-        poller = zmq.Poller()
-        poller.register(lane.sock, zmq.POLLIN)
-        try:
-            while not self._closed and self._stop_reason is None:
-                if poller.poll(_POLL_MS):
-                    self._receive_batch(lane)
-        except BaseException:  # noqa: BLE001 - never die silently
-            log.exception("the fast lane failed; its clients fall back to the main lane")
-        finally:
-            lane.close()
 
     # ----------------------------------------------------------------- the local carrier
     def _accept(self, listener: direct.Listener) -> None:

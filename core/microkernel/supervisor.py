@@ -39,34 +39,31 @@ __all__ = ["WorkerProcess"]
 
 
 class _Instance:
-    """One running incarnation of a worker: process and clients (its main socket's and
-    one per other lane its hello reply names)."""
+    """One running incarnation of a worker: process and clients (its main socket's and,
+    when its hello names one, its local carrier's)."""
 
     def __init__(self, proc: Launched, client: Client):
         self.proc = proc
         self.client = client
-        self.lanes: dict[str, Client] = {}
+        self.local: Client | None = None
         self.endpoint = proc.endpoint
         self.failure: str | None = None  # why it is considered dead
 
-    def open_lanes(self, info: dict, timeout: float, key: bytes | None) -> None:
-        lanes = info.get("lanes")
+    def open_carrier(self, info: dict, timeout: float, key: bytes | None) -> None:
+        """A worker is ours, on this machine: its local carrier (direct.py) too, with
+        its main socket as the ZeroMQ fallback."""
         direct = info.get("direct") if isinstance(info.get("direct"), dict) else {}
         path = direct.get("path")
-        for lane, endpoint in (lanes.items() if isinstance(lanes, dict) else ()):
-            if isinstance(lane, str) and isinstance(endpoint, str):
-                # a worker is ours, on this machine: its local carrier too (direct.py), which
-                # serves the fast lane's verbs
-                self.lanes[lane] = Client(endpoint, timeout=timeout, key=key,
-                                          direct_path=path if lane == "fast" and isinstance(path, str) else None)
+        if isinstance(path, str):
+            self.local = Client(self.endpoint, timeout=timeout, key=key, direct_path=path)
 
     def client_for(self, lane: str) -> Client:
-        return self.lanes.get(lane, self.client)
+        return self.local if lane == "local" and self.local is not None else self.client
 
     def close_clients(self) -> None:
         self.client.close()
-        for client in self.lanes.values():
-            client.close()
+        if self.local is not None:
+            self.local.close()
 
     def cleanup(self) -> None:
         """Kill (if needed) and reap the process; remove its socket, drop its log."""
@@ -188,10 +185,10 @@ class WorkerProcess:
         self._started_once = True
         try:
             self.service_info = handshake(inst.client, proc, self.startup_timeout)
-            inst.open_lanes(self.service_info, self.request_timeout, self._key)
+            inst.open_carrier(self.service_info, self.request_timeout, self._key)
         except StartFailure as exc:
             raise self._start_failed(inst, exc) from None
-        except MicrokernelError as exc:  # a lane endpoint this side refuses (check_endpoint)
+        except MicrokernelError as exc:  # e.g. a reply this side cannot read
             inst.failure = f"bad handshake: {exc}"
             self._last_failure = inst.failure
             inst.cleanup()
@@ -265,9 +262,10 @@ class WorkerProcess:
         MicrokernelTimeout when it hangs (it is killed; the next call restarts it).
         direct=True sends and receives on the calling thread (Client.call's
         direct mode, polling `spin` s first): for short requests in a loop.
-        lane: one of the worker's lanes (Server.handle's lane="fast": one thread
-        receives, computes and replies); a worker without it is called on its main
-        socket."""
+        lane="local": a direct call goes over the worker's local carrier (Server.handle's
+        lane="local": the connection's own thread receives, computes and replies), over
+        its main socket when the message does not fit a datagram, the carrier refused
+        the connection or the worker has none (register such verbs on both lanes)."""
         inst = self._running_instance()
         t = self.request_timeout if timeout is None else timeout
         client = inst.client_for(lane)
@@ -287,14 +285,15 @@ class WorkerProcess:
             raise self._failed_call(inst, op, t, exc) from None
 
     def call_raw(self, tag: int, payload: bytes, timeout: float | None = None, *, spin: float = 0.0,
-                 lane: str = "fast", op: str = "raw", fds=()) -> bytes | None:
-        """A raw verb of the worker's lane (Server.handle_raw) on the calling thread:
-        the reply's payload; None when that lane has no direct carrier for it (call the
-        verb's framed equivalent then). Failures as call()'s (`op` names the request)."""
+                 op: str = "raw", fds=()) -> bytes | None:
+        """A raw verb of the worker (Server.handle_raw) over its local carrier, on the
+        calling thread: the reply's payload; None when there is no carrier for it (call
+        the verb's framed equivalent then). Failures as call()'s (`op` names the
+        request)."""
         inst = self._running_instance()
         t = self.request_timeout if timeout is None else timeout
         try:
-            return inst.client_for(lane).call_raw(tag, payload, t, watch=_FailureAware(inst), spin=spin, fds=fds)
+            return inst.client_for("local").call_raw(tag, payload, t, watch=_FailureAware(inst), spin=spin, fds=fds)
         except (ServiceGone, MicrokernelTimeout) as exc:
             raise self._failed_call(inst, op, t, exc) from None
         except MicrokernelError:

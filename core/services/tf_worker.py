@@ -78,16 +78,16 @@ Verbs:
       shared_buffer.py): no tensor on the socket. Kind "unshared_buffer": no
       buffer of that name is mapped here (share it, retry); "shm": a tensor
       would end past it, or the outputs do not fit.
-  RAW_SHARE (raw verb, fast lane's Unix socket): SHARE_REQUEST (the buffer's
+  RAW_SHARE (raw verb, the local carrier's Unix socket): SHARE_REQUEST (the buffer's
       size, then its name) with the buffer's memfd as SCM_RIGHTS -> RUN_REPLY
       RUN_OK, or kind "shm" (raw_failed) when the descriptor is not a sealed
       memfd of that name and size (at most MAX_SHARED_BYTES). The worker keeps
       at most MAX_SUBGRAPHS buffers / MAX_MAPPED_BYTES mapped, least recently
       used go first.
   bind_run {id, shm (as run_subgraph's), placed: [[offset, shape]]} -> {binding}
-      (fast lane) binds runs of a loaded graph on float32 inputs through one
+      binds runs of a loaded graph on float32 inputs through one
       shared buffer, the outputs where a run_subgraph just placed them; from then
-      on such a run is the raw verb RAW_RUN over the fast lane's Unix socket
+      on such a run is the raw verb RAW_RUN over the local carrier's Unix socket
       (core/microkernel/direct.py): the binding id (RUN_REQUEST) in, a status
       (RUN_REPLY) out - RUN_OK (the outputs are in place), RUN_UNKNOWN (no such
       binding, or its graph or buffer is gone: bind again), RUN_FAILED (send it as

@@ -21,8 +21,11 @@ rest of the window, not for good), and the graph it was running is quarantined
 for MO_CORE_TF_QUARANTINE_S seconds (default 300; 0: never): its loads and runs
 are refused at once with the reason, so one IR cannot spend everyone's budget.
 
-The path to a worker is one: the worker's fast lane, on its Unix socket (core/
-microkernel/direct.py; ZeroMQ only for a message too large for a datagram).
+The path to a worker is one: the worker's local carrier, its Unix socket (core/
+microkernel/direct.py: the connection's own thread in the worker receives, runs
+and replies), as the daemon's clients reach the daemon; its main socket over
+ZeroMQ only for a message too large for a datagram or a connection the worker
+refused.
 Building a network loads each sub-graph into a worker (TensorFlow imports it
 and keeps a callable; another worker loads it again on first use there); each
 inference is one round trip per layer: the tensors go through a shared buffer
@@ -150,12 +153,12 @@ class TFWorkerPool:
             self._quarantine[kernel.graph_id] = (time.monotonic() + seconds, why)
 
     def call(self, slot: _Slot, kernel, op, args, arrays, timeout: float | None = None, spin: float = 0.0):
-        """A verb on the slot's worker, on its one path (the fast lane's Unix socket). A death or a
-        hang quarantines the kernel's graph."""
+        """A verb on the slot's worker, on its one path (its local carrier). A death or a hang
+        quarantines the kernel's graph."""
         t = timeout or self.timeout()
         worker = slot.get(t)
         try:
-            result = worker.call(op, args, arrays, timeout=t, direct=True, spin=spin, lane="fast")
+            result = worker.call(op, args, arrays, timeout=t, direct=True, spin=spin, lane="local")
         except (WorkerError, MicrokernelTimeout) as exc:
             self._failed(kernel, exc)
             raise
@@ -170,7 +173,7 @@ class TFWorkerPool:
     def call_raw(self, slot: _Slot, kernel, tag: int, payload: bytes, op: str, spin: float = 0.0, fds=()):
         worker = slot.get(self.timeout())
         try:
-            return worker.call_raw(tag, payload, self.timeout(), spin=spin, lane="fast", op=op, fds=fds)
+            return worker.call_raw(tag, payload, self.timeout(), spin=spin, op=op, fds=fds)
         except (WorkerError, MicrokernelTimeout) as exc:
             self._failed(kernel, exc)
             raise
@@ -188,7 +191,7 @@ class TFWorkerPool:
 
     def share(self, slot: _Slot, kernel, buffer: SharedBuffer) -> int | None:
         """Hands the buffer's descriptor to the slot's worker (RAW_SHARE); the pid of the
-        worker that has it now, None when its lane has no Unix socket to pass it."""
+        worker that has it now, None when it has no local carrier to pass it over."""
         reply = self.call_raw(slot, kernel, contract.RAW_SHARE, contract.share_request(buffer.spec), "share",
                               fds=[buffer.fd])
         return None if reply is None else slot.worker.pid
@@ -199,7 +202,7 @@ class TFWorkerPool:
         return contract.check_bind_run_result(result)
 
     def run_bound(self, slot: _Slot, kernel: "TFSubgraphKernel", binding: int) -> int | None:
-        """A bound run (the raw verb RAW_RUN): its status, None when the worker's lane
+        """A bound run (the raw verb RAW_RUN): its status, None when the worker
         has no raw verbs (the plain request then, for good)."""
         spin = SPIN_S if kernel.reply_s < SPIN_S else 0.0
         start = time.perf_counter()

@@ -18,14 +18,14 @@ def register(server, tf):
     subgraphs.on_unmap = bound.forget_buffer
     server.handle(contract.FREEZE, lambda args, arrays: freeze(tf, args))
     server.handle(contract.INFER_SUBGRAPH, subgraphs.infer)
-    server.handle(contract.LOAD_SUBGRAPH, subgraphs.load)
-    server.handle(contract.RUN_SUBGRAPH, subgraphs.run)
-    # and on the fast lane, the daemon's one path to its worker: one thread receives, runs and replies (the
-    # main lane hands each request to a pool thread and its reply back, ~0.1 ms on every offloaded layer's call)
-    server.handle(contract.LOAD_SUBGRAPH, subgraphs.load, lane="fast")
-    server.handle(contract.RUN_SUBGRAPH, subgraphs.run, lane="fast")
+    # the daemon's path to its worker: the local carrier, where the connection's own thread receives, runs and
+    # replies (the main socket hands each request to a pool thread and its reply back, ~0.1 ms on every offloaded
+    # layer's call); the main socket for what does not fit a datagram, or a refused connection
+    for op, fn in ((contract.LOAD_SUBGRAPH, subgraphs.load), (contract.RUN_SUBGRAPH, subgraphs.run),
+                   (contract.BIND_RUN, bound.bind)):
+        server.handle(op, fn)
+        server.handle(op, fn, lane="local")
     # bound runs: the daemon's repeated runs through one buffer as 8-byte raw datagrams (bound_runs.py)
-    server.handle(contract.BIND_RUN, bound.bind, lane="fast")
     server.handle_raw(contract.RAW_RUN, bound.run)
     # shared buffers: the daemon hands their descriptors over (a sandboxed worker sees no other process)
     server.handle_raw(contract.RAW_SHARE, subgraphs.share, fds=True)

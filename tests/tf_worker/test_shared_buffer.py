@@ -70,17 +70,17 @@ def share(worker, spec: dict, fds: list):
 
 
 def run_shared(worker, graph_id, spec, inputs, out, buf=None):
-    """On the worker's fast lane, as the daemon calls it (the same checks as its main socket);
+    """On the worker's local carrier, as the daemon calls it (the same checks as its main socket);
     `buf` is shared first."""
     if buf is not None:
         assert share(worker, buf.spec, [buf.fd]) == contract.RUN_OK
     args, frames = contract.run_subgraph_shm_request(graph_id, spec, inputs, out)
-    return worker.call(contract.RUN_SUBGRAPH, args, frames, direct=True, lane="fast")
+    return worker.call(contract.RUN_SUBGRAPH, args, frames, direct=True, lane="local")
 
 
 def test_a_buffer_of_the_parent_works_like_frames(erf_worker):
     worker, graph_id, x = erf_worker
-    assert contract.RUN_SUBGRAPH in worker.service_info["fast_ops"]  # what the daemon calls
+    assert contract.RUN_SUBGRAPH in worker.service_info["direct"]["ops"]  # what the daemon calls
     (offset,), out = shared_buffer.place([x.shape])
     buf = SharedBuffer(out + 4 * x.size + shared_buffer.ALIGN)
     try:
@@ -243,7 +243,7 @@ def test_bound_runs(erf_worker):
 
     def bind(inputs, placed, gid=graph_id):
         args = contract.bind_run_request(gid, buf.spec, inputs, placed)
-        return contract.check_bind_run_result(worker.call(contract.BIND_RUN, args, direct=True, lane="fast")[0])
+        return contract.check_bind_run_result(worker.call(contract.BIND_RUN, args, direct=True, lane="local")[0])
     try:
         np.copyto(buf.view(offset, x.shape), x)
         result, _ = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out, buf)
