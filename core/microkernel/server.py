@@ -373,7 +373,9 @@ class Server:
         unless the server has MAX_CONNECTIONS or the connecting process MAX_PER_PEER
         already: then it is closed at once, before anything is read, and the client
         sends over ZeroMQ instead (issue 21, F5: 300 idle connections of one process
-        made every other client's requests fail)."""
+        made every other client's requests fail). A worker's parent is not capped per
+        process: it is the one client, and each of its threads that calls has a
+        connection (a daemon's, one per client connection of its own)."""
         while True:
             conn = listener.accept()
             if conn is None:
@@ -383,8 +385,8 @@ class Server:
             except OSError:
                 pid = 0
             with self._peers_lock:
-                if len(self._peers) >= direct.MAX_CONNECTIONS or self._closed or \
-                        sum(1 for p, _ in self._peers.values() if p.pid == pid) >= direct.MAX_PER_PEER:
+                if len(self._peers) >= direct.MAX_CONNECTIONS or self._closed or (not self._is_parent(pid) and sum(
+                        1 for p, _ in self._peers.values() if p.pid == pid) >= direct.MAX_PER_PEER):
                     conn.close()
                     continue
                 peer = _DirectPeer(conn, self._carrier_handlers, self, pid)
@@ -392,6 +394,12 @@ class Server:
                                           name=f"{self.service}-local-{conn.fileno()}")
                 self._peers[conn.fileno()] = (peer, thread)
             thread.start()
+
+    def _is_parent(self, pid: int) -> bool:
+        """Is the process `pid` (SO_PEERCRED) the parent this server follows? A
+        sandboxed worker (one with a lifeline) sees no process outside its pid
+        namespace: its parent's pid reads 0 there."""
+        return pid == (0 if self._lifeline is not None else self._parent_pid)
 
     def _serve_peer(self, peer: _DirectPeer) -> None:
         """A connection's thread: receive, run, reply, until the peer or the server ends."""
