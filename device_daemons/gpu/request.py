@@ -8,6 +8,14 @@ while per-layer times are counted.
 A request is used by one thread at a time; requests of the same plan run
 concurrently (the plan's weights and constants are read-only and shared).
 
+Waiting for the device: pyopencl holds the interpreter lock while it waits in a
+read of device memory (clWaitForEvents), so a kernel that runs for minutes froze
+every thread of the daemon, `hello` included (issue 21, F7). A run waits for its
+kernels on a marker event's completion callback (other threads run meanwhile)
+before it reads anything back, and gives up at its deadline (MO_CORE_GPU_TIMEOUT,
+seconds, default 60): DeviceTimeout, after which the device holds a kernel that
+nobody can stop in this process (gpu/server.py then restarts the daemon).
+
 Transfers are float32 both ways. A half plan converts on the device (a float32
 staging buffer per transferred tensor, shape_ops.cl's from_float / to_float):
 numpy's float32 <-> float16 conversion costs about a nanosecond a value on the
@@ -16,6 +24,7 @@ device takes for the whole conversion and the half the bytes it saves.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -30,6 +39,51 @@ from .native import enqueue
 
 _host_lock = threading.Lock()  # the CPU kernels of host layers are not re-entrant
 _STATUS = {v: k for k, v in vars(cl.status_code).items() if isinstance(v, int) and not k.startswith("_")}
+TIMEOUT_ENV = "MO_CORE_GPU_TIMEOUT"
+
+
+def deadline_s() -> float:
+    try:
+        return max(1.0, float(os.environ.get(TIMEOUT_ENV, "60")))
+    except ValueError:
+        return 60.0
+
+
+class DeviceTimeout(IRError):
+    """The device did not finish a request's kernels by its deadline."""
+    kind = "device_timeout"
+
+
+def wait_device(queue, deadline: float, what: str) -> None:
+    """Until everything enqueued on `queue` so far ran, without holding the interpreter
+    lock; DeviceTimeout at `deadline` (time.monotonic()). The marker's completion
+    callback (OpenCL 1.1) wakes the waiting thread at once: a GPU network of under a
+    millisecond pays no polling latency. A driver without callbacks is polled,
+    sleeping 50 us to 5 ms between looks."""
+    marker = cl.enqueue_marker(queue)
+    queue.flush()
+    complete = cl.command_execution_status.COMPLETE
+    done = threading.Event()
+    try:
+        marker.set_callback(complete, lambda status: done.set())
+    except (cl.Error, AttributeError, TypeError):
+        done = None
+    pause = 5e-5
+    while True:
+        status = marker.command_execution_status
+        if status == complete:
+            return
+        if status < 0:
+            raise IRError(f"the OpenCL device failed {what} (status {status})")
+        now = time.monotonic()
+        if now >= deadline:
+            raise DeviceTimeout(f"the OpenCL device did not finish {what} within {deadline_s():g} s "
+                                f"({TIMEOUT_ENV}); a kernel that never ends cannot be stopped in this process")
+        if done is not None:
+            done.wait(min(deadline - now, 0.5))  # (the status is read again: an error ends the wait too)
+        else:
+            time.sleep(pause)
+            pause = min(pause * 2, 5e-3)
 
 
 class InferRequest:
@@ -119,7 +173,8 @@ class InferRequest:
             self.queue.finish()
         return host
 
-    def _run_host(self, step):
+    def _run_host(self, step, deadline: float):
+        wait_device(self.queue, deadline, "the layers before a host layer")  # (then the copies wait no more)
         ins = [self._fetch(s) for s in step.in_slots]
         self.queue.finish()
         with _host_lock:
@@ -158,6 +213,7 @@ class InferRequest:
         """values: checked float32 inputs by name -> {output key: float32 array}.
         With `perf` (a list): a PerfRow per step (see _counted)."""
         plan = self.plan
+        deadline = time.monotonic() + deadline_s()
         keep = [self._upload(plan._input_slots[name], value, blocking=False) for name, value in values.items()]
         if perf is not None:
             self.queue.finish()  # the uploads are not the first step's time
@@ -167,7 +223,7 @@ class InferRequest:
                 for launches, steps in self.segments:
                     if launches is None:
                         step = steps
-                        self._run_host(step)
+                        self._run_host(step, deadline)
                         continue
                     code, index = launches.enqueue()
                     if code:
@@ -176,10 +232,11 @@ class InferRequest:
             else:
                 for step, kernel, global_size, local_size in (self.actions if perf is None else self._counted(perf)):
                     if kernel is None:
-                        self._run_host(step)
+                        self._run_host(step, deadline)
                     else:
                         cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
             step = None
+            wait_device(self.queue, deadline, "the network's kernels")  # (then the copies wait no more)
             results = {name: self._fetch(slot) for name, slot in plan._outputs}
             self.queue.finish()
         except cl.Error as err:
