@@ -27,16 +27,14 @@ import sys
 import tempfile
 import threading
 
+from ...native_build import NativeUnavailable  # noqa: F401  (what load() raises; callers import it here too)
+
 _LOCK = threading.Lock()
 _LOADED = None
 _FAILED: str | None = None
 
 _STATUS = {1: "out of memory", 2: "invalid arguments", 3: "unimplemented", 4: "last implementation reached",
            5: "runtime error", 6: "not required"}
-
-
-class NativeUnavailable(RuntimeError):
-    """oneDNN cannot be loaded here; the message says why and what to install."""
 
 
 class DnnlError(RuntimeError):
