@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 
 import pytest
 
 from core.microkernel import WorkerError, WorkerProcess, runtime_dir
-from core.microkernel.sandbox import Sandbox
+from core.microkernel.sandbox import Sandbox, python_roots
 from tests.sandbox.conftest import CANARY_TEXT
 from tests.support import REPO, run_cli
 
@@ -48,9 +49,17 @@ def attempt(worker, verb, **args):
 def test_it_sees_only_its_view(escaper):
     worker, model, secret = escaper
     assert attempt(worker, "read", path=str(model / "weights.bin")) == {"ok": True, "result": "the model's own bytes"}
-    for path in (str(secret), "/etc/shadow", os.path.expanduser("~/.bashrc"), "/proc/{}/environ".format(os.getpid()),
-                 os.path.join(REPO, "..", "main", "README.md")):
+    for path in (str(secret), "/etc/shadow", os.path.expanduser("~/.bashrc"), "/proc/{}/environ".format(os.getpid())):
         assert attempt(worker, "read", path=path)["ok"] is False, path
+    # beside the checkout only what the view needs (the checkout, the interpreter's roots), not its siblings
+    parent = os.path.dirname(REPO)
+    needed = {os.path.relpath(root, parent).split(os.sep)[0]
+              for root in [REPO, *python_roots(sys.executable)] if root.startswith(parent + os.sep)}
+    seen = attempt(worker, "listdir", path=parent)["result"]
+    assert set(seen) <= needed, (seen, needed)
+    hidden = [name for name in os.listdir(parent) if name not in needed]
+    for name in hidden[:3]:
+        assert name not in seen and attempt(worker, "read", path=os.path.join(parent, name))["ok"] is False, name
     assert attempt(worker, "read", path=str(secret)) == {"ok": False, "errno": "ENOENT"}
     # the runtime directory holds only its own directory (the daemons' sockets are not there)
     own = os.path.basename(os.path.dirname(worker.endpoint[len("ipc://"):]))
