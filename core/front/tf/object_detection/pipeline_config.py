@@ -10,6 +10,7 @@ typed values the replacers use, with the OD API's defaults where a field is unse
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -102,7 +103,10 @@ def parse_text(text: str, path: str = "<text>") -> dict:
     def scalar(token, name):
         kind, value, line = token
         if kind == "string":
-            return value[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+            try:
+                return value[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+            except UnicodeDecodeError as exc:
+                fail("field '{}' has a malformed escape in {!r}: {}".format(name, value[:40], exc.reason), line)
         if kind == "number":
             text_value = value.rstrip("fF") if not value.lower().endswith(("inf", "nan")) else value
             try:
@@ -168,8 +172,9 @@ class PipelineConfig:
 
     def number(self, dotted: str, default, kind=float):
         value = self.get(dotted, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise Error("The pipeline config '{}': {} must be a number, got {!r}.", self.path, dotted, value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not math.isfinite(value)):
+            raise Error("The pipeline config '{}': {} must be a{} number, got {!r}.", self.path, dotted,
+                        "n integer" if kind is int else "", value)
         return kind(value)
 
     # --- the values the replacers use -----------------------------------------------------------
