@@ -228,13 +228,17 @@ class Subgraphs:
 
     def share(self, payload, fds: list) -> bytes:
         """The raw verb RAW_SHARE: map the buffer whose descriptor came with it."""
+        from core.microkernel.direct import close_all
+        from core.microkernel.shared_buffer import adopt
         try:
             name, size = contract.parse_share(payload, fds)
-            from core.microkernel.shared_buffer import adopt
-            mm = adopt(fds[0], name, size)
-        except (ValueError, OSError) as exc:
-            from core.microkernel.direct import close_all
+        except ValueError as exc:
             close_all(fds)
+            raise RemoteError(contract.SHM, "cannot map the shared buffer: {}".format(exc)) from None
+        try:
+            mm = adopt(fds[0], name, size)  # (closes the descriptor, mapped or not: never closed twice, since
+            # another thread may have been given its number in between)
+        except (ValueError, OSError) as exc:
             raise RemoteError(contract.SHM, "cannot map the shared buffer: {}".format(exc)) from None
         with self._lock:
             old = self._buffers.pop(name, None)
