@@ -103,7 +103,8 @@ def test_a_cache_of_another_driver_version_is_discarded(home, net, gpu_device):
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe", json.dumps({"format": 1, "entries": []}).encode(),
-                                     json.dumps([1, 2]).encode()], ids=["syntax", "bytes", "structure", "list"])
+                                     json.dumps([1, 2]).encode(), b"[" * 100000 + b"]" * 100000],
+                         ids=["syntax", "bytes", "structure", "list", "nested"])
 def test_a_corrupt_cache_is_ignored_with_a_warning_and_rewritten(home, net, gpu_device, content):
     plan_of(net, gpu_device, tune="1")
     path = cache_file(home)
