@@ -190,6 +190,26 @@ def test_mo_core_tune(home, net, tmp_path):
         assert "Traceback" not in p.stderr
 
 
+NO_PYOPENCL = """
+import sys
+class _NoPyopencl:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "pyopencl":
+            raise ImportError("No module named 'pyopencl'")
+sys.meta_path.insert(0, _NoPyopencl())
+"""
+
+
+def test_mo_core_tune_without_pyopencl_says_what_to_install(tmp_path):
+    """A Python without pyopencl (a plain `pip install mo-core`): one [ ERROR ] naming the extra."""
+    (tmp_path / "sitecustomize.py").write_text(NO_PYOPENCL)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), REPO]))
+    p = subprocess.run([sys.executable, "-m", "cli", "tune", "-m", str(tmp_path / "net.xml")], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and p.stderr.startswith("[ ERROR ]") and "mo-core[gpu]" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
+
+
 def test_the_short_search_offers_two_work_groups_per_compute_unit_for_batch_1_layers():
     """A unit test (the device a stand-in with an H200's 132 compute units, beside
     the searches on the real device above): for GoogLeNet's batch-1 GEMMs
