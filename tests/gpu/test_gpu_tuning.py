@@ -15,7 +15,7 @@ import pytest
 
 from ir import IRError
 from tests.gpu.gpu_helpers import chain_ir, rand
-from tests.support import REPO
+from tests.support import REPO, env_without
 
 CONV = {"kernel": "3,3", "strides": "1,1", "pads_begin": "1,1", "pads_end": "1,1", "group": 1}
 
@@ -190,20 +190,9 @@ def test_mo_core_tune(home, net, tmp_path):
         assert "Traceback" not in p.stderr
 
 
-NO_PYOPENCL = """
-import sys
-class _NoPyopencl:
-    def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] == "pyopencl":
-            raise ImportError("No module named 'pyopencl'")
-sys.meta_path.insert(0, _NoPyopencl())
-"""
-
-
 def test_mo_core_tune_without_pyopencl_says_what_to_install(tmp_path):
     """A Python without pyopencl (a plain `pip install mo-core`): one [ ERROR ] naming the extra."""
-    (tmp_path / "sitecustomize.py").write_text(NO_PYOPENCL)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), REPO]))
+    env = env_without(tmp_path, "pyopencl")
     p = subprocess.run([sys.executable, "-m", "cli", "tune", "-m", str(tmp_path / "net.xml")], cwd=REPO, env=env,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 1 and p.stderr.startswith("[ ERROR ]") and "mo-core[gpu]" in p.stderr, p.stderr
