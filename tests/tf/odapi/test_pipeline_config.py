@@ -64,6 +64,15 @@ def test_integer_fields_refuse_non_finite_numbers(value):
         c.num_classes()
 
 
+@pytest.mark.parametrize("resizer", ["fixed_shape_resizer { height: -5 width: 300 }",
+                                     "fixed_shape_resizer { height: 300 width: 0 }",
+                                     "keep_aspect_ratio_resizer { min_dimension: 600 max_dimension: 100000 }"])
+def test_resizer_sizes_must_be_positive_pixels(resizer):
+    c = PipelineConfig(parse_text(f"model {{ ssd {{ image_resizer {{ {resizer} }} }} }}"), "p")
+    with pytest.raises(Error, match="must be 1 to 65536 pixels"):
+        c.resizer()
+
+
 def test_file_limits(tmp_path):
     big = tmp_path / "big.config"
     big.write_bytes(b"#" * ((1 << 20) + 1))
