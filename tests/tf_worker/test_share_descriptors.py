@@ -56,3 +56,21 @@ def test_a_shared_buffer_is_mapped_and_its_descriptor_closed_once(closes):
         assert closes == [fd] and subgraphs.mapped(buf.spec["name"])
     finally:
         buf.close()
+
+
+def test_a_request_naming_another_size_of_a_shared_buffer_is_refused(closes):
+    """bind_run and run_subgraph check their spans against the size the request gives:
+    the map must be that size (bind_run made views of a smaller map: a TypeError)."""
+    buf = SharedBuffer(4096)
+    try:
+        subgraphs = Subgraphs(None)
+        subgraphs.share(contract.share_request(buf.spec), [os.dup(buf.fd)])
+        assert len(subgraphs.buffer(buf.spec)) == 4096
+        with pytest.raises(RemoteError) as err:
+            subgraphs.buffer(dict(buf.spec, size=8192))
+        assert err.value.kind == contract.SHM and "has 4096 bytes, not 8192" in err.value.message
+        with pytest.raises(RemoteError) as err:
+            subgraphs.buffer(dict(buf.spec, name=shared_buffer.PREFIX + "other"))
+        assert err.value.kind == contract.UNSHARED
+    finally:
+        buf.close()
