@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,20 +47,13 @@ import zlib
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks.timing import measure_ms  # noqa: E402 (the median, the min, in ms)
+
 MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style", "keras_resnet50")
 TORCH_TWINS = {"bvlc_googlenet": "googlenet", "bvlc_alexnet": "alexnet", "keras_resnet50": "resnet50"}
 HE_SCALED = ("Convolution", "Deconvolution", "FullyConnected", "InnerProduct")
-
-
-def measure(fn, iterations: int, warmup: int = 3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return round(statistics.median(times), 3), round(min(times), 3)
 
 
 # ----------------------------------------------------------------------------- weights
@@ -204,7 +196,7 @@ def engine_plan(args) -> list[dict]:
             start = time.perf_counter()
             out = plan.infer({name: x})
             row["first_ms"] = round((time.perf_counter() - start) * 1e3, 1)
-            row["median_ms"], row["best_ms"] = measure(lambda: plan.infer({name: x}), args.iterations)
+            row["median_ms"], row["best_ms"] = measure_ms(lambda: plan.infer({name: x}), args.iterations, warmup=3)
             if hasattr(plan, "create_request"):
                 request = plan.create_request()
                 row["launches"] = len(request.actions)
@@ -255,8 +247,8 @@ def engine_daemon(args) -> list[dict]:
                 x = np.random.default_rng(0).standard_normal(net.inputs[name]).astype(np.float32)
                 # 15 warm-up requests: the daemon's compute time is a moving average, which the first
                 # request (programs loaded onto the device) keeps high for a dozen requests
-                median, best = measure(lambda: exec_net.infer({name: x}), args.iterations,
-                                       warmup=15 if args.iterations > 1 else 3)
+                median, best = measure_ms(lambda: exec_net.infer({name: x}), args.iterations,
+                                          warmup=15 if args.iterations > 1 else 3)
                 compute = getattr(exec_net, "compute_us", None)
                 row = dict(facts, engine=args.label or "daemon", model=args.model, precision=precision, batch=batch,
                            median_ms=median, best_ms=best, load_s=round(load, 2),
@@ -306,7 +298,7 @@ def engine_torch(args) -> list[dict]:
                 def run():
                     model(x)
                     torch.cuda.synchronize()
-                median, best = measure(run, args.iterations, warmup=5)
+                median, best = measure_ms(run, args.iterations, warmup=5)
                 row = dict(base, twin=twin, precision=precision, batch=batch, median_ms=median, best_ms=best,
                            device=torch.cuda.get_device_name(), torch=torch.__version__,
                            cudnn=torch.backends.cudnn.version(), tf32=False)

@@ -50,7 +50,7 @@ import numpy as np
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from benchmarks.infer import measure  # noqa: E402 (the median, the min)
+from benchmarks.timing import measure  # noqa: E402 (the median, the min)
 
 TF_SCRIPT = r"""
 import json, os, statistics, sys, time

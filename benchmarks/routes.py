@@ -259,7 +259,7 @@ def xla_function(plan):
 
 # --- one route in this process -------------------------------------------------------------
 def run_route(route, xml, iterations):
-    from benchmarks.infer import measure
+    from benchmarks.timing import measure
     from device_daemons.cpu.plan import ExecutionPlan
     from ir import read_ir
     network = read_ir(xml)

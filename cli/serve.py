@@ -48,7 +48,14 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from device_daemons.serving.embedded import ServeOptions
+    extra = "ray" if args.ray is not None else "serve"
+    try:  # (optional packages: a plain `pip install mo-core` has none of them)
+        from device_daemons.serving.embedded import ServeOptions, serve
+        if args.ray is not None:
+            from device_daemons.serving.ray_mode import serve_ray
+    except ImportError as exc:
+        raise Error("mo-core serve{} needs packages this Python cannot import ({}): pip install mo-core[{}]",
+                    " --ray" if args.ray is not None else "", exc, extra) from None
     for name in ("http_port", "grpc_port"):
         port = getattr(args, name)
         if not 0 <= port <= 65535:
@@ -65,7 +72,5 @@ def run(args) -> int:
                         args.tls_cert, args.tls_key, args.insecure, int(args.max_body_mb * (1 << 20)),
                         args.cache_dir, args.load_model, not args.no_access_log, args.grace)
     if args.ray is not None:
-        from device_daemons.serving.ray_mode import serve_ray
         return serve_ray(opts, args.ray, args.replicas or 1)
-    from device_daemons.serving.embedded import serve
     return serve(opts)

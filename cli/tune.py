@@ -34,6 +34,11 @@ def add_parser(sub):
 
 
 def run(args):
+    try:
+        import pyopencl  # noqa: F401 (the GPU plugin's; optional: pip install mo-core[gpu])
+    except ImportError as exc:
+        raise Error("mo-core tune needs pyopencl, which this Python cannot import ({}): pip install mo-core[gpu] "
+                    "(or pip install pyopencl) and an OpenCL driver", exc) from None
     from device_daemons.gpu import GpuPlan, open_device
     from device_daemons.gpu.custom import CustomLayers, load_custom_layers
     from device_daemons.gpu.device import DeviceError, parse_device_name

@@ -1,6 +1,6 @@
 """Bound requests: how a local client runs a network on the daemon (both sides use
 this module: the daemon's table is service/bound_table.py, the client's side
-client/bindings.py).
+client/bound_client.py).
 
 A local client binds a network to a shared-memory slot once: `infer_bind`
 {handle, shm} (the shm spec: where the inputs are and where the outputs may go)

@@ -22,7 +22,6 @@ import tempfile
 import threading
 
 
-
 class NativeUnavailable(RuntimeError):
     """A native library (oneDNN, or one of our C sources) cannot be loaded here; the
     message says why and what to install."""

@@ -238,3 +238,22 @@ def worker_python_pid(pid: int) -> int:
         if len(argv) > 2 and argv[1] == b"-m" and argv[2].startswith(b"fallback_workers."):
             return candidate
     raise AssertionError("no worker Python under pid {}".format(pid))
+
+
+_WITHOUT = """
+import sys
+class _Without:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {packages!r}:
+            raise ImportError("No module named " + repr(name))
+sys.meta_path.insert(0, _Without())
+"""
+
+
+def env_without(directory, *packages) -> dict:
+    """The environment of a `python -m cli ...` whose Python cannot import `packages`
+    (as after a plain `pip install mo-core` without the extra that brings them): a
+    sitecustomize in `directory` refuses them."""
+    with open(os.path.join(directory, "sitecustomize.py"), "w") as f:
+        f.write(_WITHOUT.format(packages=tuple(packages)))
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(directory), REPO]))

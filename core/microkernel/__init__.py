@@ -10,7 +10,7 @@
 * client     - Client (thread-safe DEALER request/reply; same-thread direct calls)
 * launcher   - one way to spawn, greet, watch and stop every process kind
 * supervisor - WorkerProcess: the supervised-worker policy over the launcher
-               (restart budget, hang detection); device_daemons/daemon.py is the
+               (restart budget, hang detection); device_daemons/client/daemon.py is the
                long-lived-daemon policy
 
 See DESIGN.md, "Wire protocol" and "Process lifecycle", and the README's

@@ -1,5 +1,5 @@
 """One launcher for every process of mo-core: workers (supervisor.WorkerProcess)
-and long-lived device daemons (device_daemons/daemon.py) are two policies over it.
+and long-lived device daemons (device_daemons/client/daemon.py) are two policies over it.
 
 As jupyter_client splits a kernel's *provisioner* (how a process is started,
 found, checked and killed) from its *restarter* (when to restart, and how often),

@@ -235,11 +235,12 @@ class _Checker:
             self.found.append(Refused(caller.op, caller.name, where, "calls function '{}', which the graph's "
                                       "library does not hold".format(name)))
             return
-        before = len(self.found)
+        # walked once, whatever it holds: a refusal is reported once and refuses the graph anyway, and walked
+        # again per caller a library of functions each calling the next many times costs fan-out^depth steps
+        # (a cycle back to it is still found: it is on the stack then)
+        self._done.add(name)
         for inner in body.node_def:
             self.node(inner, name, stack + (name,))
-        if len(self.found) == before:
-            self._done.add(name)
 
 
 def closure(graph_def, roots) -> list:

@@ -454,9 +454,6 @@ class CustomKernel(GpuKernel):
         self.global_size = [work_size(s, env, self.where) for s in spec.global_sizes]
         self.local_size = None if not spec.local_sizes else \
             [work_size(s, env, self.where) for s in spec.local_sizes]
-        if any(g <= 0 for g in self.global_size) or (self.local_size and any(v <= 0 for v in self.local_size)):
-            raise KernelError(self.layer, f"{spec.where}: work sizes global {self.global_size} local "
-                                          f"{self.local_size} must be positive (B,F,Y,X = {b},{f},{y},{x})")
         if self.local_size and any(g % v for g, v in zip(self.global_size, self.local_size)):
             raise KernelError(self.layer, f"{spec.where}: local work size {self.local_size} does not divide the "
                                           f"global work size {self.global_size}")

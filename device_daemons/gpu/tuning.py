@@ -128,7 +128,7 @@ class TuneCache:
             return self._bad(f"is larger than {MAX_FILE_BYTES >> 20} MB", warn)
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # (RecursionError: nested too deeply)
             return self._bad(f"is not valid JSON ({exc})", warn)
         if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), dict) \
                 or not isinstance(data.get("identity"), dict):

@@ -69,14 +69,12 @@ class ShmSlots:
     def reap(self) -> int:
         """Drops the slots of client processes that ended; how many went."""
         import select
-        with self._lock:
-            fds = list(self._owners.items())
-        if not fds:
-            return 0
-        ended = {pid for pid, fd in fds if select.select([fd], [], [], 0)[0]}
-        if not ended:
-            return 0
-        with self._lock:
+        with self._lock:  # (the pidfds are closed under it too: a select on one closed meanwhile would fail)
+            if not self._owners:
+                return 0
+            ended = {pid for pid, fd in self._owners.items() if select.select([fd], [], [], 0)[0]}
+            if not ended:
+                return 0
             gone = [(sid, slot) for sid, slot in self._slots.items() if slot.owner in ended]
             for sid, slot in gone:
                 del self._slots[sid]
@@ -88,23 +86,23 @@ class ShmSlots:
             self._dropped(slot)
         return len(gone)
 
-    def _own(self, pid: int | None) -> int | None:
-        """The pid to record as a slot's owner (a pidfd of it held), None if it cannot be watched."""
+    def _forget_owners(self) -> None:
+        """Let go of the pidfds of owners with no slot left (under the lock): a pidfd is
+        held per owner of a slot, so a client naming pid after pid cannot make the
+        daemon hold one for every process of the machine (and run out of descriptors)."""
+        owning = {slot.owner for slot in self._slots.values()}
+        for pid in [pid for pid in self._owners if pid not in owning]:
+            os.close(self._owners.pop(pid))
+
+    @staticmethod
+    def _pidfd(pid: int | None) -> int | None:
+        """A pidfd of a slot's owner, None if it cannot be watched."""
         if pid is None:
             return None
-        with self._lock:
-            if pid in self._owners:
-                return pid
         try:
-            fd = os.pidfd_open(pid)
+            return os.pidfd_open(pid)
         except (AttributeError, OSError):  # gone already, or no pidfds here: LRU eviction only
             return None
-        with self._lock:
-            if pid in self._owners:
-                os.close(fd)
-            else:
-                self._owners[pid] = fd
-        return pid
 
     def create(self, size, owner: int | None = None) -> dict:
         """A new sealed slot of `size` bytes: {slot, path, name} for the client
@@ -126,9 +124,14 @@ class ShmSlots:
         except OSError as exc:
             os.close(fd)
             raise RemoteError("shm", f"cannot make a shared memory slot of {size} bytes: {exc}") from None
-        slot = _Slot(fd, mm, size, self._own(owner))
+        pidfd = self._pidfd(owner)
         dropped = []
-        with self._lock:
+        with self._lock:  # (the owner's pidfd recorded with its slot: _forget_owners never sees one without the other)
+            if pidfd is not None and owner in self._owners:
+                os.close(pidfd)
+            elif pidfd is not None:
+                self._owners[owner] = pidfd
+            slot = _Slot(fd, mm, size, owner if pidfd is not None else None)
             sid = secrets.randbits(62) + 1
             self._slots[sid] = slot
             self._bytes += size
@@ -137,6 +140,8 @@ class ShmSlots:
                 self._bytes -= old.size
                 old.close()
                 dropped.append(old)
+            if dropped:
+                self._forget_owners()
         for old in dropped:
             self._dropped(old)
         return {"slot": sid, "path": f"/proc/{os.getpid()}/fd/{fd}", "name": name}
@@ -160,6 +165,7 @@ class ShmSlots:
             slot = self._slots.pop(sid, None) if isinstance(sid, int) else None
             if slot is not None:
                 self._bytes -= slot.size
+                self._forget_owners()
         if slot is not None:
             slot.close()
             self._dropped(slot)

@@ -39,8 +39,9 @@ def check_shape(shape, what: str) -> tuple[int, ...]:
         if isinstance(d, bool) or not isinstance(d, int) or d < 0:
             raise bad_request(f"{what}: 'shape' must hold non-negative integers, got {list(shape)!r}"[:300])
         dims.append(d)
-    if int(np.prod(dims, dtype=object)) > MAX_ELEMENTS:
-        raise bad_request(f"{what}: shape {dims} has more than {MAX_ELEMENTS} elements")
+    # (each dim too: a zero dim makes the product 0, and numpy cannot shape an array with a dim past its index range)
+    if int(np.prod(dims, dtype=object)) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in dims):
+        raise bad_request(f"{what}: shape {dims} has more than {MAX_ELEMENTS} elements (or in one dimension)"[:300])
     return tuple(dims)
 
 

@@ -216,25 +216,35 @@ class Subgraphs:
 
     def buffer(self, spec: dict):
         """The mapping of a buffer the parent shared (share): kind "unshared_buffer"
-        when it is not (any more) mapped here - share it (again), then retry."""
+        when it is not (any more) mapped here - share it (again), then retry; kind
+        "shm" when the request says another size (its spans were checked against
+        that size, and bind_run's and run_subgraph's views are made of this map)."""
         name = spec.get("name")
         with self._lock:
             mm = self._buffers.get(name)
             if mm is not None:
                 self._buffers.move_to_end(name)
-                return mm
-        raise RemoteError(contract.UNSHARED, "no shared buffer {!r:.80} is mapped in this worker: share its "
-                                             "descriptor first".format(name))
+        if mm is None:
+            raise RemoteError(contract.UNSHARED, "no shared buffer {!r:.80} is mapped in this worker: share its "
+                                                 "descriptor first".format(name))
+        if len(mm) != spec.get("size"):
+            raise RemoteError(contract.SHM, "the shared buffer {} has {} bytes, not {}".format(name, len(mm),
+                                                                                            spec.get("size")))
+        return mm
 
     def share(self, payload, fds: list) -> bytes:
         """The raw verb RAW_SHARE: map the buffer whose descriptor came with it."""
+        from core.microkernel.direct import close_all
+        from core.microkernel.shared_buffer import adopt
         try:
             name, size = contract.parse_share(payload, fds)
-            from core.microkernel.shared_buffer import adopt
-            mm = adopt(fds[0], name, size)
-        except (ValueError, OSError) as exc:
-            from core.microkernel.direct import close_all
+        except ValueError as exc:
             close_all(fds)
+            raise RemoteError(contract.SHM, "cannot map the shared buffer: {}".format(exc)) from None
+        try:
+            mm = adopt(fds[0], name, size)  # (closes the descriptor, mapped or not: never closed twice, since
+            # another thread may have been given its number in between)
+        except (ValueError, OSError) as exc:
             raise RemoteError(contract.SHM, "cannot map the shared buffer: {}".format(exc)) from None
         with self._lock:
             old = self._buffers.pop(name, None)
@@ -255,8 +265,6 @@ class Subgraphs:
         mm = None
         if shm is not None:
             mm = self.buffer(shm["buffer"])
-            if len(mm) != shm["buffer"]["size"]:
-                raise RemoteError(contract.SHM, "the shared buffer {} changed its size".format(shm["buffer"]["name"]))
             inputs = [np.ndarray(shape, np.float32, buffer=mm, offset=offset) for offset, shape in shm["inputs"]]
         with self._lock:
             entry = self._loaded.get(graph_id)

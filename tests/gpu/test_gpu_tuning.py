@@ -15,7 +15,7 @@ import pytest
 
 from ir import IRError
 from tests.gpu.gpu_helpers import chain_ir, rand
-from tests.support import REPO
+from tests.support import REPO, env_without
 
 CONV = {"kernel": "3,3", "strides": "1,1", "pads_begin": "1,1", "pads_end": "1,1", "group": 1}
 
@@ -103,7 +103,8 @@ def test_a_cache_of_another_driver_version_is_discarded(home, net, gpu_device):
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe", json.dumps({"format": 1, "entries": []}).encode(),
-                                     json.dumps([1, 2]).encode()], ids=["syntax", "bytes", "structure", "list"])
+                                     json.dumps([1, 2]).encode(), b"[" * 100000 + b"]" * 100000],
+                         ids=["syntax", "bytes", "structure", "list", "nested"])
 def test_a_corrupt_cache_is_ignored_with_a_warning_and_rewritten(home, net, gpu_device, content):
     plan_of(net, gpu_device, tune="1")
     path = cache_file(home)
@@ -187,6 +188,15 @@ def test_mo_core_tune(home, net, tmp_path):
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 1 and p.stderr.startswith("[ ERROR ]") and message in p.stderr, p.stderr
         assert "Traceback" not in p.stderr
+
+
+def test_mo_core_tune_without_pyopencl_says_what_to_install(tmp_path):
+    """A Python without pyopencl (a plain `pip install mo-core`): one [ ERROR ] naming the extra."""
+    env = env_without(tmp_path, "pyopencl")
+    p = subprocess.run([sys.executable, "-m", "cli", "tune", "-m", str(tmp_path / "net.xml")], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and p.stderr.startswith("[ ERROR ]") and "mo-core[gpu]" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_the_short_search_offers_two_work_groups_per_compute_unit_for_batch_1_layers():

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from core.errors import Error
 from device_daemons.serving.config import Autoscaling, parse_config, read_config
+from tests.support import REPO, env_without
 
 
 def test_defaults_without_a_config(tmp_path):
@@ -64,3 +67,15 @@ def test_ray_deployment_options():
         "min_replicas": 1, "max_replicas": 4, "target_ongoing_requests": 2.0}
     # a config without "replicas" takes --replicas
     assert deployment_options(parse_config({}, "c"), 2, 5.0)["num_replicas"] == 2
+
+
+@pytest.mark.parametrize("args,missing,extra", [([], ("fastapi", "uvicorn", "grpc"), "mo-core[serve]"),
+                                                (["--ray", "auto"], ("ray",), "mo-core[ray]")])
+def test_serve_without_its_packages_says_what_to_install(tmp_path, args, missing, extra):
+    """A Python without the serving stack (a plain `pip install mo-core`): one [ ERROR ]
+    naming the extra, before anything starts."""
+    env = env_without(tmp_path, *missing)
+    p = subprocess.run([sys.executable, "-m", "cli", "serve", "--model_repository", str(tmp_path), *args], cwd=REPO,
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and p.stderr.startswith("[ ERROR ]") and extra in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr

@@ -50,10 +50,27 @@ def test_keep_aspect_ratio_sizes():
     ("model { ssd { num_classes 4 } }", "needs ':'"),
     ("model { ssd { num_classes: @ } }", "unexpected character"),
     ("a {" * (MAX_DEPTH + 2) + "}" * (MAX_DEPTH + 2), "nested deeper"),
+    ('model { ssd { name: "\\x" } }', "malformed escape"),
 ])
 def test_malformed_text(text, needle):
     with pytest.raises(Error, match=needle):
         parse_text(text, "p")
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400"])
+def test_integer_fields_refuse_non_finite_numbers(value):
+    c = PipelineConfig(parse_text(f"model {{ ssd {{ num_classes: {value} }} }}"), "p")
+    with pytest.raises(Error, match="num_classes must be an integer number"):
+        c.num_classes()
+
+
+@pytest.mark.parametrize("resizer", ["fixed_shape_resizer { height: -5 width: 300 }",
+                                     "fixed_shape_resizer { height: 300 width: 0 }",
+                                     "keep_aspect_ratio_resizer { min_dimension: 600 max_dimension: 100000 }"])
+def test_resizer_sizes_must_be_positive_pixels(resizer):
+    c = PipelineConfig(parse_text(f"model {{ ssd {{ image_resizer {{ {resizer} }} }} }}"), "p")
+    with pytest.raises(Error, match="must be 1 to 65536 pixels"):
+        c.resizer()
 
 
 def test_file_limits(tmp_path):

@@ -1,7 +1,7 @@
 """TensorFlow Object Detection API exports (frozen_inference_graph.pb +
 pipeline.config), converted as the reference's support JSONs describe: one family
-of replacers (preprocessor.py, ssd.py, faster_rcnn.py, outputs.py), the
-pipeline.config reader (pipeline_config.py), the support JSONs (support/) and
+of replacers (preprocessor.py, ssd.py, faster_rcnn.py; what they share: common.py),
+the pipeline.config reader (pipeline_config.py), the support JSONs (support/) and
 their choice from the graph when only the pipeline config is given (choose.py).
 Importing the package registers the replacers; they run only for descriptions of
 their ids.

@@ -10,6 +10,7 @@ typed values the replacers use, with the OD API's defaults where a field is unse
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -102,7 +103,10 @@ def parse_text(text: str, path: str = "<text>") -> dict:
     def scalar(token, name):
         kind, value, line = token
         if kind == "string":
-            return value[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+            try:
+                return value[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+            except UnicodeDecodeError as exc:
+                fail("field '{}' has a malformed escape in {!r}: {}".format(name, value[:40], exc.reason), line)
         if kind == "number":
             text_value = value.rstrip("fF") if not value.lower().endswith(("inf", "nan")) else value
             try:
@@ -168,23 +172,32 @@ class PipelineConfig:
 
     def number(self, dotted: str, default, kind=float):
         value = self.get(dotted, default)
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise Error("The pipeline config '{}': {} must be a number, got {!r}.", self.path, dotted, value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not math.isfinite(value)):
+            raise Error("The pipeline config '{}': {} must be a{} number, got {!r}.", self.path, dotted,
+                        "n integer" if kind is int else "", value)
         return kind(value)
 
     # --- the values the replacers use -----------------------------------------------------------
     def resizer(self) -> dict:
         """{'kind': 'fixed_shape', 'height', 'width'} or {'kind': 'keep_aspect_ratio', 'min', 'max', 'pad'}."""
         if self.get("image_resizer.fixed_shape_resizer") is not None:
-            return {"kind": "fixed_shape", "height": self.number("image_resizer.fixed_shape_resizer.height", 300, int),
-                    "width": self.number("image_resizer.fixed_shape_resizer.width", 300, int)}
+            base = "image_resizer.fixed_shape_resizer."
+            return {"kind": "fixed_shape", "height": self._size(base + "height", 300),
+                    "width": self._size(base + "width", 300)}
         if self.get("image_resizer.keep_aspect_ratio_resizer") is not None:
             base = "image_resizer.keep_aspect_ratio_resizer."
-            return {"kind": "keep_aspect_ratio", "min": self.number(base + "min_dimension", 600, int),
-                    "max": self.number(base + "max_dimension", 1024, int),
+            return {"kind": "keep_aspect_ratio", "min": self._size(base + "min_dimension", 600),
+                    "max": self._size(base + "max_dimension", 1024),
                     "pad": bool(self.get(base + "pad_to_max_dimension", False))}
         raise Error("The pipeline config '{}' has no image_resizer with fixed_shape_resizer or "
                     "keep_aspect_ratio_resizer: mo-core converts OD API models with those resizers.", self.path)
+
+    def _size(self, dotted: str, default: int) -> int:
+        """An image size of the resizer: 1 to 2^16 pixels (the IR's input is made of it)."""
+        value = self.number(dotted, default, int)
+        if not 0 < value <= 1 << 16:
+            raise Error("The pipeline config '{}': {} must be 1 to 65536 pixels, got {}.", self.path, dotted, value)
+        return value
 
     def box_coder_variances(self, prefix: str = "box_coder.faster_rcnn_box_coder.") -> list[float]:
         """1/scale of the Faster R-CNN box coder, x first: [1/x, 1/y, 1/w, 1/h] (DetectionOutput's order)."""

@@ -1,0 +1,25 @@
+"""How the benchmarks time one engine's repeated call: warm-up runs, then the median
+and the minimum of `iterations` timed ones (the median is the figure reported; the
+minimum shows how much of it is noise of a loaded machine)."""
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def measure(fn, iterations: int, warmup: int = 5) -> tuple[float, float]:
+    """(median, min) seconds of `fn()` over `iterations` calls after `warmup` untimed ones."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), min(times)
+
+
+def measure_ms(fn, iterations: int, warmup: int = 5) -> tuple[float, float]:
+    """measure() in milliseconds, rounded to the microsecond (for tables and JSON rows)."""
+    median, best = measure(fn, iterations, warmup)
+    return round(median * 1e3, 3), round(best * 1e3, 3)
