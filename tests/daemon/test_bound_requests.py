@@ -18,7 +18,7 @@ from device_daemons import bound_protocol as bound
 from device_daemons.bound_client import MAX_BINDINGS
 from device_daemons.bound_table import Binding, BoundTable
 from device_daemons.client import DaemonDied, IECore, InferenceError
-from tests.daemon.conftest import assert_close, daemon_processes
+from tests.daemon.conftest import F32, assert_close, daemon_processes
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -28,7 +28,7 @@ def fast_net(fresh_runtime, monkeypatch, tiny):
     """The tiny net on the fast lane whatever the machine's speed (a limit far above its time)."""
     monkeypatch.setenv("MO_CORE_FAST_LANE_US", "1e9")
     ie = IECore()
-    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU", config=F32)  # compared with pycaffe to 1e-4
     x = tiny.input(0)
     exec_net.infer({"data": x})  # measured: the fast lane from the next request on
     assert exec_net.fast
@@ -128,7 +128,7 @@ def daemon(tiny, monkeypatch):
     from device_daemons.cpu.server import CpuDaemon
     monkeypatch.setenv("MO_CORE_FAST_LANE_US", "1e9")
     d = CpuDaemon(threads=1)
-    handle = d.load_network({"xml": tiny.xml}, [])["handle"]
+    handle = d.load_network({"xml": tiny.xml, "config": F32}, [])["handle"]
     slot = d.shm_create({"size": 1 << 16}, [])["slot"]
     spec = msgpack.packb({"slot": slot, "inputs": {"data": [0, [1, 3, 16, 16]]}, "out": [3072, (1 << 16) - 3072]})
     yield d, handle, slot, spec

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 from device_daemons.client import (DaemonError, DaemonNotRunning, IECore, InferenceError, StatusCode)
-from tests.daemon.conftest import assert_close
+from tests.daemon.conftest import F32, assert_close
 from tests.support import run_in_threads
 
 
 @pytest.fixture(scope="module")
 def ie():
     core = IECore(policy="auto", timeout=60)
+    core.set_config(F32, "CPU")  # compared with pycaffe to 1e-4
     yield core
     core.close()
 
@@ -39,7 +40,7 @@ def test_transfer_modes(tiny, options):
     """Array frames instead of shared memory; IR content instead of paths (remote clients)."""
     x = tiny.input(11)
     with IECore(**options) as core:
-        exec_net = core.load_network(core.read_network(tiny.xml), "CPU")
+        exec_net = core.load_network(core.read_network(tiny.xml), "CPU", config=F32)
         assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
         assert exec_net._loaded[0].slots.ok is (False if options.get("shared_memory") is False else True)
 
@@ -233,7 +234,7 @@ def test_small_networks_go_to_the_fast_lane(fresh_runtime, monkeypatch, tiny, li
     machine is.)"""
     monkeypatch.setenv("MO_CORE_FAST_LANE_US", limit_us)
     with IECore() as ie:
-        exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+        exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU", config=F32)
         for seed in range(5):
             x = tiny.input(seed)
             assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))

@@ -230,7 +230,8 @@ class Dnnl:
             self._gomp = self._omp.dlopen("libgomp.so.1", self._flags)  # the runtime libdnnl is linked with
         except OSError:
             self._gomp = None
-        self.default_threads = self._gomp.omp_get_max_threads() if self._gomp else os.cpu_count() or 1
+        from ..precision import CPUS  # the affinity mask's CPUs (libgomp's own default follows it too)
+        self.default_threads = min(self._gomp.omp_get_max_threads(), CPUS) if self._gomp else CPUS
 
     def _isa_name(self, value: int) -> str:
         names = [n for n in dir(self.lib) if n.startswith("dnnl_cpu_isa_") and getattr(self.lib, n) == value]
