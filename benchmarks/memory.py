@@ -240,15 +240,16 @@ def report(backend, result, weights, largest, top, program=None):
         print(f"  other anonymous (oneDNN primitives, JIT code, Python objects, buffers) "
               f"{mb(anon - constants - arena - scratchpad)}")
         print(f"  file-backed (library code, the IR's .bin)        {mb(files)}")
-    print(f"goal (fixed = RSS at 'kinds'):            {verdict(peak, model + fixed)}")
-    print(f"goal (fixed = RSS at 'runtime', ReLU net): {verdict(peak, model + fixed_relu)}")
+    goals = {"stated": verdict(peak, model + fixed), "strict": verdict(peak, model + fixed_relu)}
+    print(f"goal (fixed = RSS at 'kinds'):            {goals['stated']}")
+    print(f"goal (fixed = RSS at 'runtime', ReLU net): {goals['strict']}")
     before, after = s["kinds"]["mappings"], s["infer"]["mappings"]
     growth = sorted(((after.get(k, 0) - before.get(k, 0), k) for k in set(before) | set(after)), reverse=True)
     print(f"resident growth kinds -> infer, per mapping (top {top}):")
     for delta, name in growth[:top]:
         if delta:
             print(f"  {mb(delta)}  {name}")
-    return peak <= model + fixed
+    return goals
 
 
 def main():
@@ -281,7 +282,10 @@ def main():
             program = program_terms(xml) if b == "onednn" else None
             met[b] = report(b, run_backend(b, xml, relu_xml, kinds_xml, args.iterations), weights, largest,
                             args.mappings, program)
-        print("\nmemory goal: " + ", ".join(f"{b} {'met' if ok else 'not met'}" for b, ok in met.items()))
+        print("\nmemory goal, fixed overhead = the daemon after the miniature net of GoogLeNet's layer kinds: "
+              + "; ".join(f"{b} {goals['stated']}" for b, goals in met.items()))
+        print("memory goal, strict baseline = the idle daemon after an Input->ReLU net: "
+              + "; ".join(f"{b} {goals['strict']}" for b, goals in met.items()))
     finally:
         shutil.rmtree(out, ignore_errors=True)
 

@@ -121,7 +121,7 @@ def main():
                         help="sleep before each timed TensorFlow call of the idle row (default 3 ms)")
     args = parser.parse_args()
 
-    from tests.tf.built_models import Models, built
+    from benchmarks.built_models import Models, built
     models = Models(built("offload_graphs", directory=os.path.join(REPO, "tests", "tf_worker")))
     work = tempfile.mkdtemp(prefix="offload-bench-")
     runtime = os.path.join(work, "rt")
@@ -130,7 +130,7 @@ def main():
     try:
         run(models, work, args)
     finally:
-        from device_daemons import daemon
+        from device_daemons.client import daemon
         for device in daemon.running_devices():
             daemon.stop(device, grace=2.0)
         from core.front.tf.worker import stop_worker

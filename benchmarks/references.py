@@ -42,7 +42,7 @@ def openvino_ovc() -> str:
 
 def keras_model(name: str) -> str:
     """The frozen .pb of a Keras application of tests/tf/keras_apps.py (built once, cached)."""
-    from tests.tf.built_models import Models, built
+    from benchmarks.built_models import Models, built
     return Models(built("keras_apps")).path(name)
 
 

@@ -12,6 +12,8 @@ import sys
 import threading
 import time
 
+import numpy as np
+
 from cli.infer import (add_model_args, add_perf_count_arg, describe_settings, device_list, guard, load_on_device,
                        random_inputs)
 from core.errors import Error
@@ -34,39 +36,10 @@ def add_parser(sub):
     p.set_defaults(func=run)
 
 
-def percentile(sorted_values, q):
-    """Linear-interpolation percentile (numpy's default) of sorted values."""
-    if not sorted_values:
-        return float("nan")
-    pos = (len(sorted_values) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-class _Progress:
-    def __init__(self, total, enabled, width=40):
-        self.total, self.enabled, self.width = total, enabled, width
-        self._last = -1
-
-    def show(self, done):
-        if not self.enabled or done == self._last:
-            return
-        self._last = done
-        filled = int(self.width * done / self.total) if self.total else self.width
-        sys.stderr.write("\rProgress: [{}{}] {:3d}% {}/{}".format(
-            "#" * filled, "." * (self.width - filled), int(100 * done / self.total) if self.total else 100,
-            done, self.total))
-        sys.stderr.flush()
-
-    def close(self):
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
 @guard
 def run(args) -> int:
+    from tqdm import tqdm  # imported here: other subcommands start without it
+
     from device_daemons.client import IECore
 
     if args.niter < 1:
@@ -124,7 +97,8 @@ def run(args) -> int:
                     state["done"] += 1
                     state["end"] = max(state["end"], end)
 
-        progress = _Progress(args.niter, args.progress or sys.stderr.isatty())
+        progress = tqdm(total=args.niter, desc="Progress", unit="req", file=sys.stderr, leave=True,
+                        disable=not (args.progress or sys.stderr.isatty()))
         threads = [threading.Thread(target=worker, args=(exec_net.requests[i],), daemon=True,
                                     name="benchmark-{}".format(i)) for i in range(args.nireq)]
         start = time.perf_counter()
@@ -132,10 +106,10 @@ def run(args) -> int:
             t.start()
         for t in threads:
             while t.is_alive():
-                progress.show(state["done"])
+                progress.update(state["done"] - progress.n)
                 t.join(0.1)
         duration = state["end"] - start
-        progress.show(state["done"])
+        progress.update(state["done"] - progress.n)
         progress.close()
         if state["error"] is not None:
             raise state["error"]
@@ -152,7 +126,7 @@ def run(args) -> int:
     print("Duration:   {:.2f} ms".format(duration * 1e3))
     print("Latency (ms):")
     header = ("median", "p90", "p99", "min", "max")
-    values = (percentile(lat, 50), percentile(lat, 90), percentile(lat, 99), lat[0], lat[-1])
+    values = tuple(np.percentile(lat, (50, 90, 99))) + (lat[0], lat[-1])
     print("    " + "  ".join("{:>9}".format(h) for h in header))
     print("    " + "  ".join("{:>9.3f}".format(v) for v in values))
     print("Throughput: {:.2f} FPS".format(fps))

@@ -68,7 +68,7 @@ def _guard(fn):
 
 @_guard
 def run_start(args) -> int:
-    from device_daemons import daemon
+    from device_daemons.client import daemon
     if args.threads is not None and args.threads < 1:
         raise Error("--threads must be at least 1, got {}", args.threads)
     if args.python_path and not args.caffe_fallback:
@@ -95,7 +95,7 @@ def run_start(args) -> int:
 
 @_guard
 def run_stop(args) -> int:
-    from device_daemons import daemon
+    from device_daemons.client import daemon
     devices = daemon.running_devices() if args.all else [daemon.normalize_device(args.device)]
     if args.all and not devices:
         print("no daemon is running")
@@ -117,7 +117,7 @@ def _duration(seconds) -> str:
 
 @_guard
 def run_status(args) -> int:
-    from device_daemons import daemon
+    from device_daemons.client import daemon
     entries = daemon.status(timeout=args.timeout)
     if not entries:
         print("no daemon is running (start one with 'mo-core daemon start')")

@@ -42,8 +42,8 @@ def add_model_args(p):
 
 def device_list(device: str) -> list[str]:
     """The daemons a -d value uses: [CPU], [GPU.1], or HETERO's list."""
-    from device_daemons.daemon import normalize_device
-    from device_daemons.hetero import HeteroError, parse_hetero
+    from device_daemons.client.daemon import normalize_device
+    from device_daemons.client.hetero import HeteroError, parse_hetero
     if device.strip().upper().startswith("HETERO"):
         try:
             return [normalize_device(d) for d in parse_hetero(device)]

@@ -32,7 +32,13 @@ def _data_attrs(node, warnings: list) -> dict[str, str]:
             return layer_schema(items.ir_type).write(values)
         except IRError as err:
             raise Error("Layer '{}' ({}): {}", node.name, node.soft_get("type"), err.message) from None
-    data = {name: value if isinstance(value, str) else fmt_value(value) for name, value in values.items()}
+    data = {}
+    for name, value in values.items():
+        try:
+            data[name] = value if isinstance(value, str) else fmt_value(value)
+        except IRError as err:
+            raise Error("Layer '{}' ({}), attribute '{}': {}", node.name, node.soft_get("type"), name,
+                        err.message) from None
     schema = layer_schema(node.soft_get("type"))
     if schema is not None and node.soft_get("op_class") is not None:
         # an extension op with a built-in IR type: the kernels read it by the schema

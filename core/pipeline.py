@@ -6,61 +6,17 @@ this order: to see what runs, and when, read PIPELINE.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 
 import networkx as nx
 
+from core.convert_options import ConvertOptions
 from core.errors import Error
 from core.front import cutting
 from core.front.cli_values import parse_values, split_names
 
 log = logging.getLogger("mo_core")
-
-
-@dataclass
-class ConvertOptions:
-    input_model: str | None = None
-    input_proto: str | None = None
-    framework: str | None = None
-    output_dir: str = "."
-    model_name: str | None = None
-    input: str | None = None
-    output: str | None = None
-    input_shape: str | None = None
-    batch: int | None = None
-    mean_values: str | None = None
-    scale_values: str | None = None
-    scale: float | None = None
-    reverse_input_channels: bool = False
-    data_type: str = "FP32"
-    disable_fusing: bool = False
-    extensions: str | None = None
-    custom_layers_mapping: str | None = None     # -k
-    use_caffe_fallback: bool = False
-    disable_omitting_optional: bool = False
-    enable_flattening_nested_params: bool = False
-    input_model_is_text: bool = False            # TensorFlow
-    disable_nhwc_to_nchw: bool = False
-    saved_model_dir: str | None = None           # TensorFlow, frozen by the TF worker
-    saved_model_tags: str | None = None
-    input_meta_graph: str | None = None
-    input_checkpoint: str | None = None
-    interp_zoom_rule: str = "multiply"           # Interp zoom_factor: in * zoom, or DeepLab's (ir/interp.py)
-    caffe_proto: str | None = None               # a Caffe fork's schema, compiled at run time
-    ir_version: int = 2                          # 2, or 11 for today's OpenVINO runtime
-    ov_extension_ops: str | None = None          # IR v11: TYPE[=OP_TYPE][@VERSION],... (ir/v11/extension_ops.py)
-    tensorflow_subgraph_patterns: str | None = None   # offload to TensorFlow (core/front/tf/offload.py)
-    tensorflow_operation_patterns: str | None = None
-    offload_unsupported_operations_to_tf: bool = False
-    fallback_input: str | None = None            # .npy/.npz the shape-inference fallbacks run the framework on
-    validate: bool = False                       # the written IR against the framework (core/validate.py)
-    validate_input: str | None = None
-    validate_tolerance: float | None = None
-    validate_layers: bool = False
-    tensorflow_use_custom_operations_config: str | None = None     # sub-graph replacement JSON file(s)
-    tensorflow_custom_operations_config_update: str | None = None  # fill in its inputs/outputs, then stop
 
 
 @dataclass
@@ -323,8 +279,7 @@ def emit_ir_v11(ctx):
     if ctx.options.ir_version == 11:
         from ir.v11 import build_model, parse_extension_ops
         o = ctx.options
-        data_type = {"float": "FP32", "half": "FP16"}.get(o.data_type, o.data_type)
-        ctx.v11_model, warnings = build_model(ctx.network, data_type=data_type,
+        ctx.v11_model, warnings = build_model(ctx.network, data_type=o.data_type,
                                               extension_ops=parse_extension_ops(o.ov_extension_ops))
         ctx.warnings += warnings
 

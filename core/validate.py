@@ -43,7 +43,7 @@ SEED = 0
 
 
 def default_tolerance(data_type: str) -> float:
-    return 1e-2 if data_type in ("FP16", "half") else 1e-4
+    return 1e-2 if data_type == "FP16" else 1e-4
 
 
 # --------------------------------------------------------------------------- conversion side

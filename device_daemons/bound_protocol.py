@@ -1,6 +1,6 @@
 """Bound requests: the daemon's leanest way to run a small network again and again
-(both sides use this module: the daemon's table is bound_table.py, the client's
-side bound_client.py).
+(both sides use this module: the daemon's table is service/bound_table.py, the
+client's side client/bound_client.py).
 
 A local client that sends request after request of the same network through the
 same shared-memory slot binds them once: `infer_bind` {handle, shm} (the shm spec

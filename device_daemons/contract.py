@@ -1,5 +1,5 @@
 """The contract of the inference daemons (the CPU and the GPU daemon, both over
-device_daemons/service.py): each verb's name, what its arguments must be and what
+device_daemons/service/): each verb's name, what its arguments must be and what
 its result holds, written once and used on both sides. The daemon parses every
 request with the parse_* functions (anything wrong is a RemoteError of the kind
 named below, sent back as the error reply); the client builds its requests with

@@ -11,6 +11,23 @@ import numpy as np
 from ir import IRError
 
 
+def describe(layer) -> str:
+    return f"layer {layer.name!r} (type {layer.type}, id={layer.id})"
+
+
+class KernelError(IRError):
+    """A layer a device's plan cannot run: bad or missing attributes or blobs, wrong
+    input shapes, unsupported variants. The message names the layer and its type.
+    (The GPU plan raises it too: the daemons report it as the error kind "kernel".)"""
+
+    def __init__(self, layer, message: str, **kwargs):
+        if layer is not None:
+            message = f"{describe(layer)}: {message}"
+        super().__init__(message, **kwargs)
+        self.layer_name = getattr(layer, "name", None)
+        self.layer_type = getattr(layer, "type", None)
+
+
 def execution_order(network) -> list:
     """Topological order with the sources (Input layers, reading Memory layers)
     first, so that a state is read before it is written in a call."""

@@ -1,7 +1,7 @@
 """Records of running device daemons, kept in the private runtime directory.
 
 A daemon writes `runtime_dir()/daemon-<device>.json` once it has bound its endpoint
-and removes it when it exits cleanly:
+(service/record.py) and removes it when it exits cleanly:
 
     {"device": "CPU", "pid": 1234, "endpoint": "ipc://...", "started": 1700000000.0,
      "version": "0.1.0", "protocol": 1, "key_file": null, "log": ".../daemon-cpu.log"}
@@ -24,7 +24,6 @@ import functools
 import json
 import os
 import re
-import tempfile
 import time
 from typing import Iterator
 
@@ -90,31 +89,6 @@ def is_daemon_process(pid: int) -> bool:
 
 
 # --------------------------------------------------------------------------- records
-
-def write_record(device: str, pid: int, endpoint: str, *, key_file: str | None = None,
-                 log: str | None = None, started: float | None = None) -> dict:
-    """Atomically write (or replace) the record of `device`'s daemon."""
-    from core.microkernel import PROTOCOL_VERSION
-    record = {"device": device.upper(), "pid": pid, "endpoint": endpoint,
-              "started": time.time() if started is None else started,
-              "version": package_version(), "protocol": PROTOCOL_VERSION,
-              "key_file": key_file, "log": log}
-    path = record_path(device)
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".daemon-", suffix=".tmp", dir=directory)
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return record
-
 
 def _load(path: str) -> dict | None:
     try:

@@ -1,7 +1,7 @@
 """The shared-memory fast path between a client and a daemon on the same machine:
 what both sides must agree on (how a slot is made and found, how tensors are laid
-out in it, how the nested specs are decoded). The client's side is shm_client.py,
-the CPU daemon's cpu/shm_slots.py; both import these names, so the layout is
+out in it, how the nested specs are decoded). The client's side is client/shm_client.py,
+the daemons' service/shm_slots.py; both import these names, so the layout is
 defined once.
 
 Moving a 1x3x224x224 float32 tensor through a ZeroMQ ipc socket and back costs

@@ -41,20 +41,27 @@ def prior_box_sizes(min_size, max_size, aspect_ratio, flip, scale_all_sizes=True
     return sizes
 
 
+def round_half_away(x):
+    """C's roundf: halves away from zero (numpy's round goes to the even neighbour)."""
+    return np.copysign(np.floor(np.abs(x) + 0.5), x)
+
+
 def proposal_anchors(base_size, ratios, scales) -> np.ndarray:
-    """(len(ratios) * len(scales), 4) float32 anchor boxes of the Caffe Proposal layer
-    this project's pycaffe has: around the centre of a base_size square, per ratio
-    per scale, half sizes 0.5 * round(side * scale / base_size - 1) (a C (int)(x + 0.5)
-    of a double), all in float32 like the layer."""
+    """(len(ratios) * len(scales), 4) float32 anchor boxes [x1, y1, x2, y2] of the
+    Faster R-CNN / R-FCN Proposal layer, per ratio per scale, around the centre of a
+    base_size square, as py-faster-rcnn's generate_anchors, the Inference Engine's
+    Proposal spec and OpenVINO make them: the ratio's sides are rounded
+    (w = round(sqrt(b*b / r)), h = round(w * r)), then scaled, half sizes
+    0.5 * (side * scale - 1). Computed in float32 with C's roundf, as OpenVINO does."""
     f32 = np.float32
-    area = f32(base_size * base_size)
-    center = f32(0.5) * f32(base_size - 1)
+    area = f32(base_size) * f32(base_size)
+    center = f32(0.5) * (f32(base_size) - f32(1))
     anchors = []
     for r in ratios:
-        rw = f32(np.sqrt(area / f32(r)))
-        rh = f32(rw * f32(r))
+        rw = f32(round_half_away(np.sqrt(area / f32(r), dtype=f32)))
+        rh = f32(round_half_away(rw * f32(r)))
         for s in scales:
-            sw = f32(0.5) * f32(np.trunc(float(f32(rw * f32(s))) / base_size - 1 + 0.5))
-            sh = f32(0.5) * f32(np.trunc(float(f32(rh * f32(s))) / base_size - 1 + 0.5))
+            sw = f32(0.5) * (rw * f32(s) - f32(1))
+            sh = f32(0.5) * (rh * f32(s) - f32(1))
             anchors.append((center - sw, center - sh, center + sw, center + sh))
-    return np.asarray(anchors, np.float32)
+    return np.asarray(anchors, np.float32).reshape(-1, 4)

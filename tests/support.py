@@ -181,6 +181,15 @@ def caffe_outputs(proto: str, weights: str, inputs: dict):
     return net
 
 
+def assert_detection_padding(det, kept: int):
+    """A [1, 1, R, 7] DetectionOutput after its `kept` detections: one end row of
+    image_id -1, then zeros (as OpenVINO writes it)."""
+    rows = det.reshape(-1, 7)
+    if kept < len(rows):
+        assert rows[kept, 0] == -1 and np.all(rows[kept, 1:] == 0), rows[kept]
+        assert np.all(rows[kept + 1:] == 0)
+
+
 def compare_with_caffe(ours: dict, net, tol: float) -> float:
     """The largest max |diff| / max |ref| of our outputs (keyed by the producing
     layer) against the pycaffe net's top blobs; asserts it is <= tol."""
@@ -189,7 +198,7 @@ def compare_with_caffe(ours: dict, net, tol: float) -> float:
         ref = net.blobs[net.top_names[name][0]].data
         if name == "detection_out":  # Caffe keeps the detections only; the IR pads to N*keep_top_k
             kept = ref.shape[2]
-            assert np.all(value[0, 0, kept:, 0] == -1)
+            assert_detection_padding(value, kept)
             value = value[:, :, :kept]
         err = float(np.abs(np.asarray(value, np.float64) - ref).max() / max(np.abs(ref).max(), 1e-12))
         worst = max(worst, err)

@@ -84,17 +84,6 @@ def condense_log(data: bytes, max_lines: int = _TAIL_LINES) -> str:
     return "\n".join(out[-max_lines:]).strip()
 
 
-def read_tail(path: str | None, max_lines: int = _TAIL_LINES, offset: int = 0) -> str:
-    """The last lines of the log file `path` written after `offset`; '' if unreadable."""
-    if not path:
-        return ""
-    try:
-        with open(path, "rb") as f:
-            return condense_log(_tail_bytes(f.fileno(), offset), max_lines)
-    except OSError:
-        return ""
-
-
 def _tail_bytes(fd: int, offset: int = 0) -> bytes:
     size = os.fstat(fd).st_size
     start = max(offset, size - _TAIL_BYTES)
@@ -121,9 +110,6 @@ class PrivateLog:
             os.unlink(path)
             return fd
 
-    def describe(self) -> str:
-        return "its private log"
-
 
 @dataclass
 class LogFile:
@@ -136,9 +122,6 @@ class LogFile:
             if os.path.getsize(self.path) > _LOG_ROTATE_BYTES:
                 os.replace(self.path, self.path + ".1")
         return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-
-    def describe(self) -> str:
-        return f"its log {self.path}"
 
 
 # --------------------------------------------------------------------------- processes
@@ -264,9 +247,6 @@ class Launched(Process):
             return condense_log(_tail_bytes(self._log_fd, self._log_offset), max_lines)
         except OSError:
             return ""
-
-    def describe_log(self) -> str:
-        return self.spec.log.describe()
 
     def close_log(self) -> None:
         """Let go of the log (a long-lived process keeps writing its own)."""

@@ -12,13 +12,13 @@ import numpy as np
 from core.errors import Error
 from ir.precision import to_float16
 
-DATA_TYPES = {"FP32": "FP32", "float": "FP32", "FP16": "FP16", "half": "FP16"}
+DATA_TYPES = ("FP32", "FP16")  # float/half are turned into these by ConvertOptions
 
 
 def ir_precision(data_type: str) -> str:
     if data_type not in DATA_TYPES:
         raise Error("--data_type must be FP32 or FP16 (or float/half), got '{}'.", data_type)
-    return DATA_TYPES[data_type]
+    return data_type
 
 
 def set_precision(graph, data_type: str, warnings: list[str]):

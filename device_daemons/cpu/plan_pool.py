@@ -1,12 +1,11 @@
-"""The compiled instances of one network in the CPU daemon (PlanPool) and a
-client's handle on them (Handle).
+"""The compiled instances of one network in the CPU daemon (PlanPool).
 
 An ExecutionPlan is not thread-safe (its kernels keep workspaces, e.g. the
 convolution's column buffer), so each compiled network owns a small pool of plan
 instances: a request borrows an idle instance or, when all are busy and fewer
 than `threads` exist, compiles one more; numpy and BLAS release the GIL, so two
-requests really run in parallel on two cores. The daemon (server.py) caches the
-pools and hands out one Handle per load_network.
+requests really run in parallel on two cores. The daemon (service/device_daemon.py)
+caches the pools and hands out one Handle per load_network.
 """
 from __future__ import annotations
 
@@ -97,15 +96,3 @@ class PlanPool:
                 self.busy -= 1
                 self._idle.append(plan)
                 self._cond.notify()
-
-
-class Handle:
-    """A client's handle on a PlanPool (one per load_network; reshape moves it to
-    another pool)."""
-    __slots__ = ("id", "pool", "requests", "created")
-
-    def __init__(self, handle_id: int, pool: PlanPool):
-        self.id = handle_id
-        self.pool = pool
-        self.requests = 0
-        self.created = time.time()

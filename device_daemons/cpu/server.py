@@ -7,7 +7,7 @@ cpu/backends.py) for any number of clients, over the microkernel protocol
                                  [--python-path DIR ...]]
 
 The verbs, caching, handles, shared memory and errors are every daemon's
-(device_daemons/service.py). The CPU's own parts: extensions are custom CPU
+(device_daemons/service/). The CPU's own parts: extensions are custom CPU
 kernel files (Python classes, plan.load_custom_kernels); a compiled network is a
 PlanPool of ExecutionPlan instances (plan_pool.py): a plan is not thread-safe, so
 requests for one network borrow an instance each and run in parallel (oneDNN
@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from core.microkernel import RemoteError
 from ir import IRError
 
 from ..service import DeviceDaemon, serve_daemon
@@ -61,16 +62,15 @@ class CpuDaemon(DeviceDaemon):
         return kernels
 
     def check_config(self, config):
-        from ..service import err
         unknown = set(config) - {PRECISION_KEY, THREADS_KEY}
         if unknown:
-            raise err("network", f"the CPU daemon does not know the config key(s) {', '.join(sorted(unknown))}; "
+            raise RemoteError("network", f"the CPU daemon does not know the config key(s) {', '.join(sorted(unknown))}; "
                                  f"it takes {PRECISION_KEY} (f32, bf16) and {THREADS_KEY}")
         try:
             return {PRECISION_KEY: resolve_precision(config.get(PRECISION_KEY)),
                     THREADS_KEY: resolve_threads(config.get(THREADS_KEY))}
         except IRError as exc:
-            raise err("network", str(exc)) from None
+            raise RemoteError("network", str(exc)) from None
 
     def make_pool(self, key, network, extensions, shapes, description, extra_outputs=None, config=None):
         kernels = self._merged(extensions)

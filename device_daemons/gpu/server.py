@@ -4,7 +4,7 @@
                                  [--key-file F] [--threads N] [--no-record]
 
 The verbs, caching, handles, shared memory and errors are every daemon's
-(device_daemons/service.py), with the CPU daemon's contract. The GPU's own
+(device_daemons/service/), with the CPU daemon's contract. The GPU's own
 parts: extensions are GPU custom layer .xml files (custom.py); a compiled network
 is one GpuPlan (its weights on the device once) whose infer() is thread-safe: each
 in-flight request has its own command queue and arena, so a pool needs one plan,

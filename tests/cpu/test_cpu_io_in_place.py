@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from device_daemons.cpu.plan import ExecutionPlan
-from device_daemons.cpu.shm_slots import _Slot, output_views, place_outputs
+from device_daemons.service.shm_slots import _Slot, output_views, place_outputs
 from ir import Edge, Layer, Network, Port
 
 

@@ -24,7 +24,7 @@ from tests.cpu.cpu_helpers import assert_close
 def mobilenet_v3(tmp_path_factory):
     """(IR network, TensorFlow's input in NCHW, TensorFlow's output) of Keras MobileNetV3Small."""
     from core.pipeline import ConvertOptions, convert
-    from tests.tf.built_models import Models, built
+    from benchmarks.built_models import Models, built
     models = Models(built("keras_apps"))
     out = str(tmp_path_factory.mktemp("mnv3"))
     ctx = convert(ConvertOptions(input_model=models.path("mobilenet_v3_small"), output_dir=out, batch=1,

@@ -3,7 +3,13 @@ input_height, whose priors are the Proposal's ROIs reshaped to [1, 1, R*5]
 (5 values a prior: [batch, x1, y1, x2, y2] in pixels). An R-FCN-like head the test
 builds (RPN -> Proposal -> PSROIPooling -> average -> DetectionOutput with ROI
 priors) converts and runs; its detections equal the OpenVINO runtime's own
-DetectionOutput fed with the same inputs (the reference this form comes from)."""
+DetectionOutput fed with the same inputs (the reference this form comes from), and
+the whole head, with an anchor ratio that does not round to itself, equals the
+OpenVINO 2024.6 runtime running mo 2024.6's conversion of the same model."""
+import json
+import os
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -22,16 +28,16 @@ layer {{ name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
   convolution_param {{ num_output: 16 kernel_size: 8 stride: 8 }} }}
 layer {{ name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }}
 layer {{ name: "rpn_cls_score" type: "Convolution" bottom: "conv1" top: "rpn_cls_score"
-  convolution_param {{ num_output: 6 kernel_size: 1 }} }}
+  convolution_param {{ num_output: {rpn_cls} kernel_size: 1 }} }}
 layer {{ name: "rpn_bbox_pred" type: "Convolution" bottom: "conv1" top: "rpn_bbox_pred"
-  convolution_param {{ num_output: 12 kernel_size: 1 }} }}
+  convolution_param {{ num_output: {rpn_loc} kernel_size: 1 }} }}
 layer {{ name: "rpn_cls_score_reshape" type: "Reshape" bottom: "rpn_cls_score" top: "rpn_cls_score_reshape"
   reshape_param {{ shape {{ dim: 0 dim: 2 dim: -1 dim: 0 }} }} }}
 layer {{ name: "rpn_cls_prob" type: "Softmax" bottom: "rpn_cls_score_reshape" top: "rpn_cls_prob" }}
 layer {{ name: "rpn_cls_prob_reshape" type: "Reshape" bottom: "rpn_cls_prob" top: "rpn_cls_prob_reshape"
-  reshape_param {{ shape {{ dim: 0 dim: 6 dim: -1 dim: 0 }} }} }}
+  reshape_param {{ shape {{ dim: 0 dim: {rpn_cls} dim: -1 dim: 0 }} }} }}
 layer {{ name: "proposal" type: "Proposal" bottom: "rpn_cls_prob_reshape" bottom: "rpn_bbox_pred" bottom: "im_info"
-  top: "rois" proposal_param {{ feat_stride: 8 base_size: 8 min_size: 4 ratio: 1 scale: 2 scale: 4 scale: 8
+  top: "rois" proposal_param {{ feat_stride: 8 base_size: 8 min_size: 4 {anchors}
   pre_nms_topn: 200 post_nms_topn: {rois} nms_thresh: 0.7 }} }}
 layer {{ name: "rfcn_cls" type: "Convolution" bottom: "conv1" top: "rfcn_cls"
   convolution_param {{ num_output: {cls_maps} kernel_size: 1 }} }}
@@ -61,10 +67,16 @@ layer {{ name: "detection_out" type: "DetectionOutput" bottom: "bbox_pred_reshap
 ROI_PRIORS = "variance_encoded_in_target: true normalized: false input_width: {} input_height: {}".format(W, H)
 
 
-def head(tmp_path, extra=ROI_PRIORS):
+SQUARE = (1,), (2, 4, 8)
+
+
+def head(tmp_path, extra=ROI_PRIORS, anchors=SQUARE):
+    ratios, scales = anchors
+    a = len(ratios) * len(scales)
     proto = write_text(str(tmp_path / "head.prototxt"), HEAD.format(
         h=H, w=W, rois=ROIS, classes=CLASSES, loc=4 * CLASSES, cls_maps=9 * CLASSES, loc_maps=36 * CLASSES,
-        extra=extra))
+        extra=extra, rpn_cls=2 * a, rpn_loc=4 * a,
+        anchors=" ".join([f"ratio: {r}" for r in ratios] + [f"scale: {s}" for s in scales])))
     weights = str(tmp_path / "head.caffemodel")
     make_caffemodel(proto, weights, scale=None)
     return proto, weights
@@ -138,3 +150,48 @@ def test_roi_priors_with_missing_parameters_are_clear_errors(tmp_path, extra, ne
     proto, weights = head(tmp_path, extra)
     with pytest.raises(Error, match=needle):
         convert_api(input_model=weights, input_proto=proto)
+
+
+OV_2024_RUN = """
+import json, sys
+import numpy as np
+import openvino as ov
+xml, feeds, out = sys.argv[1:]
+core = ov.Core()
+compiled = core.compile_model(core.read_model(xml), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+inputs = dict(np.load(feeds))
+result = compiled({p.get_any_name(): inputs[p.get_any_name()] for p in compiled.inputs})
+np.savez(out, **{p.get_any_name(): result[p] for p in compiled.outputs})
+print(json.dumps({"version": ov.get_version()}))
+"""
+
+
+@pytest.mark.openvino_dev
+def test_rfcn_head_with_unrounded_ratio_equals_openvino_2024_on_mos_ir(tmp_path):
+    """The issue's R-FCN: a ratio (2.669) whose anchor sides must be rounded, image
+    info with a scale (min_size * 1.3). mo 2024.6 converts the Caffe model, the
+    OpenVINO 2024.6 runtime runs it; our converter + CPU plan on the same model and
+    inputs give the same detections."""
+    from benchmarks.references import openvino_mo, openvino_python
+    proto, weights = head(tmp_path, anchors=((0.5, 2.669), (1, 2, 4)))
+    mo_dir = tmp_path / "mo"
+    subprocess.run([openvino_mo(), "--input_model", weights, "--input_proto", proto, "--output_dir", str(mo_dir),
+                    "--model_name", "rfcn", "--compress_to_fp16=False", "--silent"], check=True, capture_output=True)
+    plan, _ = convert_to_plan(proto, weights, tmp_path)
+    rng = np.random.default_rng(11)
+    found = 0
+    for i in range(3):
+        feeds = {"data": rng.standard_normal((1, 3, H, W)).astype(np.float32),
+                 "im_info": np.array([[H, W, 1.3]], np.float32)}
+        np.savez(tmp_path / "feeds.npz", **feeds)
+        proc = subprocess.run([openvino_python(), "-c", OV_2024_RUN, str(mo_dir / "rfcn.xml"),
+                               str(tmp_path / "feeds.npz"), str(tmp_path / "out.npz")], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert json.loads(proc.stdout.strip().splitlines()[-1])["version"].startswith("2024.6")
+        theirs = dict(np.load(tmp_path / "out.npz"))
+        ref = detections(theirs[next(k for k in theirs if "detection_out" in k)])
+        ours = detections(plan.infer(feeds)["detection_out"])
+        assert ours.shape == ref.shape, (ours.shape, ref.shape)
+        np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5)
+        found += len(ours)
+    assert found > 10  # real detections were compared

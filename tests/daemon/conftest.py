@@ -108,7 +108,7 @@ def daemon_processes(runtime: str) -> list[int]:
 
 def cleanup_runtime(runtime: str) -> list[int]:
     """Stop every daemon of `runtime` (returns the pids that had to be killed)."""
-    from device_daemons import daemon
+    from device_daemons.client import daemon
     saved = os.environ.get("MO_CORE_RUNTIME_DIR")
     os.environ["MO_CORE_RUNTIME_DIR"] = runtime
     try:

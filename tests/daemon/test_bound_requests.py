@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from device_daemons import bound_protocol as bound
-from device_daemons.bound_client import MAX_BINDINGS
-from device_daemons.bound_table import Binding, BoundTable
+from device_daemons.client.bound_client import MAX_BINDINGS
+from device_daemons.service.bound_table import Binding, BoundTable
 from device_daemons.client import DaemonDied, IECore, InferenceError
 from tests.daemon.conftest import F32, assert_close, daemon_processes
 

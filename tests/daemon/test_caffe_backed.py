@@ -81,7 +81,7 @@ def test_the_ir_keeps_the_layer_definition(legacy_ir):
 
 
 def test_caffe_backed_layer_runs_on_the_daemon_without_the_source_files(fresh_runtime, legacy_ir):
-    from device_daemons import daemon
+    from device_daemons.client import daemon
     from device_daemons.client import IECore
     ref, inputs, xml = legacy_ir
     daemon.launch("CPU", caffe_fallback=True, python_path=[PYLAYERS])
@@ -118,7 +118,7 @@ def test_an_ir_never_chooses_the_module_to_import(fresh_runtime, tmp_path, modul
     """The IR names an attacker's directory (in its meta data, as the converter used
     to record the model's place) and a Python layer of a module found there, or
     elsewhere on the daemon's sys.path: refused, nothing imported."""
-    from device_daemons import daemon
+    from device_daemons.client import daemon
     from device_daemons.client import IECore, InferenceError
     from ir import Edge, Layer, Network, Port, write_ir
     attacker = tmp_path / "attacker"

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture(scope="module")
 def daemon():
     """One CPU daemon (2 pool threads) in a runtime dir of this module."""
-    from device_daemons import daemon as lifecycle
+    from device_daemons.client import daemon as lifecycle
     saved = os.environ.get("MO_CORE_RUNTIME_DIR")
     base = tempfile.mkdtemp(prefix="dh-")
     runtime = os.path.join(base, "rt")

@@ -171,15 +171,16 @@ def test_unknown_device(fresh_runtime):
 @pytest.mark.timeout(60)
 def test_stale_records_are_removed(fresh_runtime):
     from device_daemons import registry
+    from device_daemons.service.record import write_record
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    registry.write_record("CPU", dead.pid, "ipc:///nonexistent.sock")
+    write_record("CPU", dead.pid, "ipc:///nonexistent.sock")
     path = registry.record_path("CPU")
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert registry.read_record("CPU") is None
     assert not os.path.exists(path)
     # a live process that is not a daemon (a reused pid): stale too
-    registry.write_record("CPU", os.getpid(), "ipc:///nonexistent.sock")
+    write_record("CPU", os.getpid(), "ipc:///nonexistent.sock")
     assert registry.read_record("CPU") is None and not os.path.exists(path)
     # garbage in the file: stale
     with open(path, "w") as f:

@@ -92,7 +92,7 @@ def test_the_perf_flag_of_the_infer_verb(tiny, fresh_runtime):
     input error."""
     from core.microkernel import Client, RemoteError
     from device_daemons import contract
-    from device_daemons import daemon as lifecycle
+    from device_daemons.client import daemon as lifecycle
     launch = lifecycle.launch("CPU", threads=2)
     client = Client(launch.record["endpoint"], timeout=30)
     try:

@@ -52,7 +52,7 @@ def test_one_file_caffe_extension_for_conversion_and_inference(model, ie, tmp_pa
 
 
 def test_one_file_tf_extension_equals_tensorflow(ie, tmp_path):
-    from tests.tf.built_models import Models, built
+    from benchmarks.built_models import Models, built
     from tests.tf.tf_helpers import compare_with_tf
     graphs = Models(built("graphs"))
     path = generate(tmp_path, dict(ERF, output_dir=str(tmp_path / "ext")))

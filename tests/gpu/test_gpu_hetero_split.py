@@ -1,4 +1,4 @@
-"""HETERO's affinity and sub-networks (device_daemons/hetero), run in-process on
+"""HETERO's affinity and sub-networks (device_daemons/client/hetero), run in-process on
 the GPU plan (real OpenCL) and the CPU plan: the parts together equal the CPU plan
 on the whole network."""
 from __future__ import annotations
@@ -22,7 +22,7 @@ def supported(network):
 def run_hetero(network, gpu_device, x, overrides=None, devices=("GPU", "CPU")):
     from device_daemons.cpu import ExecutionPlan
     from device_daemons.gpu import GpuPlan
-    from device_daemons.hetero import assign_affinity, run_split, split_network
+    from device_daemons.client.hetero import assign_affinity, run_split, split_network
     affinity = assign_affinity(network, list(devices), supported(network), overrides)
     split = split_network(network, affinity)
 
@@ -70,7 +70,7 @@ def test_priority_order_and_overrides(tmp_path, gpu_device):
 
 
 def test_affinity_errors(tmp_path):
-    from device_daemons.hetero import HeteroError, assign_affinity, parse_hetero
+    from device_daemons.client.hetero import HeteroError, assign_affinity, parse_hetero
     network = chain(tmp_path, np.random.default_rng(2))
     sup = supported(network)
     with pytest.raises(HeteroError, match="'mvn' .*affinity GPU, but the GPU plugin does not support it"):

@@ -22,5 +22,5 @@ def ie():
 
 @pytest.fixture(scope="session")
 def tf_graphs():
-    from tests.tf.built_models import Models, built
+    from benchmarks.built_models import Models, built
     return Models(built("tf_graphs", directory=HERE))

@@ -147,6 +147,39 @@ def test_points_replacement_by_a_python_replacer_equals_pycaffe_mvn(ie, mvn, tmp
     compare_with_caffe(ours, caffe_outputs(reference, weights, inputs), 1e-4)
 
 
+def test_points_replacement_by_op_writes_the_custom_attributes(mvn, tmp_path):
+    """A points description with an `op` and no replacer class of its id: one node of
+    the op, whose custom_attributes reach the IR's <data> after the op's own attributes
+    (HSwishBlock declares shift and max; eps and mode are the description's only)."""
+    proto, weights, _ = mvn
+    desc = dict(POINTS, id="MVNPointsAsOp", op="HSwishBlock",
+                custom_attributes={"shift": 1.5, "max": 2.0, "eps": 1e-9, "mode": "across"})
+    config = write_json(tmp_path / "points_op.json", [desc])
+    network = convert_api(input_model=weights, input_proto=proto, extensions=HSWISH_EXT,
+                          tensorflow_use_custom_operations_config=config)
+    (block,) = [layer for layer in network.layers if layer.type == "HSwishBlock"]
+    assert block.data == {"shift": "1.5", "max": "2", "eps": "1e-09", "mode": "across"}
+    assert list(block.data) == ["shift", "max", "eps", "mode"]
+
+
+@pytest.mark.parametrize("key", ["type", "name", "op"])
+def test_custom_attributes_cannot_set_the_layers_identity(blocks, tmp_path, key):
+    proto, weights = blocks
+    config = write_json(tmp_path / "bad.json", [dict(SCOPE_TEMPLATE[0], custom_attributes={key: "Convolution"})])
+    with pytest.raises(Error, match=f"custom_attributes may not set '{key}'"):
+        convert_api(input_model=weights, input_proto=proto, extensions=HSWISH_EXT,
+                    tensorflow_use_custom_operations_config=config)
+
+
+def test_a_custom_attribute_no_ir_can_hold_is_an_error(blocks, tmp_path):
+    proto, weights = blocks
+    desc = [dict(SCOPE_TEMPLATE[0], custom_attributes={"shift": 3.0, "max": 6.0, "table": {"a": 1}})]
+    config = write_json(tmp_path / "bad.json", desc)
+    with pytest.raises(Error, match="Layer 'act1' \\(HSwishBlock\\), attribute 'table': cannot write a value of type dict"):
+        convert_api(input_model=weights, input_proto=proto, extensions=HSWISH_EXT,
+                    tensorflow_use_custom_operations_config=config)
+
+
 def test_points_side_branch_reaching_the_model_input_is_faq_74(mvn, tmp_path):
     """With only `mean` as a start, the centring Bias reads conv1 through a side branch
     (step 2 walks back to the model's input)."""

@@ -100,6 +100,7 @@ def test_inception_blocks_by_scope_and_the_update_round_trip(tf_graphs, tmp_path
             (1, 16, 10, 10)]
     assert [layer.type for layer in nets[0].layers] == ["Input", "Convolution", "ReLU", "InceptionBlock",
                                                         "InceptionBlock", "InceptionBlock"]
+    assert all(b.data == {"attr1_key": "attr1_value", "attr2_key": "123456"} for b in blocks)
 
 
 def test_inception_block_without_shape_function_gets_its_shapes_from_the_tf_worker(tf_graphs, tmp_path, caplog):
@@ -117,6 +118,8 @@ def test_inception_block_without_shape_function_gets_its_shapes_from_the_tf_work
             (1, 16, 10, 10)]
     asked = [r.getMessage() for r in caplog.records if "TensorFlow's shape inference" in r.getMessage()]
     assert len(asked) == 1 and all(b.name in asked[0] for b in blocks), asked
+    # the guide: custom_attributes are "static attributes of the layer to be dumped to the IR .xml file"
+    assert [b.data for b in blocks] == [{"attr1_key": "attr1_value", "attr2_key": "123456"}] * 3
 
 
 # --- points: the SSD post-processing ----------------------------------------------------

@@ -2,7 +2,7 @@
 
 Graphs and TensorFlow's reference outputs are made by REAL TensorFlow in a
 subprocess (tests/tf/graphs.py, tests/tf/keras_apps.py run with this
-interpreter, tests/tf/built_models.py): TensorFlow never loads into the pytest
+interpreter, benchmarks/built_models.py): TensorFlow never loads into the pytest
 process. The results are cached under $MO_CORE_HOME/test-cache/tf/, keyed by the
 builder sources and the TensorFlow version, so a session builds them at most once
 and later sessions reuse them. Converted IRs run on a real CPU daemon process in a
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.tf.built_models import Models, built
+from benchmarks.built_models import Models, built
 
 
 @pytest.fixture(scope="session")

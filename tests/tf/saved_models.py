@@ -3,7 +3,7 @@ worker's freeze verb): a TF2 SavedModel (a tf.Module with a serving signature), 
 Keras 3 model exported as a SavedModel, a TF1 meta graph with its checkpoint, and
 the same TF1 graph as a GraphDef with variables plus that checkpoint.
 
-Run as `python tests/tf/saved_models.py OUT_DIR` (tests/tf/built_models.py caches
+Run as `python tests/tf/saved_models.py OUT_DIR` (benchmarks/built_models.py caches
 it); TensorFlow's outputs on seeded inputs are stored next to the models.
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 from ir import read_ir
 from tests.convert.test_errors import assert_clean_failure
 from tests.support import REPO
-from tests.tf.built_models import Models, built
+from benchmarks.built_models import Models, built
 from tests.tf.tf_helpers import convert_model, rel_err, run_on_daemon
 
 CASES = ("tf2_saved_model", "keras_export", "tf1_meta_graph", "tf1_graph_and_checkpoint")

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tests.tf import conftest as tf_fixtures
-from tests.tf.built_models import Models, built
+from benchmarks.built_models import Models, built
 
 ie = tf_fixtures.ie                    # a CPU daemon of this session (private runtime directory)
 keras_apps = tf_fixtures.keras_apps    # tests/tf's Keras applications

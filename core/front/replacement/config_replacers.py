@@ -8,8 +8,9 @@ reference guide's names:
   matched nodes), `match` being a SubgraphMatch (core/front/replacement/match.py).
 - FrontReplacementFromConfigFileOp: used for a description that names an `op` and
   has no class of its own: each instance becomes one node of that op with the
-  description's `custom_attributes`; input tensor i goes to its input port i,
-  output i comes from its output port i.
+  description's `custom_attributes`, which are also written to the layer's
+  <data> in the IR (as legacy MO made them the op's backend attributes); input
+  tensor i goes to its input port i, output i comes from its output port i.
 - FrontReplacementFromConfigFileGeneral (match_kind "general"):
   `transform_graph(graph, replacement_descriptions)` gets the description's
   custom_attributes and may change the graph freely.
@@ -21,7 +22,7 @@ import os
 from core.errors import Error
 from core.front.replacement.match import matches_of
 from core.front.replacement.replacers import FrontReplacementPattern, FrontReplacementSubgraph
-from core.ops.op import Op
+from core.ops.op import Op, SchemaAttrs
 
 DESCRIPTIONS = "custom_replacements"   # graph.graph key: {id: CustomReplacementDescriptor}
 
@@ -71,8 +72,13 @@ class FrontReplacementFromConfigFileOp(FrontReplacementFromConfigFileSubGraph):
                         "ops/ folder of --extensions), or write a replacer class with replacement_id = '{}'.",
                         desc.op, desc.where(), desc.op, desc.id) from None
         attrs = dict(desc.custom_attributes)
-        attrs.setdefault("name", _common_scope(graph, match) or desc.op)
+        reserved = sorted(set(attrs) & _NOT_DATA)
+        if reserved:
+            raise desc.invalid("custom_attributes may not set {} (the layer's {} come from its op '{}')".format(
+                ", ".join(repr(k) for k in reserved), "identity and type", desc.op))
+        attrs["name"] = _common_scope(graph, match) or desc.op
         node = op_class(graph, attrs).add_node()
+        _write_custom_attributes(node, desc.custom_attributes)
         if node.soft_get("infer") is None and graph.graph.get("framework") == "tf":
             # no shape function: TensorFlow computes the shapes from the nodes replaced (core/front/tf/fallback.py)
             from core.front.tf.offload import match_subgraph
@@ -91,6 +97,23 @@ class FrontReplacementFromConfigFileOp(FrontReplacementFromConfigFileSubGraph):
             producer, port = match.output_node(i)
             result[(producer.id, port)] = (node.id, i)
         return result
+
+
+# what the <layer> element itself holds, or the graph's own bookkeeping: never <data>
+_NOT_DATA = {"id", "name", "type", "precision", "version", "op", "kind", "infer"}
+
+
+def _write_custom_attributes(node, custom: dict) -> None:
+    """The description's static attributes go to the IR's <data> after the op's own
+    backend attributes. A built-in IR type keeps its schema's attributes only (the
+    kernels read exactly those; the values came in through the node's attributes)."""
+    items = node.soft_get("backend_attrs") or []
+    if isinstance(items, SchemaAttrs):
+        return
+    have = {item[0] if isinstance(item, tuple) else item for item in items}
+    extra = [key for key in custom if key not in have]
+    if extra:
+        node["backend_attrs"] = list(items) + extra
 
 
 def _common_scope(graph, match) -> str:

@@ -24,7 +24,6 @@ import networkx as nx
 import numpy as np
 
 from core.errors import Error
-from core.graph.graph import Node
 
 OUTPUT_OP = "OpOutput"
 _TENSORS = "front_tensors"       # graph.graph key: (producer id, port) -> (data id, data attrs, edge attrs)
@@ -75,10 +74,6 @@ def _data_to_const(graph, data_id):
     for keyed in graph.succ[data_id].values():
         for edge in keyed.values():
             edge.setdefault("out", 0)
-
-
-def is_output_sink(node: Node) -> bool:
-    return node.soft_get("op") == OUTPUT_OP and node.kind == "op"
 
 
 def remove_dead_nodes(graph) -> list:

@@ -149,11 +149,6 @@ class Lowering:
         if self.nchw(node.in_node(port)):
             self.insert_before(node, port, "{}/to_nhwc".format(node.name), Permute, {"order": list(TO_NHWC)})
 
-    def tf_order_after(self, node, port: int = 0):
-        """A Permute to NCHW after output `port` when that output is an NCHW tensor."""
-        if self.nchw(node.out_node(port)):
-            self.insert_after(node, "{}/to_nchw".format(node.name), Permute, {"order": list(TO_NCHW)}, port)
-
     def unsupported(self, node, why: str) -> NotLowerable:
         return NotLowerable("{}: {}", describe(node), why)
 

@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import IRError
 from ir.schema import SchemaError, layer_schema
+
+from ...plan_io import KernelError, describe  # noqa: F401  (the kernels' error: every device's plan raises it)
 
 # IR type -> kernel class. Filled by the @register decorator of each kernel module.
 KERNELS: dict[str, type] = {}
@@ -56,22 +57,6 @@ def registrar(table: dict[str, type]):
 
 
 register = registrar(KERNELS)
-
-
-def describe(layer) -> str:
-    return f"layer {layer.name!r} (type {layer.type}, id={layer.id})"
-
-
-class KernelError(IRError):
-    """A layer the CPU plugin cannot run: bad or missing attributes or blobs, wrong
-    input shapes, unsupported variants. The message names the layer and its type."""
-
-    def __init__(self, layer, message: str, **kwargs):
-        if layer is not None:
-            message = f"{describe(layer)}: {message}"
-        super().__init__(message, **kwargs)
-        self.layer_name = getattr(layer, "name", None)
-        self.layer_type = getattr(layer, "type", None)
 
 
 class Kernel:

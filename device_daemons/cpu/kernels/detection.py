@@ -10,16 +10,18 @@ DetectionOutput: SSD decoding (CORNER, CENTER_SIZE, CORNER_SIZE; variance in the
 target or in the priors), per-class NMS (score > confidence_threshold, top_k, the
 adaptive eta), keep_top_k over all classes. Output [1, 1, N*keep_top_k, 7] rows
 [image_id, label, score, xmin, ymin, xmax, ymax] per image, by label then score;
-rows after the last detection are padded with image_id -1 (legacy Inference Engine).
+fewer detections than rows end with one row of image_id -1, then zeros (as OpenVINO
+writes it).
 With normalized: false (R-FCN: the priors are the Proposal's ROIs reshaped to
 [1, 1, R*5], [batch, x1, y1, x2, y2] in pixels) the prior boxes are divided by
 input_width/input_height first, as OpenVINO's DetectionOutput does, so the
 detections come out normalized too.
 
-Proposal: the anchor enumeration, min-size filter (boxes too small get score 0),
-score sort, NMS (pixel IoU, +1 areas) and post_nms_topn of the Caffe/Inference
-Engine Proposal layer; rois [batch_index, x1, y1, x2, y2] of all images packed
-one after the other, the rest of the [N*post_nms_topn, 5] output zero.
+Proposal: OpenVINO's (and py-faster-rcnn's) Proposal: the standard anchors
+(ir.priors.proposal_anchors), min-size filter (boxes narrower than min_size *
+im_info[3] or lower than min_size * im_info[2] get score 0), score sort, NMS
+(pixel IoU, +1 areas) and post_nms_topn; image i's rois [i, x1, y1, x2, y2] fill
+rows i*post_nms_topn.., fewer end with a row of batch index -1, then zeros.
 
 SimplerNMS: anchors of base size 16, ratios 0.5/1/2 and the `scale` list; boxes
 clamped to the image (im_info = [height, width, scale]) and kept when at least
@@ -364,7 +366,8 @@ class DetectionOutput(Kernel):
         rows = np.concatenate(rows).astype(np.float32, copy=False) if rows else np.zeros((0, 7), np.float32)
         rows = rows[:n * keep_rows]
         out[0, 0, :len(rows)] = rows
-        out[0, 0, len(rows):, 0] = -1
+        if len(rows) < out.shape[2]:
+            out[0, 0, len(rows), 0] = -1  # the end marker, then zeros (as OpenVINO writes it)
         return [out]
 
 
@@ -418,15 +421,21 @@ class Proposal(Kernel):
         return [(scores[0] * self.post_nms_topn, 5)]
 
     def forward(self, inputs):
+        """OpenVINO's Proposal (framework caffe): each image's ROIs fill its own
+        post_nms_topn rows; fewer than that end with a row whose batch index is -1,
+        then zeros (ROIPooling/PSROIPooling stop at it)."""
         scores_in, deltas_in, info = inputs
         n, _, h, w = scores_in.shape
         a = len(self.anchors)
         f32 = np.float32
         info = info.reshape(-1)
         img_h, img_w = f32(info[0]), f32(info[1])
-        min_box = f32(self.min_size)
-        out = np.zeros((n * self.post_nms_topn, 5), np.float32)
-        row = 0
+        # the minimum size scales with the image: [2] for height, [3] for width where given
+        scale_h = f32(info[2]) if info.size > 2 else f32(1)
+        scale_w = f32(info[3]) if info.size > 3 else scale_h
+        min_h, min_w = f32(self.min_size) * scale_h, f32(self.min_size) * scale_w
+        post = self.post_nms_topn
+        out = np.zeros((n * post, 5), np.float32)
         shift_y, shift_x = np.meshgrid(np.arange(h, dtype=np.float32) * self.feat_stride,
                                        np.arange(w, dtype=np.float32) * self.feat_stride, indexing="ij")
         for i in range(n):
@@ -449,16 +458,17 @@ class Proposal(Kernel):
             y1 = np.clip(pcy - f32(0.5) * ph, 0, img_h - 1)
             x2 = np.clip(pcx + f32(0.5) * pw, 0, img_w - 1)
             y2 = np.clip(pcy + f32(0.5) * ph, 0, img_h - 1)
-            ok = ((x2 - x1 + f32(1)) >= min_box) & ((y2 - y1 + f32(1)) >= min_box)
+            ok = ((x2 - x1 + f32(1)) >= min_w) & ((y2 - y1 + f32(1)) >= min_h)
             score = scores_in[i, a:].transpose(1, 2, 0) * ok  # (h, w, a)
             props = np.stack([x1, y1, x2, y2], axis=-1).reshape(-1, 4)
             score = score.reshape(-1)
             order = np.argsort(-score, kind="stable")[:min(len(score), self.pre_nms_topn)]
-            keep = _greedy_nms(props[order], self.nms_thresh, self.post_nms_topn)
-            k = len(keep)
+            keep = _greedy_nms(props[order], self.nms_thresh, post)
+            k, row = len(keep), i * post
             out[row:row + k, 0] = i
             out[row:row + k, 1:] = props[order[keep]]
-            row += k
+            if k < post:
+                out[row + k, 0] = -1
         return [out]
 
 
@@ -472,19 +482,8 @@ class SimplerNMS(Kernel):
         self.iou_threshold, self.scale = a["iou_threshold"], a["scale"]
         if not self.scale:
             raise self.error("needs a non-empty scale list")
-        self.anchors = self._anchors()
-
-    def _anchors(self):
-        base_w = 16.0
-        ctr = 0.5 * (base_w - 1.0)
-        anchors = []
-        for r in (0.5, 1.0, 2.0):
-            ws = np.round(np.sqrt(base_w * base_w / r))
-            hs = np.round(ws * r)
-            for s in self.scale:
-                w, h = ws * s, hs * s
-                anchors.append((ctr - 0.5 * (w - 1), ctr - 0.5 * (h - 1), ctr + 0.5 * (w - 1), ctr + 0.5 * (h - 1)))
-        return np.asarray(anchors, np.float32)
+        # the standard anchors of a 16-pixel base at ratios 0.5, 1, 2 (Faster R-CNN's)
+        self.anchors = proposal_anchors(16, (0.5, 1.0, 2.0), self.scale)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 3)

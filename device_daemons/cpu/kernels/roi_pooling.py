@@ -1,6 +1,8 @@
 """ROIPooling (Fast R-CNN max pooling over ROI bins) and PSROIPooling (R-FCN
 position-sensitive average pooling). The second input holds ROIs
-[batch_index, x1, y1, x2, y2] in image pixels, scaled by spatial_scale."""
+[batch_index, x1, y1, x2, y2] in image pixels, scaled by spatial_scale. A batch
+index of -1 ends the list (a Proposal's marker after its last ROI): that row and
+the ones after it pool to zeros, as OpenVINO does."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,6 +22,12 @@ class _RoiBase(Kernel):
         if rois.shape[-1] != 5:
             raise self.error(f"ROIs must have 5 values [batch, x1, y1, x2, y2], got shape {list(rois.shape)}")
         return rois
+
+    @staticmethod
+    def _real(rois) -> int:
+        """How many ROIs come before the end marker (batch index -1)."""
+        end = np.flatnonzero(rois[:, 0] == -1)
+        return int(end[0]) if end.size else len(rois)
 
     def _check(self, input_shapes):
         self.expect_inputs(input_shapes, 2)
@@ -56,7 +64,7 @@ class ROIPooling(_RoiBase):
         ph_n, pw_n = self.pooled_h, self.pooled_w
         out = np.zeros((len(rois), c, ph_n, pw_n), np.float32)
         scaled = _c_round(rois[:, 1:].astype(np.float64) * np.float32(self.spatial_scale))
-        for r in range(len(rois)):
+        for r in range(self._real(rois)):
             b = self._batch_index(rois[r, 0], n)
             x1, y1, x2, y2 = (int(v) for v in scaled[r])
             roi_h = max(y2 - y1 + 1, 1)
@@ -104,7 +112,7 @@ class PSROIPooling(_RoiBase):
         f32 = np.float32
         # channel of output (ctop, gh, gw) is (ctop * g + gh) * g + gw
         chan = (np.arange(od)[:, None, None] * g + np.arange(g)[None, :, None]) * g + np.arange(g)[None, None, :]
-        for r in range(len(rois)):
+        for r in range(self._real(rois)):
             b = self._batch_index(rois[r, 0], n)
             x1 = f32(_c_round(rois[r, 1])) * scale
             y1 = f32(_c_round(rois[r, 2])) * scale

@@ -93,12 +93,6 @@ class Desc:
             dims = tuple(raw[0][i] for i in range(ndims[0]))
         return cls(d, md[0], dims)
 
-    def submemory(self, dims, offsets):
-        md = self.d.ffi.new("dnnl_memory_desc_t *")
-        self.d.check(self.d.lib.dnnl_memory_desc_create_submemory(md, self.md, _dims(self.d, dims),
-                                                                  _dims(self.d, offsets)), "sub-memory desc")
-        return Desc(self.d, md[0], dims)
-
     def reshaped(self, dims):
         md = self.d.ffi.new("dnnl_memory_desc_t *")
         self.d.check(self.d.lib.dnnl_memory_desc_reshape(md, self.md, len(dims), _dims(self.d, dims)),
@@ -114,9 +108,6 @@ class Desc:
 
     def __hash__(self):
         return hash(self.dims)
-
-    def is_plain(self) -> bool:
-        return len(self.dims) in PLAIN_TAGS and self == Desc.plain(self.d, self.dims)
 
 
 def _dims(d, values):

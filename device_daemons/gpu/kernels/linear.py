@@ -1,5 +1,6 @@
-"""ScaleShift, BatchNormalization (a per-channel scale and shift) and Eltwise
-(sum with coefficients, mul, max) on the GPU (linear.cl)."""
+"""ScaleShift (a per-channel scale and shift) and Eltwise (sum with coefficients,
+mul, max) on the GPU (linear.cl); PerChannel also runs BatchNormalization
+(normalization.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,8 @@ from device_daemons.cpu.kernels.base import channel_vector
 from .base import NO_ACTIVATION, GpuKernel, channel_layout, f32, i32, register, round_up
 
 
-class _PerChannel(GpuKernel):
+class PerChannel(GpuKernel):
+    """y = x * scale + shift per channel (linear.cl's scale_shift)."""
     program = "linear.cl"
     inplace = True
     fuses_activation = True
@@ -33,17 +35,10 @@ class _PerChannel(GpuKernel):
 
 
 @register("ScaleShift")
-class ScaleShift(_PerChannel):
+class ScaleShift(PerChannel):
     def __init__(self, layer, ctx):
         super().__init__(layer, ctx)
         self.scale, self.shift = self.ref.weights, self.ref.biases
-
-
-@register("BatchNormalization")
-class BatchNormalization(_PerChannel):
-    def __init__(self, layer, ctx):
-        super().__init__(layer, ctx)
-        self.scale, self.shift = self.ref.scale, self.ref.shift
 
 
 _OPS = {"sum": 0, "mul": 1, "max": 2}

@@ -1,10 +1,12 @@
-"""SoftMax, Norm/LRN and Normalize on the GPU (normalization.cl)."""
+"""SoftMax, Norm/LRN and Normalize on the GPU (normalization.cl); BatchNormalization
+(a per-channel scale and shift: linear.cl's PerChannel)."""
 from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
 
 from .base import GpuKernel, channel_layout, f32, i32, register, round_up
+from .linear import PerChannel
 
 
 def _axis_layout(shape, axis):
@@ -56,3 +58,10 @@ class Normalize(GpuKernel):
             return [self.launch("normalize_pixel", args, (round_up(inner, 8), n))]
         group = self.ctx.group_size(self.prog(), "normalize_image", 256)
         return [self.launch("normalize_image", args + [cl.LocalMemory(4 * group)], (group, n), (group, 1))]
+
+
+@register("BatchNormalization")
+class BatchNormalization(PerChannel):
+    def __init__(self, layer, ctx):
+        super().__init__(layer, ctx)
+        self.scale, self.shift = self.ref.scale, self.ref.shift

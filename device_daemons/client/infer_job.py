@@ -1,5 +1,5 @@
 """One inference request on the wire (InferJob, behind ExecutableNetwork.infer and
-InferRequest in client.py): loads the network on the current daemon if needed,
+InferRequest in api.py): loads the network on the current daemon if needed,
 sends the inputs through a shared-memory slot (shm_client.py) or as array frames,
 through the link's Client (async) or on the calling thread's own socket (sync: to
 the daemon's fast lane for networks it computes in well under a millisecond), and
@@ -17,11 +17,11 @@ from typing import Protocol
 
 from core.microkernel import ProtocolError, RemoteError
 
-from . import contract
+from .. import contract
+from ..shm_protocol import align
 from .daemon import DaemonError
 from .errors import remote_error
 from .shm_client import ShmSlot, write_inputs
-from .shm_protocol import align
 from .transport import Connection, Link
 
 

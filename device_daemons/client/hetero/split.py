@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ir import Edge, IRError, Layer, Network, Port
 
-from ..plan_io import output_ports
+from ...plan_io import output_ports
 
 
 class HeteroError(IRError):

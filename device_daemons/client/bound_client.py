@@ -27,11 +27,11 @@ import numpy as np
 
 from core.microkernel import ProtocolError, RemoteError
 
-from . import bound_protocol as bound
-from . import contract
+from .. import bound_protocol as bound
+from .. import contract
+from ..shm_protocol import align
 from .daemon import DaemonError
 from .shm_client import ShmSlot
-from .shm_protocol import align
 from .transport import Connection, Link
 
 MAX_BINDINGS = 4

@@ -8,11 +8,11 @@ endpoint `hello` gives as lanes.fast): a thread of its own with no hand-off, for
 networks the daemon measured below contract.fast_lane_max_us() and without
 extensions (whose time may depend on the data); others get kind "not_fast".
 Shared memory: a local client's inputs and outputs travel in a sealed memfd slot
-the daemon makes (shm_protocol.py; the daemon's side: cpu/shm_slots.py). A client
+the daemon makes (shm_protocol.py; the daemon's side: shm_slots.py). A client
 that runs a fast-lane network again and again through the same slot binds it once
 (infer_bind) and then sends each request as an 8-byte raw datagram
 (bound_protocol.py; the table: bound_table.py). IR files are opened safely
-(cpu/ir_source.py).
+(ir_source.py).
 
 Caching: compiled networks are cached per (xml + bin identity - path, size and
 mtime, or the sha256 of sent content - extension files with their mtimes, batch,
@@ -48,17 +48,30 @@ import numpy as np
 from core.microkernel import RemoteError, Server, serve_main
 from ir import IRError
 
-from . import bound_protocol as bound
-from . import contract, registry
+from .. import bound_protocol as bound
+from .. import contract, registry
+from ..plan_io import KernelError
 from .bound_table import Binding, BoundTable
-from .cpu.ir_source import IRSource
-from .cpu.plan_pool import Handle
-from .cpu.shm_slots import ShmSlots, input_views, output_layout, output_views, place_outputs
+from .ir_source import IRSource
+from .record import write_record
+from .shm_slots import ShmSlots, input_views, output_layout, output_views, place_outputs
 
 # poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
 IDLE_CACHE = 4  # compiled networks kept while no handle uses them
 log = logging.getLogger("mo_core.daemon")
+
+
+class Handle:
+    """A client's handle on a compiled network's pool (one per load_network; reshape
+    moves it to another pool)."""
+    __slots__ = ("id", "pool", "requests", "created")
+
+    def __init__(self, handle_id: int, pool):
+        self.id = handle_id
+        self.pool = pool
+        self.requests = 0
+        self.created = time.time()
 
 
 def err(kind: str, message: str) -> RemoteError:
@@ -69,7 +82,6 @@ def ir_error(exc: IRError, default_kind: str) -> RemoteError:
     """The RemoteError of an IRError: its own `kind` when it has one (a GPU build
     error is "kernel", an unsupported layer "network"), "kernel" for a kernel that
     failed, else `default_kind`."""
-    from .cpu.kernels import KernelError
     kind = getattr(exc, "kind", None)
     if kind is None:
         kind = "kernel" if isinstance(exc, KernelError) and "no kernel for layer type" not in exc.message \
@@ -518,8 +530,8 @@ def serve_daemon(argv, name: str, make_daemon, *, add_arguments=None, before_bin
         device = opts.device_name
         recorded = False
         if not opts.no_record:
-            registry.write_record(device, os.getpid(), server.endpoint, key_file=opts.key_file,
-                                  log=_stderr_file(), started=daemon.started)
+            write_record(device, os.getpid(), server.endpoint, key_file=opts.key_file,
+                         log=_stderr_file(), started=daemon.started)
             recorded = True
         say(f"pid {os.getpid()} serving {device} at {server.endpoint} ({opts.threads} threads, version "
             f"{registry.package_version()})")

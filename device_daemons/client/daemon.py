@@ -32,7 +32,7 @@ from core.microkernel.endpoints import ipc_path
 from core.microkernel.launcher import (Launched, LogFile, Process, ProcessSpec, StartFailure, handshake,
                                        launch as launch_process, stop as stop_process)
 
-from . import registry
+from .. import registry
 
 DEVICES = {"CPU": "device_daemons.cpu", "GPU": "device_daemons.gpu"}
 _GPU_N = re.compile(r"^GPU\.(\d{1,3})$")  # GPU.N: the N-th OpenCL device, a daemon of its own
@@ -56,7 +56,7 @@ class DaemonTimeout(DaemonError, TimeoutError):
 
 def normalize_device(device: str) -> str:
     """'cpu' -> 'CPU', 'gpu.1' -> 'GPU.1'; a device without a daemon is a DaemonError
-    (HETERO:... is the client's, not a daemon: device_daemons/hetero)."""
+    (HETERO:... is the client's, not a daemon: device_daemons/client/hetero)."""
     name = str(device).strip().upper()
     if name in DEVICES or _GPU_N.match(name):
         return name

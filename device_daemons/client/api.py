@@ -69,16 +69,16 @@ from core.errors import Error
 from core.microkernel import MicrokernelError, ProtocolError, RemoteError, is_loopback
 from ir import IRError, read_ir
 
+from .. import contract
+from ..contract import fast_lane_max_us
+from ..plan_io import output_ports
+from ..shm_protocol import align
 from . import daemon as _daemon
-from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
-from . import contract
 from .bound_client import BoundRequests, enabled as bound_requests_enabled
-from .contract import fast_lane_max_us
+from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
 from .errors import InferenceError, remote_error
 from .infer_job import InferJob
 from .perf_counts import perf_counts
-from .plan_io import output_ports
-from .shm_protocol import align
 from .transport import Connection, Link, LinkSettings
 
 __all__ = ["IECore", "IENetwork", "ExecutableNetwork", "InferRequest", "InferenceError",
@@ -570,7 +570,7 @@ class IECore:
     def load_network(self, network: IENetwork, device_name: str = "CPU", config: dict | None = None,
                      num_requests: int = 1):
         """An ExecutableNetwork on the device's daemon; for "HETERO:DEV1,DEV2" a
-        HeteroExecutableNetwork (device_daemons/hetero): each layer on the first
+        HeteroExecutableNetwork (client/hetero): each layer on the first
         device that supports it (network.affinity overrides per layer), one
         sub-network per run of layers on one device, each with its device's keys of
         `config` (set_config's defaults first)."""

@@ -1,8 +1,9 @@
-"""TensorFlow models made by the builder scripts of tests/tf (graphs.py, keras_apps.py),
-built once by REAL TensorFlow in a subprocess and cached under
-$MO_CORE_HOME/test-cache/tf/<builder>-<hash>/ (keyed by the builder sources and
-the TensorFlow version). Used by tests/tf/conftest.py and benchmarks/convert.py;
-this module itself never imports TensorFlow."""
+"""TensorFlow models made by builder scripts (tests/tf: graphs.py, keras_apps.py, ...;
+tests/tf_worker/offload_graphs.py), built once by REAL TensorFlow in a subprocess and
+cached under $MO_CORE_HOME/test-cache/tf/<builder>-<hash>/ (keyed by the builder
+sources and the TensorFlow version). Used by the benchmarks (Keras applications,
+offload graphs) and the tests; this module itself never imports TensorFlow, and the
+builders run as scripts, never imported here."""
 from __future__ import annotations
 
 import hashlib
@@ -14,8 +15,8 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TF_BUILDERS = os.path.join(REPO, "tests", "tf")   # the builders and their helper tf_build.py
 MO_HOME = os.environ.get("MO_CORE_HOME", os.path.expanduser("~/.cache/mo-core"))
 CACHE = os.path.join(MO_HOME, "test-cache", "tf")
 
@@ -31,11 +32,11 @@ def tensorflow_version() -> str:
                                  "./run test, which installs it)".format(sys.prefix)) from None
 
 
-def built(builder: str, timeout: float = 1800, directory: str = HERE) -> str:
+def built(builder: str, timeout: float = 1800, directory: str = TF_BUILDERS) -> str:
     """The output directory of <directory>/<builder>.py (default tests/tf/), built once
     and cached. Builders elsewhere import tf_build from tests/tf."""
     digest = hashlib.sha256()
-    for path in (os.path.join(directory, builder + ".py"), os.path.join(HERE, "tf_build.py")):
+    for path in (os.path.join(directory, builder + ".py"), os.path.join(TF_BUILDERS, "tf_build.py")):
         with open(path, "rb") as f:
             digest.update(f.read())
     digest.update(tensorflow_version().encode())

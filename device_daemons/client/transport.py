@@ -1,4 +1,4 @@
-"""The way from a client to a device daemon (used by client.py and infer_job.py):
+"""The way from a client to a device daemon (used by api.py and infer_job.py):
 
 * Link - an IECore's way to the daemon of one device. It finds the daemon through
   its record (registry.py) or the explicit endpoint, starts one with the "auto"
@@ -32,8 +32,8 @@ from typing import Callable
 from core.microkernel import Client, MicrokernelError, MicrokernelTimeout, RemoteError, ServiceGone, is_loopback
 from core.microkernel.launcher import Process, StartFailure, handshake
 
+from .. import registry
 from . import daemon as _daemon
-from . import registry
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout, daemon_process
 from .errors import remote_error
 from .shm_client import SlotPool

@@ -2,7 +2,7 @@
 
 With a local daemon, inputs and outputs go through a per-request slot of shared
 memory instead of the socket (made by the daemon's `shm_create`, see
-device_daemons/cpu/shm_slots.py): only a small header travels over ZeroMQ.
+device_daemons/service/shm_slots.py): only a small header travels over ZeroMQ.
 
 A SlotPool belongs to one connection to one daemon: it asks the daemon for slots
 and maps them (take), keeps the free ones for reuse (give_back, at most
@@ -28,8 +28,8 @@ import numpy as np
 
 from core.microkernel import MicrokernelError, RemoteError
 
-from . import contract
-from .shm_protocol import MEMFD_PREFIX, align, memfd_link
+from .. import contract
+from ..shm_protocol import MEMFD_PREFIX, align, memfd_link
 
 _MAX_FREE_SLOTS = 16
 
