@@ -423,6 +423,10 @@ class _Compiler:
         if primary is None and slot in self.network_inputs and want == Desc.plain(self.d, self.shapes[slot]):
             t = BoundInput(self.d, want)
             self.bound.append((slot, t.memory))
+        elif isinstance(primary, (Tensor, AliasTensor)) and primary.desc.same_bytes(want):  # read as they are
+            t = AliasTensor(self.d, want, primary if isinstance(primary, Tensor) else primary.base)
+            self.aliases.append(t)
+            self.viewed.add(slot)
         elif primary is not None:
             t = self.new_tensor(want)
             primary.use(len(self.final))

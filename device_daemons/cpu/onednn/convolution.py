@@ -35,7 +35,7 @@ class ConvolutionOp(NativeOp):
         self.has_bias = k.bias is not None
         given = in_descs[0]
         pd = self._pd(Desc.any(d, in_shapes[0], self.dt), None, required=True)
-        if given is not None and given.dt == self.dt and pd.md("src_md", dims=in_shapes[0]) != given:
+        if given is not None and given.dt == self.dt and not pd.md("src_md", dims=in_shapes[0]).same_bytes(given):
             # the producer's layout instead, where oneDNN has a fast kernel for it (no reorder); the
             # destination in it too (with "any" there, oneDNN offers only its reference code)
             tag = given.layout()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .library import DnnlError
 from .op import NativeOp, Unsupported, constant, register
 from .primitives import Desc, binary_pd, eltwise_pd, sum_pd
 
@@ -120,9 +121,17 @@ class EltwiseOp(NativeOp):
         n = len(in_shapes)
         first = self.follow(in_descs[0], in_shapes[0])
         if self.broadcast:
-            second = in_descs[1] or Desc.plain(d, in_shapes[1])
             alg = {"sum": "add", "mul": "mul", "max": "max"}[k.op]
-            self.pd = binary_pd(d, self.attr(), alg, first, second, first)
+            given = in_descs[1] or Desc.plain(d, in_shapes[1])
+            tag = first.layout()
+            # the small input as it is, else in the layout and type of the first (often the same bytes)
+            for second in [given] + ([Desc.tagged(d, in_shapes[1], tag, first.dt)] if tag != "blocked" else []):
+                try:
+                    self.pd = binary_pd(d, self.attr(), alg, first, second, first)
+                except DnnlError:
+                    continue
+                if not self.pd.implementation.startswith("ref"):
+                    break
             return [first, second], [first]
         srcs = [first] * n  # every input in the layout of the first (reordered if not)
         if k.op == "sum":

@@ -71,6 +71,19 @@ class Desc:
                 continue
         return Desc.plain(self.d, self.dims, dt)
 
+    def same_bytes(self, other: "Desc") -> bool:
+        """Whether `other` lays this tensor's elements out byte for byte the same way: a
+        channel vector ([1, C, 1, ...]) in plain, channels-last or channel-blocked layout
+        with no padding is one (global pooling's and squeeze-excite's tensors): read as
+        the other, no reorder."""
+        if self == other:
+            return True
+        if self.dims != other.dims or self.dt != other.dt or self.size != other.size or len(self.dims) < 2:
+            return False
+        if any(d != 1 for i, d in enumerate(self.dims) if i != 1):
+            return False
+        return "blocked" not in (self.layout(), other.layout())
+
     def layout(self) -> str:
         """The format tag of this layout where it is a known one (what -pc names), else "blocked"."""
         for tag in LAYOUT_TAGS.get(len(self.dims), ()):
