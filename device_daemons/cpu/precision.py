@@ -15,9 +15,9 @@ a container or `taskset` gives fewer).
 """
 from __future__ import annotations
 
-import os
-
 from ir import IRError
+
+from .onednn.library import CPUS, NativeUnavailable, load
 
 PRECISIONS = ("f32", "bf16")
 PRECISION_KEY = "INFERENCE_PRECISION_HINT"
@@ -25,20 +25,8 @@ THREADS_KEY = "INFERENCE_NUM_THREADS"
 _ALIASES = {"f32": "f32", "fp32": "f32", "float32": "f32", "bf16": "bf16", "bfloat16": "bf16"}
 
 
-def affinity_cpus() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-CPUS = affinity_cpus()  # read once: a per-request call costs ~10 us
-
-
 def native_bf16() -> bool:
     """Whether oneDNN computes bf16 natively here (AVX512_BF16 or AMX); False without oneDNN."""
-    from .onednn.library import NativeUnavailable, load
     try:
         d = load()
     except NativeUnavailable:
