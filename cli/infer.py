@@ -97,8 +97,8 @@ def load_on_device(ie, net, args, num_requests=1, perf_counts=False):
 def describe_settings(config: dict) -> str:
     """What a CPU network got, for the load line: precision, threads, optimal requests."""
     parts = [text.format(config[key]) for key, text in (("INFERENCE_PRECISION_HINT", "inference precision {}"),
-                                                          ("INFERENCE_NUM_THREADS", "{} threads"),
-                                                          ("OPTIMAL_NUMBER_OF_INFER_REQUESTS", "{} optimal requests"))
+                                                          ("INFERENCE_NUM_THREADS", "threads {}"),
+                                                          ("OPTIMAL_NUMBER_OF_INFER_REQUESTS", "optimal requests {}"))
              if key in config]
     return ": " + ", ".join(parts) if parts else ""
 

@@ -128,3 +128,47 @@ def test_bf16_accuracy_on_reference_nets(bvlc_models, small_nets, tmp_path, open
         assert err <= 1.5 * ov_err + 1e-3, f"{model} {name}: bf16 error {err:.3g}, OpenVINO's {ov_err:.3g}"
         flat = value.reshape(value.shape[0], -1), bf16[name].reshape(value.shape[0], -1)
         assert np.array_equal(np.argmax(flat[0], 1), np.argmax(flat[1], 1))
+
+
+def test_threads_follow_the_affinity_mask():
+    """A process allowed on one CPU (taskset, a container) runs one thread, whatever os.cpu_count() says."""
+    code = ("import os; from device_daemons.cpu.precision import CPUS, resolve_threads; "
+            "from device_daemons.cpu.onednn.library import load; "
+            "print(CPUS, resolve_threads(None), load().default_threads, os.cpu_count())")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=REPO), preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+    assert proc.returncode == 0, proc.stderr
+    cpus, threads, omp, count = map(int, proc.stdout.split())
+    assert cpus == threads == omp == 1 and count == os.cpu_count()
+
+
+def test_the_daemon_takes_and_reports_precision_and_threads(tmp_path):
+    from device_daemons.client import IECore, InferenceError
+    from core.errors import Error
+    from tests.daemon.conftest import private_runtime
+    c = caffe_case(tmp_path, MIXED, {"data": (1, 3, 17, 15)}, scale=0.3)
+    xml = str(tmp_path / "mixed.xml")
+    write_ir(c.network, xml)
+    with private_runtime("pc-"):
+        with IECore(policy="auto") as ie:
+            net = ie.read_network(xml)
+            default = ie.load_network(net, "CPU")
+            assert default.get_config("INFERENCE_PRECISION_HINT") == default_precision()
+            assert default.get_config("INFERENCE_NUM_THREADS") == CPUS
+            assert 1 <= default.get_metric("OPTIMAL_NUMBER_OF_INFER_REQUESTS") <= CPUS
+            one = ie.load_network(net, "CPU", config={"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1})
+            assert one.config == {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": 1,
+                                  "OPTIMAL_NUMBER_OF_INFER_REQUESTS": 1}
+            ref = ExecutionPlan(c.network, backend="numpy").infer(c.inputs)
+            assert_close(one.infer(c.inputs)["prob"], ref["prob"], 1e-4, "f32 through the daemon")
+            with pytest.raises(InferenceError, match="INFERENCE_PRECISION_HINT must be one of f32, bf16") as err:
+                ie.load_network(net, "CPU", config={"INFERENCE_PRECISION_HINT": "fp8"})
+            assert err.value.kind == "network"
+            with pytest.raises(Error, match="unknown config key 'CPU_THREADS_NUM'"):
+                ie.load_network(net, "CPU", config={"CPU_THREADS_NUM": 1})
+        cli = subprocess.run([sys.executable, "-m", "cli", "benchmark", "-m", xml, "-niter", "3", "-nireq", "1",
+                              "-infer_precision", "f32", "-nthreads", "1", "-pc"], capture_output=True, text=True,
+                             cwd=REPO, timeout=300)
+        assert cli.returncode == 0, cli.stderr
+        assert cli.stdout.count("inference precision f32, threads 1, optimal requests 1") == 2  # at load, in the report
+        assert "Why (reorders, layers not on the fast backend):" in cli.stdout
