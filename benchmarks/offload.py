@@ -22,7 +22,7 @@ daemon's TF worker), every engine in the same run, on graphs built by TensorFlow
 
     python benchmarks/offload.py [--iterations 50] [--rounds 3] [--tf-idle-ms 3]
 
-Both daemon paths use the main socket (MO_CORE_FAST_LANE_US=0), so the round
+Both daemon paths take the same way (the daemon's local carrier), so the round
 trip subtracted is the one the offloaded network takes. Engines run interleaved,
 round by round, after a warm-up; the table prints the median of the rounds'
 medians and the spread. Outputs are checked against TensorFlow's before timing.
@@ -125,7 +125,7 @@ def main():
     models = Models(built("offload_graphs", directory=os.path.join(REPO, "tests", "tf_worker")))
     work = tempfile.mkdtemp(prefix="offload-bench-")
     runtime = os.path.join(work, "rt")
-    os.environ.update(MO_CORE_RUNTIME_DIR=runtime, MO_CORE_FAST_LANE_US="0",
+    os.environ.update(MO_CORE_RUNTIME_DIR=runtime,
                       PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
     try:
         run(models, work, args)

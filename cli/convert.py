@@ -32,6 +32,9 @@ def run(args) -> int:
         print("Model Optimizer arguments:")
         print("\n".join(summary_lines(options)))
     ctx = convert(options)
+    if ctx.support_json and not args.silent:
+        print("[ INFO ] The OD API export fits the support JSON {} (chosen from its node names; "
+              "--transformations_config picks one).".format(ctx.support_json))
     if ctx.stop_message:  # e.g. --tensorflow_custom_operations_config_update: done, no IR
         print("[ SUCCESS ] " + ctx.stop_message)
         return 0

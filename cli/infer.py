@@ -258,6 +258,25 @@ def print_top_k(name, arr, k):
         print()
 
 
+def detection_layers(net) -> set:
+    """Names of the network's outputs computed by DetectionOutput layers."""
+    return {layer.name for layer in net._ir.layers if layer.type == "DetectionOutput"}
+
+
+def print_detections(name, arr, k):
+    """The k best rows of a DetectionOutput [1, 1, N, 7] (rows with image id -1 are unused)."""
+    import numpy as np
+    rows = np.asarray(arr, np.float64).reshape(-1, 7)
+    rows = rows[rows[:, 0] >= 0]
+    order = np.argsort(-rows[:, 2], kind="stable")[:k]
+    print("Top {} detections of '{}' ({} in all; boxes normalized to the image):".format(len(order), name,
+                                                                                      len(rows)))
+    print("image label score     xmin    ymin    xmax    ymax")
+    for r in rows[order]:
+        print("{:<5d} {:<5d} {:.5f}  {:.4f}  {:.4f}  {:.4f}  {:.4f}".format(int(r[0]), int(r[1]), *r[2:]))
+    print()
+
+
 @guard
 def run(args) -> int:
     import numpy as np
@@ -293,10 +312,16 @@ def run(args) -> int:
             print("Output '{}': shape {}, min {:.6g}, max {:.6g}, mean {:.6g}, std {:.6g}".format(
                 name, list(arr.shape), a.min(), a.max(), a.mean(), a.std()) if a.size else
                 "Output '{}': shape {} (empty)".format(name, list(arr.shape)))
+        detections = detection_layers(net)
+        for name, arr in outputs.items():
+            if name in detections:  # the top rows of a DetectionOutput, always
+                print()
+                print_detections(name, arr, args.top_k or 10)
         if args.top_k:
             print()
             for name, arr in outputs.items():
-                print_top_k(name, arr, args.top_k)
+                if name not in detections:
+                    print_top_k(name, arr, args.top_k)
         if args.perf_counts:
             from cli.perf_counts import print_perf_counts
             print_perf_counts(request.perf)

@@ -3,7 +3,7 @@ import argparse
 import sys
 
 from cli import convert
-from cli import benchmark, daemon, extgen, infer
+from cli import benchmark, daemon, extgen, infer, serve, tune
 from cli.errors import run_reporting_errors
 
 
@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     infer.add_parser(sub)
     benchmark.add_parser(sub)
     extgen.add_parser(sub)
+    tune.add_parser(sub)
+    serve.add_parser(sub)
     return parser
 
 

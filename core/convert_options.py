@@ -88,6 +88,9 @@ OPTIONS = (
     Option("tensorflow_custom_operations_config_update", REPLACEMENT,
            "fill in the inputs and outputs of FILE's scope replacements for this model, then stop (no IR is written)",
            metavar="FILE"),
+    Option("tensorflow_object_detection_api_pipeline_config", REPLACEMENT,
+           "the pipeline.config of a TensorFlow Object Detection API export: its values set the support JSON's "
+           "replacements; without a JSON, the one that fits the graph is chosen", metavar="pipeline.config"),
     Option("input_proto", CAFFE, "the deploy .prototxt (default: the model name with .prototxt)",
            flags=("--input_proto", "-d")),
     Option("custom_layers_mapping", CAFFE, "register Caffe layers to convert as they are (legacy mode); default: "

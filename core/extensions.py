@@ -69,6 +69,7 @@ def registries_snapshot():
     """The registries extensions add to (ops, extractors, replacers), as they are now."""
     import core.front.caffe.extractors  # noqa: F401
     import core.front.replacement  # noqa: F401
+    import core.front.tf.object_detection  # noqa: F401  the OD API replacers (built in)
     import core.ops  # noqa: F401
     from core.front.extractor import FrontExtractorOp
     from core.front.replacement import FrontReplacementPattern
@@ -92,6 +93,7 @@ def restore_registries(snapshot):
 def load_extension_dirs(dirs: list[str]):
     import core.front.caffe.extractors  # noqa: F401  built-ins first, so user classes replace them
     import core.front.replacement  # noqa: F401
+    import core.front.tf.object_detection  # noqa: F401  the OD API replacers (built in)
     import core.ops  # noqa: F401
     for d in dirs:
         if os.path.isfile(d) and d.endswith(".py"):

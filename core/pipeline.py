@@ -32,6 +32,7 @@ class Context:
     warnings: list = field(default_factory=list)
     timings: list = field(default_factory=list)
     stop_message: str | None = None              # a step ended the conversion early, on purpose (no IR)
+    support_json: str | None = None              # the OD API support JSON chosen from the graph
 
 
 # --- passes -------------------------------------------------------------------
@@ -135,8 +136,12 @@ def front_replacements(ctx):
     from core.front.replacement.runner import run_front_replacements
     o = ctx.options
     ctx.graph.graph["cmd_params"] = o
-    ctx.stop_message = run_front_replacements(ctx.graph, o.framework,
-                                              split_names(o.tensorflow_use_custom_operations_config),
+    configs = split_names(o.tensorflow_use_custom_operations_config)
+    if o.framework == "tf":
+        from core.front.tf.object_detection.choose import prepare
+        # the pipeline config; with no JSON given, the support JSON that fits the export
+        configs, ctx.support_json = prepare(ctx.graph, o, configs)
+    ctx.stop_message = run_front_replacements(ctx.graph, o.framework, configs,
                                               o.tensorflow_custom_operations_config_update, ctx.warnings)
 
 

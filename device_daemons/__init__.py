@@ -1,1 +1,1 @@
-"""Device daemons: inference runtimes that execute IR networks (cpu/, gpu/, hetero)."""
+"""Device daemons: inference runtimes that execute IR networks (cpu/, gpu/) on what every daemon shares (service/), the client's side in its own room (client/, HETERO too), and the wire both sides read (contract, shm_protocol, bound_protocol, registry, plan_io)."""

@@ -1,22 +1,21 @@
-"""Bound requests: the daemon's leanest way to run a small network again and again
-(both sides use this module: the daemon's table is service/bound_table.py, the
-client's side client/bound_client.py).
+"""Bound requests: how a local client runs a network on the daemon (both sides use
+this module: the daemon's table is service/bound_table.py, the client's side
+client/bindings.py).
 
-A local client that sends request after request of the same network through the
-same shared-memory slot binds them once: `infer_bind` {handle, shm} (the shm spec
-of infer: where the inputs are and where the outputs may go) -> {binding,
-outputs: placed spec}. The daemon checks the handle and the slot then, keeps the
-views of the slot, and answers with where each output will be. From then on one
-request is a raw datagram on the fast lane's Unix socket (core/microkernel/
-direct.py, raw verb RAW_INFER): 8 bytes (the binding id) in, 8 bytes (status,
-compute time) out, and no msgpack on either side; the inputs and outputs are in
-the slot as before.
+A local client binds a network to a shared-memory slot once: `infer_bind`
+{handle, shm} (the shm spec: where the inputs are and where the outputs may go)
+-> {binding, outputs: placed spec}. The daemon checks the handle and the slot
+then, keeps the views of the slot, and answers with where each output will be.
+From then on one request is a raw datagram on the daemon's local carrier
+(core/microkernel/direct.py, raw verb RAW_INFER): 8 bytes (the binding id) in, 8
+bytes (status, compute time) out, and no msgpack on either side; the inputs and
+outputs are in the slot.
 
 Statuses: BOUND_OK (the outputs are in the slot), BOUND_UNKNOWN (no such binding:
-its slot or network is gone, or the network was reshaped: bind again),
-BOUND_NOT_FAST (the fast lane refuses the network now) and BOUND_FAILED (the
-request failed: the client sends it as a plain infer request, whose error reply
-says why - a raw reply carries no message).
+its slot or network is gone, or the network was reshaped: bind again) and
+BOUND_FAILED (the request failed: the reply goes on with the error's kind and
+message, "kind\0message" in UTF-8, as an infer error reply would say them; the
+request is not run again).
 """
 from __future__ import annotations
 
@@ -33,8 +32,29 @@ INFER_BIND = "infer_bind"
 RAW_INFER = 1  # the raw verb's tag
 
 REQUEST = struct.Struct("<Q")  # binding id
-REPLY = struct.Struct("<II")  # status, compute time (us)
-BOUND_OK, BOUND_UNKNOWN, BOUND_NOT_FAST, BOUND_FAILED = range(4)
+REPLY = struct.Struct("<II")  # status, compute time (us)[, BOUND_FAILED: the error]
+BOUND_OK, BOUND_UNKNOWN, BOUND_FAILED = range(3)
+MAX_MESSAGE = 3072  # bytes of a failure's "kind\0message" (within a raw payload)
+
+
+def failure(exc: RemoteError) -> bytes:
+    """The BOUND_FAILED reply saying what went wrong (daemon side)."""
+    text = f"{exc.kind}\0{exc.message}".encode("utf-8", "replace")[:MAX_MESSAGE]
+    return REPLY.pack(BOUND_FAILED, 0) + text
+
+
+def check_reply(payload: bytes) -> tuple[int, int, RemoteError | None]:
+    """(status, compute time us, the error of a failed request) of a raw reply
+    (client side); ProtocolError when it breaks the contract."""
+    if len(payload) < REPLY.size or len(payload) > REPLY.size + MAX_MESSAGE:
+        raise ProtocolError(f"a bound request's reply of {len(payload)} bytes")
+    status, compute_us = REPLY.unpack_from(payload)
+    if status not in (BOUND_OK, BOUND_UNKNOWN, BOUND_FAILED) or (status != BOUND_FAILED and len(payload) != REPLY.size):
+        raise ProtocolError(f"a bound request's reply with status {status} and {len(payload)} bytes")
+    if status != BOUND_FAILED:
+        return status, compute_us, None
+    kind, _, message = payload[REPLY.size:].decode("utf-8", "replace").partition("\0")
+    return status, 0, RemoteError(kind or "internal", message or "the bound request failed")
 
 
 def bind_request(handle: int, shm: bytes) -> dict:

@@ -12,7 +12,7 @@ Verbs (arrays travel as raw frames; "$array" references in args/results):
                batch?: int, shapes?: {input: dims}, outputs?: [layer name],
                config?: {key: str | int}}
       -> {handle, name, inputs: {name: {shape, precision}}, outputs: {...}, cached,
-          warnings: [str], fast_ok, config?: {key: str | int}}
+          warnings: [str], config?: {key: str | int}}
       (kernels: the device's extension files - CPU kernel .py, GPU custom layer
       .xml; outputs: layers whose outputs are returned too, IE's add_outputs;
       config: the device's load settings, OpenVINO's keys - the CPU takes
@@ -20,11 +20,10 @@ Verbs (arrays travel as raw frames; "$array" references in args/results):
       network got, with OPTIMAL_NUMBER_OF_INFER_REQUESTS)
   query_network {xml, bin? | xml_text, bin_data; kernels?: [path]}
       -> {supported: {layer name: device}}   (IE's QueryNetwork; HETERO's affinity)
-  infer        {handle, inputs: {name: float32 array} | shm: bytes (shm spec), perf?: bool}
-      -> {outputs: {name: array} | outputs_shm: bytes (placed spec), compute_us,
-          perf?: [{name, type, backend, status, ms, precision?, note?}]}
-      (also on the fast lane, for networks measured below fast_lane_max_us();
-      perf: per-layer times of this request (IE's PERF_COUNT, `-pc`): a row per step
+  infer        {handle, inputs: {name: float32 array}, perf?: bool}
+      -> {outputs: {name: array}, compute_us, perf?: [{name, type, backend, status, ms, precision?,
+          note?}]}
+      (perf: per-layer times of this request (IE's PERF_COUNT, `-pc`): a row per step
       in execution order, `backend` what ran it (device-specific: "onednn", "numpy",
       "opencl", ...), `status` one of PERF_STATUSES - "executed" rows have their own
       time, "fused" ones ran inside another step, "not_run" ones computed nothing)
@@ -32,27 +31,26 @@ Verbs (arrays travel as raw frames; "$array" references in args/results):
   unload       {handle} -> {}
   add_extension {path, check_only?: bool} -> {path, types: [str]}
   status       {} -> {device, pid, started, uptime, endpoint, version, threads,
-                      requests, fast_requests, networks: [...], cached_plans,
-                      extensions, shm_slots, bindings, direct_requests}
+                      requests, local_requests, networks: [...], cached_plans,
+                      extensions, shm_slots, bindings}
   shm_create   {size} -> {slot, path, name};  shm_detach {slot} -> {}
-  infer_bind   {handle, shm} -> {binding, outputs: bytes (placed spec)}   (fast lane;
-               then the raw verb RAW_INFER: bound_protocol.py)
+  infer_bind   {handle, shm} -> {binding, outputs: bytes (placed spec)}   (the local
+               carrier only; then the raw verb RAW_INFER: bound_protocol.py)
 plus the microkernel's built-in hello / ping / shutdown.
 
-The shm spec of infer is msgpack bytes of {slot, inputs: {name: [offset, shape]},
-out: [offset, capacity]}, the placed spec of its reply {name: [offset, shape]}
-(the layout: shm_protocol.py); both are decoded with the protocol's limits.
+The shm spec of infer_bind is msgpack bytes of {slot, inputs: {name: [offset,
+shape]}, out: [offset, capacity]}, the placed spec of its reply {name: [offset,
+shape]} (the layout: shm_protocol.py); both are decoded with the protocol's limits.
 
 Error kinds: "network" (the IR cannot be read or compiled, e.g. a layer type
 without a kernel), "kernel" (a custom kernel file is bad or a kernel failed),
 "input" (bad input name, shape or dtype), "handle" (unknown handle: the daemon
 was restarted; the client loads again), "shm" (a bad or dropped slot: the client
-uses frames), "not_fast" (the fast lane refuses the network: use the main one).
+uses frames).
 """
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,7 +76,6 @@ KERNEL = "kernel"
 INPUT = "input"
 HANDLE = "handle"
 SHM = "shm"
-NOT_FAST = "not_fast"
 
 MAX_RANK = 8
 # The largest tensor (elements) a daemon computes or a client generates: 8 GiB of
@@ -90,14 +87,6 @@ MAX_EXTRA_OUTPUTS = 100000
 MAX_PERF_ROWS = 1 << 20
 MAX_CONFIG = 64
 PERF_STATUSES = ("executed", "fused", "not_run")
-
-
-def fast_lane_max_us() -> float:
-    """A network measured to compute in less than this many microseconds (moving
-    average) is served on the daemon's fast lane (Server lanes: no thread hand-off,
-    spinning); longer work there would delay the other fast requests.
-    MO_CORE_FAST_LANE_US changes it (0: no fast lane)."""
-    return float(os.environ.get("MO_CORE_FAST_LANE_US", "500"))
 
 
 def _is_int(value) -> bool:
@@ -233,11 +222,11 @@ def check_query_result(result: dict) -> dict[str, str]:
 
 
 def network_result(handle_id: int, name: str, inputs: dict, outputs: dict, cached: bool,
-                   warnings: list, fast_ok: bool, settings: dict | None = None) -> dict:
+                   warnings: list, settings: dict | None = None) -> dict:
     """The result of load_network / reshape (daemon side); settings: what the network
     got (the reply's config)."""
     result = {"handle": handle_id, "name": name, "inputs": inputs, "outputs": outputs, "cached": cached,
-              "warnings": list(warnings), "fast_ok": fast_ok}
+              "warnings": list(warnings)}
     if settings:
         result["config"] = dict(settings)
     return result
@@ -251,7 +240,6 @@ class LoadResult:
     outputs: dict
     cached: bool
     warnings: list
-    fast_ok: bool
     config: dict
 
 
@@ -262,7 +250,7 @@ def check_load_result(result: dict) -> LoadResult:
                  for key in ("inputs", "outputs")]
         out = LoadResult(result["handle"], str(result.get("name", "")), ports[0], ports[1],
                          bool(result.get("cached")), [str(w) for w in result.get("warnings") or []],
-                         bool(result.get("fast_ok")), config(result.get("config")) or {})
+                         config(result.get("config")) or {})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ProtocolError(f"a load_network reply without {exc}") from None
     except RemoteError as exc:
@@ -277,16 +265,13 @@ def check_load_result(result: dict) -> LoadResult:
 @dataclass
 class InferArgs:
     handle: int
-    inputs: dict | None = None  # {name: array} ...
-    shm: dict | None = None  # ... or the checked shm spec: {slot, inputs: {name: (offset, shape,
-    #                           bytes)}, out: (offset, capacity)}
+    inputs: dict  # {name: array}
     perf: bool = False  # the reply brings per-layer times
 
 
-def infer_request(handle_id: int, *, inputs: dict | None = None, shm: bytes | None = None,
-                  perf: bool = False) -> dict:
-    """The args of infer (client side): arrays, or a packed shm spec."""
-    args = {"handle": handle_id, "shm": shm} if shm is not None else {"handle": handle_id, "inputs": inputs}
+def infer_request(handle_id: int, inputs: dict, *, perf: bool = False) -> dict:
+    """The args of infer (client side)."""
+    args = {"handle": handle_id, "inputs": inputs}
     if perf:
         args["perf"] = True
     return args
@@ -296,20 +281,16 @@ def parse_infer(args: dict) -> InferArgs:
     perf = args.get("perf", False)
     if not isinstance(perf, bool):
         raise RemoteError(INPUT, f"'perf' must be true or false, got {perf!r:.40}")
-    out = InferArgs(handle(args), perf=perf)
-    if args.get("shm") is not None:
-        out.shm = parse_shm(args["shm"])
-        return out
+    hid = handle(args)
     inputs = args.get("inputs")
     if not isinstance(inputs, dict) or len(inputs) > MAX_INPUTS or not all(
             isinstance(v, np.ndarray) for v in inputs.values()):
         raise RemoteError(INPUT, "'inputs' must be a map {input name: array}")
-    out.inputs = inputs
-    return out
+    return InferArgs(hid, inputs, perf)
 
 
 def parse_shm(packed) -> dict:
-    """The shm spec of an infer request, decoded with the protocol's limits and
+    """The shm spec of an infer_bind request, decoded with the protocol's limits and
     checked: {slot, inputs: {name: (offset, shape, bytes)}, out: (offset, capacity)}."""
     try:
         spec = unpack_spec(packed, "shm")
@@ -351,10 +332,9 @@ class PerfRow:
         return row
 
 
-def infer_result(outputs: dict | None, placed: bytes | None, compute_us: int, perf: list | None = None) -> dict:
+def infer_result(outputs: dict, compute_us: int, perf: list | None = None) -> dict:
     """The result of infer (daemon side); perf: PerfRows when the request asked."""
-    result = {"outputs_shm": placed} if placed is not None else {"outputs": outputs}
-    result["compute_us"] = compute_us
+    result = {"outputs": outputs, "compute_us": compute_us}
     if perf is not None:
         result["perf"] = [row.as_dict() for row in perf]
     return result
@@ -385,25 +365,12 @@ def check_perf(result: dict) -> list[dict] | None:
     return checked
 
 
-def check_infer_result(result: dict) -> tuple[dict | None, dict | None, int | None]:
-    """(outputs as arrays, placed spec {name: (offset, shape, bytes)}, compute_us) of
-    an infer reply (one of the first two is None); ProtocolError if malformed."""
-    compute_us = result.get("compute_us")
-    compute_us = compute_us if _is_int(compute_us) else None
-    if result.get("outputs_shm") is not None:
-        placed = unpack_spec(result["outputs_shm"], "outputs_shm")
-        if not isinstance(placed, dict):
-            raise ProtocolError("'outputs_shm' must be a map {output name: [offset, shape]}")
-        spans = {}
-        for name, item in placed.items():
-            if not isinstance(item, list) or len(item) != 2:
-                raise ProtocolError(f"output {name!r:.80}: expected [offset, shape]")
-            spans[name] = tensor_span(item[0], item[1], f"output {name!r:.80}")
-        return None, spans, compute_us
+def check_infer_result(result: dict) -> dict:
+    """The outputs (arrays) of an infer reply; ProtocolError if malformed."""
     outputs = result.get("outputs")
     if not isinstance(outputs, dict) or not all(isinstance(v, np.ndarray) for v in outputs.values()):
         raise ProtocolError("an infer reply without outputs")
-    return outputs, None, compute_us
+    return outputs
 
 
 # --------------------------------------------------------------------------- the rest

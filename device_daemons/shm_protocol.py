@@ -1,12 +1,12 @@
-"""The shared-memory fast path between a client and a daemon on the same machine:
-what both sides must agree on (how a slot is made and found, how tensors are laid
-out in it, how the nested specs are decoded). The client's side is client/shm_client.py,
-the daemons' service/shm_slots.py; both import these names, so the layout is
-defined once.
+"""The shared memory of the local carrier between a client and a daemon on the same
+machine: what both sides must agree on (how a slot is made and found, how tensors
+are laid out in it, how the nested specs are decoded). The client's side is
+client/shm_client.py, the daemons' service/shm_slots.py; both import these names,
+so the layout is defined once.
 
 Moving a 1x3x224x224 float32 tensor through a ZeroMQ ipc socket and back costs
-~0.5 ms of socket copies, more than many networks take to run. A local client may
-instead ask the daemon for a slot (`shm_create {size}`): the DAEMON makes an
+~0.5 ms of socket copies, more than many networks take to run. A local client
+instead asks the daemon for a slot (`shm_create {size}`): the DAEMON makes an
 anonymous memory file (memfd) of that size, seals it so that its size can never
 change (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), maps it and answers `{slot,
 path, name}`; the client opens `path` (`/proc/<daemon pid>/fd/<n>`, so only the
@@ -15,13 +15,13 @@ token, in the link of its own fd) and maps it too. Because of the seals, no clie
 can truncate a slot under the daemon's feet (a truncated mapping would kill the
 daemon with SIGBUS on its next read).
 
-A request then sends `infer {handle, shm: msgpack({slot, inputs: {name: [offset,
-shape]}, out: [offset, capacity]})}`: the inputs are read from the slot and the
-outputs written back to it, the reply is `{outputs_shm: msgpack({name: [offset,
-shape]})}` (or plain `outputs` arrays when they do not fit). Only the small header
-travels over the socket. Tensors are float32, each starting at a multiple of ALIGN
-bytes. Remote clients always use frames. The nested msgpack is decoded with the
-protocol's limits (`unpack_spec`), as strictly as a header.
+A binding (bound_protocol.py: `infer_bind {handle, shm: msgpack({slot, inputs:
+{name: [offset, shape]}, out: [offset, capacity]})}`) says where in the slot a
+network's inputs are and where its outputs may go; the reply's placed spec
+(msgpack {name: [offset, shape]}) where each output will be. Tensors are float32,
+each starting at a multiple of ALIGN bytes. Remote clients use frames. The nested
+msgpack is decoded with the protocol's limits (`unpack_spec`), as strictly as a
+header.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from core.microkernel import DEFAULT_LIMITS, ProtocolError, unpack_limited
 
 ALIGN = 64
 MEMFD_PREFIX = "mo-core-slot-"  # + a random token: the memfd's name, seen in /proc links
-MAX_SPEC_BYTES = 64 << 10  # an `shm` argument or `outputs_shm` result
+MAX_SPEC_BYTES = 64 << 10  # an `shm` argument or `outputs` result of infer_bind
 
 
 def align(n: int) -> int:
@@ -43,7 +43,7 @@ def memfd_link(name: str) -> str:
 
 
 def unpack_spec(packed, what: str):
-    """A nested msgpack spec (`shm` / `outputs_shm`), decoded with the protocol's
+    """A nested msgpack spec (infer_bind's `shm` / `outputs`), decoded with the protocol's
     size and element limits; raises ProtocolError."""
     if not isinstance(packed, bytes):
         raise ProtocolError(f"'{what}' must be msgpack bytes, got {type(packed).__name__}")

@@ -51,7 +51,10 @@ if ! GLOG_minloglevel=2 "$py" -c 'import caffe' 2>/dev/null; then
   bash "$repo/scripts/build_pycaffe.sh" "$home" "$py"
 fi
 
-# --- 4. the project: compiled schema + editable install ------------------------
+# --- 4. the TensorFlow Object Detection API (its own venv: tests build OD API exports with it)
+bash "$repo/scripts/odapi_venv.sh"
+
+# --- 5. the project: compiled schema + editable install ------------------------
 bash "$repo/scripts/compile_proto.sh"
 "$py" -m pip install -q --no-deps --no-build-isolation -e "$repo"
 log "ready: $venv"

@@ -179,7 +179,7 @@ def cut_inputs(graph, new_inputs: list[NewInput], infer_shapes_of, inputs_named:
 def set_input_shapes(graph, new_inputs: list[NewInput], batch: int | None):
     """Applies --input_shape to kept original inputs, then -b to every input."""
     for spec in new_inputs:
-        if spec.shape is not None and _is_source(spec.node) and spec.node.id in graph:
+        if spec.shape is not None and spec.node.id in graph and _is_source(spec.node):
             spec.node.shape = np.array(spec.shape, dtype=np.int64)
     for node in graph.op_nodes(op="Parameter"):
         shape = node.soft_get("shape")

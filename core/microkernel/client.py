@@ -13,10 +13,10 @@ Two ways to make a call, with the same replies and errors:
   `spin` seconds before sleeping (not while the CPUs are contended: spin.py). It saves the two thread hand-offs of the I/O
   thread (~0.1 ms each on a small VM), which matters for requests that take well
   under a millisecond; the price is one more connection per calling thread. Given
-  the server's `direct_path` (its hello's direct.fast), such a call goes over
-  that Unix socket instead of ZeroMQ (direct.py: no I/O threads on either side),
-  falling back to ZeroMQ for a message too large for a datagram, or for good when
-  the socket cannot be connected.
+  the server's `direct_path` (its hello's direct.path: the local carrier), such a
+  call goes over that Unix socket instead of ZeroMQ (direct.py: no I/O threads on
+  either side), falling back to ZeroMQ for a message too large for a datagram, or
+  for good when the socket cannot be connected.
 
 Replies whose id is unknown (never sent, or already timed out / cancelled) are
 discarded, so a late reply can never be mistaken for the answer to another
@@ -375,6 +375,11 @@ class Client:
     def closed(self) -> bool:
         return self._core.closing
 
+    @property
+    def direct_usable(self) -> bool:
+        """Has it a direct carrier to call over (given, and not found unconnectable)?"""
+        return self._core.direct_path is not None
+
     def call_async(self, op: str, args: dict | None = None,
                    arrays: Sequence[np.ndarray] | None = None) -> PendingCall:
         """Send a request now (through the I/O thread); returns its PendingCall.
@@ -506,7 +511,9 @@ class Client:
             return _await_reply(core, op, req_id, deadline, timeout, watch, spin, try_receive, receive_within,
                                 open_reply)
         except MicrokernelError as exc:  # (a timeout is one, and an OSError too)
-            if isinstance(exc, ProtocolError):  # a malformed datagram: start afresh
+            if isinstance(exc, (ProtocolError, MicrokernelTimeout)):
+                # a malformed datagram, or a request the server may still be running on this
+                # connection's thread: the next call gets a connection (and a thread) of its own
                 chan.close()
                 core.local.unix = None
             raise

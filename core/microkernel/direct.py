@@ -1,5 +1,6 @@
-"""A second carrier for a server's fast lane when client and server share a machine:
-a Unix SOCK_SEQPACKET socket, one datagram per message.
+"""The local carrier: how a client on the server's machine reaches the verbs of its
+fast and local lanes (Server.handle) - a Unix SOCK_SEQPACKET socket, one datagram per
+message, each connection served by a thread of its own (server.py).
 
 Why: ZeroMQ hands every message to an I/O thread on each side, so a request and its
 reply cross four thread wake-ups besides the two processes'. On this project's 2-core
@@ -15,7 +16,7 @@ the server has a key), packed into one datagram:
 checked against the protocol's limits before anything is decoded. A datagram is at
 most MAX_DATAGRAM bytes (within Linux's default socket buffers): a client sends a
 larger request over ZeroMQ, and a reply that does not fit comes back as the error
-kind TOO_LARGE, on which the client repeats the request over ZeroMQ (the fast lane
+kind TOO_LARGE, on which the client repeats the request over ZeroMQ (the carrier
 serves only idempotent verbs). The socket file is made 0600 in the server's private
 runtime directory, and both ends check the peer's uid (SO_PEERCRED): only the same
 user (or root) talks over it.
@@ -126,14 +127,14 @@ def trusted_peer(sock: socket.socket) -> bool:
 
 
 def path_for(endpoint_path: str) -> str | None:
-    """Where the direct socket of a lane bound at this ipc path lives (None: the path
-    would be too long for a Unix socket address)."""
+    """Where the local carrier of a server bound at this ipc path lives (None: the
+    path would be too long for a Unix socket address)."""
     path = endpoint_path + ".direct"
     return path if len(os.fsencode(path)) <= 107 else None
 
 
 class Listener:
-    """The server's listening socket (non-blocking; owned by the fast lane's thread)."""
+    """The server's listening socket (non-blocking; owned by the server's I/O thread)."""
 
     def __init__(self, path: str):
         self.path = path

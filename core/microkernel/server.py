@@ -11,12 +11,18 @@ never cross threads. A slow request on the pool never delays `ping`/`hello`.
 Every reply is sent to the ROUTER identity the request came from, with the
 request's id, so concurrent clients can never receive each other's replies.
 
+Local clients may also reach the verbs of the fast and local lanes over a Unix
+seqpacket socket beside the endpoint (direct.py), where each connection has a
+thread of its own that receives, runs the handler and replies: a request crosses
+no thread but the client's and that one.
+
 The loop also watches the parent process (`parent_pid`) and SIGTERM/SIGINT, and
 ends cleanly on `shutdown`, giving in-flight requests a short grace to finish.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import queue
@@ -129,11 +135,11 @@ class _DirectIdent:
 
 
 class _DirectPeer:
-    """One connection of the fast lane's direct carrier (direct.py), shaped like a
-    lane for _on_message: replies go back over it, one datagram each."""
+    """One connection of the Unix carrier (direct.py), shaped like a lane for
+    _on_message: replies go back over it, one datagram each."""
 
-    def __init__(self, conn, lane: _Lane, server: "Server"):
-        self.conn, self.name, self.handlers = conn, lane.name, lane.handlers
+    def __init__(self, conn, handlers: dict, server: "Server"):
+        self.conn, self.name, self.handlers = conn, "local", handlers
         self.server = server
         self.sock = self  # _send's lane.sock.send_multipart
 
@@ -152,8 +158,8 @@ class _DirectPeer:
     def send(self, bufs: list) -> None:
         """One datagram back to the client."""
         try:
-            self.conn.sendmsg(bufs)  # non-blocking
-        except OSError as exc:  # gone, or not reading its replies: dropped (the next poll closes it)
+            self.conn.sendmsg(bufs)
+        except OSError as exc:  # gone, or not reading its replies: dropped (its thread then closes it)
             self.server._log_drop(f"direct carrier: cannot reply: {exc}", _DirectIdent.bytes)
             try:
                 self.conn.shutdown(socket.SHUT_RDWR)
@@ -173,16 +179,19 @@ class Server:
     Lanes: verbs registered with `lane="fast"` are served on a second socket (its
     endpoint is in the `hello` reply: `lanes: {"fast": endpoint}`) by a thread of
     their own that receives, computes and replies with no hand-off to another
-    thread, and polls without sleeping for `spin` seconds after each request (not
-    while the CPUs are contended: spin.py), so a client's next request skips the
-    ~0.1 ms wake-up of a sleeping thread. For
-    requests that take well under a millisecond, where two thread hand-offs would
-    cost more than the work; the handler must keep it so (refuse longer work). The
+    thread; for requests that take well under a millisecond, where two thread
+    hand-offs would cost more than the work (the handler must keep it so). The
     main socket's I/O thread never runs handlers other than the quick built-ins and
     `inline` verbs, so `hello` / `ping` are answered whatever the lanes do.
-    A fast lane bound on an ipc path is also served over a Unix seqpacket socket
-    beside it (direct.py: the same messages without ZeroMQ's I/O threads; `hello`
-    gives its path as direct.fast; MO_CORE_DIRECT_LANE=0 turns it off).
+    The local carrier: on an ipc endpoint the verbs of the fast lane and those
+    registered with `lane="local"` (served there only) are also served over a Unix
+    seqpacket socket beside the endpoint (direct.py: the same messages without
+    ZeroMQ's I/O threads; `hello` gives `direct: {path, ops, raw}`), with raw verbs
+    (handle_raw). Each of its connections has a thread of its own that receives,
+    runs the handler and replies, so a long request holds only its own connection;
+    after a request that took less than `spin` seconds it polls for the next one
+    that long before sleeping (not while the CPUs are contended: spin.py), so a
+    client's next short request skips the ~0.1 ms wake-up of a sleeping thread.
     """
 
     def __init__(self, endpoint: str, *, service: str = "service", key: bytes | None = None,
@@ -214,9 +223,14 @@ class Server:
         self.endpoint = self._main.endpoint
         self._fast: _Lane | None = None
         self._fast_thread: threading.Thread | None = None
+        # the local carrier: its listener (None: none could be made), verbs, raw verbs, connections
         self._direct: direct.Listener | None = None
-        self._raw: dict[int, RawHandler] = {}  # raw verbs of the direct carrier, by tag
-        self.direct_messages = 0  # requests that came over the direct carrier (a statistic)
+        self._carrier_handlers: dict[str, tuple[Handler, bool]] | None = None
+        self._raw: dict[int, RawHandler] = {}
+        self._peers: dict[int, tuple[_DirectPeer, threading.Thread]] = {}
+        self._peers_lock = threading.Lock()
+        self._local_busy = 0  # requests its connection threads are running (under _peers_lock)
+        self.direct_messages = 0  # requests that came over the local carrier (a statistic)
         # what the service adds to its hello reply (e.g. whether its framework loaded)
         self.info: dict = {}
         self._replies = Mailbox()
@@ -239,19 +253,22 @@ class Server:
             self._main.handlers[op] = (fn, inline)
         elif lane == "fast":
             self._fast_lane().handlers[op] = (fn, True)
+            self._carrier()[op] = (fn, True)
+        elif lane == "local":
+            self._carrier()[op] = (fn, True)
         else:
-            raise ValueError(f"unknown lane {lane!r} (main or fast)")
+            raise ValueError(f"unknown lane {lane!r} (main, fast or local)")
 
     def handle_raw(self, tag: int, fn: RawHandler) -> None:
-        """Register a raw verb of the fast lane's direct carrier (direct.py; before
-        serve()): `fn(payload)` runs on the fast lane's thread and returns the reply's
-        payload (bytes, at most direct.MAX_RAW_PAYLOAD); an exception is a RAW_FAILED
-        reply with its message. Served only without a key and only where the direct
-        carrier is (hello lists the tags as direct.raw); a client without it sends the
-        verb's framed equivalent instead."""
+        """Register a raw verb of the local carrier (direct.py; before serve()):
+        `fn(payload)` runs on the connection's thread and returns the reply's payload
+        (bytes, at most direct.MAX_RAW_PAYLOAD); an exception is a RAW_FAILED reply
+        with its message. Served only without a key and only where the carrier is
+        (hello lists the tags as direct.raw); a client without it sends the verb's
+        framed equivalent instead."""
         if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < 1 << 31:
             raise ValueError(f"bad raw verb tag {tag!r}")
-        self._fast_lane()
+        self._carrier()
         self._raw[tag] = fn
 
     @property
@@ -284,6 +301,9 @@ class Server:
         poller = zmq.Poller()
         poller.register(sock, zmq.POLLIN)
         poller.register(self._replies.fileno(), zmq.POLLIN)
+        listener = self._direct
+        if listener is not None:
+            poller.register(listener.fileno(), zmq.POLLIN)
         next_parent_check = 0.0
         stop_deadline = None
         try:
@@ -300,13 +320,15 @@ class Server:
                 if self._stop_reason is not None:
                     if stop_deadline is None:
                         stop_deadline = now + _STOP_GRACE_S
-                    if self._inflight == 0 or now >= stop_deadline:
+                    if (self._inflight == 0 and self._local_busy == 0) or now >= stop_deadline:
                         break
                 events = dict(poller.poll(_POLL_MS))
                 if self._replies.fileno() in events:
                     self._flush_replies()
                 if sock in events and self._stop_reason is None:
                     self._receive_batch(self._main)
+                if listener is not None and listener.fileno() in events and self._stop_reason is None:
+                    self._accept(listener)
             return self._stop_reason or "stopped"
         finally:
             restore()
@@ -324,6 +346,7 @@ class Server:
             t.join(timeout=max(0.0, deadline - time.monotonic()))
         self._replies.close()
         self._main.close()
+        self._close_carrier(deadline)
         fast_done = True
         if self._fast is not None:
             if self._fast_thread is None:
@@ -343,11 +366,11 @@ class Server:
                      "ops": sorted(self._main.handlers)})
         if self._fast is not None:
             info["lanes"] = {"fast": self._fast.endpoint}
-            if self._direct is not None:
-                info["direct"] = {"fast": self._direct.path}
-                if self._raw and self._key is None:
-                    info["direct"]["raw"] = sorted(self._raw)
             info["fast_ops"] = sorted(self._fast.handlers)
+        if self._direct is not None:
+            info["direct"] = {"path": self._direct.path, "ops": sorted(self._carrier_handlers)}
+            if self._raw and self._key is None:
+                info["direct"]["raw"] = sorted(self._raw)
         return info
 
     def _ping(self, args: dict, arrays: list) -> dict:
@@ -364,85 +387,125 @@ class Server:
                 raise MicrokernelError("register fast verbs before serve()")
             self._fast = _Lane("fast", self._ctx, _fast_endpoint(self.endpoint), self._limits)
             self._fast.handlers["ping"] = (self._ping, True)
-            self._direct = self._direct_listener(self._fast.endpoint)
         return self._fast
+
+    def _carrier(self) -> dict:
+        """The verbs of the local carrier (made with its listener on first use)."""
+        if self._carrier_handlers is None:
+            if self._closed:
+                raise MicrokernelError("register local verbs before serve()")
+            self._carrier_handlers = {"ping": (self._ping, True)}
+            self._direct = self._direct_listener(self.endpoint)
+        return self._carrier_handlers
 
     @staticmethod
     def _direct_listener(endpoint: str) -> direct.Listener | None:
         path = ipc_path(endpoint)
-        if os.environ.get("MO_CORE_DIRECT_LANE", "1") == "0" or not path or path.startswith("@"):
+        if not path or path.startswith("@"):
             return None
         where = direct.path_for(path)
         if where is None:
             return None
         try:
             return direct.Listener(where)
-        except OSError as exc:  # the ZeroMQ fast lane serves alone
-            log.warning("no direct carrier for the fast lane at %s: %s", where, exc)
+        except OSError as exc:  # the ZeroMQ sockets serve alone
+            log.warning("no local carrier at %s: %s", where, exc)
             return None
 
     def _fast_loop(self) -> None:
         lane = self._fast
         poller = zmq.Poller()
         poller.register(lane.sock, zmq.POLLIN)
-        peers: dict[int, _DirectPeer] = {}
-        listener = self._direct
-        if listener is not None:
-            poller.register(listener.fileno(), zmq.POLLIN)
-        busy_until = 0.0
         try:
             while not self._closed and self._stop_reason is None:
-                spinning = time.perf_counter() < busy_until
-                events = poller.poll(0 if spinning else _POLL_MS)
-                if not events:
-                    continue
-                for what, _ in events:
-                    if what is lane.sock:
-                        self._receive_batch(lane)
-                    elif listener is not None and what == listener.fileno():
-                        self._accept(listener, lane, poller, peers)
-                    elif what in peers:
-                        self._receive_direct(peers[what], poller, peers)
-                spin = spin_for(self._spin)
-                if spin:
-                    busy_until = time.perf_counter() + spin
+                if poller.poll(_POLL_MS):
+                    self._receive_batch(lane)
         except BaseException:  # noqa: BLE001 - never die silently
             log.exception("the fast lane failed; its clients fall back to the main lane")
         finally:
-            for peer in peers.values():
-                peer.conn.close()
-            if listener is not None:
-                listener.close()
             lane.close()
 
-    def _accept(self, listener: direct.Listener, lane: _Lane, poller: zmq.Poller, peers: dict) -> None:
-        conn = listener.accept()
-        if conn is None:
-            return
-        if len(peers) >= direct.MAX_CONNECTIONS:
-            conn.close()
-            return
-        peers[conn.fileno()] = _DirectPeer(conn, lane, self)
-        poller.register(conn.fileno(), zmq.POLLIN)
-
-    def _receive_direct(self, peer: _DirectPeer, poller: zmq.Poller, peers: dict) -> None:
-        try:
-            data = direct.receive(peer.conn, socket.MSG_DONTWAIT)
-            if data:
-                self.direct_messages += 1
-                if direct.is_raw(data):
-                    self._on_raw(peer, data)
-                else:
-                    self._on_message(peer, [_DirectIdent, *direct.unpack(data, self._limits)])
+    # ----------------------------------------------------------------- the local carrier
+    def _accept(self, listener: direct.Listener) -> None:
+        """Take the waiting connections, each with a thread of its own (I/O thread)."""
+        while True:
+            conn = listener.accept()
+            if conn is None:
                 return
-        except (BlockingIOError, InterruptedError):
-            return
+            with self._peers_lock:
+                if len(self._peers) >= direct.MAX_CONNECTIONS or self._closed:
+                    conn.close()
+                    continue
+                peer = _DirectPeer(conn, self._carrier_handlers, self)
+                thread = threading.Thread(target=self._serve_peer, args=(peer,), daemon=True,
+                                          name=f"{self.service}-local-{conn.fileno()}")
+                self._peers[conn.fileno()] = (peer, thread)
+            thread.start()
+
+    def _serve_peer(self, peer: _DirectPeer) -> None:
+        """A connection's thread: receive, run, reply, until the peer or the server ends."""
+        conn = peer.conn
+        fd = conn.fileno()
+        spin_until = 0.0
+        try:
+            while not self._closed and self._stop_reason is None:
+                data = self._next_datagram(conn, spin_until)
+                if data is None:
+                    continue
+                if not data:
+                    return  # the client closed it
+                start = time.perf_counter()
+                with self._peers_lock:
+                    self._local_busy += 1
+                try:
+                    self.direct_messages += 1
+                    if direct.is_raw(data):
+                        self._on_raw(peer, data)
+                    else:
+                        self._on_message(peer, [_DirectIdent, *direct.unpack(data, self._limits)])
+                finally:
+                    with self._peers_lock:
+                        self._local_busy -= 1
+                # poll for the next request only after short work (a stream of short requests)
+                spin = spin_for(self._spin)
+                end = time.perf_counter()
+                spin_until = end + spin if spin and end - start < spin else 0.0
         except (OSError, ProtocolError) as exc:  # a reply it does not read, a malformed datagram
             self._log_drop(f"direct carrier: {exc}", _DirectIdent.bytes)
-        fd = peer.conn.fileno()
-        poller.unregister(fd)
-        del peers[fd]
-        peer.conn.close()
+        except Exception:  # a bug here must not take the service down
+            log.exception("unexpected error on the local carrier")
+        finally:
+            with self._peers_lock:
+                self._peers.pop(fd, None)
+            conn.close()
+
+    @staticmethod
+    def _next_datagram(conn, spin_until: float):
+        """The next datagram (b"" when the peer closed), polled for until `spin_until`,
+        then waited for up to _POLL_MS (None: nothing came)."""
+        while time.perf_counter() < spin_until:
+            try:
+                return direct.receive(conn, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                pass
+        conn.settimeout(_POLL_MS / 1000)
+        try:
+            return direct.receive(conn)
+        except (socket.timeout, BlockingIOError, InterruptedError):
+            return None
+        finally:
+            conn.settimeout(0.0)  # replies are sent without blocking: one not read is dropped
+
+    def _close_carrier(self, deadline: float) -> None:
+        if self._direct is not None:
+            self._direct.close()
+        with self._peers_lock:
+            peers = list(self._peers.values())
+        for peer, thread in peers:  # they see _closed within _POLL_MS (a handler still busy is left behind)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+            if thread.is_alive():
+                with contextlib.suppress(OSError):
+                    peer.conn.shutdown(socket.SHUT_RDWR)
 
     def _on_raw(self, peer: _DirectPeer, data) -> None:
         """Run a raw verb and reply (ProtocolError for a malformed datagram)."""

@@ -52,12 +52,13 @@ class _Instance:
     def open_lanes(self, info: dict, timeout: float, key: bytes | None) -> None:
         lanes = info.get("lanes")
         direct = info.get("direct") if isinstance(info.get("direct"), dict) else {}
+        path = direct.get("path")
         for lane, endpoint in (lanes.items() if isinstance(lanes, dict) else ()):
             if isinstance(lane, str) and isinstance(endpoint, str):
-                # a worker is ours, on this machine: its lane's Unix socket too (direct.py)
-                path = direct.get(lane)
+                # a worker is ours, on this machine: its local carrier too (direct.py), which
+                # serves the fast lane's verbs
                 self.lanes[lane] = Client(endpoint, timeout=timeout, key=key,
-                                          direct_path=path if isinstance(path, str) else None)
+                                          direct_path=path if lane == "fast" and isinstance(path, str) else None)
 
     def client_for(self, lane: str) -> Client:
         return self.lanes.get(lane, self.client)

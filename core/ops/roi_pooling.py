@@ -16,6 +16,9 @@ class ROIPooling(Op):
     @staticmethod
     def infer(node):
         feat, rois = node.in_node(0).shape, node.in_node(1).shape
+        if node.graph.graph.get("layout") == "NHWC":  # put into a TensorFlow graph (OD API CropAndResize)
+            node.out_node(0).shape = np.array([rois[0], node.pooled_h, node.pooled_w, feat[-1]], dtype=np.int64)
+            return
         node.out_node(0).shape = np.array([rois[0], feat[1], node.pooled_h, node.pooled_w], dtype=np.int64)
 
 

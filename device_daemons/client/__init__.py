@@ -1,6 +1,8 @@
 """What runs in the client's process: the Inference Engine shaped API (api.py), the
-way to a daemon and its request path (transport.py, infer_job.py, shm_client.py,
-bound_client.py), the daemons' life cycle (daemon.py) and the client's errors.
+way to a daemon (transport.py) and how a request travels on it (request_path.py
+decides: bound_client.py and shm_client.py on the local carrier, else frames over
+ZeroMQ), the daemons' life cycle (daemon.py), HETERO (hetero/) and the client's
+errors.
 
     from device_daemons.client import IECore
 """

@@ -34,29 +34,30 @@ Failure handling, every call has a timeout (IECore(timeout=...), default 120 s):
   failing custom kernel) are InferenceError with the daemon's message.
 All of these derive from core.errors.Error: the CLI prints them as `[ ERROR ]`.
 
-Shared memory: with a local daemon, inputs and outputs go through a per-request
-slot of shared memory the daemon makes (a sealed memfd) instead of the socket
-(shm_client.py), which saves ~0.5 ms per 1x3x224x224 round trip.
-IECore(shared_memory=False) or MO_CORE_SHM=0 turn it off; anything unusual (no
-memfd, a daemon in another container) falls back to array frames by itself. A
-network the daemon serves on its fast lane (one that computes in well under a
-millisecond) has its synchronous requests bound to a slot once and then sent as
-8-byte datagrams (bound_client.py; MO_CORE_BOUND_REQUESTS=0 turns that off).
+How a request travels is request_path.py's one decision: with a daemon on this
+machine, over its local carrier (a Unix socket; inputs and outputs in a slot of
+shared memory the daemon makes, a sealed memfd; the request an 8-byte datagram),
+else - and for whatever the carrier does not take - over ZeroMQ with the arrays as
+message frames. IECore(shared_memory=False) or MO_CORE_SHM=0 leave the carrier
+out; anything unusual (no memfd, a daemon in another container) falls back by
+itself. Asynchronous requests (start_async) run the same way on a thread of the
+network's own.
 
 Thread safety: an ExecutableNetwork may be used by any number of threads at once
-(the transport multiplexes requests by id; each caller gets its own reply).
-Outputs of the shared-memory path are views of the request's slot, which is
-reused only after they are garbage; outputs that came as frames are read-only
-arrays over the received message buffers (`.copy()` one to modify it).
+(each thread has its own connection to the daemon). Outputs that came through
+shared memory are views of a slot, which is reused only after they are garbage;
+outputs that came as frames are read-only arrays over the received message
+buffers (`.copy()` one to modify it).
 
 This module holds the user API; the machinery behind it: transport.py (the link
-to a daemon: connections, failure detection, restarts and reconnects, the daemon's
-fast lane), infer_job.py (one inference request on the wire), contract.py (what
-every request and reply must be), shm_client.py and shm_protocol.py (shared
-memory), errors.py (InferenceError, daemon error replies).
+to a daemon: connections, failure detection, restarts and reconnects),
+request_path.py (how a request travels), bound_client.py and shm_client.py (the
+local carrier's bound requests and shared memory), contract.py (what every
+request and reply must be), errors.py (InferenceError, daemon error replies).
 """
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import threading
 import time
@@ -70,14 +71,13 @@ from core.microkernel import MicrokernelError, ProtocolError, RemoteError, is_lo
 from ir import IRError, read_ir
 
 from .. import contract
-from ..contract import fast_lane_max_us
 from ..plan_io import output_ports
 from ..shm_protocol import align
 from . import daemon as _daemon
-from .bound_client import BoundRequests, enabled as bound_requests_enabled
+from . import request_path
+from .bound_client import BoundRequests
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
 from .errors import InferenceError, remote_error
-from .infer_job import InferJob
 from .perf_counts import perf_counts
 from .transport import Connection, Link, LinkSettings
 
@@ -190,35 +190,36 @@ class InferRequest:
     def __init__(self, exec_net: "ExecutableNetwork", index: int = -1):
         self._exec_net = exec_net
         self.index = index
-        self._job: InferJob | None = None
-        self._t0 = 0.0
+        self._future: concurrent.futures.Future | None = None
         self.latency: float | None = None  # ms of the last completed request
         self.outputs: dict[str, np.ndarray] = {}
         self.perf: list[dict] = []  # the daemon's per-step rows of the last request (PERF_COUNT)
 
     def async_infer(self, inputs: dict | None = None, timeout: float | None = None) -> None:
-        """Send the request; wait() for it."""
+        """Start the request (a thread of the network sends it); wait() for it."""
         self.outputs = {}
         self.latency = None
-        self._t0 = time.perf_counter()
-        self._job = None
-        self._job = InferJob(self._exec_net, self._exec_net._prepare(inputs), timeout)
+        self.perf = []
+        self._future = None
+        self._future = self._exec_net._submit(inputs, timeout)
 
     def wait(self, timeout: float | None = -1) -> int:
         """Block until the request completes (timeout -1 / None: up to the request's own
         timeout; else at most `timeout` s). StatusCode.OK when done,
         StatusCode.RESULT_NOT_READY when `timeout` ran out first; a failed request raises."""
-        if self._job is None:
+        future = self._future
+        if future is None:
             if self.outputs:
                 return StatusCode.OK
             raise Error("wait(): the request was not started (call async_infer first)")
-        outputs = self._job.result(None if timeout is None or timeout < 0 else timeout)
-        if outputs is None:
-            return StatusCode.RESULT_NOT_READY
-        if not self.outputs:
-            self.latency = (time.perf_counter() - self._t0) * 1e3
-            self.outputs = outputs
-            self.perf = self._job.perf or []
+        try:
+            outputs, perf, latency = future.result(None if timeout is None or timeout < 0 else timeout)
+        except TimeoutError:
+            if not future.done():
+                return StatusCode.RESULT_NOT_READY
+            raise  # the request's own DaemonTimeout
+        self._future = None
+        self.outputs, self.perf, self.latency = outputs, perf, latency
         return StatusCode.OK
 
     def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict:
@@ -227,7 +228,7 @@ class InferRequest:
         self.latency = None
         self.perf = []
         t0 = time.perf_counter()
-        self._job = None
+        self._future = None
         self.outputs, self.perf = self._exec_net.infer_counted(inputs, timeout)
         self.latency = (time.perf_counter() - t0) * 1e3
         return self.outputs
@@ -274,8 +275,8 @@ def _perf_count(config: dict | None) -> bool:
 
 class ExecutableNetwork:
     """A network loaded on a device daemon (IE's ExecutableNetwork). It is the
-    LoadedNetwork of its InferJobs (infer_job.py): link, loaded, forget, observe,
-    fast, refused_fast, output_bytes, perf_count."""
+    LoadedNetwork its requests run on (request_path.py): link, loaded, forget,
+    inputs, output_bytes, perf_count, bound, compute_us."""
 
     def __init__(self, core: "IECore", network: IENetwork, link: Link, num_requests: int,
                  perf_count: bool = False, config: dict | None = None):
@@ -292,13 +293,9 @@ class ExecutableNetwork:
         self.outputs: dict[str, list] = {}
         self.warnings: list[str] = []
         self.cached = False
-        self._box: dict = {}  # what the finalizer unloads (it must not reference self)
+        self._box: dict = {}  # what the finalizer closes and unloads (it must not reference self)
         self.output_bytes = 0
-        self._fast = False  # send to the daemon's fast lane (see observe)
-        self._fast_ok = False  # the daemon allows it: no custom kernel (unpredictable time)
-        self._compute_us: float | None = None
-        self._bound: BoundRequests | None = None  # bound requests on the current connection
-        self._bound_ok = bound_requests_enabled()
+        self.compute_us: float | None = None  # the daemon's compute time (moving average; request_path)
         self.loaded(time.monotonic() + core.timeout)
         self.requests = [InferRequest(self, i) for i in range(max(1, int(num_requests)))]
         self._finalizer = weakref.finalize(self, ExecutableNetwork._unload_quietly, self._box)
@@ -319,6 +316,15 @@ class ExecutableNetwork:
     @property
     def input_info(self) -> dict[str, list]:
         return self.inputs
+
+    @property
+    def bound(self) -> BoundRequests | None:
+        """Its bound requests on the current connection (request_path.py)."""
+        return self._box.get("bound")
+
+    @bound.setter
+    def bound(self, value: BoundRequests | None) -> None:
+        self._box["bound"] = value
 
     # ----------------------------------------------------------------- loading
     def _source_args(self, conn: Connection) -> dict:
@@ -351,35 +357,10 @@ class ExecutableNetwork:
             self.warnings = loaded.warnings
             self.config = loaded.config
             self.cached = loaded.cached  # the daemon had it compiled already
-            self._fast_ok = loaded.fast_ok
-            self._fast = False
-            self._compute_us = None
+            self.compute_us = None
             self._loaded = (conn, loaded.handle)
             self._box["loaded"] = self._loaded
             return self._loaded
-
-    @property
-    def fast(self) -> bool:
-        return self._fast
-
-    def refused_fast(self) -> None:
-        self._fast = False
-        self._compute_us = None  # measure again before trying the fast lane again
-
-    def observe(self, compute_us) -> None:
-        """Track how long the daemon computes this network (moving average): a network
-        that takes less than contract.fast_lane_max_us() goes to the daemon's fast lane (a thread
-        that receives, computes and replies with no hand-off), saving the two thread
-        hand-offs of its worker pool (they cost more than such a network takes);
-        slower ones keep the pool (parallel). Networks with custom kernels always use
-        the pool: their time may depend on the data. The daemon has the last word
-        (kind "not_fast")."""
-        if not isinstance(compute_us, (int, float)) or isinstance(compute_us, bool):
-            return
-        avg = self._compute_us
-        avg = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
-        self._compute_us = avg
-        self._fast = self._fast_ok and avg < fast_lane_max_us()
 
     def forget(self, conn: Connection, handle: int) -> None:
         with self._lock:
@@ -388,6 +369,9 @@ class ExecutableNetwork:
 
     @staticmethod
     def _unload_quietly(box: dict) -> None:
+        executor = box.pop("executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False)
         bound = box.pop("bound", None)
         if bound is not None:
             bound.close()
@@ -406,8 +390,10 @@ class ExecutableNetwork:
         loaded = self._loaded
         self._loaded = None
         self._box.pop("loaded", None)
-        bound, self._bound = self._bound, None
-        self._box.pop("bound", None)
+        executor = self._box.pop("executor", None)
+        if executor is not None:
+            executor.shutdown(wait=False)
+        bound = self._box.pop("bound", None)
         if bound is not None:
             bound.close()
         if loaded is None:
@@ -456,31 +442,26 @@ class ExecutableNetwork:
     def infer_counted(self, inputs: dict | None = None, timeout: float | None = None) -> tuple[dict, list]:
         """infer() and the daemon's perf rows of that request ([] unless PERF_COUNT)."""
         prepared = self._prepare(inputs)
-        if self._fast and not self.perf_count:
-            outputs = self._infer_bound(prepared, timeout)
-            if outputs is not None:
-                return outputs, []
-        job = InferJob(self, prepared, timeout, sync=True)
-        outputs = job.result()
-        return outputs, job.perf or []
+        return request_path.run(self, prepared, request_path.deadline_of(self.link, timeout))
 
-    def _infer_bound(self, inputs: dict, timeout: float | None) -> dict | None:
-        """A fast-lane network's request as a bound request (bound_client.py): the
-        outputs, or None to send it the plain way."""
-        deadline = time.monotonic() + (self.link.settings.timeout if timeout is None else timeout)
-        conn, handle = self.loaded(deadline)
-        if not conn.raw or not self._bound_ok:
-            return None
-        bound = self._bound
-        if bound is None or not bound.serves(conn, handle, self.inputs):
+    def _submit(self, inputs: dict | None, timeout: float | None) -> concurrent.futures.Future:
+        """Run a request on a thread of this network's (as many as it has request
+        slots, at least 4): a future of (outputs, perf rows, latency ms)."""
+        prepared = self._prepare(inputs)
+        deadline = request_path.deadline_of(self.link, timeout)
+        executor = self._box.get("executor")
+        if executor is None:
             with self._lock:
-                bound = self._bound
-                if bound is None or not bound.serves(conn, handle, self.inputs):
-                    if bound is not None:
-                        bound.close()
-                    bound = self._bound = self._box["bound"] = BoundRequests(
-                        self, self.link, conn, handle, self.inputs, self.output_bytes)
-        return bound.run(inputs, deadline)
+                executor = self._box.get("executor")
+                if executor is None:
+                    executor = self._box["executor"] = concurrent.futures.ThreadPoolExecutor(
+                        max(4, len(self.requests)), thread_name_prefix=f"mo-core-{self.name}"[:40])
+        t0 = time.perf_counter()
+
+        def job():
+            outputs, perf = request_path.run(self, prepared, deadline)
+            return outputs, perf, (time.perf_counter() - t0) * 1e3
+        return executor.submit(job)
 
     def start_async(self, inputs: dict | None = None, request_id: int | None = None,
                     timeout: float | None = None) -> InferRequest:

@@ -1,6 +1,6 @@
 """The error of a request the daemon refused (InferenceError) and how a daemon's
 error reply becomes a client error (remote_error). Apart from api.py (which
-re-exports InferenceError) because the transport (transport.py, infer_job.py)
+re-exports InferenceError) because the transport (transport.py, request_path.py)
 raises them too; the errors about the daemon process itself (DaemonError and its
 kinds) are in daemon.py.
 """

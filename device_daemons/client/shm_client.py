@@ -1,30 +1,21 @@
-"""The client's side of the shared-memory fast path (the protocol: shm_protocol.py).
-
-With a local daemon, inputs and outputs go through a per-request slot of shared
-memory instead of the socket (made by the daemon's `shm_create`, see
-device_daemons/service/shm_slots.py): only a small header travels over ZeroMQ.
+"""The client's shared-memory slots (the protocol: shm_protocol.py; the daemon's
+side: service/shm_slots.py), where bound requests (bound_client.py) keep their
+inputs and outputs.
 
 A SlotPool belongs to one connection to one daemon: it asks the daemon for slots
-and maps them (take), keeps the free ones for reuse (give_back, at most
-_MAX_FREE_SLOTS) or forgets one the daemon may still write to (discard), writes a
-request's inputs into its slot (write_inputs) and hands out the outputs as views
-of the slot (lend_outputs), which is lent to them until they are garbage. A slot
-that cannot be made or mapped (no memfd, a daemon in another container) turns
-shared memory off for that connection: requests fall back to array frames by
-themselves. The pool talks to the daemon only through the two callables it is
-given, so it knows nothing of connections and links.
+(`shm_create`) and maps them (take), keeps the free ones for reuse (give_back, at
+most _MAX_FREE_SLOTS) or forgets one the daemon may still write to (discard). A
+slot that cannot be made or mapped (no memfd, a daemon in another container) turns
+shared memory off for that connection: its requests take the fallback
+(request_path.py). The pool talks to the daemon only through the two callables it
+is given, so it knows nothing of connections and links.
 """
 from __future__ import annotations
 
-import collections
 import mmap
 import os
 import threading
-import weakref
 from typing import Callable
-
-import msgpack
-import numpy as np
 
 from core.microkernel import MicrokernelError, RemoteError
 
@@ -57,20 +48,12 @@ class SlotPool:
         self._free: list[ShmSlot] = []
         self._lock = threading.Lock()
         self._closed = False
-        # slots lent to the caller with outputs that were collected since: appended
-        # by a finalizer (any thread, any time: so nothing but an atomic append)
-        self._returned: collections.deque = collections.deque()
 
     def take(self, need: int) -> ShmSlot | None:
         """A free slot of at least `need` bytes (made by the daemon and mapped here
         when there is none); None when shared memory cannot be used."""
         if self.ok is False:
             return None
-        while self._returned:
-            try:
-                self.give_back(self._returned.popleft())
-            except IndexError:
-                break
         with self._lock:
             for i, slot in enumerate(self._free):
                 if slot.size >= need:
@@ -114,22 +97,6 @@ class SlotPool:
             self._closed = True
             self._free.clear()
 
-    def lend_outputs(self, slot: ShmSlot, placed: dict) -> dict:
-        """The outputs the daemon placed in the slot (`outputs_shm` of its reply,
-        checked by contract.check_infer_result: {name: (offset, shape, bytes)}) as
-        views of the slot, which is lent to them: it is reused only once all of them
-        are garbage (no copy of the outputs is made). An output outside the slot
-        raises ValueError (the slot is not lent then)."""
-        holder = np.ndarray((slot.size,), np.uint8, buffer=slot.mm)
-        outputs = {}
-        for name, (off, shape, n) in placed.items():
-            if off + n > slot.size:
-                raise ValueError(f"output {name!r:.80} lies outside the slot")
-            outputs[name] = holder[off:off + n].view(np.float32).reshape(shape)
-        # every output's .base is `holder`: when the last output dies, so does holder
-        weakref.finalize(holder, self._returned.append, slot).atexit = False
-        return outputs
-
 
 def _map_slot(path, name, size: int) -> mmap.mmap | None:
     """Map the daemon's slot `path`, after checking that the file opened is the
@@ -148,14 +115,3 @@ def _map_slot(path, name, size: int) -> mmap.mmap | None:
         return None
     finally:
         os.close(fd)
-
-
-def write_inputs(slot: ShmSlot, inputs: dict) -> bytes:
-    """Copy the (float32) inputs into the slot; the `shm` argument of infer that
-    says where they are and where the outputs may go (the rest of the slot)."""
-    spec, pos = {}, 0
-    for name, arr in inputs.items():
-        np.copyto(np.ndarray(arr.shape, np.float32, buffer=slot.mm, offset=pos), arr)
-        spec[name] = [pos, list(arr.shape)]
-        pos = align(pos + arr.nbytes)
-    return msgpack.packb({"slot": slot.id, "inputs": spec, "out": [pos, slot.size - pos]})

@@ -1,4 +1,4 @@
-"""The way from a client to a device daemon (used by api.py and infer_job.py):
+"""The way from a client to a device daemon (used by api.py and request_path.py):
 
 * Link - an IECore's way to the daemon of one device. It finds the daemon through
   its record (registry.py) or the explicit endpoint, starts one with the "auto"
@@ -6,15 +6,17 @@
   and after a failure reconnects on the next request: to the daemon that runs now,
   or to a newly started one;
 * Connection - one connection to one daemon incarnation: the microkernel Clients
-  of its main endpoint and of its fast lane, the daemon process as far as we can
-  watch it (launcher.Process), its log, whether it is dead and why, and its
+  of its main endpoint and of its local carrier (a Unix socket, when the daemon
+  is on this machine and offers one), the daemon process as far as we can watch
+  it (launcher.Process), its log, whether it is dead and why, and its
   shared-memory slots (shm_client.SlotPool).
 
 Every request goes through core/microkernel/client.py: either the Client's I/O
-thread (`send` + `wait`, `call`: any thread, async) or the calling thread's own
-socket (`call_here`, direct: a synchronous request saves the two thread hand-offs
-of the I/O thread; to the fast lane it also polls for the reply for SPIN_S before
-sleeping). Failure detection is the Client's `watch`: while a request waits, the
+thread (`send` + `wait`, `call`: any thread) or the calling thread's own socket
+(`call_here`, `call_raw`: inference requests, which save the I/O thread's two
+hand-offs; over the local carrier they may poll for the reply before sleeping).
+Which way an inference request takes is request_path.py's decision alone.
+Failure detection is the Client's `watch`: while a request waits, the
 daemon process is looked at every tick (the Popen when this process started the
 daemon, else its pid, re-checked to still be our daemon; a remote daemon only by
 timeouts): when it is gone the request fails at once with DaemonDied (its exit
@@ -23,7 +25,6 @@ deadline is DaemonTimeout (the daemon is shared, so it is not killed).
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -39,11 +40,6 @@ from .errors import remote_error
 from .shm_client import SlotPool
 
 _ALIVE_CACHE_S = 0.05  # a liveness check this recent is trusted before a send
-# A reply from the daemon's fast lane (a network that computes in well under a
-# millisecond) is awaited by polling the socket for up to this long before sleeping:
-# waking a sleeping thread costs ~0.1 ms on a VM, more than the request itself.
-# MO_CORE_SPIN_US=0 turns it off.
-SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
 HELLO_TIMEOUT = 10.0
 
 
@@ -55,7 +51,7 @@ class LinkSettings:
     startup_timeout: float = 60.0
     endpoint: str | None = None  # explicit endpoint (else: the registry's record)
     key_file: str | None = None
-    shared_memory: bool = True
+    shared_memory: bool = True  # the local carrier may be used (it needs shared memory)
 
 
 class Connection:
@@ -64,8 +60,9 @@ class Connection:
     def __init__(self, client: Client, endpoint: str, pid: int | None, process: Process | None,
                  log: str | None, local: bool, slots: Callable[["Connection"], SlotPool]):
         self.client = client
-        self.fast: Client | None = None  # the daemon's fast lane (hello: lanes.fast)
-        self.raw: frozenset = frozenset()  # raw verbs its Unix socket serves (hello: direct.raw)
+        self.carrier: Client | None = None  # the daemon's local carrier (hello: direct.path)
+        self.carrier_ops: frozenset = frozenset()  # the verbs it serves (hello: direct.ops)
+        self.carrier_raw: frozenset = frozenset()  # its raw verbs (hello: direct.raw)
         self.endpoint = endpoint
         self.pid = pid
         self.process = process  # what can be watched of the daemon (None: remote)
@@ -75,26 +72,22 @@ class Connection:
         self.checked = time.monotonic()
         self.slots = slots(self)
 
-    def learn(self, info: dict, key: bytes | None, timeout: float) -> None:
-        """Take what the daemon's hello says: its pid, its lanes."""
+    def learn(self, info: dict, key: bytes | None, timeout: float, carrier: bool) -> None:
+        """Take what the daemon's hello says: its pid, its local carrier (used when
+        `carrier` allows, the daemon is on this machine and no key is needed: raw
+        verbs are never signed)."""
         if self.pid is None:
             self.pid = info.get("pid")
-        lanes = info.get("lanes")
-        fast = lanes.get("fast") if isinstance(lanes, dict) else None
-        if isinstance(fast, str) and self.fast is None:
-            if fast.startswith("tcp://") and self.endpoint.startswith("tcp://"):
-                # the daemon reports the interface it bound; reach it like the main one
-                fast = self.endpoint.rsplit(":", 1)[0] + ":" + fast.rsplit(":", 1)[1]
-            # the fast lane's Unix socket (no ZeroMQ I/O threads: core/microkernel/direct.py)
-            direct = info.get("direct")
-            unix = direct.get("fast") if self.local and isinstance(direct, dict) else None
-            try:
-                self.fast = Client(fast, timeout=timeout, key=key, direct_path=unix if isinstance(unix, str) else None)
-            except MicrokernelError:
-                self.fast = None  # the main endpoint serves everything anyway
-            raw = direct.get("raw") if isinstance(unix, str) and key is None else None
-            if self.fast is not None and isinstance(raw, list):
-                self.raw = frozenset(t for t in raw if isinstance(t, int) and not isinstance(t, bool))
+        direct = info.get("direct")
+        path = direct.get("path") if isinstance(direct, dict) else None
+        if not (carrier and self.local and key is None and isinstance(path, str)) or self.carrier is not None:
+            return
+        try:
+            self.carrier = Client(self.endpoint, timeout=timeout, direct_path=path)
+        except MicrokernelError:
+            return  # the main endpoint serves everything anyway
+        self.carrier_ops = frozenset(op for op in direct.get("ops") or () if isinstance(op, str))
+        self.carrier_raw = frozenset(t for t in direct.get("raw") or () if isinstance(t, int) and not isinstance(t, bool))
 
     def alive(self, max_age: float = 0.0) -> bool:
         if self.dead is not None:
@@ -110,8 +103,8 @@ class Connection:
     def close(self) -> None:
         self.slots.close()
         self.client.close()  # a daemon we started is long-lived: it keeps running
-        if self.fast is not None:
-            self.fast.close()
+        if self.carrier is not None:
+            self.carrier.close()
 
 
 class Link:
@@ -175,7 +168,7 @@ class Link:
         conn = Connection(client, endpoint, pid, process, log, local, slots)
         if info is None:
             info = self._hello(conn)
-        conn.learn(info, key, st.timeout)
+        conn.learn(info, key, st.timeout, st.shared_memory)
         return conn
 
     def _hello(self, conn: Connection) -> dict:
@@ -225,26 +218,22 @@ class Link:
                                                               watch=conn))
 
     def call_here(self, conn: Connection, op: str, args: dict, deadline: float, *,
-                  fast: bool = False) -> dict:
-        """Request/reply of `op` on the calling thread's own socket, to the daemon's
-        fast lane when `fast` (polling for the reply for SPIN_S first) else to its
-        main endpoint: the result; raises like wait()."""
-        client = conn.fast if fast and conn.fast is not None else conn.client
-        spin = SPIN_S if client is conn.fast else 0.0
+                  carrier: bool = False) -> dict:
+        """Request/reply of `op` on the calling thread's own socket: over the local
+        carrier when `carrier` (the connection must have one), else to the daemon's
+        main endpoint. The result; raises like wait()."""
+        client = conn.carrier if carrier else conn.client
         return self._outcome(conn, op, lambda: client.call(
-            op, args, timeout=max(0.0, deadline - time.monotonic()), watch=conn, direct=True,
-            spin=spin))[0]
+            op, args, timeout=max(0.0, deadline - time.monotonic()), watch=conn, direct=True))[0]
 
-    def call_raw(self, conn: Connection, op: str, tag: int, payload: bytes, deadline: float) -> bytes | None:
-        """The raw verb `tag` (the request `op`, as errors name it) to the daemon's fast
-        lane over its Unix socket, on the calling thread (polling for the reply for
-        SPIN_S first): the reply's payload; None when the connection has no such raw
-        verb (send the plain request then). Raises like wait()."""
-        client = conn.fast
-        if client is None or tag not in conn.raw:
-            return None
-        return self._outcome(conn, op, lambda: client.call_raw(
-            tag, payload, timeout=max(0.0, deadline - time.monotonic()), watch=conn, spin=SPIN_S))
+    def call_raw(self, conn: Connection, op: str, tag: int, payload: bytes, deadline: float,
+                 spin: float = 0.0) -> bytes | None:
+        """The raw verb `tag` (the request `op`, as errors name it) over the local
+        carrier, on the calling thread, polling for the reply for `spin` s before
+        sleeping: the reply's payload; None when it cannot be sent there. Raises like
+        wait()."""
+        return self._outcome(conn, op, lambda: conn.carrier.call_raw(
+            tag, payload, timeout=max(0.0, deadline - time.monotonic()), watch=conn, spin=spin))
 
     def _outcome(self, conn: Connection, op: str, receive) -> tuple[dict, list]:
         """receive()'s reply, with the microkernel's failures as the daemon's."""

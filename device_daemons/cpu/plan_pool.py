@@ -13,7 +13,9 @@ import contextlib
 import threading
 import time
 
-from ..contract import fast_lane_max_us
+# a network that computes in less than this (moving average) runs each request on one
+# OpenMP thread: waking the others costs more than they save on such work (server.py)
+SMALL_US = 500
 
 
 class PlanPool:
@@ -52,10 +54,10 @@ class PlanPool:
         self.avg_us = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
 
     @property
-    def fast_ok(self) -> bool:
-        """May this network run on the daemon's fast lane (see contract.fast_lane_max_us)?"""
+    def small(self) -> bool:
+        """Does it compute in well under a millisecond (SMALL_US)?"""
         avg = self.avg_us
-        return not self.custom and avg is not None and avg < fast_lane_max_us()
+        return avg is not None and avg < SMALL_US
 
     def _configure(self, plan):
         if self._shapes:

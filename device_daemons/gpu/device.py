@@ -55,6 +55,9 @@ class Device:
         self.global_memory = int(cl_device.global_mem_size)
         self.max_allocation = int(cl_device.max_mem_alloc_size)
         self.compute_units = int(cl_device.max_compute_units)
+        self.local_memory = int(cl_device.local_mem_size)
+        self.driver = cl_device.driver_version.strip()
+        self.version = cl_device.version.strip()
         self._programs: dict = {}
         self._lock = threading.Lock()
 
@@ -65,7 +68,8 @@ class Device:
     def describe(self) -> dict:
         return {"name": self.name, "platform": self.platform, "index": self.index, "gpu": self.is_gpu,
                 "fp16": self.has_fp16, "compute_units": self.compute_units,
-                "global_memory_mb": self.global_memory >> 20, "max_work_group": self.max_work_group}
+                "global_memory_mb": self.global_memory >> 20, "max_work_group": self.max_work_group,
+                "driver": self.driver, "version": self.version}
 
 
 def list_devices() -> list:

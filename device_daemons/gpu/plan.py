@@ -28,6 +28,7 @@ Inputs and outputs are float32 arrays.
 """
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 
@@ -44,6 +45,7 @@ from .kernels.activation import activation_code
 from .kernels.base import NO_ACTIVATION
 from .memory import Block, Groups, align, place
 from .programs import builtin_program
+from .tuning import Tuner
 
 _MAX_ELEMENTS = 2**31 - 1  # kernels index with int
 
@@ -55,6 +57,7 @@ def network_precision(network) -> str:
 
 
 STYLES = ("simt", "simd")
+ENV_STYLE = "MO_CORE_GPU_STYLE"  # forces a style (e.g. the GPU kernels on PoCL, to test them there)
 
 
 class EngineContext:
@@ -67,15 +70,27 @@ class EngineContext:
     def __init__(self, device, half: bool, style: str | None = None):
         self.device = device
         self.half = half
-        self.style = style or ("simt" if device.is_gpu else "simd")
+        self.style = style or os.environ.get(ENV_STYLE, "").strip() or ("simt" if device.is_gpu else "simd")
         if self.style not in STYLES:
-            raise IRError(f"kernel style {self.style!r} is not one of {', '.join(STYLES)}")
+            raise IRError(f"kernel style {self.style!r} (the GPU plan's style argument or {ENV_STYLE}) is not one "
+                          f"of {', '.join(STYLES)}")
         self.dtype = np.dtype(np.float16 if half else np.float32)
         self._ints: dict[bytes, cl.Buffer] = {}
+        self._group_limits: dict = {}
         self.dummy = self.upload(np.zeros(1, np.float32))
+        self.dummy_ints = self.upload_ints(np.zeros(1))
 
-    def program(self, filename: str, half: bool | None = None):
-        return builtin_program(self.device, filename, self.half if half is None else half)
+    def program(self, filename: str, half: bool | None = None, defines: tuple = ()):
+        """The built program of a kernel file; `defines`: -D options of a variant."""
+        return builtin_program(self.device, filename, self.half if half is None else half, defines)
+
+    def max_group(self, program, name: str) -> int:
+        """The largest work group the compiled kernel `name` of `program` allows."""
+        key = (id(program), name)
+        if key not in self._group_limits:
+            self._group_limits[key] = (program, int(cl.Kernel(program, name).get_work_group_info(
+                cl.kernel_work_group_info.WORK_GROUP_SIZE, self.device.cl_device)))
+        return self._group_limits[key][1]
 
     def upload(self, array, dtype=None) -> cl.Buffer:
         """A read-only device copy of `array` in the storage type (or `dtype`)."""
@@ -108,17 +123,25 @@ class _Step:
     kernel: object
     in_slots: tuple
     out_slots: tuple
-    fused: bool = False          # an activation run by the step that produces its input
+    fused: bool = False          # an activation or Eltwise sum run by the step that produces its input
     fused_into: str = ""         # (the name of that step's layer)
+    root: int = -1               # (that step's index)
+    alias: int = -1              # (the slot of that step's output this step's output is)
+    residual: int | None = None  # the slot of a fused Eltwise sum's other input (read in the epilogue)
     scratch: list = field(default_factory=list)  # slots of this step's scratch buffers
+
+    def reads(self) -> tuple:
+        return self.in_slots + ((self.residual,) if self.residual is not None else ())
 
 
 class GpuPlan(PlanShapes):
     def __init__(self, network, device=None, custom_layers=None, precision: str | None = None,
-                 extra_outputs=None, style: str | None = None):
+                 extra_outputs=None, style: str | None = None, tune: str | None = None, tuner=None):
         """custom_layers: a CustomLayers (custom.py) of GPU custom kernels, or None.
         extra_outputs: names of layers whose outputs infer() also returns.
-        style: "simt" or "simd" kernels (EngineContext); default: by device type."""
+        style: "simt" or "simd" kernels (EngineContext); default: MO_CORE_GPU_STYLE, else by device type.
+        tune: "0", "1" or "full" (tuning.py; default: MO_CORE_GPU_TUNE, else by device type),
+        or tuner: a tuning.Tuner."""
         self.network = network
         self.device = device if device is not None else open_device("GPU")
         self.precision = precision or network_precision(network)
@@ -126,6 +149,8 @@ class GpuPlan(PlanShapes):
             raise IRError(f"precision {self.precision!r} is not supported by the GPU plugin; use FP32 or FP16")
         self.ctx = EngineContext(self.device, self.precision == "FP16", style)
         self.custom_layers = custom_layers
+        self.tuner = tuner if tuner is not None else Tuner(self.device, tune)
+        self.tuning_s = 0.0  # seconds the tuner spent searching (all reshapes; builds and timed runs)
         self.warnings: list[str] = []
 
         producer = {(e.to_layer, e.to_port): (e.from_layer, e.from_port) for e in network.edges}
@@ -155,6 +180,7 @@ class GpuPlan(PlanShapes):
         self._outputs = [(key, slot_of[(layer.id, port.id)]) for key, layer, port in
                          output_ports(network, extra_outputs)]
         self._n_slots = len(self._slot_names)
+        self._fuse_sums()
         self._fuse_activations()
         self._lock = threading.Lock()
         self._idle: list = []
@@ -190,28 +216,128 @@ class GpuPlan(PlanShapes):
         except cl.Error as err:
             raise KernelError(layer, f"preparing it on {self.device.full_name} failed: {err}") from err
 
-    def _fuse_activations(self):
-        """An activation whose input is only read by it runs in its producer's epilogue."""
-        producer = {s: i for i, st in enumerate(self.steps) for s in st.out_slots}
+    def _builtin(self, step) -> bool:
+        """The step runs the plugin's own kernel for its type (not a custom layer:
+        the user's code is never fused into or changed)."""
+        return type(step.kernel) is GPU_KERNELS.get(step.layer.type)
+
+    def _readers(self) -> dict[int, int]:
         readers: dict[int, int] = {}
         for st in self.steps:
-            for s in st.in_slots:
+            for s in st.reads():
                 readers[s] = readers.get(s, 0) + 1
+        return readers
+
+    def _producers(self) -> dict[int, int]:
+        return {s: i for i, st in enumerate(self.steps) for s in st.out_slots}
+
+    def _fuse(self, step, root: int, alias: int):
+        step.fused, step.root, step.alias = True, root, alias
+        step.fused_into = self.steps[root].layer.name
+
+    def _fuse_sums(self):
+        """An Eltwise sum (coefficients 1) of two tensors of one shape runs in the
+        epilogue of the convolution that makes one of them, when nothing else reads
+        that convolution's output and the other tensor is made before it (the later
+        producer of the two takes it: ResNet's projection shortcuts)."""
+        producer, readers = self._producers(), self._readers()
         returned = {s for _, s in self._outputs}
         for st in self.steps:
-            if type(st.kernel) is not GPU_KERNELS.get(st.layer.type) or len(st.in_slots) != 1:
+            ref = st.kernel.ref
+            if st.layer.type != "Eltwise" or not self._builtin(st) or ref.op != "sum" or len(st.in_slots) != 2 \
+                    or any(float(c) != 1.0 for c in (ref.coeff or [])) or st.in_slots[0] == st.in_slots[1]:
+                continue
+            dims = [tuple(p.dims) for p in sorted(st.layer.inputs, key=lambda p: p.id)]
+            if dims[0] != dims[1]:
+                continue
+            best = None
+            for mine, other in (st.in_slots, st.in_slots[::-1]):
+                p = producer.get(mine)
+                if p is None:
+                    continue
+                prod = self.steps[p]
+                q = producer.get(other, -1)  # -1: a network input
+                if prod.fused or not self._builtin(prod) or not prod.kernel.residual_ok or prod.residual is not None \
+                        or readers[mine] != 1 or mine in returned or len(prod.out_slots) != 1 or q >= p:
+                    continue
+                if best is None or p > best[0]:
+                    best = (p, mine, other)
+            if best is not None:
+                p, mine, other = best
+                self.steps[p].residual = other
+                self.steps[p].kernel.residual = True
+                self._fuse(st, p, mine)
+
+    def _fuse_activations(self):
+        """An activation whose input is only read by it runs in its producer's epilogue."""
+        producer, readers = self._producers(), self._readers()
+        returned = {s for _, s in self._outputs}
+        for st in self.steps:
+            if not self._builtin(st) or len(st.in_slots) != 1:
                 continue  # (a custom kernel for an activation type is the user's code: never fused)
             code = activation_code(st.kernel)
             src = st.in_slots[0]
             if code is None or src not in producer or readers[src] != 1 or src in returned:
                 continue
-            prod = self.steps[producer[src]]
-            if prod.fused or not prod.kernel.fuses_activation or prod.kernel.act != NO_ACTIVATION \
-                    or len(prod.out_slots) != 1:
+            root = producer[src]
+            while self.steps[root].fused:  # an Eltwise sum fused into a convolution
+                root = self.steps[root].root
+            prod = self.steps[root]
+            if not prod.kernel.fuses_activation or prod.kernel.act != NO_ACTIVATION or len(prod.out_slots) != 1:
                 continue
             prod.kernel.act = code
-            st.fused = True
-            st.fused_into = prod.layer.name
+            self._fuse(st, root, src)
+
+    def _place_concats(self):
+        """Producers that write straight into their slice of a Concat's output
+        (axis 1): a convolution or Permute whose output (through fused layers and
+        views that keep the first dimension) nothing but the Concat reads. The
+        Concat then copies only its other inputs. Returns the slots joined into
+        each Concat's output: {concat output slot: [slots]}."""
+        for st in self.steps:
+            if self._builtin(st):
+                st.kernel.place = None
+                st.kernel.skip = set()
+        producer, readers = self._producers(), self._readers()
+        pinned = {s for _, s in self._outputs} | set(self._input_slots.values())
+        joined: dict[int, list] = {}
+        for st in self.steps:
+            if st.fused or st.layer.type != "Concat" or not self._builtin(st):
+                continue
+            out_shape = self.shapes[st.out_slots[0]]
+            axis = st.kernel.ref.axis + len(out_shape) if st.kernel.ref.axis < 0 else st.kernel.ref.axis
+            if axis != 1 or len(out_shape) < 2:
+                continue
+            inner = int(np.prod(out_shape[2:]))
+            offset = 0
+            for k, s in enumerate(st.in_slots):
+                found = None if st.in_slots.count(s) > 1 else self._placeable(s, out_shape[0], producer, readers,
+                                                                               pinned)
+                if found is not None:
+                    root, chain = found
+                    self.steps[root].kernel.place = (offset, out_shape[1] * inner)
+                    st.kernel.skip.add(k)
+                    joined.setdefault(st.out_slots[0], []).extend(chain)
+                offset += self.shapes[s][1] * inner
+        return joined
+
+    def _placeable(self, slot, images, producer, readers, pinned):
+        """(index of the step that computes `slot`, the slots on the way) when that
+        step can write `slot` into a Concat's buffer, else None."""
+        chain, cur = [], slot
+        while True:
+            if cur in pinned or readers.get(cur) != 1 or cur not in producer or self.shapes[cur][0] != images:
+                return None
+            chain.append(cur)
+            st = self.steps[producer[cur]]
+            if st.fused:
+                cur = st.alias
+            elif st.kernel.view and st.in_slots:
+                cur = st.in_slots[0]
+            elif st.kernel.places_output and self._builtin(st) and len(st.out_slots) == 1 and st.kernel.place is None:
+                return producer[cur], chain
+            else:
+                return None
 
     # --- shapes and memory -----------------------------------------------------------
     def reshape(self, input_shapes: dict):
@@ -243,12 +369,28 @@ class GpuPlan(PlanShapes):
         for step in self.steps:
             if not step.fused:
                 step.kernel.configure([shapes[s] for s in step.in_slots], [shapes[s] for s in step.out_slots])
-        self._plan_memory()
+        self._tune()
+        self._plan_memory(self._place_concats())
         with self._lock:
             self._generation += 1
             self._idle = []
 
-    def _plan_memory(self):
+    def _tune(self):
+        """Each tunable kernel's configuration for these shapes (tuning.py)."""
+        before = self.tuner.spent_s
+        try:
+            for step in self.steps:
+                if not step.fused and step.kernel.tunable:
+                    self.tuner.choose(step.kernel, self.precision)
+        finally:
+            self.tuner.release()
+        self.tuning_s += self.tuner.spent_s - before
+        for message in self.tuner.warnings:
+            if message not in self.warnings:
+                self.warnings.append(message)
+
+    def _plan_memory(self, placed: dict):
+        """placed: {a Concat's output slot: the slots written into it} (_place_concats)."""
         itemsize = self.ctx.dtype.itemsize
         n_steps = len(self.steps)
         scratch_sizes: list[int] = []
@@ -260,7 +402,7 @@ class GpuPlan(PlanShapes):
         groups = Groups(total)
         last_read = [-2] * total
         for i, st in enumerate(self.steps):
-            for s in st.in_slots:
+            for s in st.reads():
                 last_read[s] = i
         first_write = [-1] * total
         for i, st in enumerate(self.steps):
@@ -280,10 +422,15 @@ class GpuPlan(PlanShapes):
             group_last[root] = max(group_last[root], group_last[member])
             group_pinned[root] = group_pinned[root] or group_pinned[member]
 
+        for target, slots in placed.items():
+            for s in slots:
+                join(s, target)
         for i, st in enumerate(self.steps):
-            if st.fused or st.kernel.view:
+            if st.fused:
+                join(st.out_slots[0], st.alias)
+            elif st.kernel.view:
                 join(st.out_slots[0], st.in_slots[0])
-            elif st.kernel.inplace and st.in_slots:
+            elif st.kernel.inplace and st.in_slots and st.kernel.place is None:
                 root = groups.find(st.in_slots[0])
                 if not group_pinned[root] and group_last[root] <= i and \
                         self._nbytes(st.out_slots[0]) == self._nbytes(st.in_slots[0]):

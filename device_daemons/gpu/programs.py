@@ -70,6 +70,7 @@ def build(device, source: str, options: tuple = (), what: str = "") -> cl.Progra
         return device._programs[key]
 
 
-def builtin_program(device, filename: str, half: bool) -> cl.Program:
-    options = ("-DMO_HALF",) if half else ()
+def builtin_program(device, filename: str, half: bool, defines: tuple = ()) -> cl.Program:
+    """`defines`: more -D options (the tile sizes of a tuned kernel variant)."""
+    options = (("-DMO_HALF",) if half else ()) + tuple(defines)
     return build(device, kernel_source(filename), options, filename)

@@ -10,8 +10,7 @@ is one GpuPlan (its weights on the device once) whose infer() is thread-safe: ea
 in-flight request has its own command queue and arena, so a pool needs one plan,
 not one per thread; query_network is query.py's. The device is opened before the
 endpoint is bound: no OpenCL device is an `[ ERROR ]` at start, not a daemon that
-fails every request. GPU networks are never served on the fast lane (a device
-round trip is not sub-millisecond work).
+fails every request.
 """
 from __future__ import annotations
 
@@ -30,8 +29,6 @@ from .query import query_network
 class GpuPool:
     """A compiled network of the GPU daemon: one GpuPlan shared by every request
     (the interface of cpu/plan_pool.PlanPool)."""
-
-    fast_ok = False
 
     def __init__(self, key: tuple, network, custom: CustomLayers | None, shapes: dict | None, device,
                  source: str, extra_outputs=None):

@@ -1,18 +1,19 @@
 """What every device daemon does the same way (the CPU and the GPU daemon are
-subclasses): the verbs, the cache of compiled networks, handles, the shared-memory
-fast path, status, and the command-line entry over the microkernel's serve_main.
+subclasses): the verbs, the cache of compiled networks, handles, bound requests,
+status, and the command-line entry over the microkernel's serve_main.
 
 Verbs, their arguments, results and error kinds: device_daemons/contract.py
-(every request is parsed with it). `infer` is also served on the fast lane (the
-endpoint `hello` gives as lanes.fast): a thread of its own with no hand-off, for
-networks the daemon measured below contract.fast_lane_max_us() and without
-extensions (whose time may depend on the data); others get kind "not_fast".
-Shared memory: a local client's inputs and outputs travel in a sealed memfd slot
-the daemon makes (shm_protocol.py; the daemon's side: shm_slots.py). A client
-that runs a fast-lane network again and again through the same slot binds it once
-(infer_bind) and then sends each request as an 8-byte raw datagram
-(bound_protocol.py; the table: bound_table.py). IR files are opened safely
-(ir_source.py).
+(every request is parsed with it). Two ways in, one per kind of client:
+* the main socket (ZeroMQ; its worker pool computes): every verb; `infer` takes
+  and returns arrays as message frames. Remote clients, and the fallback of local
+  ones;
+* the local carrier (a Unix socket beside it, core/microkernel/direct.py; each
+  connection computes on a thread of its own, no hand-off): a local client binds a
+  network to a shared-memory slot once (`infer_bind`; slots: shm_create on the
+  main socket, the daemon's side of them: shm_slots.py) and then sends each
+  request as an 8-byte raw datagram, its inputs and outputs in the slot
+  (bound_protocol.py; the table: bound_table.py).
+IR files are opened safely (ir_source.py).
 
 Caching: compiled networks are cached per (xml + bin identity - path, size and
 mtime, or the sha256 of sent content - extension files with their mtimes, batch,
@@ -42,7 +43,6 @@ import sys
 import threading
 import time
 
-import msgpack
 import numpy as np
 
 from core.microkernel import RemoteError, Server, serve_main
@@ -54,7 +54,7 @@ from ..plan_io import KernelError
 from .bound_table import Binding, BoundTable
 from .ir_source import IRSource
 from .record import write_record
-from .shm_slots import ShmSlots, input_views, output_layout, output_views, place_outputs
+from .shm_slots import ShmSlots, input_views, output_layout
 
 # poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
@@ -111,7 +111,7 @@ class DeviceDaemon:
         self.bindings = BoundTable()
         self.shm = ShmSlots(on_drop=self.bindings.drop_slot)
         self.requests = 0
-        self.fast_requests = 0
+        self.local_requests = 0  # served on the local carrier (bound requests)
         self.plans_built = 0  # networks compiled (a cache hit compiles nothing)
 
     # ----------------------------------------------------------------- device hooks
@@ -134,13 +134,10 @@ class DeviceDaemon:
     def query(self, network, extensions: list) -> dict[str, str]:
         raise NotImplementedError
 
-    def compute(self, pool, plan, inputs: dict, perf: list | None, out: dict | None = None,
-                small: bool = False) -> dict:
+    def compute(self, pool, plan, inputs: dict, perf: list | None, out: dict | None = None) -> dict:
         """Runs one request on a plan lent by `pool`; with `perf` (a list) the plan
         appends a contract.PerfRow per step. `out`: where outputs may be written (views
-        of the client's shared-memory slot; a daemon that ignores it gets them copied).
-        `small`: a fast-lane request (a network measured to compute in well under a
-        millisecond)."""
+        of the client's shared-memory slot; a daemon that ignores it gets them copied)."""
         return plan.infer(inputs, perf)
 
     def status_extra(self) -> dict:
@@ -151,10 +148,8 @@ class DeviceDaemon:
         self.shm.close()
 
     def register(self, server: Server) -> None:
-        self._server = server  # (its direct-carrier statistic goes into status)
         server.handle(contract.LOAD_NETWORK, self.load_network)
         server.handle(contract.INFER, self.infer)
-        server.handle(contract.INFER, self.infer_fast, lane="fast")
         server.handle(contract.RESHAPE, self.reshape)
         server.handle(contract.UNLOAD, self.unload, inline=True)
         server.handle(contract.ADD_EXTENSION, self.add_extension)
@@ -162,7 +157,7 @@ class DeviceDaemon:
         server.handle(contract.STATUS, self.status, inline=True)
         server.handle(contract.SHM_CREATE, self.shm_create)
         server.handle(contract.SHM_DETACH, self.shm_detach, inline=True)
-        server.handle(bound.INFER_BIND, self.infer_bind, lane="fast")
+        server.handle(bound.INFER_BIND, self.infer_bind, lane="local")
         server.handle_raw(bound.RAW_INFER, self.infer_bound)
 
     # ----------------------------------------------------------------- extensions
@@ -262,7 +257,7 @@ class DeviceDaemon:
     def _describe(self, handle: Handle, cached: bool) -> dict:
         pool = handle.pool
         return contract.network_result(handle.id, pool.name, pool.inputs, pool.outputs, cached, pool.warnings,
-                                       not pool.custom, getattr(pool, "settings", None))
+                                       getattr(pool, "settings", None))
 
     def _get_pool(self, ident: tuple, loader, description: str, paths: list, shapes: dict | None,
                   batch: int | None, extra_outputs: tuple = (), config: dict | None = None):
@@ -368,19 +363,6 @@ class DeviceDaemon:
         self.shm.detach(contract.parse_shm_detach(args))
         return {}
 
-    def infer_fast(self, args: dict, arrays: list):
-        """`infer` on the fast lane (its own thread, no hand-off): only for networks the
-        daemon measured to compute in less than contract.fast_lane_max_us(), so that no request
-        holds the lane longer; others are refused with kind "not_fast"."""
-        handle = self._handle(args)
-        if not handle.pool.fast_ok:
-            raise err(contract.NOT_FAST, f"network {handle.pool.name!r} is not served on the fast lane (it has "
-                                         f"extensions, or it computes in more than "
-                                         f"{contract.fast_lane_max_us():g} us, or it was not measured yet); "
-                                         f"send it to the main endpoint")
-        self.fast_requests += 1  # served here (a statistic: racing updates only blur it)
-        return self.infer(args, arrays, handle, small=True)
-
     def infer_bind(self, args: dict, arrays: list) -> dict:
         """Bind the requests of a network through one slot (bound_protocol.py): the
         slot's views are made and checked once, here."""
@@ -399,11 +381,12 @@ class DeviceDaemon:
         return bound.bind_result(self.bindings.add(Binding(handle, pool, slot, inputs, views)), placed)
 
     def infer_bound(self, payload) -> bytes:
-        """The raw verb RAW_INFER: run a bound request (8 bytes: its binding id);
-        the reply is (status, compute time in us). A failed request says only
-        BOUND_FAILED: the client sends it again as a plain infer to learn why."""
+        """The raw verb RAW_INFER: run a bound request (8 bytes: its binding id) on the
+        connection's own thread; the reply is (status, compute time in us), and for a
+        failed request its error as `infer` would report it."""
         if len(payload) != bound.REQUEST.size:
-            return bound.REPLY.pack(bound.BOUND_FAILED, 0)
+            return bound.failure(err(contract.INPUT, f"a bound request is {bound.REQUEST.size} bytes, "
+                                                     f"not {len(payload)}"))
         (bid,) = bound.REQUEST.unpack(payload)
         b = self.bindings.get(bid)
         if b is None or b.slot.closed or self._handles.get(b.handle.id) is not b.handle or b.handle.pool is not b.pool:
@@ -411,56 +394,51 @@ class DeviceDaemon:
                 self.bindings.drop(bid)  # its slot or network is gone, or the network was reshaped
             return bound.REPLY.pack(bound.BOUND_UNKNOWN, 0)
         pool = b.pool
-        if not pool.fast_ok:
-            return bound.REPLY.pack(bound.BOUND_NOT_FAST, 0)
         try:
             with pool.acquire() as plan:
                 t0 = time.perf_counter()
-                outputs = self.compute(pool, plan, b.inputs, None, b.outputs, True)
+                outputs = self.compute(pool, plan, b.inputs, None, b.outputs)
                 compute_us = int((time.perf_counter() - t0) * 1e6)
                 pool.observe(compute_us)
                 for name, view in b.outputs.items():
                     value = outputs.get(name)
                     if value is not view:  # (a plan that wrote it elsewhere)
                         np.copyto(view, value, casting="unsafe")
-        except Exception as exc:  # noqa: BLE001 - the plain infer the client sends next reports it
-            log.debug("bound request failed: %s: %s", type(exc).__name__, exc)
-            return bound.REPLY.pack(bound.BOUND_FAILED, 0)
-        self.fast_requests += 1
-        b.handle.requests += 1
+        except IRError as exc:
+            return bound.failure(ir_error(exc, contract.INPUT))
+        except RemoteError as exc:
+            return bound.failure(exc)
+        except Exception as exc:  # noqa: BLE001 - as the main socket reports a handler's failure
+            log.error("bound request failed: %s: %s", type(exc).__name__, exc)
+            return bound.failure(err("internal", f"{type(exc).__name__}: {exc}"))
+        b.handle.requests += 1  # (statistics: racing updates only blur them)
         with self._lock:
             self.requests += 1
+            self.local_requests += 1
         return bound.REPLY.pack(bound.BOUND_OK, min(compute_us, 0xFFFFFFFF))
 
-    def infer(self, args: dict, arrays: list, handle: Handle | None = None, small: bool = False):
+    def infer(self, args: dict, arrays: list):
+        """`infer` on the main socket: inputs and outputs as message frames."""
         req = contract.parse_infer(args)
-        handle = handle or self._handle(args)
-        slot = None
-        inputs = req.inputs
-        if req.shm is not None:
-            slot = self.shm.get(req.shm["slot"])
-            inputs = input_views(slot, req.shm["inputs"])
+        handle = self._handle(args)
         pool = handle.pool
         perf = [] if req.perf else None  # per-layer times (PERF_COUNT, -pc)
         with pool.acquire() as plan:
-            out = output_views(slot, req.shm["out"], plan.output_shapes()) if slot is not None else None
             t0 = time.perf_counter()
             try:
-                outputs = self.compute(pool, plan, inputs, perf, out, small)
+                outputs = self.compute(pool, plan, req.inputs, perf)
             except IRError as exc:
                 raise ir_error(exc, contract.INPUT) from None
             compute_us = int((time.perf_counter() - t0) * 1e6)
             pool.observe(compute_us)
-            # (inside the plan's lease: a custom kernel may hand out a buffer it reuses)
-            placed = place_outputs(slot, req.shm["out"], outputs) if slot is not None else None
-            if placed is None and pool.custom:
-                # the reply is sent later by the I/O thread, after this plan may run again
+            if pool.custom:
+                # (inside the plan's lease: a custom kernel may hand out a buffer it reuses, and
+                # the reply is sent later by the I/O thread, after this plan may run again)
                 outputs = {k: np.array(v, copy=True) for k, v in outputs.items()}
         handle.requests += 1  # not atomic across threads: a statistic only
         with self._lock:
             self.requests += 1
-        return contract.infer_result(outputs, msgpack.packb(placed) if placed is not None else None, compute_us,
-                                     perf)
+        return contract.infer_result(outputs, compute_us, perf)
 
     # ----------------------------------------------------------------- status
     def status(self, args: dict, arrays: list) -> dict:
@@ -475,11 +453,9 @@ class DeviceDaemon:
         result = {"device": self.DEVICE, "pid": os.getpid(), "started": self.started,
                   "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
                   "version": registry.package_version(), "threads": self.threads,
-                  "requests": requests, "fast_requests": self.fast_requests, "networks": networks,
+                  "requests": requests, "local_requests": self.local_requests, "networks": networks,
                   "cached_plans": cached, "plans_built": self.plans_built, "extensions": extensions,
-                  "shm_slots": len(self.shm), "bindings": len(self.bindings),
-                  # requests that came over the fast lane's Unix socket (core/microkernel/direct.py)
-                  "direct_requests": getattr(getattr(self, "_server", None), "direct_messages", 0)}
+                  "shm_slots": len(self.shm), "bindings": len(self.bindings)}
         result.update(self.status_extra())
         return result
 

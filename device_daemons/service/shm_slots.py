@@ -1,13 +1,13 @@
-"""The CPU daemon's side of the shared-memory fast path (the protocol, shared with
-the client: device_daemons/shm_protocol.py): ShmSlots makes the sealed memfd slots
-that local clients ask for (`shm_create`) and finds them again by slot id;
-input_views reads a request's inputs from its slot without a copy (the `shm`
-spec is checked by contract.parse_shm) and place_outputs writes the outputs back.
+"""The daemons' side of the shared memory of bound requests (the protocol, shared
+with the client: device_daemons/shm_protocol.py): ShmSlots makes the sealed memfd
+slots that local clients ask for (`shm_create`) and finds them again by slot id;
+input_views and output_layout make the views of a slot a binding reads its inputs
+from and writes its outputs to (the `shm` spec is checked by contract.parse_shm).
 
-Slots are per client request slot; the daemon keeps at most `max_slots` of them
-and `max_bytes` in all (the least recently used ones are dropped: a client then
-gets kind "shm" and falls back to frames). Slot ids are random, so one client
-cannot guess another's. Every error here is a RemoteError of kind "shm".
+The daemon keeps at most `max_slots` slots and `max_bytes` in all (the least
+recently used ones are dropped, and their bindings with them: a client then binds
+again). Slot ids are random, so one client cannot guess another's. Every error
+here is a RemoteError of kind "shm".
 """
 from __future__ import annotations
 
@@ -31,13 +31,10 @@ _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
 class _Slot:
-    __slots__ = ("fd", "mm", "size", "views", "closed")
+    __slots__ = ("fd", "mm", "size", "closed")
 
     def __init__(self, fd: int, mm: mmap.mmap, size: int):
         self.fd, self.mm, self.size = fd, mm, size
-        # (key, views, placed spec) of the last output_views: a client sends request after
-        # request through the same slot, so they are made once, not per request
-        self.views = None
         self.closed = False  # detached or dropped: what still refers to it must let go
 
     def close(self) -> None:
@@ -127,8 +124,8 @@ class ShmSlots:
 
 
 def input_views(slot: _Slot, specs: dict) -> dict:
-    """The inputs of an infer request as views of the client's slot (`specs`: the
-    {name: (offset, shape, bytes)} of its shm spec, checked by contract.parse_shm)."""
+    """The inputs of a binding as views of the client's slot (`specs`: the {name:
+    (offset, shape, bytes)} of its shm spec, checked by contract.parse_shm)."""
     inputs = {}
     for name, (offset, shape, nbytes) in specs.items():
         if offset + nbytes > slot.size:
@@ -138,61 +135,18 @@ def input_views(slot: _Slot, specs: dict) -> dict:
     return inputs
 
 
-def _layout(out: tuple, slot_size: int, shapes) -> list | None:
-    """Where place_outputs puts outputs of these shapes, in order: [offset], None
-    when they do not fit in `out` = (offset, capacity)."""
-    pos, end = out[0], min(slot_size, out[0] + out[1])
-    offsets = []
-    for shape in shapes:
+def output_layout(slot: _Slot, out: tuple, shapes: dict) -> tuple[dict, dict] | None:
+    """(views, placed spec) of outputs of these shapes ({name: shape}, in the plan's
+    output order) placed one after the other, each aligned, in the client's slot from
+    `out` = (offset, capacity); None when they do not fit."""
+    pos, end = out[0], min(slot.size, out[0] + out[1])
+    views, placed = {}, {}
+    for name, shape in shapes.items():
         pos = align(pos)
         nbytes = 4 * int(np.prod(shape, dtype=np.int64))
         if pos + nbytes > end:
             return None
-        offsets.append(pos)
+        views[name] = np.ndarray(shape, np.float32, buffer=slot.mm, offset=pos)
+        placed[name] = [pos, list(shape)]
         pos += nbytes
-    return offsets
-
-
-def output_layout(slot: _Slot, out: tuple, shapes: dict) -> tuple[dict, dict] | None:
-    """(views, placed spec) of outputs of these shapes ({name: shape}, in the plan's
-    output order) placed in the client's slot from `out` = (offset, capacity) as
-    place_outputs places them; None when they do not fit."""
-    offsets = _layout(out, slot.size, shapes.values())
-    if offsets is None:
-        return None
-    views = {name: np.ndarray(shape, np.float32, buffer=slot.mm, offset=off)
-             for (name, shape), off in zip(shapes.items(), offsets)}
-    return views, {name: [off, list(shape)] for (name, shape), off in zip(shapes.items(), offsets)}
-
-
-def output_views(slot: _Slot, out: tuple, shapes: dict) -> dict | None:
-    """The places in the client's slot where place_outputs will put outputs of these
-    shapes ({name: shape}, in the plan's output order), as arrays a plan may write its
-    outputs into directly; None when they do not fit."""
-    key = (out[0], out[1], tuple(shapes.items()))
-    cached = slot.views
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    layout = output_layout(slot, out, shapes)
-    if layout is None:
-        return None
-    slot.views = (key, *layout)
-    return layout[0]
-
-
-def place_outputs(slot: _Slot, out: tuple, outputs: dict) -> dict | None:
-    """Write the outputs into the client's slot, from `out` = (offset, capacity)
-    (nothing is copied when every output is its output_views array: the plan wrote
-    them there); the placed spec {name: [offset, shape]}, None when they do not fit."""
-    cached = slot.views
-    if (cached is not None and cached[0][:2] == (out[0], out[1]) and len(outputs) == len(cached[1])
-            and all(outputs.get(name) is view for name, view in cached[1].items())):
-        return cached[2]  # every output was written into its output_views array
-    offsets = _layout(out, slot.size, [arr.shape for arr in outputs.values()])
-    if offsets is None:
-        return None
-    placed = {}
-    for (name, arr), pos in zip(outputs.items(), offsets):
-        np.copyto(np.ndarray(arr.shape, np.float32, buffer=slot.mm, offset=pos), arr, casting="unsafe")
-        placed[name] = [pos, list(arr.shape)]
-    return placed
+    return views, placed

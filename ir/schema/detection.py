@@ -51,6 +51,9 @@ SCHEMAS = [
         Bool("normalized", True, doc="false: boxes and priors in pixels of input_width x input_height"),
         Int("input_height", 1, min=1),
         Int("input_width", 1, min=1),
+        # the TF Object Detection API's clipping to the image (OpenVINO's DetectionOutput attributes)
+        Bool("clip_before_nms", False, doc="decoded boxes clipped to [0, 1] before NMS"),
+        Bool("clip_after_nms", False, doc="detected boxes clipped to [0, 1]"),
     ]),
     LayerSchema("Proposal", [
         Int("base_size", min=1), Int("feat_stride", min=1), Int("min_size", min=0),

@@ -84,3 +84,27 @@ def test_the_rule_sees_relative_imports(tmp_path):
     probe.write_text("def f():\n    from ..cpu.kernels import KernelError\n")
     assert _offenders([str(probe)], [f"{PACKAGE}.cpu"], name=f"{PACKAGE}.service.probe") == [
         f"{os.path.relpath(str(probe), REPO)}:2 imports {PACKAGE}.cpu.kernels.KernelError"]
+
+
+def test_one_module_decides_how_a_request_travels():
+    """client/request_path.py alone chooses between the local carrier and the fallback:
+    no other module of the client reads a connection's carrier; the transport's request
+    methods are called only there and by the carrier's bound requests (bound_client.py);
+    and every inference request of the API goes through request_path.run."""
+    allowed = {"carrier": {"transport.py", "request_path.py"},
+               "call_here": {"transport.py", "request_path.py", "bound_client.py"},
+               "call_raw": {"transport.py", "request_path.py", "bound_client.py"}}
+    offenders, runs = [], []
+    for path in _modules_under("client"):
+        name = os.path.basename(path)
+        with open(path) as f:
+            tree = ast.parse(f.read(), path)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            if node.attr in ("carrier", "call_here", "call_raw") and name not in allowed[node.attr]:
+                offenders.append(f"{os.path.relpath(path, REPO)}:{node.lineno} .{node.attr}")
+            if node.attr == "run" and isinstance(node.value, ast.Name) and node.value.id == "request_path":
+                runs.append(name)
+    assert offenders == []
+    assert set(runs) == {"api.py"} and len(runs) == 2  # ExecutableNetwork's synchronous and asynchronous requests

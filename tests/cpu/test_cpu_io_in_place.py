@@ -2,9 +2,8 @@
 network input's plain layout reads the caller's array (no reorder, not kept after
 the run); `infer(out=...)` puts outputs into the given arrays (the daemon passes
 views of the client's shared-memory slot), written there by oneDNN's last reorder
-or copied there after a numpy layer; the daemon's output_views and place_outputs
-agree on where each output goes, and place_outputs copies nothing when the plan wrote
-every output into its view."""
+or copied there after a numpy layer; the daemon's output_layout places the outputs
+of a binding in its slot, each aligned, and says when they do not fit."""
 from __future__ import annotations
 
 import mmap
@@ -13,7 +12,7 @@ import numpy as np
 import pytest
 
 from device_daemons.cpu.plan import ExecutionPlan
-from device_daemons.service.shm_slots import _Slot, output_views, place_outputs
+from device_daemons.service.shm_slots import _Slot, output_layout
 from ir import Edge, Layer, Network, Port
 
 
@@ -58,22 +57,21 @@ def test_onednn_reads_the_callers_input_without_keeping_it():
     np.testing.assert_array_equal(plan.infer({"data": wide[..., ::2]})["relu"], np.maximum(wide[..., ::2], 0))
 
 
-def test_place_outputs_copies_only_what_is_not_in_the_slot_yet():
+def test_output_layout_places_each_output_aligned_in_the_slot():
     size = 1 << 16
     slot = _Slot(-1, mmap.mmap(-1, size), size)
     shapes = {"a": (1, 5), "b": (2, 3, 3)}
-    views = output_views(slot, (100, size - 100), shapes)
-    a = np.arange(5, dtype=np.float32).reshape(1, 5)
-    views["b"][...] = 3.0  # written in place by the plan
-    placed = place_outputs(slot, (100, size - 100), {"a": a, "b": views["b"]})
-    assert placed == {"a": [views["a"].__array_interface__["data"][0] - _base(slot), [1, 5]],
-                      "b": [views["b"].__array_interface__["data"][0] - _base(slot), [2, 3, 3]]}
-    for name, (off, shape) in placed.items():
-        assert off % 64 == 0 and off >= 100
-    np.testing.assert_array_equal(views["a"], a)
-    np.testing.assert_array_equal(views["b"], 3.0)
-    assert output_views(slot, (100, 64), shapes) is None  # they do not fit
-    assert place_outputs(slot, (100, 64), {"a": a, "b": views["b"]}) is None
+    views, placed = output_layout(slot, (100, size - 100), shapes)
+    assert list(placed) == ["a", "b"] and placed["a"] == [128, [1, 5]] and placed["b"] == [192, [2, 3, 3]]
+    for name, (off, shape) in placed.items():  # the views are where the placed spec says
+        assert views[name].__array_interface__["data"][0] - _base(slot) == off and views[name].shape == tuple(shape)
+    plan = ExecutionPlan(relu_net((1, 5)))
+    x = np.arange(5, dtype=np.float32).reshape(1, 5) - 2
+    out_views, _ = output_layout(slot, (100, size - 100), {"relu": (1, 5), "sig": (1, 5)})
+    got = plan.infer({"data": x}, out=out_views)
+    assert got["relu"] is out_views["relu"]  # written into the slot
+    np.testing.assert_array_equal(np.ndarray((1, 5), np.float32, buffer=slot.mm, offset=128), np.maximum(x, 0))
+    assert output_layout(slot, (100, 64), shapes) is None  # they do not fit
 
 
 def _base(slot):

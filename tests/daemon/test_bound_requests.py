@@ -1,9 +1,11 @@
-"""Bound requests (device_daemons/bound_protocol.py): a fast-lane network's requests are
-bound to a shared-memory slot once and then sent as 8-byte raw datagrams. Against a
-real daemon and pycaffe: results stay right request after request, outputs a caller
-keeps are never overwritten, anything the bound path cannot take goes the plain way
-(with the plain path's errors), a daemon that drops a binding or dies costs nothing
-but a re-bind. The daemon's side is also exercised in-process (statuses, the table)."""
+"""Bound requests (device_daemons/bound_protocol.py), how a local client's requests
+travel on the daemon's local carrier: bound to a shared-memory slot once, then sent
+as 8-byte raw datagrams. Against a real daemon and pycaffe: results stay right
+request after request, outputs a caller keeps are never overwritten, anything the
+bound path cannot take goes the plain way (with the plain path's errors), a daemon
+that drops a binding or dies costs nothing but a re-bind. The daemon's side is also
+exercised in-process (statuses, the table). Which way a request takes:
+test_request_path.py."""
 from __future__ import annotations
 
 import os
@@ -24,14 +26,10 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def fast_net(fresh_runtime, monkeypatch, tiny):
-    """The tiny net on the fast lane whatever the machine's speed (a limit far above its time)."""
-    monkeypatch.setenv("MO_CORE_FAST_LANE_US", "1e9")
+def fast_net(fresh_runtime, tiny):
+    """The tiny net loaded on a daemon of this test."""
     ie = IECore()
     exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU", config=F32)  # compared with pycaffe to 1e-4
-    x = tiny.input(0)
-    exec_net.infer({"data": x})  # measured: the fast lane from the next request on
-    assert exec_net.fast
     yield ie, exec_net
     ie.close()
 
@@ -48,30 +46,34 @@ def test_requests_are_bound_once_then_raw(fast_net, tiny):
         assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
     after = status(exec_net)
     assert after["bindings"] == 1
-    assert after["fast_requests"] - before["fast_requests"] == 20
-    # 20 raw datagrams and one infer_bind, all over the Unix socket
-    assert after["direct_requests"] - before["direct_requests"] == 21
+    assert after["local_requests"] - before["local_requests"] == 20
+    assert after["requests"] - before["requests"] == 20
     # an InferRequest's synchronous infer takes the same path
     x = tiny.input(99)
     assert_close(exec_net.requests[0].infer({"data": x})["prob"], tiny.reference(x))
-    assert status(exec_net)["fast_requests"] == after["fast_requests"] + 1
+    assert status(exec_net)["local_requests"] == after["local_requests"] + 1
 
 
 def test_outputs_kept_are_never_overwritten(fast_net, tiny):
     ie, exec_net = fast_net
+    before = status(exec_net)["local_requests"]
     kept = []
-    for seed in range(1, MAX_BINDINGS + 3):  # more than the bindings: the last ones go the plain way
+    for seed in range(1, MAX_BINDINGS + 4):  # more than the lending bindings: the last ones are copies
         x = tiny.input(seed)
         kept.append((x, exec_net.infer({"data": x})))
     for x, out in kept:
         assert_close(out["prob"], tiny.reference(x))
-    assert status(exec_net)["bindings"] == MAX_BINDINGS
-    del out
+    lent = [out["prob"] for _, out in kept[:MAX_BINDINGS]]
+    assert all(not p.flags.owndata for p in lent)  # views of their slots
+    assert all(out["prob"].flags.owndata for _, out in kept[MAX_BINDINGS:])  # copied out of one more binding
+    assert status(exec_net)["bindings"] == MAX_BINDINGS + 1
+    assert status(exec_net)["local_requests"] - before == MAX_BINDINGS + 3  # all on the local carrier
+    del out, lent
     kept.clear()  # all slots free again: no new binding
     for seed in range(50, 60):
         x = tiny.input(seed)
         assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
-    assert status(exec_net)["bindings"] == MAX_BINDINGS
+    assert status(exec_net)["bindings"] == MAX_BINDINGS + 1
 
 
 def test_what_the_binding_does_not_fit_goes_the_plain_way(fast_net, tiny):
@@ -88,13 +90,13 @@ def test_a_binding_the_daemon_dropped_is_bound_again(fast_net, tiny):
     ie, exec_net = fast_net
     x = tiny.input(5)
     exec_net.infer({"data": x})
-    bound_requests = exec_net._bound
+    bound_requests = exec_net.bound
     (b,) = bound_requests._free
     exec_net.link.call("shm_detach", {"slot": b.slot.id})  # the daemon forgets the slot and its binding
     assert status(exec_net)["bindings"] == 0
-    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))  # BOUND_UNKNOWN: the plain path
-    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))  # bound again
-    assert status(exec_net)["bindings"] == 1
+    before = status(exec_net)["local_requests"]
+    assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))  # BOUND_UNKNOWN: bound again at once
+    assert status(exec_net)["bindings"] == 1 and status(exec_net)["local_requests"] == before + 1
     exec_net.close()  # unloading drops its bindings
     assert status(exec_net)["bindings"] == 0
 
@@ -117,6 +119,7 @@ def test_a_daemon_killed_between_requests(fast_net, tiny, fresh_runtime):
     for seed in range(3):  # then bound requests on the new daemon
         x = tiny.input(seed)
         assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+    assert status(exec_net)["local_requests"] >= 3
     assert ie.daemon_pid() != pid
     assert daemon_processes(fresh_runtime) == [ie.daemon_pid()]
 
@@ -124,9 +127,8 @@ def test_a_daemon_killed_between_requests(fast_net, tiny, fresh_runtime):
 # ------------------------------------------------------------------ the daemon's side, in-process
 
 @pytest.fixture
-def daemon(tiny, monkeypatch):
+def daemon(tiny):
     from device_daemons.cpu.server import CpuDaemon
-    monkeypatch.setenv("MO_CORE_FAST_LANE_US", "1e9")
     d = CpuDaemon(threads=1)
     handle = d.load_network({"xml": tiny.xml, "config": F32}, [])["handle"]
     slot = d.shm_create({"size": 1 << 16}, [])["slot"]
@@ -136,7 +138,7 @@ def daemon(tiny, monkeypatch):
 
 
 def run_bound(d, bid) -> tuple[int, int]:
-    return bound.REPLY.unpack(d.infer_bound(bound.REQUEST.pack(bid)))
+    return bound.check_reply(d.infer_bound(bound.REQUEST.pack(bid)))[:2]
 
 
 def test_daemon_statuses(daemon, tiny):
@@ -147,13 +149,12 @@ def test_daemon_statuses(daemon, tiny):
     b = d.bindings.get(bid)
     x = tiny.input(4)
     b.inputs["data"][...] = x
-    assert run_bound(d, bid)[0] == bound.BOUND_NOT_FAST  # not measured yet
-    d.infer({"handle": handle, "shm": spec}, [])  # measured now
     status, compute_us = run_bound(d, bid)
     assert status == bound.BOUND_OK and compute_us > 0
     assert_close(b.outputs["prob"], tiny.reference(x))
     assert run_bound(d, bid + 1)[0] == bound.BOUND_UNKNOWN
-    assert bound.REPLY.unpack(d.infer_bound(b"short"))[0] == bound.BOUND_FAILED
+    status, _, error = bound.check_reply(d.infer_bound(b"short"))
+    assert status == bound.BOUND_FAILED and error.kind == "input" and "8 bytes" in error.message
     b.inputs["data"][...] = np.nan  # still computes (NaN in, NaN out): a failure needs a failing plan
     assert run_bound(d, bid)[0] == bound.BOUND_OK
     d.reshape({"handle": handle, "shapes": {"data": [2, 3, 16, 16]}}, [])  # another pool: the binding is stale
@@ -213,3 +214,16 @@ def test_check_bind_result_rejects_what_breaks_the_contract():
                 {"binding": 5, "outputs": msgpack.packb({"p": [64, [1, 10000]]})}, "nope"):
         with pytest.raises(ProtocolError):
             bound.check_bind_result(bad, 4096)
+
+
+def test_check_reply_reads_failures_and_rejects_what_breaks_the_contract():
+    from core.microkernel import ProtocolError, RemoteError
+    assert bound.check_reply(bound.REPLY.pack(bound.BOUND_OK, 42)) == (bound.BOUND_OK, 42, None)
+    assert bound.check_reply(bound.REPLY.pack(bound.BOUND_UNKNOWN, 0)) == (bound.BOUND_UNKNOWN, 0, None)
+    status, _, error = bound.check_reply(bound.failure(RemoteError("kernel", "it broke: " + "x" * 5000)))
+    assert status == bound.BOUND_FAILED and error.kind == "kernel" and error.message.startswith("it broke")
+    assert len(bound.failure(RemoteError("kernel", "y" * 9000))) <= bound.REPLY.size + bound.MAX_MESSAGE
+    for bad in (b"", b"short", bound.REPLY.pack(7, 0), bound.REPLY.pack(bound.BOUND_OK, 1) + b"extra",
+                bound.REPLY.pack(bound.BOUND_FAILED, 0) + b"z" * (bound.MAX_MESSAGE + 1)):
+        with pytest.raises(ProtocolError):
+            bound.check_reply(bad)

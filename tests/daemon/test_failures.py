@@ -127,8 +127,8 @@ def test_malformed_messages_get_an_error_or_are_dropped(tiny):
         for rid, op, args, kind in [
                 (90, "infer", {"handle": "x"}, "handle"),
                 (91, "infer", {"handle": handle, "inputs": 5}, "input"),
-                (92, "infer", {"handle": handle, "shm": b"\xc1"}, "shm"),
-                (93, "infer", {"handle": handle, "shm": msgpack.packb({"slot": 12345, "inputs": {}})}, "shm"),
+                (92, "infer", {"handle": handle, "shm": b"\xc1"}, "input"),  # infer takes frames only
+                (93, "infer_bind", {"handle": handle, "shm": b"\xc1"}, "unknown_op"),  # the local carrier's only
                 (94, "shm_create", {"size": 0}, "shm"),
                 (95, "shm_create", {"size": 1 << 40}, "shm"),
                 (95, "shm_attach", {"path": "/etc/passwd", "size": 10}, "unknown_op"),  # the old verb

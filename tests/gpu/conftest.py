@@ -5,6 +5,16 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def heuristic_kernels(monkeypatch):
+    """The tests choose kernel variants themselves (the heuristic, a pinned
+    configuration or an explicit search): a MO_CORE_GPU_TUNE or MO_CORE_GPU_STYLE
+    of the caller's shell (or a GPU's default search) changes none of it."""
+    monkeypatch.setenv("MO_CORE_GPU_TUNE", "0")
+    for name in ("MO_CORE_GPU_STYLE", "MO_CORE_GPU_TUNE_S"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session")
 def gpu_device():
     from device_daemons.gpu import open_device

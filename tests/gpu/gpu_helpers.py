@@ -15,20 +15,31 @@ def rand(rng, *shape, scale=1.0):
     return (rng.standard_normal(shape) * scale).astype(np.float32)
 
 
-def both_plans(network, device, **gpu_options):
+def pinned(device, config):
+    """A tuner that gives every kernel able to run it the configuration `config`
+    (kernels/tiles.py) and lets the others take their heuristic choice."""
+    from device_daemons.gpu.tuning import Tuner
+    return Tuner(device, "0", pinned=config)
+
+
+def both_plans(network, device, config=None, **gpu_options):
+    """The CPU plan and the GPU plan of `network`; config: a kernel configuration
+    pinned for every kernel able to run it."""
     from device_daemons.cpu import ExecutionPlan
     from device_daemons.gpu import GpuPlan
+    if config is not None:
+        gpu_options["tuner"] = pinned(device, config)
     return ExecutionPlan(network), GpuPlan(network, device, **gpu_options)
 
 
 def compare_layer(tmp_path, device, layer_type, data, inputs, out_shapes, blobs=None, precision="FP32",
-                  rtol=None, name="layer", style=None):
+                  rtol=None, name="layer", style=None, config=None):
     """Builds the one-layer IR, runs it on both plans and checks every output;
     returns (gpu outputs, gpu plan). style: the GPU kernels' "simt" / "simd"
-    variants (default: the device's)."""
+    variants (default: the device's); config: a kernel configuration to pin."""
     network = single_layer_ir(tmp_path, layer_type, data, [x.shape for x in inputs], out_shapes, blobs, precision,
                               name=name)
-    cpu, gpu = both_plans(network, device, style=style)
+    cpu, gpu = both_plans(network, device, config, style=style)
     assert gpu.warnings == [], gpu.warnings
     feed = {f"in{i}": x for i, x in enumerate(inputs)}
     ref = cpu.infer(feed)
@@ -77,3 +88,41 @@ def branch_ir(tmp_path, shape, second, tail):
     xml = os.path.join(str(tmp_path), "branches.xml")
     write_ir(Network("branches", layers, edges), xml)
     return read_ir(xml)
+
+
+def graph_ir(tmp_path, input_shape, layers, precision="FP32", name="graph"):
+    """An IR: Input "data" -> layers = [(name, type, data, blobs, [names of its inputs], out_shape)],
+    in execution order; layers nobody reads are the network's outputs."""
+    from ir import Edge, Layer, Network, Port, read_ir, write_ir
+    built = [Layer(0, "data", "Input", outputs=[Port(0, tuple(input_shape))])]
+    where = {"data": (0, 0, tuple(input_shape))}  # name -> (layer id, output port, shape)
+    edges = []
+    for i, (lname, ltype, data, blobs, sources, out_shape) in enumerate(layers, start=1):
+        port = len(sources)
+        built.append(Layer(i, lname, ltype, data={k: str(v) for k, v in (data or {}).items()},
+                           inputs=[Port(k, where[src][2]) for k, src in enumerate(sources)],
+                           outputs=[Port(port, tuple(out_shape))],
+                           blobs={k: np.asarray(v, np.float32).ravel() for k, v in (blobs or {}).items()}))
+        edges += [Edge(where[src][0], where[src][1], i, k) for k, src in enumerate(sources)]
+        where[lname] = (i, port, tuple(out_shape))
+    xml = os.path.join(str(tmp_path), f"{name}_{precision}.xml")
+    write_ir(Network(name, built, edges, batch=int(input_shape[0])), xml, precision=precision)
+    return read_ir(xml)
+
+
+def compare_plans(network, device, inputs, precision="FP32", extra=None, **gpu_options):
+    """Runs `network` on the CPU plan and the GPU plan; checks every output; returns the GPU plan."""
+    from device_daemons.cpu import ExecutionPlan
+    from device_daemons.gpu import GpuPlan
+    config = gpu_options.pop("config", None)
+    if config is not None:
+        gpu_options["tuner"] = pinned(device, config)
+    gpu = GpuPlan(network, device, extra_outputs=extra, **gpu_options)
+    assert gpu.warnings == [], gpu.warnings
+    ref = ExecutionPlan(network, extra_outputs=extra).infer(inputs)
+    ours = gpu.infer(inputs)
+    assert sorted(ours) == sorted(ref)
+    for key in ref:
+        err = rel_err(ours[key], ref[key])
+        assert err <= TOL[precision], f"{key}: max |diff| / max |ref| = {err:.3g} > {TOL[precision]}"
+    return gpu

@@ -71,6 +71,20 @@ def test_tiny_net_batches_and_async_requests(ie, tiny):
     assert status["pid"] == ie.daemon_pid("GPU")
 
 
+def test_local_requests_take_the_local_carrier(tiny, fresh_runtime):
+    """One request path for every daemon: a local client's requests are 8-byte bound
+    requests on the local carrier, computed without a hand-off."""
+    core = IECore(policy="auto")
+    try:
+        exec_net = core.load_network(core.read_network(tiny.xml), "GPU")
+        x = tiny.input(7)
+        for _ in range(30):
+            assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+        assert core._link("GPU").call("status")[0]["local_requests"] >= 25
+    finally:
+        core.close()
+
+
 def test_custom_layers_through_the_daemon(ie, tmp_path):
     """add_extension(.xml, "GPU"): the guide's ReLU with its slope define, and a
     .cl with a syntax error: a clear error with the build log and the file."""

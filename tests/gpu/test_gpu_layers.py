@@ -10,19 +10,22 @@ from tests.gpu.gpu_helpers import compare_layer, rand
 
 PRECISIONS = ["FP32", "FP16"]
 SEEDS = [0, 1]
-STYLES = ["simt", "simd"]  # the GPU-style and the CPU-device-style kernel variants, both run on any device
+# the GPU-style kernels (the heuristic's choice of the tiled ones, and the kernels before tiling) and the
+# CPU-device-style ones: all run on any device
+KERNELS = [("simt", None), ("simt", {"kernel": "direct"}), ("simd", None)]
+KERNEL_IDS = ["simt", "simt_direct", "simd"]
 
 
 def pads(rng, k):
     return int(rng.integers(0, k)), int(rng.integers(0, k))
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style,config", KERNELS, ids=KERNEL_IDS)
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("variant", ["direct", "strided_dilated_grouped", "pointwise", "pointwise_strided_grouped",
                                      "depthwise", "large_stride"])
 @pytest.mark.parametrize("seed", SEEDS)
-def test_convolution(tmp_path, gpu_device, seed, variant, precision, style):
+def test_convolution(tmp_path, gpu_device, seed, variant, precision, style, config):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 3))
     k, s, d, g = {"direct": (3, 1, 1, 1), "strided_dilated_grouped": (3, 2, 2, 3), "pointwise": (1, 1, 1, 1),
@@ -39,22 +42,24 @@ def test_convolution(tmp_path, gpu_device, seed, variant, precision, style):
             "pads_end": f"{ph2},{pw2}", "output": o, "group": g}
     blobs = {"weights": rand(rng, o, c // g, k, k), "biases": rand(rng, o)}
     _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, [rand(rng, n, c, h, w)], [(n, o, oh, ow)],
-                            blobs, precision, style=style)
-    expected = "conv_depthwise" if variant == "depthwise" else "conv_gemm" if style == "simd" else \
-        "conv_1x1" if k == 1 else "conv_direct"
+                            blobs, precision, style=style, config=config)
+    if config is not None:  # pinned: even a depthwise layer runs it
+        expected = "conv_1x1" if k == 1 else "conv_direct"
+    else:
+        expected = "conv_depthwise" if variant == "depthwise" else "conv_gemm" if style == "simd" else "conv_tiled"
     assert plan.steps[0].kernel.variant == expected
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style,config", KERNELS, ids=KERNEL_IDS)
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("seed", SEEDS)
-def test_convolution_without_bias_and_odd_channel_blocks(tmp_path, gpu_device, seed, precision, style):
+def test_convolution_without_bias_and_odd_channel_blocks(tmp_path, gpu_device, seed, precision, style, config):
     """13 output channels: one full block of 8 and a partial one."""
     rng = np.random.default_rng(seed)
     x = rand(rng, 1, 5, 7, 9)
     data = {"kernel": "3,2", "strides": "1,2", "pads_begin": "1,0", "pads_end": "0,1", "output": 13, "group": 1}
     compare_layer(tmp_path, gpu_device, "Convolution", data, [x], [(1, 13, 6, 5)],
-                  {"weights": rand(rng, 13, 5, 3, 2)}, precision, style=style)
+                  {"weights": rand(rng, 13, 5, 3, 2)}, precision, style=style, config=config)
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
@@ -101,16 +106,16 @@ def test_global_pooling(tmp_path, gpu_device, method):
     compare_layer(tmp_path, gpu_device, "Pooling", data, [rand(rng, 3, 9, 7, 5)], [(3, 9, 1, 1)])
 
 
-@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("style,config", KERNELS, ids=KERNEL_IDS)
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("shape,axis", [((1, 37), 1), ((5, 3, 4, 3), 1), ((7, 9), 1), ((2, 3, 5), 2), ((3, 16), 1)])
-def test_fully_connected(tmp_path, gpu_device, shape, axis, precision, style):
+def test_fully_connected(tmp_path, gpu_device, shape, axis, precision, style, config):
     rng = np.random.default_rng(len(shape))
     out = 19
     size = int(np.prod(shape[axis:]))
     compare_layer(tmp_path, gpu_device, "FullyConnected", {"out-size": out, "axis": axis}, [rand(rng, *shape)],
                   [tuple(shape[:axis]) + (out,)], {"weights": rand(rng, out, size), "biases": rand(rng, out)}, precision,
-                  style=style)
+                  style=style, config=config)
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)

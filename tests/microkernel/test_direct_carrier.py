@@ -1,9 +1,11 @@
-"""The fast lane's Unix seqpacket carrier (core/microkernel/direct.py) against a real
-server thread and real sockets: calls go over it, messages too large for a datagram
-go over ZeroMQ both ways, signatures are checked as on ZeroMQ, and a malformed or
-oversized datagram costs its sender the connection, never the server. Raw verbs
-(Server.handle_raw): served without a key only, their failures and unknown tags
-come back as errors, and raw and framed replies never mix."""
+"""The local carrier, a Unix seqpacket socket (core/microkernel/direct.py), against a
+real server thread and real sockets: calls go over it, each connection on a thread of
+its own (a long request holds only its own connection), messages too large for a
+datagram go over ZeroMQ both ways, signatures are checked as on ZeroMQ, and a
+malformed or oversized datagram costs its sender the connection, never the server.
+Raw verbs (Server.handle_raw): served without a key only, their failures and unknown
+tags come back as errors, and raw and framed replies never mix. Verbs of the local
+lane are served there only."""
 from __future__ import annotations
 
 import os
@@ -36,6 +38,7 @@ def served(request):
     server.handle("echo", echo, lane="fast")
     server.handle("big", big, lane="fast")
     server.handle("slow", lambda args, arrays: time.sleep(args["s"]) or {}, lane="fast")
+    server.handle("only_local", echo, lane="local")
     server.handle_raw(7, lambda payload: bytes(payload)[::-1])
     server.handle_raw(8, failing)
     server.handle_raw(9, lambda payload: b"x" * (direct.MAX_RAW_PAYLOAD + 1))
@@ -49,15 +52,15 @@ def served(request):
         server.request_stop()
         runner.join(10)
     assert not runner.is_alive()
-    assert not os.path.exists(info["direct"]["fast"])
+    assert not os.path.exists(info["direct"]["path"])
 
 
 def test_calls_go_over_the_unix_socket(served):
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["fast"]) as fast:
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
         for i in range(20):
             result, arrays = fast.call("echo", {"i": i}, [np.full(3, i, np.float32)], direct=True, spin=0.0005)
-            assert result == {"args": {"i": i}, "thread": "direct-fast"}
+            assert result["args"] == {"i": i} and result["thread"].startswith("direct-local-")
             np.testing.assert_array_equal(arrays[0], np.full(3, i, np.float32))
         assert server.direct_messages == 20
         # not direct=True: the client's I/O thread and ZeroMQ, as before
@@ -67,7 +70,7 @@ def test_calls_go_over_the_unix_socket(served):
 
 def test_messages_too_large_for_a_datagram_go_over_zeromq(served):
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["fast"]) as fast:
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
         n = direct.MAX_DATAGRAM  # a reply of 4 x MAX_DATAGRAM bytes: sent as TOO_LARGE, repeated over ZeroMQ
         arrays = fast.call("big", {"n": n}, direct=True)[1]
         np.testing.assert_array_equal(arrays[0], np.arange(n, dtype=np.float32))
@@ -88,7 +91,7 @@ def _raw(path):
 
 def test_bad_datagrams_cost_the_sender_its_connection(served):
     server, info, key = served
-    path = info["direct"]["fast"]
+    path = info["direct"]["path"]
     bad = [b"\x01", b"\x00\x00\x00\x00", b"\x02\x00\x00\x00\x05\x00\x00\x00", b"\xff" * 64,
            b"\x01\x00\x00\x00\x0a\x00\x00\x00",  # one frame of 10 bytes, none there
            b"\x01\x00\x00\x00" + b"\x00" * 4 + b"z" * (direct.MAX_DATAGRAM + 100)]  # cut: too large
@@ -111,7 +114,7 @@ def test_bad_datagrams_cost_the_sender_its_connection(served):
 def test_signatures_are_checked_as_on_zeromq(served):
     """An unsigned request: answered by a server without a key, dropped by one with."""
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=1, direct_path=info["direct"]["fast"]) as unsigned:
+    with Client(info["lanes"]["fast"], timeout=1, direct_path=info["direct"]["path"]) as unsigned:
         if key is None:
             assert unsigned.call("echo", {"u": 1}, direct=True)[0]["args"] == {"u": 1}
         else:
@@ -132,18 +135,45 @@ def test_a_server_that_does_not_answer_times_out_as_such(served):
     """Polling for the reply (spin) never waits past the poll: the call ends at its own
     timeout with MicrokernelTimeout, not stuck in a receive until the socket's timeout."""
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["fast"]) as fast:
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
         t0 = time.monotonic()
         with pytest.raises(MicrokernelTimeout, match="no reply to 'slow'"):
             fast.call("slow", {"s": 1.5}, timeout=0.5, direct=True, spin=0.002)
         assert time.monotonic() - t0 < 1.4
-        time.sleep(1.2)  # the slow handler finishes; its late reply is dropped by the next call
+        # the connection the slow handler still holds was let go: the next call has its own at once
+        t0 = time.monotonic()
         assert fast.call("echo", {"after": 2}, direct=True, spin=0.002)[0]["args"] == {"after": 2}
+        assert time.monotonic() - t0 < 0.5
+
+
+def test_a_long_request_holds_only_its_own_connection(served):
+    server, info, key = served
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
+        slow = threading.Thread(target=fast.call, args=("slow", {"s": 1.0}), kwargs={"direct": True})
+        slow.start()
+        try:
+            time.sleep(0.1)
+            t0 = time.monotonic()
+            for i in range(5):  # this thread's connection has a server thread of its own
+                assert fast.call("echo", {"i": i}, direct=True)[0]["args"] == {"i": i}
+            assert time.monotonic() - t0 < 0.5
+        finally:
+            slow.join(10)
+
+
+def test_local_verbs_are_served_on_the_carrier_only(served):
+    server, info, key = served
+    assert "only_local" in info["direct"]["ops"] and "only_local" not in info["fast_ops"]
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
+        assert fast.call("only_local", {"l": 1}, direct=True)[0]["args"] == {"l": 1}
+        with pytest.raises(RemoteError) as ei:
+            fast.call("only_local", {"l": 1})  # over ZeroMQ (the fast lane's socket)
+        assert ei.value.kind == "unknown_op"
 
 
 def test_remote_errors_come_back_over_it(served):
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["fast"]) as fast:
+    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
         with pytest.raises(RemoteError) as ei:
             fast.call("nothing", direct=True)
         assert ei.value.kind == "unknown_op"
@@ -162,7 +192,7 @@ def test_pack_and_unpack():
 
 def test_raw_verbs(served):
     server, info, key = served
-    path = info["direct"]["fast"]
+    path = info["direct"]["path"]
     if key is not None:  # no raw verbs where a key is the authentication: they are never signed
         assert "raw" not in info["direct"]
         with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=path) as fast:
@@ -197,7 +227,7 @@ def test_raw_verbs(served):
 
 def test_bad_raw_datagrams_cost_the_sender_its_connection(served):
     server, info, key = served
-    path = info["direct"]["fast"]
+    path = info["direct"]["path"]
     head = direct.RAW_MARK.to_bytes(4, "little")
     for datagram in (head, head + b"\x07\x00\x00\x00" + b"\x00" * 4,  # cut headers
                      b"".join(direct.pack_raw(7, 1, b"p" * (direct.MAX_RAW_PAYLOAD + 1)))):  # payload too large

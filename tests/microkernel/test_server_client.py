@@ -249,12 +249,14 @@ def test_fast_lane_serves_its_verbs_on_its_own_thread():
     runner = threading.Thread(target=server.serve)
     runner.start()
     fast_path = server.fast_endpoint[len("ipc://"):]
+    carrier = server.endpoint[len("ipc://"):] + ".direct"
     try:
         with Client(server.endpoint, timeout=10) as main:
             info = main.call("hello")[0]
             assert info["lanes"] == {"fast": server.fast_endpoint}
-            assert info["direct"] == {"fast": fast_path + ".direct"}  # its Unix socket (direct.py)
-            assert os.stat(fast_path + ".direct").st_mode & 0o777 == 0o600
+            # the local carrier (direct.py) serves the fast lane's verbs too
+            assert info["direct"] == {"path": carrier, "ops": ["only_fast", "ping", "where"]}
+            assert os.stat(carrier).st_mode & 0o777 == 0o600
             assert info["fast_ops"] == ["only_fast", "ping", "where"]
             assert main.call("where")[0]["thread"].startswith("lanes-pool-")
             with pytest.raises(RemoteError, match="has no verb 'only_fast'"):
@@ -271,7 +273,7 @@ def test_fast_lane_serves_its_verbs_on_its_own_thread():
         runner.join(10)
     assert not runner.is_alive()
     assert not os.path.exists(fast_path) and not os.path.exists(server.endpoint[len("ipc://"):])
-    assert not os.path.exists(fast_path + ".direct")
+    assert not os.path.exists(carrier)
 
 
 def test_direct_calls_from_many_threads(echo_worker):

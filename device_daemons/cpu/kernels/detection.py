@@ -259,6 +259,7 @@ class DetectionOutput(Kernel):
         self.code_type = a["code_type"].rsplit(".", 1)[-1].lower()  # corner, center_size, corner_size
         self.variance_in_target = a["variance_encoded_in_target"]
         self.keep_top_k, self.confidence_threshold = a["keep_top_k"], a["confidence_threshold"]
+        self.clip_before_nms, self.clip_after_nms = a["clip_before_nms"], a["clip_after_nms"]
         # normalized: false (R-FCN): priors are [batch, x1, y1, x2, y2] in pixels of input_width x input_height
         self.prior_size = 4 if a["normalized"] else 5
         self.pixel_scale = None if a["normalized"] else np.array(
@@ -350,6 +351,8 @@ class DetectionOutput(Kernel):
         labels = np.array([label for label in range(c) if label != self.background], np.int64)
         for i in range(n):
             decoded = self._decode(loc[i].transpose(1, 0, 2), prior_boxes, variances).astype(np.float32)
+            if self.clip_before_nms:
+                np.clip(decoded, 0.0, 1.0, out=decoded)
             boxes = decoded if self.share_location else decoded[labels]
             scores = np.ascontiguousarray(conf[i].T[labels])  # (classes, priors)
             kept = self._nms(boxes, scores)
@@ -361,6 +364,8 @@ class DetectionOutput(Kernel):
                 best = best[np.argsort(row_of[best], kind="stable")]  # back to label order
                 row_of, idx, picked_scores = row_of[best], idx[best], picked_scores[best]
             box = boxes[row_of if len(boxes) > 1 else np.zeros_like(row_of), idx]
+            if self.clip_after_nms:
+                box = np.clip(box, 0.0, 1.0)
             rows.append(np.column_stack([np.full(idx.size, i, np.float32), labels[row_of].astype(np.float32),
                                          picked_scores, box]))
         rows = np.concatenate(rows).astype(np.float32, copy=False) if rows else np.zeros((0, 7), np.float32)

@@ -51,14 +51,16 @@ class ROIPooling(_RoiBase):
         super().__init__(layer)
         a = self.attrs
         self.pooled_h, self.pooled_w, self.spatial_scale = a["pooled_h"], a["pooled_w"], a["spatial_scale"]
-        if a["method"] != "max":
-            raise self.error(f"method {a['method']!r} is not supported; the CPU plugin implements max")
+        self.method = a["method"]
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         r = self._check(input_shapes)
         return [(r, input_shapes[0][1], self.pooled_h, self.pooled_w)]
 
     def forward(self, inputs):
+        if self.method == "bilinear":
+            rois = self._rois(inputs[1])
+            return [roi_bilinear(inputs[0], rois, self._real(rois), self.pooled_h, self.pooled_w, self._batch_index)]
         feat, rois = inputs[0], self._rois(inputs[1])
         n, c, h, w = feat.shape
         ph_n, pw_n = self.pooled_h, self.pooled_w
@@ -84,6 +86,40 @@ class ROIPooling(_RoiBase):
                     if we[j] > ws[j]:
                         out[r, :, i, j] = rows[:, ws[j]:we[j]].max(axis=1)
         return [out]
+
+
+def roi_bilinear(feat, rois, count, pooled_h, pooled_w, batch_index):
+    """ROIPooling method=bilinear (OpenVINO's; TensorFlow's crop_and_resize): ROIs
+    [batch, x1, y1, x2, y2] normalized to [0, 1]; the output grid spans the ROI corner
+    to corner over the map's H - 1 x W - 1 pixel distances (the centre for a 1-pixel
+    side); samples outside the map are 0; rows from `count` on (the end marker) are 0."""
+    n, c, h, w = feat.shape
+    out = np.zeros((len(rois), c, pooled_h, pooled_w), np.float32)
+
+    def grid(start, end, size, pooled):
+        if pooled > 1:
+            return start * (size - 1) + np.arange(pooled) * ((end - start) * (size - 1) / (pooled - 1))
+        return np.array([0.5 * (start + end) * (size - 1)])
+
+    for r in range(count):
+        b = batch_index(rois[r, 0], n)
+        x1, y1, x2, y2 = (float(v) for v in rois[r, 1:])
+        ys, xs = grid(y1, y2, h, pooled_h), grid(x1, x2, w, pooled_w)
+        y_ok = (ys >= 0) & (ys <= h - 1)
+        x_ok = (xs >= 0) & (xs <= w - 1)
+        top, left = np.floor(ys).astype(int), np.floor(xs).astype(int)
+        bottom, right = np.ceil(ys).astype(int), np.ceil(xs).astype(int)
+        dy, dx = (ys - top)[:, None], (xs - left)[None, :]
+        top, bottom = np.clip(top, 0, h - 1), np.clip(bottom, 0, h - 1)
+        left, right = np.clip(left, 0, w - 1), np.clip(right, 0, w - 1)
+        plane = feat[b].astype(np.float64)
+        tl, tr = plane[:, top][:, :, left], plane[:, top][:, :, right]
+        bl, br = plane[:, bottom][:, :, left], plane[:, bottom][:, :, right]
+        upper = tl + (tr - tl) * dx
+        lower = bl + (br - bl) * dx
+        value = upper + (lower - upper) * dy
+        out[r] = np.where(y_ok[:, None] & x_ok[None, :], value, 0.0)
+    return out
 
 
 @register("PSROIPooling")

@@ -1,7 +1,9 @@
 """Built-in GPU kernels, one layer family a module with its OpenCL file beside
 it. Importing this package fills `GPU_KERNELS` ({IR layer type: class}); see
 base.py for the interface."""
-from . import activation, convolution, detection, fully_connected, linear, normalization, pooling, shape_ops  # noqa: F401
+from . import (  # noqa: F401
+    activation, const, convolution, detection, fully_connected, linear, normalization, pooling, roi_pooling, shape_ops,
+)
 from .base import GPU_KERNELS, GpuKernel, Launch, register
 
 __all__ = ["GPU_KERNELS", "GpuKernel", "Launch", "register"]

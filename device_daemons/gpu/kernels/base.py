@@ -26,7 +26,12 @@ only enqueues. Class flags tell the plan how a layer may be scheduled:
 * host: computed by the CPU kernel on the host at run time (DetectionOutput:
   a data-dependent sort and NMS);
 * constant: the output depends on the input shapes only (PriorBox): computed on
-  the host once per shape and kept on the device.
+  the host once per shape and kept on the device;
+* tunable (Tunable): variants (configurations) the plan's tuner picks per shape;
+* residual_ok: an Eltwise sum whose other input is ready may run in its
+  epilogue (`self.residual`: the launches get that input after the others);
+* places_output: may write into its slice of a Concat's buffer (`self.place`:
+  element offset and stride between images, set by the plan after each reshape).
 """
 from __future__ import annotations
 
@@ -37,6 +42,8 @@ import numpy as np
 from device_daemons.cpu.kernels import KERNELS as CPU_KERNELS
 from device_daemons.cpu.kernels import KernelError
 from device_daemons.cpu.kernels.base import registrar
+
+from .tiles import tile_defines, tile_threads, tile_valid
 
 # IR type -> GPU kernel class. Filled by the @register decorator of each family module.
 GPU_KERNELS: dict[str, type] = {}
@@ -93,6 +100,12 @@ class GpuKernel:
     fuses_activation = False
     host = False
     constant = False
+    tunable = False
+    residual_ok = False
+    places_output = False
+    residual = False      # (set by the plan: see residual_ok)
+    place = None          # (set by the plan: see places_output)
+    skip = frozenset()    # (a Concat's inputs that their producers wrote in place)
 
     def __init__(self, layer, ctx):
         self.layer = layer
@@ -118,9 +131,9 @@ class GpuKernel:
     def prog(self):
         return self.ctx.program(self.program)
 
-    def launch(self, name, args, global_size, local_size=None) -> Launch:
-        return Launch(self.prog(), name, tuple(args), tuple(int(g) for g in global_size),
-                      None if local_size is None else tuple(local_size))
+    def launch(self, name, args, global_size, local_size=None, program=None) -> Launch:
+        return Launch(program or self.prog(), name, tuple(args), tuple(int(g) for g in global_size),
+                      None if local_size is None else tuple(int(v) for v in local_size))
 
     def act_args(self) -> list:
         code, a, b = self.act
@@ -134,3 +147,56 @@ def channel_layout(shape) -> tuple[int, int, int]:
         return 1, int(shape[0]), 1
     inner = int(np.prod(shape[2:])) if len(shape) > 2 else 1
     return int(shape[0]), int(shape[1]), inner
+
+
+class ConfigRejected(Exception):
+    """A configuration the device cannot run for this kernel (its work group is
+    larger than the compiled kernel allows)."""
+
+
+class Tunable(GpuKernel):
+    """A kernel with variants (configurations of kernels/tiles.py): the plan's
+    tuner lists them with configs(mode), then applies one with use(config).
+    Device copies of the weights are made per packing and kept for the
+    configuration in use."""
+    tunable = True
+    config: dict | None = None
+
+    def __init__(self, layer, ctx):
+        super().__init__(layer, ctx)
+        self._packs: dict = {}
+
+    def tune_key(self) -> str:
+        """The problem, as the tuning cache keys it (with the device and precision)."""
+        raise NotImplementedError
+
+    def configs(self, mode: str) -> list[dict]:
+        raise NotImplementedError
+
+    def use(self, config: dict, keep_others: bool = False):
+        """Applies `config` (ConfigRejected if the device cannot run it); the device
+        weights of other packings are dropped unless keep_others (while tuning)."""
+        self.config = dict(config)
+        self._apply(self.config)
+        if not keep_others:
+            self._packs = {k: v for k, v in self._packs.items() if k == self._pack_key}
+
+    def _apply(self, config):
+        raise NotImplementedError
+
+    def _pack(self, key, make):
+        """The device buffer of packing `key` (made once by make())."""
+        self._pack_key = key
+        if key not in self._packs:
+            self._packs[key] = make()
+        return self._packs[key]
+
+    def _tiled_program(self, config):
+        """tiled.cl built for a "tiled" configuration's tile sizes."""
+        if not tile_valid(config, self.ctx.device) or not 1 <= config["ks"] <= 64:
+            raise ConfigRejected(f"{config} is not a tile configuration the device can run")
+        program = self.ctx.program("tiled.cl", defines=tile_defines(config))
+        if self.ctx.max_group(program, "conv_tiled") < tile_threads(config):
+            raise ConfigRejected(f"a work group of {tile_threads(config)} is more than the device allows for "
+                                 f"{config}")
+        return program

@@ -9,12 +9,23 @@
 // items by PoCL on a CPU.
 #define OCB 8
 
+// Output index: out_offset + image * out_image + channel * plane + pixel (a
+// producer writing into its slice of a Concat's buffer has its offset and image
+// stride; else 0 and O * plane); res (has_res): an Eltwise sum's other input,
+// added before the activation.
+#define OUT_ARGS __global const T* res, int out_offset, int out_image, int has_res
+#define PUT(n, oc, plane, pixel, O, v)                                                           \
+    {                                                                                            \
+        float v_ = (v);                                                                          \
+        if (has_res) v_ += LD(res, ((n) * (O) + (oc)) * (plane) + (pixel));                      \
+        ST(out, out_offset + (n) * out_image + (oc) * (plane) + (pixel), activate(v_, act, act_a, act_b)); \
+    }
+
 #define EPILOGUE(n, oc0, ocg_left, pixel, plane, O)                                        \
     for (int i = 0; i < OCB; ++i) {                                                        \
         if (i < (ocg_left)) {                                                              \
             int oc = (oc0) + i;                                                            \
-            float r = acc[i] + (has_bias ? LD(bias, oc) : 0.0f);                           \
-            ST(out, ((n) * (O) + oc) * (plane) + (pixel), activate(r, act, act_a, act_b)); \
+            PUT(n, oc, plane, pixel, O, acc[i] + (has_bias ? LD(bias, oc) : 0.0f))         \
         }                                                                                  \
     }
 
@@ -34,7 +45,7 @@
 __kernel void conv_direct(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
                           int C, int H, int W, int O, int OH, int OW, int G, int ICg, int OCg, int blocks,
                           int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW,
-                          int has_bias, int act, float act_a, float act_b)
+                          int has_bias, int act, float act_a, float act_b, OUT_ARGS)
 {
     BLOCK_PROLOGUE
     int iy0 = oy * SH - PH, ix0 = ox * SW - PW;
@@ -58,7 +69,7 @@ __kernel void conv_direct(__global const T* x, __global const T* w, __global con
 // the flattened plane. global: (OH*OW rounded up, 1, N * G * blocks)
 __kernel void conv_1x1(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
                        int C, int H, int W, int O, int OH, int OW, int G, int ICg, int OCg, int blocks,
-                       int SH, int SW, int has_bias, int act, float act_a, float act_b)
+                       int SH, int SW, int has_bias, int act, float act_a, float act_b, OUT_ARGS)
 {
     int p = get_global_id(0), z = get_global_id(2);
     if (p >= OH * OW) return;
@@ -81,11 +92,11 @@ __kernel void conv_1x1(__global const T* x, __global const T* w, __global const 
 // item per output pixel. weights [C][KH][KW]. global: (OW rounded up, OH, N*C)
 __kernel void conv_depthwise(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
                              int C, int H, int W, int OH, int OW, int KH, int KW, int SH, int SW,
-                             int PH, int PW, int DH, int DW, int has_bias, int act, float act_a, float act_b)
+                             int PH, int PW, int DH, int DW, int has_bias, int act, float act_a, float act_b, OUT_ARGS)
 {
     int ox = get_global_id(0), oy = get_global_id(1), z = get_global_id(2);
     if (ox >= OW) return;
-    int c = z % C;
+    int c = z % C, n = z / C;
     __global const T* xc = x + z * H * W;
     __global const T* wc = w + c * KH * KW;
     float acc = has_bias ? LD(bias, c) : 0.0f;
@@ -98,7 +109,7 @@ __kernel void conv_depthwise(__global const T* x, __global const T* w, __global 
             if (ix >= 0 && ix < W) acc = mad(LD(xc, iy * W + ix), LD(wc, ky * KW + kx), acc);
         }
     }
-    ST(out, (z * OH + oy) * OW + ox, activate(acc, act, act_a, act_b));
+    PUT(n, c, OH * OW, oy * OW + ox, C, acc)
 }
 
 // Deconvolution as a gather: output pixel (oy, ox) takes input (iy, ix) through
@@ -107,7 +118,7 @@ __kernel void conv_depthwise(__global const T* x, __global const T* w, __global 
 __kernel void deconv(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
                      int C, int H, int W, int O, int OH, int OW, int G, int ICg, int OCg, int blocks,
                      int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW,
-                     int has_bias, int act, float act_a, float act_b)
+                     int has_bias, int act, float act_a, float act_b, OUT_ARGS)
 {
     BLOCK_PROLOGUE
     for (int ky = 0; ky < KH; ++ky) {
@@ -155,13 +166,13 @@ __kernel void im2col(__global const T* x, __global T* col, int H, int W, int OH,
 // z = image*G + g; B is the im2col columns, or the input itself for a 1x1 kernel
 // with stride 1 and no padding. global: (ceil(N/16), blocks = ceil(M/MR), images*G)
 __kernel void conv_gemm(__global const T* w, __global const T* B, __global const T* bias, __global T* out,
-                        int M, int N, int K, int G, int blocks, int has_bias, int act, float act_a, float act_b)
+                        int M, int N, int K, int G, int blocks, int has_bias, int act, float act_a, float act_b,
+                        OUT_ARGS)
 {
     int n0 = get_global_id(0) * 16, mb = get_global_id(1), z = get_global_id(2);
     int g = z % G;
     __global const T* A = w + (g * blocks + mb) * K * MR;
     __global const T* Bz = B + z * K * N;
-    __global T* C = out + z * M * N;
     int m0 = mb * MR, rows = min(MR, M - m0), cols = min(16, N - n0);
     float8 lo[MR], hi[MR];
     for (int r = 0; r < MR; ++r) { lo[r] = 0.0f; hi[r] = 0.0f; }
@@ -186,18 +197,25 @@ __kernel void conv_gemm(__global const T* w, __global const T* B, __global const
             lo[3] = mad((float8)(a.s3), b0, lo[3]); hi[3] = mad((float8)(a.s3), b1, hi[3]);
         }
     }
+    int image = z / G;
     for (int r = 0; r < rows; ++r) {
-        int m = m0 + r;
-        float bv = has_bias ? LD(bias, g * M + m) : 0.0f;
-        float8 v0 = activate8(lo[r] + bv, act, act_a, act_b), v1 = activate8(hi[r] + bv, act, act_a, act_b);
+        int oc = g * M + m0 + r;
+        float bv = has_bias ? LD(bias, oc) : 0.0f;
+        float8 v0 = lo[r] + bv, v1 = hi[r] + bv;
         if (cols == 16) {
-            ST8(C, m * N + n0, v0);
-            ST8(C, m * N + n0 + 8, v1);
+            if (has_res) {
+                int at = (image * G * M + oc) * N + n0;
+                v0 += LD8(res, at);
+                v1 += LD8(res, at + 8);
+            }
+            int at = out_offset + image * out_image + oc * N + n0;
+            ST8(out, at, activate8(v0, act, act_a, act_b));
+            ST8(out, at + 8, activate8(v1, act, act_a, act_b));
         } else {
             float t[16];
             vstore8(v0, 0, t);
             vstore8(v1, 1, t);
-            for (int j = 0; j < cols; ++j) ST(C, m * N + n0 + j, t[j]);
+            for (int j = 0; j < cols; ++j) PUT(image, oc, N, n0 + j, G * M, t[j])
         }
     }
 }

@@ -1,25 +1,35 @@
-"""Convolution and Deconvolution on the GPU (convolution.cl).
+"""Convolution and Deconvolution on the GPU (convolution.cl, tiled.cl).
 
-Variants chosen once per layer: depthwise (one input and one output channel per
-group) on every device; then by the device's style (EngineContext.style):
+A convolution's variant is a configuration (kernels/tiles.py) that the plan's
+tuner picks once per shape (tuning.py): depthwise (one input and one output
+channel per group) on every device; then by the device's style
+(EngineContext.style):
 
-* "simt" (GPUs: many scalar work items, neighbours read neighbouring pixels):
-  the 1x1 fast path (1x1 kernel, no padding, any stride or group) and the direct
-  kernel for the rest (any group, dilation, padding, stride), with weights packed
-  once as [group][block of 8 output channels][in channel][ky][kx][8], zero-padded;
+* "simt" (GPUs): the tiled implicit GEMM of tiled.cl (a TM x TN tile of output
+  channels x output pixels a work group, input and weights staged in __local
+  memory, a WM x WN register block a work item; tile sizes timed per device by
+  the tuner) with weights packed once per tile as [group][K][M] zero-padded; or
+  "direct", the kernels before tiling: the 1x1 fast path (1x1 kernel, no
+  padding) and the direct kernel, weights packed as
+  [group][block of 8 output channels][in channel][ky][kx][8];
 * "simd" (CPU OpenCL devices such as PoCL, which run a work group as a loop and
   need vectors inside a work item): a GEMM of the weights (their IR layout) with
   the input itself (1x1, stride 1, no padding) or with im2col columns in a
   scratch buffer of the request; weights packed once as [group][block of 4 output
   channels][k][4].
+
+Every variant can add an Eltwise sum's other input before the activation
+(`residual`, set by the plan) and write into its slice of a Concat's buffer
+(`place`: element offset and image stride, set by the plan).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .base import GpuKernel, i32, register, round_up
+from .base import GpuKernel, Tunable, i32, register, round_up
+from .tiles import tile_candidates
 
-OCB = 8  # output channels per work item of the "simt" kernels (convolution.cl)
+OCB = 8  # output channels per work item of the "direct" kernels (convolution.cl)
 MR = 4   # output channels per work item of conv_gemm (16 pixels each)
 
 
@@ -42,6 +52,15 @@ def pack_rows(weights: np.ndarray) -> tuple[np.ndarray, int]:
     return np.ascontiguousarray(padded.reshape(g, blocks, MR, k).transpose(0, 1, 3, 2)), blocks
 
 
+def pack_tiles(weights: np.ndarray, tm: int, tk: int) -> tuple[np.ndarray, int, int]:
+    """(G, M, K) -> [G][Kp][Mp], K and M zero-padded to whole tiles (tiled.cl); and Kp, Mp."""
+    g, m, k = weights.shape
+    mp, kp = -(-m // tm) * tm, -(-k // tk) * tk
+    packed = np.zeros((g, kp, mp), np.float32)
+    packed[:, :k, :m] = weights.transpose(0, 2, 1)
+    return packed, kp, mp
+
+
 class _Windowed(GpuKernel):
     program = "convolution.cl"
     fuses_activation = True
@@ -57,48 +76,102 @@ class _Windowed(GpuKernel):
 
 
 @register("Convolution")
-class Convolution(_Windowed):
+class Convolution(Tunable, _Windowed):
+    residual_ok = True   # an Eltwise sum after it may run in its epilogue
+    places_output = True  # may write into its slice of a Concat's buffer
+
     def __init__(self, layer, ctx):
         super().__init__(layer, ctx)
         ref = self.ref
         g, o, icg = ref.group, ref.output, ref.in_per_group
         kh, kw = ref.kernel
-        w = ref.weights.reshape(g, o // g, icg, kh, kw)
+        self.w = ref.weights.reshape(g, o // g, icg, kh, kw)  # (a view of the CPU kernel's weights)
+        self.depthwise = icg == 1 and o == g
         self.direct_1x1 = (kh, kw) == (1, 1) and ref.pad == (0, 0) and ref.pad_end == (0, 0)
-        if icg == 1 and o == g:
-            self.variant = "conv_depthwise"
-            self.weights = ctx.upload(w.reshape(o, kh * kw))
-            self.blocks = 1
-        elif ctx.style == "simd":
-            self.variant = "conv_gemm"
-            packed, self.blocks = pack_rows(w.reshape(g, o // g, -1))
-            self.weights = ctx.upload(packed)
-            self.direct_1x1 = self.direct_1x1 and ref.stride == (1, 1)
-        else:
-            self.variant = "conv_1x1" if self.direct_1x1 else "conv_direct"
-            packed, self.blocks = pack_blocks(w)
-            self.weights = ctx.upload(packed)
+        self.one = self.direct_1x1 and ref.stride == (1, 1)  # the input is the GEMM's B as it is
         self.bias, self.has_bias = self._bias()
 
-    def scratch_bytes(self):
-        """The im2col columns of the GEMM variant (all images)."""
-        if self.variant != "conv_gemm" or self.direct_1x1:
-            return []
-        n, c = self.in_shapes[0][:2]
-        _, _, oh, ow = self.out_shapes[0]
+    def _problem(self):
+        n = self.in_shapes[0][0]
+        _, o, oh, ow = self.out_shapes[0]
+        g = self.ref.group
         kh, kw = self.ref.kernel
-        return [n * c * kh * kw * oh * ow * self.ctx.dtype.itemsize]
+        return o // g, n * oh * ow, self.ref.in_per_group * kh * kw, g
+
+    def tune_key(self) -> str:
+        kh, kw, sh, sw, ph, pw, dh, dw = self._common_args()
+        return "conv:in{}:out{}:k{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}".format(
+            "x".join(map(str, self.in_shapes[0])), "x".join(map(str, self.out_shapes[0])), kh, kw, sh, sw, ph, pw,
+            dh, dw, self.ref.group)
+
+    def configs(self, mode: str) -> list[dict]:
+        if self.depthwise:
+            return [{"kernel": "depthwise"}]
+        if self.ctx.style == "simd":
+            return [{"kernel": "gemm"}]
+        m, n, k, g = self._problem()
+        tiled = tile_candidates(m, n, k, g, self.ctx.device, mode)
+        return tiled + ([{"kernel": "direct"}] if mode != "default" else [])
+
+    @property
+    def variant(self) -> str:
+        """The OpenCL kernel that computes the layer (tests and the profile read it)."""
+        kind = self.config["kernel"]
+        if kind == "direct":
+            return "conv_1x1" if self.direct_1x1 else "conv_direct"
+        return {"depthwise": "conv_depthwise", "gemm": "conv_gemm", "tiled": "conv_tiled"}[kind]
+
+    def _apply(self, config):
+        kind = config["kernel"]
+        g, ocg, icg, kh, kw = self.w.shape
+        if kind == "depthwise":
+            self.weights = self._pack("depthwise", lambda: self.ctx.upload(self.w.reshape(ocg * g, kh * kw)))
+        elif kind == "gemm":
+            packed, self.blocks = pack_rows(self.w.reshape(g, ocg, -1))
+            self.weights = self._pack("gemm", lambda: self.ctx.upload(packed))
+        elif kind == "direct":
+            packed, self.blocks = pack_blocks(self.w)
+            self.weights = self._pack("direct", lambda: self.ctx.upload(packed))
+        elif kind == "tiled":
+            self._program = self._tiled_program(config)
+            packed, self.kp, self.mp = pack_tiles(self.w.reshape(g, ocg, -1), config["tm"], config["tk"])
+            self.weights = self._pack(("tiled", config["tm"], config["tk"]), lambda: self.ctx.upload(packed))
+        else:
+            raise ValueError(f"unknown convolution configuration {config}")
+
+    def scratch_bytes(self):
+        """The im2col columns of the GEMM variant (all images); the partial sums of
+        a tiled variant whose K is cut into slices."""
+        kind = self.config["kernel"]
+        if kind == "gemm" and not (self.direct_1x1 and self.ref.stride == (1, 1)):
+            n, c = self.in_shapes[0][:2]
+            _, _, oh, ow = self.out_shapes[0]
+            kh, kw = self.ref.kernel
+            return [n * c * kh * kw * oh * ow * self.ctx.dtype.itemsize]
+        if kind == "tiled" and self.config["ks"] > 1:
+            n, o, oh, ow = self.out_shapes[0]
+            return [4 * self.config["ks"] * o * n * oh * ow]
+        return []
+
+    def _out_args(self, ins):
+        """res, out_offset, out_image, has_res of every variant's epilogue."""
+        _, o, oh, ow = self.out_shapes[0]
+        offset, image = self.place or (0, o * oh * ow)
+        return [ins[1] if self.residual else self.ctx.dummy] + i32(offset, image, self.residual)
 
     def launches(self, ins, outs, scratch=()):
+        kind = self.config["kernel"]
+        if kind == "tiled":
+            return self._tiled_launches(ins, outs, scratch)
         ref = self.ref
         n, c, h, w = self.in_shapes[0]
         _, o, oh, ow = self.out_shapes[0]
         g = ref.group
         kh, kw, sh, sw, ph, pw, dh, dw = self._common_args()
-        tail = i32(self.has_bias) + self.act_args()
-        if self.variant == "conv_gemm":
+        tail = i32(self.has_bias) + self.act_args() + self._out_args(ins)
+        if kind == "gemm":
             result, columns = [], ins[0]
-            if not self.direct_1x1:
+            if scratch:
                 columns = scratch[0]
                 args = [ins[0], columns] + i32(h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw)
                 result.append(self.launch("im2col", args, (round_up(oh * ow, 8), kh * kw, n * c)))
@@ -107,15 +180,50 @@ class Convolution(_Windowed):
             result.append(self.launch("conv_gemm", args, (-(-p // 16), self.blocks, n * g)))
             return result
         head = [ins[0], self.weights, self.bias, outs[0]]
-        if self.variant == "conv_depthwise":
+        if kind == "depthwise":
             args = head + i32(c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw) + tail
             return [self.launch("conv_depthwise", args, (round_up(ow, 8), oh, n * c))]
         shape = i32(c, h, w, o, oh, ow, g, c // g, o // g, self.blocks)
-        if self.variant == "conv_1x1":
+        if self.direct_1x1:
             args = head + shape + i32(sh, sw) + tail
             return [self.launch("conv_1x1", args, (round_up(oh * ow, 8), 1, n * g * self.blocks))]
         args = head + shape + i32(kh, kw, sh, sw, ph, pw, dh, dw) + tail
         return [self.launch("conv_direct", args, (round_up(ow, 8), oh, n * g * self.blocks))]
+
+    def _window_table(self):
+        """koff, kyx of tiled.cl for the current input shape (shared device ints)."""
+        _, _, h, w = self.in_shapes[0]
+        kh, kw, _, _, _, _, dh, dw = self._common_args()
+        if (kh - 1) * dh >= 1 << 15 or (kw - 1) * dw >= 1 << 15:
+            raise self.error("a dilated window wider than 32767 pixels is more than the GPU plugin's tiled kernel "
+                             "handles")
+        ic, ky, kx = np.meshgrid(np.arange(self.ref.in_per_group), np.arange(kh) * dh, np.arange(kw) * dw,
+                                 indexing="ij")
+        koff = (ic * h * w + ky * w + kx).ravel()
+        kyx = ((ky << 16) | kx).ravel()
+        return self.ctx.upload_ints(koff), self.ctx.upload_ints(kyx)
+
+    def _tiled_launches(self, ins, outs, scratch):
+        cfg = self.config
+        n, c, h, w = self.in_shapes[0]
+        _, o, oh, ow = self.out_shapes[0]
+        m, ntot, k, g = self._problem()
+        kh, kw, sh, sw, ph, pw, dh, dw = self._common_args()
+        koff, kyx = (self.ctx.dummy_ints, self.ctx.dummy_ints) if self.one else self._window_table()
+        ks = cfg["ks"]
+        part = scratch[0] if ks > 1 else self.ctx.dummy
+        res, offset, image, has_res = self._out_args(ins)
+        args = [ins[0], self.weights, self.bias, res, outs[0], part, koff, kyx] + \
+            i32(c, h, w, c // g, ow, oh * ow, ntot, g, m, k, self.kp, self.mp, sh, sw, ph, pw, int(self.one), ks) + \
+            [offset, image] + i32(self.has_bias, has_res) + self.act_args()
+        rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
+        gemm = self.launch("conv_tiled", args, (-(-ntot // cfg["tn"]) * rn, -(-m // cfg["tm"]) * rm, g * ks),
+                           (rn, rm, 1), program=self._program)
+        if ks == 1:
+            return [gemm]
+        args = [part, self.bias, res, outs[0]] + i32(ks, o, oh * ow, ntot) + [offset, image] + \
+            i32(self.has_bias, has_res) + self.act_args()
+        return [gemm, self.launch("splitk_sum", args, (round_up(ntot, 32), o), program=self._program)]
 
 
 @register("Deconvolution")
@@ -137,5 +245,5 @@ class Deconvolution(_Windowed):
         _, o, oh, ow = self.out_shapes[0]
         g = ref.group
         args = [ins[0], self.weights, self.bias, outs[0]] + i32(c, h, w, o, oh, ow, g, c // g, o // g, self.blocks) \
-            + i32(*self._common_args()) + i32(self.has_bias) + self.act_args()
+            + i32(*self._common_args()) + i32(self.has_bias) + self.act_args() + [self.ctx.dummy] + i32(0, o * oh * ow, 0)
         return [self.launch("deconv", args, (round_up(ow, 8), oh, n * g * self.blocks))]

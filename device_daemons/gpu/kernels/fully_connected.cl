@@ -55,3 +55,56 @@ __kernel void fully_connected_rows(__global const T* x, __global const T* w, __g
         ST(out, (r0 + j) * O + o, activate(s + b, act, act_a, act_b));
     }
 }
+
+// GPUs at small batches: a work-group reduction per output (a GEMV, or a skinny
+// GEMM for up to GRB rows of the batch a pass over the weights). Weights in
+// their IR layout (O, I): the lx work items of an output read neighbouring
+// 4-value chunks of its row (coalesced), each accumulates GRB partial sums, and a
+// tree in __local memory adds them. opw outputs a work group.
+// -D GRB=..; global: (lx, ceil(O / opw) * opw, ceil(R / GRB)), local: (lx, opw, 1);
+// part: lx * opw * GRB floats of __local memory
+#ifndef GRB
+#define GRB 1
+#endif
+__kernel void fc_gemv(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
+                      int R, int I, int O, int has_bias, int act, float act_a, float act_b, __local float* part)
+{
+    int lx = get_local_id(0), ly = get_local_id(1), LX = get_local_size(0);
+    int o = get_global_id(1), r0 = get_group_id(2) * GRB;
+    int rows = min(GRB, R - r0);
+    float acc[GRB];
+#pragma unroll
+    for (int j = 0; j < GRB; ++j) acc[j] = 0.0f;
+    if (o < O) {
+        __global const T* wr = w + (size_t)o * I;
+        __global const T* xr = x + (size_t)r0 * I;
+        int I4 = I & ~3;
+        for (int i = lx * 4; i < I4; i += LX * 4) {
+            float4 wv = LD4(wr, i);
+#pragma unroll
+            for (int j = 0; j < GRB; ++j)
+                if (j < rows) acc[j] += dot(wv, LD4(xr, j * I + i));
+        }
+        for (int i = I4 + lx; i < I; i += LX) {
+            float wv = LD(wr, i);
+#pragma unroll
+            for (int j = 0; j < GRB; ++j)
+                if (j < rows) acc[j] = mad(wv, LD(xr, j * I + i), acc[j]);
+        }
+    }
+    __local float* mine = part + ly * GRB * LX;
+#pragma unroll
+    for (int j = 0; j < GRB; ++j) mine[j * LX + lx] = acc[j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int half_ = LX / 2; half_ > 0; half_ >>= 1) {
+        if (lx < half_) {
+#pragma unroll
+            for (int j = 0; j < GRB; ++j) mine[j * LX + lx] += mine[j * LX + lx + half_];
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lx == 0 && o < O) {
+        float b = has_bias ? LD(bias, o) : 0.0f;
+        for (int j = 0; j < rows; ++j) ST(out, (r0 + j) * O + o, activate(mine[j * LX] + b, act, act_a, act_b));
+    }
+}

@@ -1,34 +1,101 @@
-"""FullyConnected (Caffe InnerProduct) on the GPU (fully_connected.cl). Weights
-are uploaded once: transposed to (in, out) for GPUs (neighbouring work items
-read neighbouring weights), in the IR's (out, in) rows for CPU-like OpenCL
-devices (a work item runs 8-wide dot products along a row)."""
+"""FullyConnected (Caffe InnerProduct) on the GPU (fully_connected.cl, tiled.cl).
+
+Variants (configurations of kernels/tiles.py, picked per shape by the plan's
+tuner): on GPUs ("simt"), "gemv" - a work-group reduction per output, weights in
+their IR layout (O, I) read as coalesced 4-value chunks, up to 8 rows of the
+batch a pass over the weights (batch 1: a GEMV) - or "tiled", the tiled GEMM of
+tiled.cl with the batch as its N (x is a batch of 1x1 images of I channels), or
+"direct", the kernel before tiling (a work item per output column, weights
+transposed to (I, O)). On CPU-like OpenCL devices ("simd"): "rows", a work item
+runs 8-wide dot products along weight rows (the IR layout).
+"""
 from __future__ import annotations
 
 import numpy as np
+import pyopencl as cl
 
-from .base import GpuKernel, i32, register, round_up
+from .base import Tunable, i32, register, round_up
+from .convolution import pack_tiles
+from .tiles import gemv_candidates, tile_candidates
 
-RB = 4  # rows per work item (fully_connected.cl)
+RB = 4  # rows per work item of fully_connected / fully_connected_rows (fully_connected.cl)
 
 
 @register("FullyConnected", "InnerProduct")
-class FullyConnected(GpuKernel):
+class FullyConnected(Tunable):
     program = "fully_connected.cl"
     fuses_activation = True
 
     def __init__(self, layer, ctx):
         super().__init__(layer, ctx)
         ref = self.ref
-        self.simd = ctx.style == "simd"
-        self.weights = ctx.upload(ref.weights_t.T if self.simd else ref.weights_t)
         self.bias = ctx.upload(ref.bias) if ref.bias is not None else ctx.dummy
         self.has_bias = int(ref.bias is not None)
 
-    def launches(self, ins, outs):
-        ref = self.ref
-        rows = int(np.prod(self.out_shapes[0][:-1]))
-        args = [ins[0], self.weights, self.bias, outs[0]] + i32(rows, ref.in_size, ref.out_size, self.has_bias) \
-            + self.act_args()
-        if self.simd:
-            return [self.launch("fully_connected_rows", args, (ref.out_size, -(-rows // RB)))]
-        return [self.launch("fully_connected", args, (round_up(ref.out_size, 8), -(-rows // RB)))]
+    def _rows(self) -> int:
+        return int(np.prod(self.out_shapes[0][:-1]))
+
+    def tune_key(self) -> str:
+        return f"fc:rows{self._rows()}:in{self.ref.in_size}:out{self.ref.out_size}"
+
+    def configs(self, mode: str) -> list[dict]:
+        if self.ctx.style == "simd":
+            return [{"kernel": "rows"}]
+        rows, i, o = self._rows(), self.ref.in_size, self.ref.out_size
+        gemv = gemv_candidates(rows, i, o, self.ctx.device, mode) if rows <= 64 else []
+        tiled = tile_candidates(o, rows, i, 1, self.ctx.device, mode)
+        if mode == "default":
+            return (gemv if rows <= 8 else tiled)[:1]
+        return gemv + tiled + [{"kernel": "direct"}]
+
+    @property
+    def variant(self) -> str:
+        return {"rows": "fully_connected_rows", "direct": "fully_connected", "gemv": "fc_gemv",
+                "tiled": "conv_tiled"}[self.config["kernel"]]
+
+    def _apply(self, config):
+        kind, ref = config["kernel"], self.ref
+        if kind in ("rows", "gemv"):  # the IR layout (O, I)
+            self.weights = self._pack("rows", lambda: self.ctx.upload(ref.weights_t.T))
+            if kind == "gemv":
+                self._program = self.ctx.program(self.program, defines=(f"-DGRB={config['rb']}",))
+        elif kind == "direct":
+            self.weights = self._pack("direct", lambda: self.ctx.upload(ref.weights_t))
+        elif kind == "tiled":
+            self._program = self._tiled_program(config)
+            packed, self.kp, self.mp = pack_tiles(ref.weights_t.T[None], config["tm"], config["tk"])
+            self.weights = self._pack(("tiled", config["tm"], config["tk"]), lambda: self.ctx.upload(packed))
+        else:
+            raise ValueError(f"unknown fully connected configuration {config}")
+
+    def scratch_bytes(self):
+        if self.config["kernel"] == "tiled" and self.config["ks"] > 1:
+            return [4 * self.config["ks"] * self._rows() * self.ref.out_size]
+        return []
+
+    def launches(self, ins, outs, scratch=()):
+        ref, cfg = self.ref, self.config
+        rows, i, o = self._rows(), ref.in_size, ref.out_size
+        kind = cfg["kernel"]
+        if kind == "tiled":
+            ks = cfg["ks"]
+            part = scratch[0] if ks > 1 else self.ctx.dummy
+            tail = i32(self.has_bias, 0) + self.act_args()
+            args = [ins[0], self.weights, self.bias, self.ctx.dummy, outs[0], part, self.ctx.dummy_ints,
+                    self.ctx.dummy_ints] + i32(i, 1, 1, i, 1, 1, rows, 1, o, i, self.kp, self.mp, 1, 1, 0, 0, 1,
+                                               ks, 0, o) + tail
+            rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
+            result = [self.launch("conv_tiled", args, (-(-rows // cfg["tn"]) * rn, -(-o // cfg["tm"]) * rm, ks),
+                                  (rn, rm, 1), program=self._program)]
+            if ks > 1:
+                args = [part, self.bias, self.ctx.dummy, outs[0]] + i32(ks, o, 1, rows, 0, o) + tail
+                result.append(self.launch("splitk_sum", args, (round_up(rows, 32), o), program=self._program))
+            return result
+        args = [ins[0], self.weights, self.bias, outs[0]] + i32(rows, i, o, self.has_bias) + self.act_args()
+        if kind == "gemv":
+            lx, opw, rb = cfg["lx"], cfg["opw"], cfg["rb"]
+            return [self.launch("fc_gemv", args + [cl.LocalMemory(4 * lx * opw * rb)],
+                                (lx, round_up(o, opw), -(-rows // rb)), (lx, opw, 1), program=self._program)]
+        if kind == "rows":
+            return [self.launch("fully_connected_rows", args, (o, -(-rows // RB)))]
+        return [self.launch("fully_connected", args, (round_up(o, 8), -(-rows // RB)))]

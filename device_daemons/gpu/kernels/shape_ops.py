@@ -52,15 +52,19 @@ class _Copy(GpuKernel):
 
 @register("Concat")
 class Concat(_Copy):
+    """Copies each input into its slice of the output, except the inputs in `skip`
+    (their producers wrote them there: the plan's _place_concats)."""
+
     def launches(self, ins, outs):
         out_shape = self.out_shapes[0]
         rank = len(out_shape)
         axis = self.ref.axis + rank if self.ref.axis < 0 else self.ref.axis
         dst_strides = contiguous_strides(out_shape)
         result, offset = [], 0
-        for buf, shape in zip(ins, self.in_shapes):
-            result.append(self.copy(buf, outs[0], shape, contiguous_strides(shape), dst_strides,
-                                    dst_offset=offset * dst_strides[axis]))
+        for k, (buf, shape) in enumerate(zip(ins, self.in_shapes)):
+            if k not in self.skip:
+                result.append(self.copy(buf, outs[0], shape, contiguous_strides(shape), dst_strides,
+                                        dst_offset=offset * dst_strides[axis]))
             offset += shape[axis]
         return result
 
@@ -92,13 +96,19 @@ class Crop(_Copy):
 
 @register("Permute")
 class Permute(_Copy):
+    places_output = True  # may write into its slice of a Concat's buffer (SSD's heads)
+
     def launches(self, ins, outs):
         shape = self.in_shapes[0]
         order = self.ref._order(len(shape))
         in_strides = contiguous_strides(shape)
         out_shape = self.out_shapes[0]
-        return [self.copy(ins[0], outs[0], out_shape, [in_strides[a] for a in order],
-                          contiguous_strides(out_shape))]
+        dst_strides = contiguous_strides(out_shape)
+        offset = 0
+        if self.place is not None:  # (element offset, stride between images) in the Concat's buffer
+            offset, dst_strides[0] = self.place
+        return [self.copy(ins[0], outs[0], out_shape, [in_strides[a] for a in order], dst_strides,
+                          dst_offset=offset)]
 
 
 @register("Reshape", "Flatten")

@@ -78,8 +78,8 @@ def detection_output(m: Mapping):
     attrs = {"num_classes": a["num_classes"], "background_label_id": a["background_label_id"], "top_k": a["top_k"],
              "variance_encoded_in_target": a["variance_encoded_in_target"], "keep_top_k": [a["keep_top_k"]],
              "code_type": a["code_type"], "share_location": a["share_location"],
-             "nms_threshold": a["nms_threshold"], "confidence_threshold": threshold, "clip_after_nms": False,
-             "clip_before_nms": False, "decrease_label_id": False, "normalized": a["normalized"],
+             "nms_threshold": a["nms_threshold"], "confidence_threshold": threshold, "clip_after_nms": a["clip_after_nms"],
+             "clip_before_nms": a["clip_before_nms"], "decrease_label_id": False, "normalized": a["normalized"],
              "input_height": a["input_height"], "input_width": a["input_width"], "objectness_score": 0.0}
     loc, conf = _rows(m, m.inputs[0], "loc"), _rows(m, m.inputs[1], "conf")
     inputs = [loc, conf] + list(m.inputs[2:])

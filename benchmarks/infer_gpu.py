@@ -1,0 +1,476 @@
+"""GPU inference speed: mo-core's GPU plan (in-process) and GPU daemon next to
+PyTorch eager on the same device, for GoogLeNet, AlexNet, the SSD-style net and
+the Keras ResNet50 IR at batch 1 and 8, FP32 and FP16.
+
+    python benchmarks/infer_gpu.py [--models bvlc_googlenet,bvlc_alexnet,ssd_style,keras_resnet50]
+                                   [--batches 1,8] [--precisions FP32,FP16] [--iterations 30]
+                                   [--engines plan,daemon,torch] [--ir-dir DIR] [--json FILE]
+                                   [--include-json FILE ...]
+    python benchmarks/infer_gpu.py --make-weights DIR    # .bin files for the .xml files of DIR
+
+What runs (each engine of each model in a fresh process, so that a slow or hung
+engine costs only its --timeout):
+- plan: GpuPlan in-process on the OpenCL device the plugin picks (a GPU, else
+  PoCL's CPU device), its kernels chosen as MO_CORE_GPU_TUNE says (default: the
+  per-device search on a GPU, tuning time reported apart from the build), checked
+  against the CPU plan: max |diff| / max |ref| over the inputs of the SoftMax /
+  DetectionOutput heads (logits, SSD's box and class tensors: a saturated SoftMax
+  or detections reordered among near-equal scores would hide or exaggerate a
+  difference), and over the outputs; top-1;
+- daemon: the GPU daemon through IECore (a private runtime directory, the
+  daemon started for the run and stopped after), its compute time as it reports it;
+- torch: PyTorch eager on torchvision's closest model (googlenet, alexnet,
+  resnet50; the SSD-style net has none), CUDA, FP32 with TF32 off and FP16,
+  cudnn.benchmark on, where torch and a CUDA device are present.
+Weights: the IRs converted from the benchmarks' caffemodels / Keras graph
+(benchmarks/references.py), or with --ir-dir the .xml files there (named
+<model>_<FP32|FP16>.xml) with weights --make-weights generated (He-scaled
+normal, seeded by layer and blob name: the FP16 file holds the FP32 values
+rounded). PyTorch's twins have their own random weights: the same architecture
+and work, not the same numbers. Input: standard normal, seed 0.
+Latency: median (min) of --iterations after 3 warm-up runs; batch 8 also as
+frames/s. --include-json adds rows measured elsewhere (e.g. PoCL on another
+machine), marked with their device. The load average is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+import zlib
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style", "keras_resnet50")
+TORCH_TWINS = {"bvlc_googlenet": "googlenet", "bvlc_alexnet": "alexnet", "keras_resnet50": "resnet50"}
+HE_SCALED = ("Convolution", "Deconvolution", "FullyConnected", "InnerProduct")
+
+
+def measure(fn, iterations: int, warmup: int = 3):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return round(statistics.median(times), 3), round(min(times), 3)
+
+
+# ----------------------------------------------------------------------------- weights
+def make_weights(xml_path: str) -> str:
+    """Writes the .bin of an IR .xml (v2 blobs: offset and size in bytes): conv
+    and fully connected weights normal with std sqrt(2 / fan_in) (He), other
+    weights 1 + 0.1 * normal, biases 0.01 * normal; each blob's values seeded by
+    its layer and blob name, so that an FP16 IR gets its FP32 twin's values."""
+    root = ET.parse(xml_path).getroot()
+    blobs, end = [], 0
+    for layer in root.iter("layer"):
+        node = layer.find("blobs")
+        if node is None:
+            continue
+        half = layer.get("precision") == "FP16"
+        data = layer.find("data")
+        outputs = int((data.get("output") or data.get("out-size") or 0) if data is not None else 0)
+        for blob in node:
+            offset, size = int(blob.get("offset")), int(blob.get("size"))
+            blobs.append((layer.get("name"), layer.get("type"), blob.tag, offset, size, half, outputs))
+            end = max(end, offset + size)
+    out = bytearray(end)
+    for name, kind, tag, offset, size, half, outputs in blobs:
+        count = size // (2 if half else 4)
+        rng = np.random.default_rng(zlib.crc32(f"{name}/{tag}".encode()))
+        values = rng.standard_normal(count)
+        if tag == "weights" and kind in HE_SCALED and outputs:
+            values *= np.sqrt(2.0 / max(count // outputs, 1))
+        elif tag == "weights":
+            values = 1.0 + 0.1 * values
+        else:
+            values *= 0.01
+        raw = values.astype(np.float32).astype(np.float16 if half else np.float32).tobytes()
+        out[offset:offset + size] = raw
+    bin_path = os.path.splitext(xml_path)[0] + ".bin"
+    with open(bin_path + ".tmp", "wb") as f:
+        f.write(out)
+    os.replace(bin_path + ".tmp", bin_path)
+    return bin_path
+
+
+def ir_file(model: str, precision: str, ir_dir: str | None) -> str:
+    """The model's IR: <ir_dir>/<model>_<precision>.xml, or converted once (batch 1)
+    into $MO_CORE_HOME/bench-models/gpu-ir from the benchmarks' models."""
+    if ir_dir:
+        xml = os.path.join(ir_dir, f"{model}_{precision}.xml")
+        if not os.path.isfile(xml):
+            raise SystemExit(f"{xml} is missing (--ir-dir holds <model>_<FP32|FP16>.xml)")
+        if not os.path.isfile(os.path.splitext(xml)[0] + ".bin"):
+            make_weights(xml)
+        return xml
+    sys.path.insert(0, ROOT)
+    from benchmarks.infer import convert_ours, model_files
+    from benchmarks.references import HOME
+    out = os.path.join(HOME, "bench-models", "gpu-ir")
+    xml = os.path.join(out, f"{model}_{precision}.xml")
+    files = model_files(model)
+    source = files.get("pb") or files["weights"]
+    if not os.path.isfile(xml) or os.path.getmtime(xml) < os.path.getmtime(source):
+        os.makedirs(out, exist_ok=True)
+        convert_ours(model, out, f"{model}_{precision}", 1, "--data_type", precision)
+    return xml
+
+
+# ----------------------------------------------------------------------------- engines (child processes)
+def _device_facts(device) -> dict:
+    return {"device": device.name, "platform": device.platform, "driver": device.cl_device.driver_version.strip(),
+            "gpu": device.is_gpu, "fp16_arithmetic": device.has_fp16}
+
+
+def head_inputs(network) -> list[str]:
+    """The layers that feed the network's SoftMax / DetectionOutput outputs (the
+    logits, SSD's box and class tensors): compared where the heads' outputs would
+    hide a difference (a saturated SoftMax, detections reordered among equals)."""
+    readers = {e.from_layer for e in network.edges}
+    by_id = {layer.id: layer for layer in network.layers}
+    heads = {layer.id for layer in network.layers if layer.id not in readers
+             and layer.type in ("SoftMax", "Softmax", "DetectionOutput")}
+    return sorted({by_id[e.from_layer].name for e in network.edges if e.to_layer in heads
+                   and by_id[e.from_layer].type != "Input"})
+
+
+def check_against_cpu(network, device, plan_class, name, x, out) -> dict:
+    """Max |diff| / max |ref| against the CPU plan: over the outputs, and over the
+    inputs of the SoftMax / DetectionOutput heads (a plan of its own returns them);
+    top-1 of classifiers."""
+    from device_daemons.cpu import ExecutionPlan
+    extra = head_inputs(network)
+    ref_plan = ExecutionPlan(network, extra_outputs=extra or None)
+    if x.shape != ref_plan.input_shapes()[name]:
+        ref_plan.reshape({name: x.shape})
+    ref = ref_plan.infer({name: x})
+
+    def err(a, b):
+        b = np.asarray(b, np.float64)
+        return float(np.abs(np.asarray(a, np.float64) - b).max() / max(np.abs(b).max(), 1e-30))
+    result = {"rel_err_outputs": max(err(out[k], ref[k]) for k in out)}
+    same = [bool((out[k].argmax(1) == np.asarray(ref[k]).argmax(1)).all()) for k in out if np.ndim(out[k]) == 2]
+    result["top1_same"] = all(same) if same else None
+    if extra:
+        plan = plan_class(network, device, extra_outputs=extra)
+        if x.shape != plan.input_shapes()[name]:
+            plan.reshape({name: x.shape})
+        got = plan.infer({name: x})
+        result["rel_err_heads"] = max(err(got[k], ref[k]) for k in extra)
+        result["heads"] = extra
+    result["rel_err_vs_cpu"] = result.get("rel_err_heads", result["rel_err_outputs"])
+    return result
+
+
+def engine_plan(args) -> list[dict]:
+    """GpuPlan in-process for each precision and batch (see the module doc)."""
+    if args.tree:
+        sys.path.insert(0, args.tree)
+    else:
+        sys.path.insert(0, ROOT)
+    from device_daemons.gpu import GpuPlan, open_device
+    from ir import read_ir
+    device = open_device("GPU")
+    rows = []
+    for precision in args.precisions:
+        xml = ir_file(args.model, precision, args.ir_dir)
+        network = read_ir(xml)
+        start = time.perf_counter()
+        plan = GpuPlan(network, device)
+        tuned = getattr(plan, "tuning_s", 0.0)  # (a baseline tree has no tuner)
+        cost = (time.perf_counter() - start - tuned, tuned)  # (build, tuning) of the shapes in use
+        name = list(plan.input_shapes())[0]
+        for batch in args.batches:
+            row = dict(_device_facts(device), engine=args.label or "plan", model=args.model, precision=precision,
+                       batch=batch, style=plan.ctx.style, tune=os.environ.get("MO_CORE_GPU_TUNE", "default"))
+            shape = (batch,) + tuple(plan.input_shapes()[name][1:])
+            if shape != plan.input_shapes()[name]:
+                start, before = time.perf_counter(), getattr(plan, "tuning_s", 0.0)
+                plan.reshape({name: shape})
+                tuned = getattr(plan, "tuning_s", 0.0) - before
+                cost = (time.perf_counter() - start - tuned, tuned)
+            row["build_s"], row["tuning_s"] = round(cost[0], 2), round(cost[1], 2)
+            x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+            start = time.perf_counter()
+            out = plan.infer({name: x})
+            row["first_ms"] = round((time.perf_counter() - start) * 1e3, 1)
+            row["median_ms"], row["best_ms"] = measure(lambda: plan.infer({name: x}), args.iterations)
+            if hasattr(plan, "create_request"):
+                row["launches"] = len(plan.create_request().actions)
+            if args.profile:
+                perf = []
+                plan.infer({name: x}, perf)
+                by_type: dict = {}
+                for r in perf:
+                    by_type[r.type] = by_type.get(r.type, 0.0) + float(r.ms)
+                row["profile_ms_by_type"] = {k: round(v, 3) for k, v in sorted(by_type.items(), key=lambda kv: -kv[1])}
+            if plan.warnings:
+                row["warnings"] = plan.warnings[:5]
+            if hasattr(plan, "tuner"):
+                row["configs"] = sorted({json.dumps(r["config"], sort_keys=True) for r in plan.tuner.report})[:40]
+            if args.check:
+                row.update(check_against_cpu(network, device, GpuPlan, name, x, out))
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def engine_daemon(args) -> list[dict]:
+    """The GPU daemon through IECore, a private daemon for this process."""
+    sys.path.insert(0, ROOT)
+    from device_daemons.client import IECore
+    from device_daemons.gpu import open_device
+    device = open_device("GPU")
+    facts = _device_facts(device)
+    rows = []
+    ie = IECore(policy="auto", timeout=600)
+    try:
+        for precision in args.precisions:
+            xml = ir_file(args.model, precision, args.ir_dir)
+            for batch in args.batches:
+                net = ie.read_network(xml)
+                net.batch_size = batch
+                name = list(net.inputs)[0]
+                start = time.perf_counter()
+                exec_net = ie.load_network(net, "GPU")
+                load = time.perf_counter() - start
+                x = np.random.default_rng(0).standard_normal(net.inputs[name]).astype(np.float32)
+                median, best = measure(lambda: exec_net.infer({name: x}), args.iterations)
+                compute = getattr(exec_net, "_compute_us", None)
+                row = dict(facts, engine=args.label or "daemon", model=args.model, precision=precision, batch=batch,
+                           median_ms=median, best_ms=best, load_s=round(load, 2),
+                           daemon_compute_ms=None if compute is None else round(compute / 1e3, 3),
+                           env={k: v for k, v in os.environ.items() if k in ("MO_CORE_SHM", "MO_CORE_SPIN_US",
+                                                                             "MO_CORE_GPU_TUNE")})
+                status = ie._link("GPU").call("status")[0]
+                row["local_requests"] = status.get("local_requests")
+                exec_net.close()
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    finally:
+        ie.close()
+    return rows
+
+
+def engine_torch(args) -> list[dict]:
+    """PyTorch eager on torchvision's twin of the model (CUDA)."""
+    twin = TORCH_TWINS.get(args.model)
+    base = {"engine": "torch", "model": args.model}
+    try:
+        import torch
+        import torchvision
+    except ImportError as exc:
+        print(json.dumps(dict(base, error=f"PyTorch / torchvision is not installed ({exc})")))
+        return []
+    if twin is None or not torch.cuda.is_available():
+        why = "no torchvision twin (an SSD-style net of this repository)" if twin is None else "no CUDA device"
+        print(json.dumps(dict(base, error=why)))
+        return []
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    kwargs = {"weights": None}
+    if twin == "googlenet":
+        kwargs.update(aux_logits=False, init_weights=True)
+    rows = []
+    with torch.no_grad():
+        for precision in args.precisions:
+            model = getattr(torchvision.models, twin)(**kwargs).cuda().eval()
+            dtype = torch.float16 if precision == "FP16" else torch.float32
+            model = model.to(dtype)
+            for batch in args.batches:
+                x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype)
+
+                def run():
+                    model(x)
+                    torch.cuda.synchronize()
+                median, best = measure(run, args.iterations, warmup=5)
+                row = dict(base, twin=twin, precision=precision, batch=batch, median_ms=median, best_ms=best,
+                           device=torch.cuda.get_device_name(), torch=torch.__version__,
+                           cudnn=torch.backends.cudnn.version(), tf32=False)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    return rows
+
+
+ENGINES = {"plan": engine_plan, "daemon": engine_daemon, "torch": engine_torch}
+
+
+def run_child(engine: str, model: str, opts, extra_env=None, label=None, tree=None, timeout=None) -> list[dict]:
+    """One engine of one model in a fresh process; its rows (or one row with the error)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--engine", engine, "--model", model,
+           "--batches", ",".join(map(str, opts.batches)), "--precisions", ",".join(opts.precisions),
+           "--iterations", str(opts.iterations)]
+    cmd += ["--ir-dir", opts.ir_dir] if opts.ir_dir else []
+    cmd += ["--label", label] if label else []
+    cmd += ["--tree", tree] if tree else []
+    cmd += ["--check"] if getattr(opts, "check", False) else []
+    cmd += ["--profile"] if getattr(opts, "profile", False) else []
+    env = dict(os.environ, **(extra_env or {}))
+    runtime = None
+    if engine == "torch":  # torch's own numpy, not the one our site directory may carry
+        env.pop("PYTHONPATH", None)
+    if engine == "daemon":
+        runtime = tempfile.mkdtemp(prefix="mo-gpu-rt-")
+        env["MO_CORE_RUNTIME_DIR"] = runtime
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout or opts.timeout, cwd=ROOT)
+        rows = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
+        if p.returncode:
+            rows.append({"engine": label or engine, "model": model, "error": p.stderr[-1500:]})
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        rows.append({"engine": label or engine, "model": model, "error": f"timed out after {exc.timeout} s"})
+    finally:
+        if runtime:
+            subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True,
+                           cwd=ROOT, timeout=60)
+    return rows
+
+
+# ----------------------------------------------------------------------------- the table
+def _find(rows, engine, model, precision, batch):
+    for r in rows:
+        if r.get("engine") == engine and r.get("model") == model and r.get("precision") == precision \
+                and r.get("batch") == batch and "median_ms" in r:
+            return r
+    return None
+
+
+def _ms(row):
+    return "-" if row is None else "{:.2f} ({:.2f})".format(row["median_ms"], row["best_ms"])
+
+
+def print_table(rows, extra_rows=()):
+    devices = sorted({(r["device"], r.get("platform", ""), r.get("driver", "")) for r in rows
+                      if r.get("engine") in ("plan", "daemon") and "device" in r})
+    for name, platform, driver in devices:
+        print("OpenCL device: {} ({}), driver {}".format(name, platform, driver))
+    torch_devices = sorted({(r["device"], r["torch"], r.get("cudnn")) for r in rows if r.get("engine") == "torch"
+                            and "device" in r})
+    for name, version, cudnn in torch_devices:
+        print("PyTorch {} eager on {} (cuDNN {}), TF32 off".format(version, name, cudnn))
+    models = [m for m in MODELS if any(r.get("model") == m for r in rows)]
+    head = "{:<15}{:>6}{:>6}{:>19}{:>19}{:>9}{:>19}{:>11}{:>9}{:>12}{:>8}".format(
+        "model", "batch", "prec", "plan ms (min)", "daemon ms (min)", "rt ms", "eager ms (min)", "plan/eager",
+        "fps plan", "err vs CPU", "tune s")
+    print("median (min) of the iterations; rt: daemon - plan; fps at batch > 1")
+    print(head)
+    for model in models:
+        for batch in sorted({r["batch"] for r in rows if r.get("model") == model and "batch" in r}):
+            for precision in ("FP32", "FP16"):
+                plan = _find(rows, "plan", model, precision, batch)
+                daemon = _find(rows, "daemon", model, precision, batch)
+                eager = _find(rows, "torch", model, precision, batch)
+                if plan is None and daemon is None and eager is None:
+                    continue
+                rt = "-" if plan is None or daemon is None else "{:+.2f}".format(daemon["median_ms"] - plan["median_ms"])
+                ratio = "-" if plan is None or eager is None else "{:.2f}".format(plan["median_ms"] / eager["median_ms"])
+                fps = "-" if plan is None or batch == 1 else "{:.0f}".format(1e3 * batch / plan["median_ms"])
+                err = "-" if plan is None or plan.get("rel_err_vs_cpu") is None else "{:.1e}{}".format(
+                    plan["rel_err_vs_cpu"], "" if plan.get("top1_same") in (True, None) else " top1!")
+                tune = "-" if plan is None else "{:.1f}".format(plan.get("tuning_s", 0.0))
+                print("{:<15}{:>6}{:>6}{:>19}{:>19}{:>9}{:>19}{:>11}{:>9}{:>12}{:>8}".format(
+                    model, batch, precision, _ms(plan), _ms(daemon), rt, _ms(eager), ratio, fps, err, tune))
+    for r in rows:
+        if "error" in r:
+            print("[ {} {} ] {}".format(r.get("engine"), r.get("model"), r["error"].strip().splitlines()[-1][:300]
+                                        if r["error"].strip() else "failed"))
+    for r in extra_rows:
+        if "median_ms" in r:
+            print("(measured elsewhere) {} {} b{} {} on {}: {}".format(r.get("engine"), r.get("model"), r.get("batch"),
+                                                                       r.get("precision"), r.get("device"), _ms(r)))
+    goals(rows)
+    print("load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+
+
+def goals(rows):
+    """The issue's goals, where the rows have what they need."""
+    def get(engine, model, precision, batch):
+        return _find(rows, engine, model, precision, batch)
+    g = "bvlc_googlenet"
+    daemon, eager = get("daemon", g, "FP32", 1), get("torch", g, "FP32", 1)
+    if daemon and eager:
+        print("goal GoogLeNet b1 FP32 daemon <= eager: {:.2f} vs {:.2f} ms: {}".format(
+            daemon["median_ms"], eager["median_ms"], "met" if daemon["median_ms"] <= eager["median_ms"] else "NOT met"))
+    for model in MODELS:
+        for batch in (1, 8):
+            p32, p16 = get("plan", model, "FP32", batch), get("plan", model, "FP16", batch)
+            if p32 and p16:
+                ratio = p16["median_ms"] / p32["median_ms"]
+                print("goal {} b{} FP16 <= 0.8 x FP32: {:.2f}: {}".format(model, batch, ratio,
+                                                                         "met" if ratio <= 0.8 else "NOT met"))
+            plan, eager = get("plan", model, "FP32", batch), get("torch", model, "FP32", batch)
+            if plan and eager:
+                ratio = plan["median_ms"] / eager["median_ms"]
+                print("goal {} b{} FP32 no slower than 1.5 x eager: {:.2f}: {}".format(
+                    model, batch, ratio, "met" if ratio <= 1.5 else "NOT met"))
+                if batch > 1:
+                    print("goal {} b{} throughput >= eager's: {:.0f} vs {:.0f} frames/s: {}".format(
+                        model, batch, 1e3 * batch / plan["median_ms"], 1e3 * batch / eager["median_ms"],
+                        "met" if plan["median_ms"] <= eager["median_ms"] else "NOT met"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--model", help=argparse.SUPPRESS)
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--precisions", default="FP32,FP16")
+    parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--engines", default="plan,daemon,torch")
+    parser.add_argument("--ir-dir", help="the IRs: <model>_<FP32|FP16>.xml (weights made when missing)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per engine and model (default 600)")
+    parser.add_argument("--json", help="write every row there")
+    parser.add_argument("--include-json", action="append", default=[], help="rows measured elsewhere to print too")
+    parser.add_argument("--make-weights", metavar="DIR", help="write the .bin of every .xml in DIR, then exit")
+    parser.add_argument("--table", metavar="JSON", help="print the table of rows saved with --json, then exit")
+    parser.add_argument("--engine", choices=sorted(ENGINES), help=argparse.SUPPRESS)
+    parser.add_argument("--label", help=argparse.SUPPRESS)
+    parser.add_argument("--tree", help=argparse.SUPPRESS)  # another checkout's plan (a baseline)
+    parser.add_argument("--check", action="store_true", help="plan: compare with the CPU plan")
+    parser.add_argument("--profile", action="store_true", help="plan: per-layer-type times")
+    opts = parser.parse_args()
+    opts.batches = [int(b) for b in opts.batches.split(",") if b]
+    opts.precisions = [p for p in opts.precisions.split(",") if p]
+    if opts.make_weights:
+        for name in sorted(os.listdir(opts.make_weights)):
+            if name.endswith(".xml"):
+                print(make_weights(os.path.join(opts.make_weights, name)))
+        return
+    if opts.table:
+        with open(opts.table) as f:
+            print_table(json.load(f))
+        return
+    if opts.engine:
+        ENGINES[opts.engine](opts)
+        return
+    os.environ.setdefault("GLOG_minloglevel", "2")
+    opts.check = True
+    extra = []
+    for path in opts.include_json:
+        with open(path) as f:
+            extra += json.load(f)
+    rows = []
+    for model in opts.models.split(","):
+        for engine in opts.engines.split(","):
+            rows += run_child(engine, model, opts)
+            if opts.json:
+                with open(opts.json, "w") as f:
+                    json.dump(rows, f, indent=1)
+    print_table(rows, extra)
+
+
+if __name__ == "__main__":
+    main()

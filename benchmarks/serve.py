@@ -1,0 +1,354 @@
+"""`mo-core serve` next to the daemon called directly and to the OpenVINO runtime
+wrapped in the same server framework, GoogLeNet batch 1 (He-scaled random
+caffemodel made by pycaffe, converted once: IR v2 for the daemon, IR v11 for
+OpenVINO; the same random input for every engine, float32).
+
+    python benchmarks/serve.py [--requests 60] [--rounds 3] [--seconds 4] [--concurrency 1,4,16]
+                               [--delay-us 2000] [--max-batch 8] [--instances 1] [--rows gRPC,...]
+
+Rows:
+- daemon direct: IECore's ExecutableNetwork.infer in this process (threads for concurrency)
+- mo-core serve over REST JSON, REST binary (tritonclient.http) and gRPC (tritonclient.grpc),
+  without and with dynamic batching (max_batch_size --max-batch, --delay-us queue delay;
+  networks at batch 1, 2, 4, .. max); one server process, its own CPU daemon, both models
+- OpenVINO direct: the current runtime on the IR v11, THROUGHPUT hint with its optimal
+  number of infer requests (a pool: one request per concurrent caller), in this process
+- OpenVINO served: that same compiled model behind this project's front end (FastAPI/uvicorn
+  REST + grpcio gRPC, device_daemons/serving) - what a user would otherwise write -, in a
+  process of its own (`--openvino-server`)
+Latency at concurrency 1: --rounds rounds interleave every row (--requests each), p50/p99 over
+all. Throughput: --seconds per concurrency level, requests per second. The load average is
+printed per row: the machine may be shared, compare rows taken under the same load.
+Goals (issue 22): REST binary / gRPC p50 overhead over the direct daemon <= 1 ms at
+concurrency 1; concurrency-16 throughput with dynamic batching >= 1.3x without.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks.references import bvlc_model  # noqa: E402
+from device_daemons.serving.frontend import FixedModels  # noqa: E402
+
+READY = re.compile(r"REST on https?://[^:]+:(\d+), gRPC on [^:]+:(\d+)")
+
+
+# --------------------------------------------------------------------------- models
+
+def convert(out_dir: str, ir_version: str) -> str:
+    proto, weights = bvlc_model("bvlc_googlenet")
+    os.makedirs(out_dir, exist_ok=True)
+    cmd = [sys.executable, "-m", "cli", "convert", "--input_model", weights, "--input_proto", proto, "-b", "1",
+           "--output_dir", out_dir, "--model_name", "model", "--ir_version", ir_version, "--silent"]
+    subprocess.run(cmd, check=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
+    return os.path.join(out_dir, "model.xml")
+
+
+def repository(tmp: str, max_batch: int, delay_us: int, instances: int) -> tuple[str, str]:
+    repo = os.path.join(tmp, "repo")
+    xml = convert(os.path.join(repo, "googlenet", "1"), "2")
+    shutil.copytree(os.path.dirname(xml), os.path.join(repo, "googlenet_batched", "1"))
+    with open(os.path.join(repo, "googlenet_batched", "config.json"), "w") as f:
+        json.dump({"max_batch_size": max_batch, "dynamic_batching": {"max_queue_delay_microseconds": delay_us},
+                   "instance_count": instances}, f)
+    return repo, xml
+
+
+# --------------------------------------------------------------------------- the OpenVINO server
+
+class OpenVINOBackend(FixedModels):
+    """The front end's backend interface over OpenVINO compiled models: a pool of
+    infer requests per model, one per concurrent caller (what a user would write).
+    "googlenet": the THROUGHPUT hint with its optimal number of requests;
+    "googlenet_latency": the LATENCY hint (OpenVINO's best setting for one caller)."""
+
+    HINTS = {"googlenet": "THROUGHPUT", "googlenet_latency": "LATENCY"}
+
+    def __init__(self, xml: str):
+        import openvino as ov
+        core = ov.Core()
+        self.compiled = {}
+        for name, hint in self.HINTS.items():
+            compiled = core.compile_model(xml, "CPU", {"PERFORMANCE_HINT": hint, "INFERENCE_PRECISION_HINT": "f32"})
+            nreq = compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
+            pool: queue.Queue = queue.Queue()
+            for _ in range(nreq):
+                pool.put(compiled.create_infer_request())
+            self.compiled[name] = (compiled, pool, nreq)
+        tensor = lambda name, port: {"name": name, "datatype": "FP32", "shape": list(port.shape)}  # noqa: E731
+        self.models = {name: {"name": name, "versions": ["1"], "platform": "openvino",
+                              "inputs": [tensor("data", compiled.inputs[0])],
+                              "outputs": [tensor("prob", compiled.outputs[0])]} for name in self.HINTS}
+
+    def describe(self) -> str:
+        return ", ".join(f"{n}: {self.HINTS[n]} hint, {m[2]} infer requests" for n, m in self.compiled.items())
+
+    def infer(self, name, version, inputs, outputs):
+        self.metadata(name, version)  # 404 for another name
+        t0 = time.perf_counter_ns()
+        _, pool, _ = self.compiled[name]
+        request = pool.get()
+        try:
+            request.infer({0: inputs["data"]})
+            out = request.get_output_tensor(0).data.copy()
+        finally:
+            pool.put(request)
+        return "1", {"prob": out}, {"compute_infer_ns": time.perf_counter_ns() - t0}
+
+
+def openvino_server(xml: str) -> int:
+    """`--openvino-server XML`: the project's front end over OpenVINO, on free ports."""
+    from device_daemons.serving.embedded import ServeOptions, listen, run_frontend, setup_logging
+    setup_logging()
+    backend = OpenVINOBackend(xml)
+    opts = ServeOptions(os.path.dirname(xml), http_port=0, grpc_port=0, access_log=False)
+    sock = listen(opts.host, 0)
+    run_frontend(opts, backend, [], None, None, sock, f"OpenVINO ({backend.describe()})")
+    return 0
+
+
+# --------------------------------------------------------------------------- processes
+
+class Process:
+    def __init__(self, cmd: list, env: dict | None = None):
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                                     env=dict(os.environ, PYTHONPATH=ROOT, GLOG_minloglevel="2", **(env or {})))
+        self.lines: list[str] = []
+        self.ports = None
+        self.event = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip())
+            m = READY.search(line)
+            if m:
+                self.ports = (int(m.group(1)), int(m.group(2)))
+            if "ready:" in line or (self.ports and "OpenVINO" in line):
+                self.event.set()
+        self.event.set()
+
+    def wait(self, timeout=600):
+        if not self.event.wait(timeout) or self.proc.poll() is not None:
+            raise SystemExit("the server did not start:\n" + "\n".join(self.lines[-30:]))
+        return self.ports
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# --------------------------------------------------------------------------- engines
+
+def direct_engine(exec_net, x):
+    return lambda: (lambda: exec_net.infer({"data": x})["prob"])
+
+
+def ov_direct(backend, name, x):
+    return lambda: (lambda: backend.infer(name, "", {"data": x}, None)[1]["prob"])
+
+
+def http_engine(port: int, model: str, x, binary: bool):
+    import tritonclient.http as httpclient
+
+    def make():
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{port}", network_timeout=300)
+        t = httpclient.InferInput("data", list(x.shape), "FP32")
+        t.set_data_from_numpy(x, binary_data=binary)
+        outs = [httpclient.InferRequestedOutput("prob", binary_data=binary)]
+        return lambda: client.infer(model, [t], outputs=outs).as_numpy("prob")
+    return make
+
+
+def grpc_engine(port: int, model: str, x):
+    import tritonclient.grpc as grpcclient
+
+    def make():
+        client = grpcclient.InferenceServerClient(f"127.0.0.1:{port}")
+        t = grpcclient.InferInput("data", list(x.shape), "FP32")
+        t.set_data_from_numpy(x)
+        return lambda: client.infer(model, [t]).as_numpy("prob")
+    return make
+
+
+def throughput(make, concurrency: int, seconds: float) -> float:
+    """Requests per second of `concurrency` callers for `seconds`; each caller makes
+    its client on its own thread (tritonclient.http's gevent client is bound to it)."""
+    counts = [0] * concurrency
+    ready = threading.Barrier(concurrency + 1)
+    go = threading.Event()
+    window = {}
+
+    def run(i):
+        call = make()
+        call()  # warm (connection, first request)
+        ready.wait()
+        go.wait()
+        while time.perf_counter() < window["stop"]:
+            call()
+            counts[i] += 1
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(concurrency)]
+    for t in threads:
+        t.start()
+    ready.wait()
+    t0 = time.perf_counter()
+    window["stop"] = t0 + seconds
+    go.set()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.perf_counter() - t0)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--requests", type=int, default=60)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--concurrency", default="1,4,16")
+    ap.add_argument("--delay-us", type=int, default=2000)
+    ap.add_argument("--max-batch", type=int, default=8)
+    ap.add_argument("--instances", type=int, default=1, help="batches in flight at once (instance_count)")
+    ap.add_argument("--rows", help="only the rows whose name contains one of these comma-separated words "
+                                   "(the daemon direct row is always measured)")
+    ap.add_argument("--openvino-server", metavar="XML", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.openvino_server:
+        return openvino_server(args.openvino_server)
+    levels = [int(c) for c in args.concurrency.split(",")]
+    tmp = tempfile.mkdtemp(prefix="bench-serve-")
+    runtime = tempfile.mkdtemp(prefix="bs-", dir="/tmp")
+    os.environ["MO_CORE_RUNTIME_DIR"] = runtime
+    servers = []
+    try:
+        repo, xml = repository(tmp, args.max_batch, args.delay_us, args.instances)
+        xml11 = convert(os.path.join(tmp, "v11"), "11")
+        x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+        from device_daemons.client import IECore
+        ie = IECore(policy="auto")
+        exec_net = ie.load_network(ie.read_network(xml), "CPU")
+        reference = exec_net.infer({"data": x})["prob"].copy()
+
+        ours = Process([sys.executable, "-m", "cli", "serve", "--model_repository", repo, "--http-port", "0",
+                        "--grpc-port", "0", "--no-access-log", "--cache-dir", os.path.join(tmp, "cache")])
+        servers.append(ours)
+        ov = Process([sys.executable, os.path.abspath(__file__), "--openvino-server", xml11])
+        servers.append(ov)
+        http_port, grpc_port = ours.wait()
+        ov_http, ov_grpc = ov.wait()
+        ov_backend = OpenVINOBackend(xml11)
+        engines = [
+            ("daemon direct", direct_engine(exec_net, x)),
+            ("serve REST JSON", http_engine(http_port, "googlenet", x, False)),
+            ("serve REST binary", http_engine(http_port, "googlenet", x, True)),
+            ("serve gRPC", grpc_engine(grpc_port, "googlenet", x)),
+            ("serve+batching REST JSON", http_engine(http_port, "googlenet_batched", x, False)),
+            ("serve+batching REST binary", http_engine(http_port, "googlenet_batched", x, True)),
+            ("serve+batching gRPC", grpc_engine(grpc_port, "googlenet_batched", x)),
+            ("OpenVINO direct, LATENCY", ov_direct(ov_backend, "googlenet_latency", x)),
+            ("OpenVINO direct, THROUGHPUT", ov_direct(ov_backend, "googlenet", x)),
+            ("OpenVINO served REST bin, LAT.", http_engine(ov_http, "googlenet_latency", x, True)),
+            ("OpenVINO served REST bin, THR.", http_engine(ov_http, "googlenet", x, True)),
+            ("OpenVINO served gRPC, LATENCY", grpc_engine(ov_grpc, "googlenet_latency", x)),
+            ("OpenVINO served gRPC, THROUGHPUT", grpc_engine(ov_grpc, "googlenet", x)),
+        ]
+        if args.rows:
+            words = [w.strip() for w in args.rows.split(",") if w.strip()]
+            engines = [e for e in engines if e[0] == "daemon direct" or any(w in e[0] for w in words)]
+        calls = {}
+        for name, make in engines:  # every engine gives the daemon's answer (OpenVINO: within 1e-4)
+            calls[name] = make()
+            out = np.asarray(calls[name]())
+            err = float(np.abs(out - reference).max() / np.abs(reference).max())
+            if err > 1e-4:
+                raise SystemExit(f"{name} answers differently from the daemon: relative error {err:.2e}")
+        lat = {name: [] for name, _ in engines}
+        ceiling = {"load": os.getloadavg()[0]}
+        for batch in (1, args.max_batch):
+            net = ie.read_network(xml)
+            net.batch_size = batch
+            batched = ie.load_network(net, "CPU")
+            xb = np.repeat(x, batch, axis=0)
+            ceiling[batch] = batch * throughput(lambda: (lambda: batched.infer({"data": xb})), 1, args.seconds)
+            batched.close()
+        load_lat = [os.getloadavg()[0]]
+        for _ in range(args.rounds):
+            for name, _ in engines:
+                call = calls[name]
+                for _ in range(args.requests // args.rounds):
+                    t0 = time.perf_counter()
+                    call()
+                    lat[name].append((time.perf_counter() - t0) * 1e3)
+        load_lat.append(os.getloadavg()[0])
+        rows = []
+        for name, make in engines:
+            load0 = os.getloadavg()[0]
+            rps = [throughput(make, c, args.seconds) for c in levels]
+            rows.append((name, np.percentile(lat[name], 50), np.percentile(lat[name], 99), rps, load0,
+                         os.getloadavg()[0]))
+        print()
+        print(f"GoogLeNet b1, f32, {os.cpu_count()} CPUs; latency: {args.rounds} interleaved rounds, "
+              f"{args.requests} requests per row (load {load_lat[0]:.2f} -> {load_lat[1]:.2f}); throughput: "
+              f"{args.seconds:g} s per concurrency level; dynamic batching: max_batch_size {args.max_batch}, "
+              f"max_queue_delay {args.delay_us} us, {args.instances} batch(es) in flight; OpenVINO f32, "
+              f"{ov_backend.describe()}")
+        head = f"{'engine':<34} {'p50 ms':>8} {'p99 ms':>8} " + " ".join(f"{'c=' + str(c) + ' req/s':>12}"
+                                                                         for c in levels) + "   load (1 min)"
+        print(head)
+        print("-" * len(head))
+        for name, p50, p99, rps, l0, l1 in rows:
+            print(f"{name:<34} {p50:8.2f} {p99:8.2f} " + " ".join(f"{r:12.1f}" for r in rps)
+                  + f"   {l0:.2f} -> {l1:.2f}")
+        by = {r[0]: r for r in rows}
+        busiest = max(max(r[4], r[5]) for r in rows)
+        caveat = (f" - but the load average reached {busiest:.1f} on {os.cpu_count()} CPUs: other processes took "
+                  f"most of the machine, these figures do not decide the goal" if busiest > os.cpu_count() else "")
+        print(f"the daemon alone (direct, one caller): batch 1 {ceiling[1]:.1f} images/s, batch {args.max_batch} "
+              f"{ceiling[args.max_batch]:.1f} images/s (load {ceiling['load']:.2f}): what merging into batches "
+              f"can gain at most here")
+        direct = by["daemon direct"][1]
+        print()
+        for name in [n for n in ("serve REST binary", "serve gRPC") if n in by]:
+            over = by[name][1] - direct
+            print(f"goal: {name} p50 overhead over the direct daemon {over:+.2f} ms (<= 1 ms): "
+                  f"{'met' if over <= 1.0 else 'NOT met'}{caveat}")
+        if 16 in levels:
+            i = levels.index(16)
+            for wire in [w for w in ("REST JSON", "REST binary", "gRPC")
+                         if f"serve {w}" in by and f"serve+batching {w}" in by]:
+                ratio = by[f"serve+batching {wire}"][3][i] / by[f"serve {wire}"][3][i]
+                print(f"goal: {wire} concurrency-16 throughput with dynamic batching / without: {ratio:.2f}x "
+                      f"(>= 1.3x): {'met' if ratio >= 1.3 else 'NOT met'}{caveat}")
+        exec_net.close()
+        ie.close()
+    finally:
+        for s in servers:
+            s.stop()
+        subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], cwd=ROOT, capture_output=True,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Tile configurations of the "simt" GEMM kernels (tiled.cl) and of the
+FullyConnected reduction (fully_connected.cl's fc_gemv): which ones are valid on
+a device, which ones the tuner tries for a problem, and the heuristic choice
+used without tuning.
+
+A configuration is a small JSON-able dict (it goes into the tuning cache):
+  {"kernel": "tiled", "tm": 64, "tn": 64, "tk": 16, "wm": 4, "wn": 4, "ks": 1}
+      a TM x TN output tile a work group, TK rows of K staged in __local memory a
+      step, a WM x WN register block a work item, K cut into ks slices;
+  {"kernel": "gemv", "lx": 64, "opw": 2, "rb": 1}
+      FullyConnected: lx work items reduce one output's dot product, opw outputs
+      a work group, rb rows of the batch a pass over the weights;
+  {"kernel": "direct"}
+      the kernels of the plugin before tiling (convolution.cl's conv_direct /
+      conv_1x1, fully_connected.cl's fully_connected): a candidate of its own, so
+      that the tuner never picks something slower than them.
+"""
+from __future__ import annotations
+
+import itertools
+
+# (tm, tn, tk, wm, wn): the tiles the short search ("1") draws from
+FULL_MAX = 48  # the "full" search's candidates per problem (each tile a program to build)
+BASE_TILES = [
+    (64, 64, 16, 4, 4), (32, 32, 16, 4, 4), (64, 32, 16, 4, 4), (32, 64, 16, 4, 4), (128, 64, 16, 8, 4),
+    (64, 128, 16, 4, 8), (128, 128, 16, 8, 8), (16, 64, 16, 2, 4), (64, 16, 16, 4, 2), (32, 16, 16, 4, 2),
+    (16, 32, 16, 2, 4), (32, 32, 8, 2, 2), (16, 16, 16, 2, 2), (32, 32, 32, 4, 4), (64, 32, 32, 4, 4),
+    (32, 64, 32, 4, 4),
+]
+MAX_SPLIT = 8
+
+
+def tile_config(tm, tn, tk, wm, wn, ks=1) -> dict:
+    return {"kernel": "tiled", "tm": tm, "tn": tn, "tk": tk, "wm": wm, "wn": wn, "ks": ks}
+
+
+def tile_threads(config) -> int:
+    return (config["tm"] // config["wm"]) * (config["tn"] // config["wn"])
+
+
+def tile_valid(config, device) -> bool:
+    """Power-of-two tiles whose work group and __local arrays the device allows."""
+    tm, tn, tk, wm, wn = (config[k] for k in ("tm", "tn", "tk", "wm", "wn"))
+    if any(v <= 0 or v & (v - 1) for v in (tm, tn, tk, wm, wn)) or tm % wm or tn % wn:
+        return False
+    threads = tile_threads(config)
+    local_bytes = 4 * tk * (tm + tn)
+    return 16 <= threads <= min(256, device.max_work_group) and local_bytes <= device.local_memory
+
+
+def tile_defines(config) -> tuple:
+    return tuple(f"-D{k.upper()}={config[k]}" for k in ("tm", "tn", "tk", "wm", "wn"))
+
+
+def _groups(config, m, n, g):
+    return -(-m // config["tm"]) * -(-n // config["tn"]) * g
+
+
+def split_for(config, m, n, k, g, device) -> int:
+    """K slices that bring a small output's work groups near two per compute unit
+    (only for long K: each slice keeps at least 4 steps of TK)."""
+    ks = 1
+    while ks < MAX_SPLIT and _groups(config, m, n, g) * ks * 2 <= 2 * device.compute_units and \
+            k // (ks * 2) >= 4 * config["tk"]:
+        ks *= 2
+    return ks
+
+
+def _score(config, m, n, g, device) -> float:
+    """Higher is better: little padding waste, enough work groups for the device,
+    a larger register block (more multiply-adds per __local read)."""
+    tm, tn = config["tm"], config["tn"]
+    waste = (-(-m // tm) * tm * -(-n // tn) * tn) / float(m * n)
+    fill = min(1.0, _groups(config, m, n, g) * config["ks"] / float(2 * device.compute_units))
+    block = config["wm"] * config["wn"] / float(config["wm"] + config["wn"])
+    return fill * block / waste
+
+
+def tile_candidates(m, n, k, g, device, mode: str) -> list[dict]:
+    """Tiled GEMM configurations for an (M x K) x (K x N) problem with g groups,
+    best guess first. mode "default": the heuristic's one; "1": a handful; "full":
+    the FULL_MAX best-scored valid tiles of a wider grid, with and without K slices."""
+    if mode == "full":
+        shapes = [(tm, tn, tk, wm, wn) for tm, tn, tk, wm, wn in
+                  itertools.product((16, 32, 64, 128), (16, 32, 64, 128), (8, 16, 32), (2, 4, 8), (2, 4, 8))]
+    else:
+        shapes = BASE_TILES
+    configs = []
+    for shape in shapes:
+        base = tile_config(*shape)
+        if not tile_valid(base, device) or (mode == "full" and not 64 <= tile_threads(base) <= 256):
+            continue
+        configs.append(dict(base, ks=split_for(base, m, n, k, g, device)))
+        if mode == "full":
+            configs += [dict(base, ks=s) for s in (1, 2, 4, 8) if s != configs[-1]["ks"] and k // s >= 2 * shape[2]]
+    configs.sort(key=lambda c: -_score(c, m, n, g, device))
+    if mode == "default":
+        return configs[:1]
+    if mode == "1":
+        chosen = configs[:5]
+        # the best two without K slices too: a second launch is not free
+        chosen += [dict(c, ks=1) for c in chosen[:2] if c["ks"] > 1]
+        return _unique(chosen)
+    return _unique(configs)[:FULL_MAX]
+
+
+def gemv_config(lx, opw, rb) -> dict:
+    return {"kernel": "gemv", "lx": lx, "opw": opw, "rb": rb}
+
+
+def gemv_candidates(rows, inputs, outputs, device, mode: str) -> list[dict]:
+    """fc_gemv configurations, heuristic first: enough work items per output to
+    stream a long row with 4-wide loads, a pass over the weights for up to 8 rows."""
+    rb = 1
+    while rb < min(rows, 8):
+        rb *= 2
+    lx_best = 32
+    while lx_best < 256 and lx_best * 16 < inputs:
+        lx_best *= 2
+    grid = [(lx, opw) for lx in (32, 64, 128, 256) for opw in (1, 2, 4, 8) if lx * opw <= min(256, device.max_work_group)]
+    if mode == "1":
+        grid = [(lx, opw) for lx, opw in grid if lx in (lx_best // 2, lx_best, lx_best * 2) and opw in (1, 2, 4)]
+    grid.sort(key=lambda p: (abs(p[0] - lx_best), p[0] * p[1] != 128, p[1]))
+    rbs = [v for v in (1, 2, 4, 8) if v <= rb] if mode == "full" else [rb]
+    configs = [gemv_config(lx, opw, r) for lx, opw in grid for r in rbs]
+    return configs[:1] if mode == "default" else configs
+
+
+def _unique(configs):
+    seen, out = set(), []
+    for c in configs:
+        key = tuple(sorted(c.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out

@@ -1,0 +1,95 @@
+"""The GPU-style ("simt") kernel variants against the CPU plan, on real OpenCL
+(PoCL here: the tiled kernels run on it as on a GPU, only slower): each family
+of tile configurations of the tiled implicit GEMM (tiles.py) on convolutions
+whose sizes are no multiple of the tiles (groups, strides, dilation, padding,
+1x1, depthwise), K cut into slices, FullyConnected as a work-group GEMV and as
+the tiled GEMM, FP32 and FP16 (half storage)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from device_daemons.gpu.kernels.tiles import gemv_config, tile_config
+from tests.gpu.gpu_helpers import compare_layer, rand
+
+PRECISIONS = ["FP32", "FP16"]
+
+# one configuration per family: square and tall/wide tiles, register blocks from
+# 2x2 to 8x4, K steps 8 to 32, fewer work items than a tile row or column (the
+# loaders' several columns / passes), K slices (3: slices of unequal or no work)
+TILES = [tile_config(64, 64, 16, 4, 4), tile_config(32, 32, 16, 4, 4), tile_config(16, 64, 16, 2, 4),
+         tile_config(64, 16, 16, 4, 2), tile_config(128, 64, 16, 8, 4), tile_config(32, 32, 8, 2, 2),
+         tile_config(16, 16, 32, 2, 2), tile_config(64, 32, 16, 8, 2), tile_config(32, 32, 16, 4, 4, ks=3),
+         tile_config(16, 64, 8, 2, 4, ks=2)]
+TILE_IDS = ["{tm}x{tn}x{tk}_{wm}x{wn}_ks{ks}".format(**c) for c in TILES]
+
+# (n, c, h, w, o, kernel (kh, kw), stride, dilation, pads_begin, pads_end, group)
+CONVS = {
+    "3x3_padded": (2, 7, 9, 11, 13, (3, 3), (1, 1), (1, 1), (1, 0), (0, 1), 1),
+    "strided_dilated_grouped": (1, 6, 13, 10, 10, (3, 3), (2, 2), (2, 2), (2, 1), (1, 2), 2),
+    "pointwise": (2, 19, 5, 7, 21, (1, 1), (1, 1), (1, 1), (0, 0), (0, 0), 1),
+    "pointwise_strided_grouped": (1, 9, 9, 8, 6, (1, 1), (2, 2), (1, 1), (0, 0), (0, 0), 3),
+    "depthwise": (2, 5, 8, 9, 5, (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 5),
+    "wide_window_stride_3x1": (1, 4, 12, 7, 70, (5, 3), (3, 1), (1, 1), (2, 1), (0, 0), 1),
+}
+
+
+def conv_case(rng, n, c, h, w, o, k, s, d, p, pe, g):
+    oh = (h + p[0] + pe[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + p[1] + pe[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    data = {"kernel": "{},{}".format(*k), "strides": "{},{}".format(*s), "dilations": "{},{}".format(*d),
+            "pads_begin": "{},{}".format(*p), "pads_end": "{},{}".format(*pe), "output": o, "group": g}
+    blobs = {"weights": rand(rng, o, c // g, *k), "biases": rand(rng, o)}
+    return data, [rand(rng, n, c, h, w)], [(n, o, oh, ow)], blobs
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("config", TILES, ids=TILE_IDS)
+@pytest.mark.parametrize("case", sorted(CONVS))
+def test_tiled_convolution(tmp_path, gpu_device, case, config, precision):
+    rng = np.random.default_rng(len(case))
+    data, inputs, outs, blobs = conv_case(rng, *CONVS[case])
+    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, precision, style="simt",
+                            config=config)
+    kernel = plan.steps[0].kernel
+    assert kernel.variant == "conv_tiled" and kernel.config == config
+    assert kernel.one == (case == "pointwise")  # the 1x1 path without window arithmetic
+    launches = kernel.launches([plan.ctx.dummy], [plan.ctx.dummy], [plan.ctx.dummy])
+    assert [launch.name for launch in launches] == ["conv_tiled"] + ["splitk_sum"] * (config["ks"] > 1)
+
+
+def test_a_convolution_without_bias_on_the_heuristic_tile(tmp_path, gpu_device):
+    rng = np.random.default_rng(5)
+    data, inputs, outs, blobs = conv_case(rng, *CONVS["3x3_padded"])
+    compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, {"weights": blobs["weights"]},
+                  style="simt")
+
+
+FC_CONFIGS = [gemv_config(32, 1, 1), gemv_config(64, 2, 2), gemv_config(16, 4, 8), gemv_config(128, 1, 4),
+              tile_config(32, 32, 16, 4, 4), tile_config(16, 16, 16, 2, 2, ks=3), tile_config(64, 16, 8, 4, 2),
+              {"kernel": "direct"}]
+FC_IDS = ["gemv_{lx}x{opw}_rb{rb}".format(**c) if c["kernel"] == "gemv" else
+          "tiled_{tm}x{tn}x{tk}_ks{ks}".format(**c) if c["kernel"] == "tiled" else c["kernel"] for c in FC_CONFIGS]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("config", FC_CONFIGS, ids=FC_IDS)
+@pytest.mark.parametrize("rows,size,out", [(1, 37, 19), (3, 64, 33), (9, 130, 7), (11, 5, 70)])
+def test_fully_connected_variants(tmp_path, gpu_device, rows, size, out, config, precision):
+    """Rows (the batch) not a multiple of the gemv's rows a pass, inputs not a
+    multiple of its 4-value loads, outputs not a multiple of a tile."""
+    rng = np.random.default_rng(rows)
+    _, plan = compare_layer(tmp_path, gpu_device, "FullyConnected", {"out-size": out}, [rand(rng, rows, size)],
+                            [(rows, out)], {"weights": rand(rng, out, size), "biases": rand(rng, out)}, precision,
+                            style="simt", config=config)
+    kernel = plan.steps[0].kernel
+    assert kernel.config == config
+    assert kernel.variant == {"gemv": "fc_gemv", "tiled": "conv_tiled", "direct": "fully_connected"}[config["kernel"]]
+
+
+@pytest.mark.parametrize("rows,expected", [(1, "fc_gemv"), (8, "fc_gemv"), (9, "conv_tiled")])
+def test_fully_connected_heuristic_gemv_at_small_batches_gemm_above(tmp_path, gpu_device, rows, expected):
+    rng = np.random.default_rng(rows)
+    _, plan = compare_layer(tmp_path, gpu_device, "FullyConnected", {"out-size": 10}, [rand(rng, rows, 40)],
+                            [(rows, 10)], {"weights": rand(rng, 10, 40), "biases": rand(rng, 10)}, style="simt")
+    assert plan.steps[0].kernel.variant == expected
