@@ -20,7 +20,14 @@ daemon's TF worker), every engine in the same run, on graphs built by TensorFlow
    of its runs the daemon and the client do the rest of the round trip); the
    overhead is printed against both.
 
-    python benchmarks/offload.py [--iterations 50] [--rounds 3] [--tf-idle-ms 3]
+3. the OS sandbox's cost (core/microkernel/sandbox.py: bwrap + seccomp + prlimit,
+   MO_CORE_SANDBOX=off for the other row): the start of a TF worker (spawn,
+   TensorFlow's import, hello) and the per-call time of the Erf layer above, run
+   by the TFCustomSubgraphCall kernel in this process (the daemon's code path:
+   pooled worker, shared buffer passed as a descriptor, bound runs), sandboxed and
+   not, interleaved round by round.
+
+    python benchmarks/offload.py [--iterations 50] [--rounds 3] [--tf-idle-ms 3] [--sandbox-only]
 
 Both daemon paths take the same way (the daemon's local carrier), so the round
 trip subtracted is the one the offloaded network takes. Engines run interleaved,
@@ -36,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -119,6 +127,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tf-idle-ms", type=float, default=3.0,
                         help="sleep before each timed TensorFlow call of the idle row (default 3 ms)")
+    parser.add_argument("--sandbox-only", action="store_true", help="only section 3 (the sandbox's cost)")
     args = parser.parse_args()
 
     from benchmarks.built_models import Models, built
@@ -128,7 +137,9 @@ def main():
     os.environ.update(MO_CORE_RUNTIME_DIR=runtime,
                       PYTHONPATH=os.pathsep.join(p for p in (REPO, os.environ.get("PYTHONPATH")) if p))
     try:
-        run(models, work, args)
+        if not args.sandbox_only:
+            run(models, work, args)
+        sandbox_cost(models, work, args)
     finally:
         from device_daemons.client import daemon
         for device in daemon.running_devices():
@@ -222,6 +233,60 @@ def run(models, work, args):
                        ("tf_erf_idle", "  the same against TensorFlow after idle")):
         overhead = daemon_erf - rt - ms(key)[0]
         print("{:<48}{:>10.3f}   (goal: < 1 ms) {}".format(label, overhead, "MET" if overhead < 1.0 else "NOT MET"))
+
+def sandbox_cost(models, work, args):
+    """Section 3: a TF worker's start and an offloaded call, with and without the sandbox."""
+    from core.microkernel import WorkerProcess
+    from core.microkernel.sandbox import Sandbox, probe
+    from core.services import tf_worker as contract
+    from device_daemons.cpu.plan import ExecutionPlan
+    from device_daemons.cpu.tf_backed import stop_worker
+    from ir import read_ir
+    why_not = probe()
+    if why_not is not None:
+        print("\nThe OS sandbox is unavailable here ({}): nothing to compare".format(why_not))
+        return
+    erf = convert(models.path("erf_56"), work, "erf_sandbox", offload_unsupported_operations_to_tf=True)
+    x = np.ascontiguousarray(models.arrays("erf_56")["in1/x"].transpose(0, 3, 1, 2))
+    starts = {"on": [], "off": []}
+    calls = {"on": [], "off": []}
+    saved = os.environ.get("MO_CORE_SANDBOX")
+    try:
+        for _ in range(args.rounds):
+            for mode in ("on", "off"):
+                os.environ["MO_CORE_SANDBOX"] = "require" if mode == "on" else "off"
+                worker = WorkerProcess(contract.WORKER_MODULE, name="tf", interpreter=contract.worker_python(),
+                                       startup_timeout=300, env=contract.WORKER_ENV, sandbox=Sandbox())
+                t0 = time.perf_counter()
+                worker.start()
+                starts[mode].append(time.perf_counter() - t0)
+                worker.stop()
+                plan = ExecutionPlan(read_ir(erf))
+                (name, _), = plan.input_shapes().items()
+                for _ in range(5):
+                    plan.infer({name: x})  # warm: loaded, the buffer shared, runs bound
+                calls[mode].append(measure(lambda: plan.infer({name: x}), args.iterations * 4)[0])
+                stop_worker()
+    finally:
+        if saved is None:
+            os.environ.pop("MO_CORE_SANDBOX", None)
+        else:
+            os.environ["MO_CORE_SANDBOX"] = saved
+
+    def ms(values):
+        return statistics.median(values) * 1e3, (max(values) - min(values)) * 1e3
+    print()
+    print("The OS sandbox's cost (bwrap + seccomp + prlimit; load average {:.2f} {:.2f} {:.2f})".format(
+        *os.getloadavg()))
+    print("{:<48}{:>10}{:>10}{:>12}".format("", "ms", "spread", "vs off"))
+    for what, rows in (("TF worker start (spawn, import, hello)", starts), ("offloaded Erf call, in-process kernel",
+                                                                          calls)):
+        off = ms(rows["off"])[0]
+        for mode in ("off", "on"):
+            value, spread = ms(rows[mode])
+            print("{:<48}{:>10.3f}{:>10.3f}{:>11.2f}x".format("{}, sandbox {}".format(what, mode), value, spread,
+                                                             value / off))
+
 
 if __name__ == "__main__":
     main()

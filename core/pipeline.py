@@ -298,9 +298,9 @@ PIPELINE = [
     extract,
     front_replacements,
     report_unsupported,
-    check_blob_values,
     set_input_shapes,
     infer_shapes,
+    check_blob_values,  # (after shape inference: a TensorFlow Const's value is known from then on)
     replace_patterns,
     lower_to_ir,
     record_framework_tensors,

@@ -284,7 +284,8 @@ def _run_caffe(plan: Plan, fw_inputs: dict, tensors: list[str]) -> dict:
     from core.microkernel import MicrokernelError, ProtocolError, RemoteError, WorkerProcess
     from core.services import caffe_worker as contract
     worker = WorkerProcess(contract.WORKER_MODULE, name="caffe", startup_timeout=120, request_timeout=600,
-                           restart_budget=0, args=contract.worker_args([], "any"), env={"GLOG_minloglevel": "2"})
+                           restart_budget=0, args=contract.worker_args([], "any"), env={"GLOG_minloglevel": "2"},
+                           sandbox=contract.sandbox(plan.weights))
     try:
         outputs = [(t.rpartition(":")[0], int(t.rpartition(":")[2])) for t in tensors]
         result, arrays = worker.call(contract.FORWARD_NET, contract.forward_net_request(

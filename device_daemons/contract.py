@@ -33,7 +33,8 @@ Verbs (arrays travel as raw frames; "$array" references in args/results):
   status       {} -> {device, pid, started, uptime, endpoint, version, threads,
                       requests, local_requests, networks: [...], cached_plans,
                       extensions, shm_slots, bindings}
-  shm_create   {size} -> {slot, path, name};  shm_detach {slot} -> {}
+  shm_create   {size, pid?} -> {slot, path, name};  shm_detach {slot} -> {}
+               (pid: the client's; its slots go once it ends)
   infer_bind   {handle, shm} -> {binding, outputs: bytes (placed spec)}   (the local
                carrier only; then the raw verb RAW_INFER: bound_protocol.py)
 plus the microkernel's built-in hello / ping / shutdown.
@@ -379,11 +380,15 @@ def parse_add_extension(args: dict) -> tuple[str, bool]:
     return _path(args.get("path"), "a custom kernel file", KERNEL), bool(args.get("check_only"))
 
 
-def parse_shm_create(args: dict) -> int:
+def parse_shm_create(args: dict) -> tuple[int, int | None]:
+    """(size, the client's pid or None)."""
     size = args.get("size")
     if not _is_int(size):
         raise RemoteError(SHM, f"'size' must be an integer, got {size!r:.40}")
-    return size
+    pid = args.get("pid")
+    if pid is not None and not (_is_int(pid) and 0 < pid < 1 << 22):
+        raise RemoteError(SHM, f"'pid' must be a process id, got {pid!r:.40}")
+    return size, pid
 
 
 def parse_shm_detach(args: dict) -> int | None:

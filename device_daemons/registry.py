@@ -104,10 +104,18 @@ def _load(path: str) -> dict | None:
 
 
 def _remove_if_unchanged(path: str, record: dict | None) -> None:
-    """Delete `path` if it still holds `record` (None: an unreadable record)."""
+    """Delete `path` if it still holds `record` (None: an unreadable record), and the
+    socket files of the dead daemon it names (its ipc endpoint and local carrier: a
+    killed daemon cannot remove them itself)."""
     with contextlib.suppress(OSError):
         if _load(path) == record:
             os.unlink(path)
+            socket = record["endpoint"][len("ipc://"):] if record is not None and \
+                record["endpoint"].startswith("ipc://") and not record["endpoint"].startswith("ipc://@") else None
+            for leftover in ([socket, socket + ".direct"] if socket else []):
+                if os.path.dirname(leftover) == os.path.dirname(path):  # (only in the runtime directory)
+                    with contextlib.suppress(OSError):
+                        os.unlink(leftover)
 
 
 def read_record(device: str, *, holding_lock: bool = False) -> dict | None:

@@ -19,7 +19,7 @@ apt_pkgs=(g++ make cmake protobuf-compiler libprotobuf-dev libgoogle-glog-dev
   libgflags-dev libhdf5-dev libopenblas-dev libboost-system-dev
   libboost-thread-dev libboost-filesystem-dev libboost-regex-dev
   libboost-python-dev libgomp1 pocl-opencl-icd ocl-icd-libopencl1 ocl-icd-opencl-dev
-  python3-dev)
+  python3-dev bubblewrap libseccomp2 util-linux)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -204,3 +204,37 @@ def compare_with_caffe(ours: dict, net, tol: float) -> float:
         worst = max(worst, err)
     assert worst <= tol, worst
     return worst
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below `pid` (children first), from /proc/<pid>/task/*/children."""
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop(0)
+        try:
+            tasks = os.listdir("/proc/{}/task".format(parent))
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open("/proc/{}/task/{}/children".format(parent, task)) as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def worker_python_pid(pid: int) -> int:
+    """The Python process of a worker launched as `pid`: itself, or inside its sandbox
+    (pid is then bwrap's, and the Python runs two levels below)."""
+    for candidate in [pid] + descendants(pid):
+        try:
+            with open("/proc/{}/cmdline".format(candidate), "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 2 and argv[1] == b"-m" and argv[2].startswith(b"fallback_workers."):
+            return candidate
+    raise AssertionError("no worker Python under pid {}".format(pid))

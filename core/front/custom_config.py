@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 
 from core.errors import Error
 
@@ -205,6 +206,10 @@ def read_config_json(path: str, faq_missing: int = 68, faq_parse: int = 69):
                     faq=faq_parse) from None
     except RecursionError:
         raise Error("Failed to parse custom replacements configuration file '{}': it is nested too deeply.", path,
+                    faq=faq_parse) from None
+    except ValueError:  # a number Python refuses to read (more than sys.get_int_max_str_digits() digits)
+        raise Error("Failed to parse custom replacements configuration file '{}': it holds an integer of more than "
+                    "{} digits, which no attribute can be.", path, sys.get_int_max_str_digits(),
                     faq=faq_parse) from None
 
 

@@ -4,7 +4,7 @@
 * auth       - HMAC-SHA256 message signing and key files
 * endpoints  - private runtime directory, ipc endpoints, endpoint security policy
 * mailbox    - hand-off to a socket-owning thread (sockets never cross threads)
-* server     - Server (ROUTER request loop, a worker pool, a fast lane, the local
+* server     - Server (ROUTER request loop, a worker pool, the local
                carrier: direct.py, a Unix socket with a thread per connection) and
                serve_main (a worker's or daemon's __main__)
 * client     - Client (thread-safe DEALER request/reply; same-thread direct calls)

@@ -144,12 +144,17 @@ class _Direct:
             pass
 
 
+class _Refused(Exception):
+    """The direct carrier closed a new connection unanswered (the caller falls back to ZeroMQ)."""
+
+
 class _Unix:
     """One calling thread's connection to the server's direct carrier (direct.py)."""
 
     def __init__(self, path: str):
         self.sock = _carrier.connect(path)
         self.ids = itertools.count(1)
+        self.answered = False  # a reply came over it (else a reset means the server refused it: direct.py)
 
     def close(self) -> None:
         sock, self.sock = self.sock, None
@@ -435,18 +440,22 @@ class Client:
             if _carrier.is_raw(data):
                 return None, None  # a late reply to a raw call of this thread
             return core.open_reply(_carrier.unpack(data, core.limits))
-        reply = self._unix_exchange(chan, op, _carrier.pack(frames), req_id, timeout, watch, spin, open_frames)
+        try:
+            reply = self._unix_exchange(chan, op, _carrier.pack(frames), req_id, timeout, watch, spin, open_frames)
+        except _Refused:
+            return None
         if not reply.ok and reply.error is not None and reply.error.kind == _carrier.TOO_LARGE:
             return None
         return reply.unwrap()
 
     def call_raw(self, tag: int, payload: bytes, timeout: float | None = None, *, watch: Watched | None = None,
-                 spin: float = 0.0) -> bytes | None:
+                 spin: float = 0.0, fds=()) -> bytes | None:
         """A raw verb of the server (Server.handle_raw, direct.py) on the calling
         thread's direct-carrier connection: the reply's payload; None when there is
         no direct carrier to use (send the verb's framed equivalent then). Raises
         RemoteError (kind "raw_failed": the handler failed; "raw_unknown": no such
-        verb there) and otherwise like call()."""
+        verb there) and otherwise like call(). `fds`: descriptors to pass along
+        (SCM_RIGHTS; the server gets copies)."""
         core = self._core
         if core.closing:
             raise MicrokernelError(f"client for {core.endpoint} is closed")
@@ -468,8 +477,11 @@ class Client:
                 return req_id, ProtocolError(f"malformed raw reply from {core.endpoint}: {exc}")
             return rid, (word, body)
         timeout = self.timeout if timeout is None else timeout
-        word, body = self._unix_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
-                                            req_id, timeout, watch, spin, open_raw)
+        try:
+            word, body = self._unix_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
+                                             req_id, timeout, watch, spin, open_raw, _carrier.fds_message(fds))
+        except _Refused:
+            return None
         if word == _carrier.RAW_OK:
             return bytes(body)
         if word == _carrier.RAW_UNKNOWN:
@@ -478,7 +490,7 @@ class Client:
         raise RemoteError("raw_failed", f"raw verb {tag} failed at {core.endpoint}: {message}")
 
     def _unix_exchange(self, chan: _Unix, op: str, bufs: list, req_id: int, timeout: float,
-                       watch: Watched | None, spin: float, open_reply):
+                       watch: Watched | None, spin: float, open_reply, ancillary=()):
         """Send one datagram over the calling thread's direct-carrier connection and
         wait for the reply to `req_id` (_await_reply with `open_reply`)."""
         core = self._core
@@ -488,6 +500,7 @@ class Client:
         def checked(data):
             if not data:
                 raise ConnectionResetError("the server closed its connection")
+            chan.answered = True
             return data
 
         def try_receive():
@@ -504,7 +517,7 @@ class Client:
                 return None
         try:
             sock.settimeout(timeout)  # a server that reads nothing cannot hold the send longer
-            sock.sendmsg(bufs)
+            sock.sendmsg(bufs, ancillary)
             # non-blocking while polling: a socket with a timeout would wait in every try_receive (Python
             # polls for readability before the recvmsg, MSG_DONTWAIT or not) - for the whole timeout
             sock.settimeout(0.0)
@@ -522,6 +535,12 @@ class Client:
             core.local.unix = None
             if isinstance(exc, TimeoutError):  # the send timed out
                 raise MicrokernelTimeout(f"could not send '{op}' to {core.endpoint} within {timeout:g} s") from None
+            if not chan.answered and (watch is None or watch.alive()):
+                # closed before it ever answered: the server refused the connection (its caps, direct.py); this
+                # client uses ZeroMQ from now on
+                log.debug("direct carrier %s refused the connection: ZeroMQ only", core.direct_path)
+                core.direct_path = None
+                raise _Refused() from None
             raise self._dropped(op, exc, watch) from None
 
     def _dropped(self, op: str, exc: OSError, watch: Watched | None) -> MicrokernelError:

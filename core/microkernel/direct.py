@@ -1,6 +1,6 @@
 """The local carrier: how a client on the server's machine reaches the verbs of its
-fast and local lanes (Server.handle) - a Unix SOCK_SEQPACKET socket, one datagram per
-message, each connection served by a thread of its own (server.py).
+local lane (Server.handle) - a Unix SOCK_SEQPACKET socket, one datagram per message,
+each connection served by a thread of its own (server.py).
 
 Why: ZeroMQ hands every message to an I/O thread on each side, so a request and its
 reply cross four thread wake-ups besides the two processes'. On this project's 2-core
@@ -8,7 +8,7 @@ VM a 200-byte ping-pong between two processes took 74 us over ZeroMQ ipc and 17 
 over a Unix seqpacket socket (7 us with the receiver polling); for a sub-millisecond
 network that difference is most of the daemon's round trip.
 
-What travels is exactly the lane's ZeroMQ message (protocol.py's frames, signed when
+What travels is exactly a ZeroMQ message (protocol.py's frames, signed when
 the server has a key), packed into one datagram:
 
     u32 n_frames | n_frames x u32 frame length | the frames, back to back
@@ -31,10 +31,14 @@ which tells them apart:
 `word` is the verb's tag in a request; in a reply RAW_OK, RAW_FAILED (the handler
 failed: the payload is its message) or RAW_UNKNOWN (no verb with that tag here).
 They are never signed: a server with a key serves none (the peer's uid is all
-that vouches for the peer).
+that vouches for the peer). A raw request may carry file descriptors (SCM_RIGHTS,
+at most MAX_FDS): shared memory handed to a worker that cannot see its parent's
+/proc (a sandboxed one); only verbs registered to take them get them, the server
+closes every other.
 """
 from __future__ import annotations
 
+import array
 import os
 import socket
 import struct
@@ -44,6 +48,8 @@ from .protocol import DEFAULT_LIMITS, Limits, frame_buffer
 
 MAX_DATAGRAM = 48 * 1024
 MAX_CONNECTIONS = 256  # per server; more are accepted and closed at once
+MAX_PER_PEER = 16  # per client process (SO_PEERCRED's pid): one process cannot take every connection; a refused
+# client sends over ZeroMQ instead (client.py)
 TOO_LARGE = "direct_too_large"
 _U32 = struct.Struct("<I")
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -52,6 +58,7 @@ RAW_MARK = 0x574D4F52  # b"ROMW" little-endian; > any Limits.max_frames
 RAW_HEAD = struct.Struct("<IIQ")
 MAX_RAW_PAYLOAD = 4096
 RAW_OK, RAW_FAILED, RAW_UNKNOWN = 0, 1, 2
+MAX_FDS = 4
 
 
 def pack(frames) -> list:
@@ -113,8 +120,12 @@ def unpack_raw(data) -> tuple[int, int, memoryview]:
 
 
 def peer_uid(sock: socket.socket) -> int:
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
-    return _CRED.unpack(creds)[1]
+    return peer_credentials(sock)[1]
+
+
+def peer_credentials(sock: socket.socket) -> tuple[int, int, int]:
+    """(pid, uid, gid) of the process at the other end (SO_PEERCRED)."""
+    return _CRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size))
 
 
 def trusted_peer(sock: socket.socket) -> bool:
@@ -199,3 +210,31 @@ def receive(sock: socket.socket, flags: int = 0):
     if msg_flags & socket.MSG_TRUNC:
         raise ProtocolError(f"datagram larger than {MAX_DATAGRAM} bytes")
     return data
+
+
+def receive_with_fds(sock: socket.socket, flags: int = 0) -> tuple[bytes, list[int]]:
+    """receive() that also takes the descriptors a datagram carries (the caller owns
+    them: it must close them); ProtocolError (the descriptors closed) when the
+    datagram or its descriptors were cut."""
+    data, ancillary, msg_flags, _ = sock.recvmsg(MAX_DATAGRAM, socket.CMSG_SPACE(MAX_FDS * 4), flags)
+    fds = array.array("i")
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    if msg_flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+        close_all(fds)
+        raise ProtocolError(f"datagram larger than {MAX_DATAGRAM} bytes or with more than {MAX_FDS} descriptors")
+    return data, list(fds)
+
+
+def fds_message(fds) -> list:
+    """The ancillary data of socket.sendmsg that passes `fds`."""
+    return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+
+
+def close_all(fds) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass

@@ -12,7 +12,10 @@ provisioner
                    process holding it ends; or `LogFile(path)`: appended, kept),
                    the working directory, the timeouts
   launch(spec)     spawn it in a new session (a Ctrl-C in the terminal reaches
-                   the core, which then stops its processes in order) -> Launched
+                   the core, which then stops its processes in order) -> Launched;
+                   with spec.sandbox, inside the OS sandbox (sandbox.py): its
+                   sockets in a directory of its own, its parent followed through
+                   a pipe (--lifeline-fd) since it sees no other process
   Process          a process to watch and stop: our child (a Popen) or one found
                    by pid (a daemon another command started), whose identity is
                    re-checked before every signal (pids get reused)
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from .client import Client
+from . import sandbox as _sandbox
 from .endpoints import check_endpoint, ipc_path, new_ipc_endpoint, runtime_dir
 from .errors import MicrokernelError, MicrokernelTimeout, RemoteError, ServiceGone, WorkerError
 from .protocol import PROTOCOL_VERSION
@@ -225,19 +230,34 @@ class ProcessSpec:
     parent_pid: int | None = None
     log: PrivateLog | LogFile = field(default_factory=PrivateLog)
     cwd: str | None = None
+    sandbox: _sandbox.Sandbox | None = None  # run inside the OS sandbox (sandbox.py) where the machine allows
 
 
 class Launched(Process):
     """A process this one started: its endpoint and log."""
 
     def __init__(self, popen: subprocess.Popen, spec: ProcessSpec, endpoint: str, own_endpoint: bool,
-                 log_fd: int, log_offset: int):
+                 log_fd: int, log_offset: int, own_dir: str | None = None, lifeline: int | None = None):
         super().__init__(popen.pid, popen)
         self.spec = spec
         self.endpoint = endpoint
         self.own_endpoint = own_endpoint
         self._log_fd: int | None = log_fd
         self._log_offset = log_offset
+        self.own_dir = own_dir      # a sandboxed process's directory (its sockets); None otherwise
+        self._lifeline = lifeline   # our end of its lifeline pipe
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.own_dir is not None
+
+    def exit_status(self) -> str:
+        status = super().exit_status()
+        code = self.popen.returncode
+        if self.sandboxed and code is not None and 128 < code < 128 + 65:
+            # bwrap reports its process's death by signal N as exit status 128 + N
+            return describe_exit(128 - code) + " (in its sandbox)"
+        return status
 
     def log_tail(self, max_lines: int = _TAIL_LINES) -> str:
         """The last lines it wrote to stdout/stderr (since this launch)."""
@@ -263,6 +283,12 @@ class Launched(Process):
         if path:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+        if self.own_dir is not None:
+            shutil.rmtree(self.own_dir, ignore_errors=True)
+        fd, self._lifeline = self._lifeline, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         self.close_log()
 
 
@@ -276,14 +302,32 @@ def launch(spec: ProcessSpec, have_key: bool | None = None) -> Launched:
     """Spawn `spec`; the caller then does the handshake. Raises WorkerError when it
     cannot be spawned, EndpointError for an endpoint that would be insecure."""
     check_interpreter(spec.interpreter)
+    sandboxed = _sandbox.active(spec.sandbox)
     own = spec.endpoint is None
-    endpoint = new_ipc_endpoint(spec.name) if own else spec.endpoint
+    own_dir = _own_directory(spec.name) if sandboxed else None
+    endpoint = (f"ipc://{own_dir}/{spec.name}.sock" if own_dir else new_ipc_endpoint(spec.name)) if own \
+        else spec.endpoint
     check_endpoint(endpoint, have_key=bool(spec.key_file) if have_key is None else have_key)
     parent = os.getpid() if spec.parent_pid is None else spec.parent_pid
+    lifeline = keep = None
+    if sandboxed:  # it cannot see our pid: it follows us through a pipe only we hold the other end of
+        keep, lifeline = os.pipe2(os.O_CLOEXEC)
+        parent = 0
     cmd = [spec.interpreter, "-m", spec.module, "--endpoint", endpoint, "--parent-pid", str(parent)]
+    if keep is not None:
+        cmd += ["--lifeline-fd", str(keep)]
     if spec.key_file:
         cmd += ["--key-file", spec.key_file]
     cmd += list(spec.args)
+    passed: list[int] = []
+    if sandboxed:
+        try:
+            cmd, passed = _sandbox.command(cmd, spec.sandbox, spec.interpreter, own_dir, REPO_ROOT, [keep])
+        except BaseException:
+            for fd in (keep, lifeline):
+                os.close(fd)
+            shutil.rmtree(own_dir, ignore_errors=True)
+            raise
     env = dict(os.environ)
     env.update({"PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"})  # tracebacks on crash
     env.update(spec.env)
@@ -293,11 +337,50 @@ def launch(spec: ProcessSpec, have_key: bool | None = None) -> Launched:
     offset = os.fstat(log_fd).st_size
     try:
         popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, env=env,
-                                 cwd=spec.cwd, close_fds=True, start_new_session=True)
+                                 cwd=spec.cwd, close_fds=True, start_new_session=True, pass_fds=passed)
     except OSError as exc:
         os.close(log_fd)
+        if lifeline is not None:
+            os.close(lifeline)
+        if own_dir is not None:
+            shutil.rmtree(own_dir, ignore_errors=True)
         raise WorkerError(f"cannot start '{spec.name}' ({spec.interpreter} -m {spec.module}): {exc}") from None
-    return Launched(popen, spec, endpoint, own, log_fd, offset)
+    finally:
+        for fd in passed:  # the child has its copies
+            os.close(fd)
+    return Launched(popen, spec, endpoint, own, log_fd, offset, own_dir, lifeline)
+
+
+_OWN_DIR_PREFIX = "w"
+
+
+def _own_directory(name: str) -> str:
+    """A fresh private directory in the runtime directory for one sandboxed process's
+    sockets: `w<our pid>-<name>-<random>`. Those of launchers that no longer live
+    (killed before they could clean up) are removed first."""
+    import secrets
+    base = runtime_dir()
+    _remove_stale_directories(base)
+    path = os.path.join(base, f"{_OWN_DIR_PREFIX}{os.getpid()}-{name}-{secrets.token_hex(4)}")
+    os.mkdir(path, 0o700)
+    return path
+
+
+def _remove_stale_directories(base: str) -> None:
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for entry in names:
+        pid = entry[len(_OWN_DIR_PREFIX):].split("-", 1)[0] if entry.startswith(_OWN_DIR_PREFIX) else ""
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(base, entry), ignore_errors=True)
+        except PermissionError:
+            pass
 
 
 # --------------------------------------------------------------------------- handshake
@@ -328,6 +411,8 @@ def handshake(client: Client, process: Process | None, timeout: float, *,
     except (MicrokernelError, RemoteError) as exc:
         raise StartFailure(f"the handshake failed: {exc}", "handshake") from None
     pid = expect_pid if expect_pid is not None else (process.pid if process is not None else None)
+    if expect_pid is None and isinstance(process, Launched) and process.sandboxed:
+        pid = None  # its own pid namespace: it reports another number (its endpoint is in a directory of its own)
     if info.get("version") != PROTOCOL_VERSION:
         raise StartFailure(f"it speaks protocol {info.get('version')!r}, this side "
                            f"{PROTOCOL_VERSION}", "handshake")
@@ -340,16 +425,41 @@ def handshake(client: Client, process: Process | None, timeout: float, *,
 # --------------------------------------------------------------------------- restarter
 
 class RestartBudget:
-    """How many restarts a supervisor may spend on one service."""
+    """How many restarts a supervisor may spend on one service: `limit` in all, or,
+    with a `window` (seconds), `limit` within any such window - a long-lived worker
+    that one bad request crashed now and then keeps serving, one that crashes in a
+    loop is refused for a while, never for good."""
 
-    def __init__(self, limit: int):
+    def __init__(self, limit: int, window: float | None = None):
         self.limit = limit
+        self.window = window
         self.used = 0
+        self._times: list[float] = []
 
     def spend(self, name: str, last_failure: str | None) -> None:
         """Count one restart; WorkerError once the budget is spent."""
+        if self.window is not None:
+            now = time.monotonic()
+            self._times = [t for t in self._times if now - t < self.window]
+            if len(self._times) >= self.limit:
+                wait = self.window - (now - self._times[0])
+                raise WorkerError(
+                    f"worker '{name}' was restarted {len(self._times)} times in the last {self.window:g} s "
+                    f"(restart budget {self.limit} per {self.window:g} s); it restarts again in {wait:.0f} s. "
+                    f"Last failure: {last_failure}")
+            self._times.append(now)
+            self.used += 1
+            return
         if self.used >= self.limit:
             raise WorkerError(
                 f"worker '{name}' gave up after {self.used} restart{'' if self.used == 1 else 's'} "
                 f"(restart budget {self.limit}); last failure: {last_failure}")
         self.used += 1
+
+    @property
+    def left(self) -> bool:
+        """Whether the next restart is within the budget."""
+        if self.window is not None:
+            now = time.monotonic()
+            return sum(1 for t in self._times if now - t < self.window) < self.limit
+        return self.used < self.limit

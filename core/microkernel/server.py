@@ -11,10 +11,10 @@ never cross threads. A slow request on the pool never delays `ping`/`hello`.
 Every reply is sent to the ROUTER identity the request came from, with the
 request's id, so concurrent clients can never receive each other's replies.
 
-Local clients may also reach the verbs of the fast and local lanes over a Unix
-seqpacket socket beside the endpoint (direct.py), where each connection has a
-thread of its own that receives, runs the handler and replies: a request crosses
-no thread but the client's and that one.
+Local clients may also reach the verbs of the local lane over a Unix seqpacket
+socket beside the endpoint (the local carrier, direct.py), where each connection
+has a thread of its own that receives, runs the handler and replies: a request
+crosses no thread but the client's and that one.
 
 The loop also watches the parent process (`parent_pid`) and SIGTERM/SIGINT, and
 ends cleanly on `shutdown`, giving in-flight requests a short grace to finish.
@@ -38,7 +38,7 @@ import zmq
 
 from . import direct
 from .auth import load_key_file, sign_frames, verify_frames
-from .endpoints import MAX_IPC_PATH, check_endpoint, ipc_path, new_ipc_endpoint
+from .endpoints import check_endpoint, ipc_path
 from .errors import AuthenticationError, EndpointError, MicrokernelError, ProtocolError, RemoteError
 from .mailbox import Mailbox
 from .protocol import (DEFAULT_LIMITS, PROTOCOL_VERSION, Limits, Request, _OP_RE, decode_request,
@@ -48,7 +48,7 @@ from .spin import spin_for
 log = logging.getLogger("mo_core.microkernel.server")
 
 Handler = Callable[[dict, list], Any]
-RawHandler = Callable[[memoryview], bytes]
+RawHandler = Callable[..., bytes]
 BUILTIN_OPS = ("hello", "ping", "shutdown")
 
 _POLL_MS = 200  # how often the loop looks at signals / stop requests
@@ -75,19 +75,6 @@ def _normalize(out: Any, op: str) -> tuple[dict, list]:
         return out[0] or {}, list(out[1] or [])
     raise TypeError(f"handler for '{op}' returned {type(out).__name__}; "
                     f"expected a dict or (dict, arrays)")
-
-
-def _fast_endpoint(endpoint: str) -> str:
-    """Where the fast lane of a server bound at `endpoint` binds (see Server)."""
-    if endpoint.startswith("tcp://"):
-        return endpoint.rsplit(":", 1)[0] + ":*"  # a free port of the same interface
-    path = ipc_path(endpoint)
-    if path is not None and not path.startswith("@"):
-        candidate = endpoint + ".fast"
-        if len(candidate) - len("ipc://") <= MAX_IPC_PATH:
-            return candidate
-        return new_ipc_endpoint("fast")
-    return endpoint + ".fast"  # ipc://@name, inproc://name
 
 
 class _Lane:
@@ -138,9 +125,10 @@ class _DirectPeer:
     """One connection of the Unix carrier (direct.py), shaped like a lane for
     _on_message: replies go back over it, one datagram each."""
 
-    def __init__(self, conn, handlers: dict, server: "Server"):
+    def __init__(self, conn, handlers: dict, server: "Server", pid: int = 0):
         self.conn, self.name, self.handlers = conn, "local", handlers
         self.server = server
+        self.pid = pid  # the client process (SO_PEERCRED), for the per-process cap
         self.sock = self  # _send's lane.sock.send_multipart
 
     def send_multipart(self, parts: list, copy: bool = False) -> None:
@@ -170,32 +158,31 @@ class _DirectPeer:
 class Server:
     """A ROUTER-socket request server.
 
-    `Server(endpoint, service=..., key=None, threads=0, parent_pid=None, spin=0)`
+    `Server(endpoint, service=..., key=None, threads=0, parent_pid=None, lifeline_fd=None, spin=0)`
     binds at once (so a bad or insecure endpoint fails here). Register verbs with
     `handle(op, fn)`, where `fn(args, arrays)` returns `None`, a result dict or
     `(result, arrays)` and may raise RemoteError for a user error. Then `serve()`.
     `info` (a dict) is added to the `hello` reply.
 
-    Lanes: verbs registered with `lane="fast"` are served on a second socket (its
-    endpoint is in the `hello` reply: `lanes: {"fast": endpoint}`) by a thread of
-    their own that receives, computes and replies with no hand-off to another
-    thread; for requests that take well under a millisecond, where two thread
-    hand-offs would cost more than the work (the handler must keep it so). The
-    main socket's I/O thread never runs handlers other than the quick built-ins and
-    `inline` verbs, so `hello` / `ping` are answered whatever the lanes do.
-    The local carrier: on an ipc endpoint the verbs of the fast lane and those
-    registered with `lane="local"` (served there only) are also served over a Unix
-    seqpacket socket beside the endpoint (direct.py: the same messages without
-    ZeroMQ's I/O threads; `hello` gives `direct: {path, ops, raw}`), with raw verbs
-    (handle_raw). Each of its connections has a thread of its own that receives,
-    runs the handler and replies, so a long request holds only its own connection;
+    The main socket's I/O thread never runs handlers other than the quick
+    built-ins and `inline` verbs, so `hello` / `ping` are answered whatever the
+    handlers do.
+
+    The local lane: on an ipc endpoint, verbs registered with `lane="local"` are
+    served over the local carrier, a Unix seqpacket socket beside the endpoint
+    (direct.py: the same messages without ZeroMQ's I/O threads; `hello` gives
+    `direct: {path, ops, raw}`), with raw verbs (handle_raw). Each of its
+    connections has a thread of its own that receives, runs the handler and
+    replies with no hand-off, so a long request holds only its own connection;
     after a request that took less than `spin` seconds it polls for the next one
     that long before sleeping (not while the CPUs are contended: spin.py), so a
-    client's next short request skips the ~0.1 ms wake-up of a sleeping thread.
+    client's next short request skips the ~0.1 ms wake-up of a sleeping thread. A
+    verb a client may also send over ZeroMQ (a message too large for a datagram, a
+    client the carrier refused) is registered on the main lane too.
     """
 
     def __init__(self, endpoint: str, *, service: str = "service", key: bytes | None = None,
-                 threads: int = 0, parent_pid: int | None = None,
+                 threads: int = 0, parent_pid: int | None = None, lifeline_fd: int | None = None,
                  limits: Limits = DEFAULT_LIMITS, spin: float = 0.0) -> None:
         check_endpoint(endpoint, have_key=key is not None)
         if threads < 0:
@@ -208,6 +195,9 @@ class Server:
         self._parent_pid = parent_pid
         # Watch getppid() too: a dead parent that is still a zombie answers kill(0).
         self._parent_is_ppid = parent_pid is not None and os.getppid() == parent_pid
+        # a pipe whose other end only the parent holds: readable (end of file) once it is gone; what a
+        # sandboxed worker, which sees no other process, follows its parent by
+        self._lifeline = lifeline_fd
         self._stop_reason: str | None = None
         self._signalled: int | None = None
         self._inflight = 0
@@ -221,12 +211,10 @@ class Server:
             self._ctx.term()
             raise
         self.endpoint = self._main.endpoint
-        self._fast: _Lane | None = None
-        self._fast_thread: threading.Thread | None = None
         # the local carrier: its listener (None: none could be made), verbs, raw verbs, connections
         self._direct: direct.Listener | None = None
         self._carrier_handlers: dict[str, tuple[Handler, bool]] | None = None
-        self._raw: dict[int, RawHandler] = {}
+        self._raw: dict[int, tuple[RawHandler, bool]] = {}  # raw verbs: tag -> (fn, takes fds)
         self._peers: dict[int, tuple[_DirectPeer, threading.Thread]] = {}
         self._peers_lock = threading.Lock()
         self._local_busy = 0  # requests its connection threads are running (under _peers_lock)
@@ -243,7 +231,7 @@ class Server:
     def handle(self, op: str, fn: Handler, *, inline: bool = False, lane: str = "main") -> None:
         """Register `fn(args, arrays)` for verb `op` (before serve()). inline=True runs
         it in the I/O thread even with a pool: only for quick, non-blocking verbs.
-        lane="fast" serves it on the fast lane instead (see the class doc); the
+        lane="local" serves it on the local carrier instead (see the class doc); the
         same verb may have a handler on each lane."""
         if not _OP_RE.match(op):
             raise ValueError(f"bad verb name {op!r}")
@@ -251,29 +239,23 @@ class Server:
             raise ValueError(f"'{op}' is a built-in verb")
         if lane == "main":
             self._main.handlers[op] = (fn, inline)
-        elif lane == "fast":
-            self._fast_lane().handlers[op] = (fn, True)
-            self._carrier()[op] = (fn, True)
         elif lane == "local":
             self._carrier()[op] = (fn, True)
         else:
-            raise ValueError(f"unknown lane {lane!r} (main, fast or local)")
+            raise ValueError(f"unknown lane {lane!r} (main or local)")
 
-    def handle_raw(self, tag: int, fn: RawHandler) -> None:
+    def handle_raw(self, tag: int, fn: RawHandler, *, fds: bool = False) -> None:
         """Register a raw verb of the local carrier (direct.py; before serve()):
         `fn(payload)` runs on the connection's thread and returns the reply's payload
         (bytes, at most direct.MAX_RAW_PAYLOAD); an exception is a RAW_FAILED reply
         with its message. Served only without a key and only where the carrier is
         (hello lists the tags as direct.raw); a client without it sends the verb's
-        framed equivalent instead."""
+        framed equivalent instead. fds=True: `fn(payload, fds)` also gets the
+        descriptors the request carried, and must close them."""
         if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < 1 << 31:
             raise ValueError(f"bad raw verb tag {tag!r}")
         self._carrier()
-        self._raw[tag] = fn
-
-    @property
-    def fast_endpoint(self) -> str | None:
-        return self._fast.endpoint if self._fast is not None else None
+        self._raw[tag] = (fn, fds)
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """Ask serve() to return (thread-safe; takes effect within ~0.2 s)."""
@@ -291,12 +273,6 @@ class Server:
                                  daemon=True)
             t.start()
             self._pool.append(t)
-        if self._fast is not None:
-            # the socket is handed over to this thread here (thread start is a full
-            # memory barrier, as zmq requires) and never touched again by this one
-            self._fast_thread = threading.Thread(target=self._fast_loop, daemon=True,
-                                                 name=f"{self.service}-fast")
-            self._fast_thread.start()
         sock = self._main.sock
         poller = zmq.Poller()
         poller.register(sock, zmq.POLLIN)
@@ -347,26 +323,13 @@ class Server:
         self._replies.close()
         self._main.close()
         self._close_carrier(deadline)
-        fast_done = True
-        if self._fast is not None:
-            if self._fast_thread is None:
-                self._fast.close()  # never handed over
-            else:
-                self._fast_thread.join(timeout=max(0.5, deadline - time.monotonic()))
-                fast_done = not self._fast_thread.is_alive()
-        if fast_done:
-            self._ctx.term()  # returns once queued replies are sent or linger expired
-        else:  # a fast handler is stuck: term() would wait for it forever
-            log.warning("the fast lane did not stop in time; leaving it to process exit")
+        self._ctx.term()  # returns once queued replies are sent or linger expired
 
     # ----------------------------------------------------------------- built-ins
     def _hello(self, args: dict, arrays: list) -> dict:
         info = dict(self.info)
         info.update({"service": self.service, "version": PROTOCOL_VERSION, "pid": os.getpid(),
                      "ops": sorted(self._main.handlers)})
-        if self._fast is not None:
-            info["lanes"] = {"fast": self._fast.endpoint}
-            info["fast_ops"] = sorted(self._fast.handlers)
         if self._direct is not None:
             info["direct"] = {"path": self._direct.path, "ops": sorted(self._carrier_handlers)}
             if self._raw and self._key is None:
@@ -381,14 +344,6 @@ class Server:
         return {"pid": os.getpid()}
 
     # ----------------------------------------------------------------- internals
-    def _fast_lane(self) -> _Lane:
-        if self._fast is None:
-            if self._closed or self._fast_thread is not None:
-                raise MicrokernelError("register fast verbs before serve()")
-            self._fast = _Lane("fast", self._ctx, _fast_endpoint(self.endpoint), self._limits)
-            self._fast.handlers["ping"] = (self._ping, True)
-        return self._fast
-
     def _carrier(self) -> dict:
         """The verbs of the local carrier (made with its listener on first use)."""
         if self._carrier_handlers is None:
@@ -412,35 +367,39 @@ class Server:
             log.warning("no local carrier at %s: %s", where, exc)
             return None
 
-    def _fast_loop(self) -> None:
-        lane = self._fast
-        poller = zmq.Poller()
-        poller.register(lane.sock, zmq.POLLIN)
-        try:
-            while not self._closed and self._stop_reason is None:
-                if poller.poll(_POLL_MS):
-                    self._receive_batch(lane)
-        except BaseException:  # noqa: BLE001 - never die silently
-            log.exception("the fast lane failed; its clients fall back to the main lane")
-        finally:
-            lane.close()
-
     # ----------------------------------------------------------------- the local carrier
     def _accept(self, listener: direct.Listener) -> None:
-        """Take the waiting connections, each with a thread of its own (I/O thread)."""
+        """Take the waiting connections, each with a thread of its own (I/O thread),
+        unless the server has MAX_CONNECTIONS or the connecting process MAX_PER_PEER
+        already: then it is closed at once, before anything is read, and the client
+        sends over ZeroMQ instead (issue 21, F5: 300 idle connections of one process
+        made every other client's requests fail). A worker's parent is not capped per
+        process: it is the one client, and each of its threads that calls has a
+        connection (a daemon's, one per client connection of its own)."""
         while True:
             conn = listener.accept()
             if conn is None:
                 return
+            try:
+                pid = direct.peer_credentials(conn)[0]
+            except OSError:
+                pid = 0
             with self._peers_lock:
-                if len(self._peers) >= direct.MAX_CONNECTIONS or self._closed:
+                if len(self._peers) >= direct.MAX_CONNECTIONS or self._closed or (not self._is_parent(pid) and sum(
+                        1 for p, _ in self._peers.values() if p.pid == pid) >= direct.MAX_PER_PEER):
                     conn.close()
                     continue
-                peer = _DirectPeer(conn, self._carrier_handlers, self)
+                peer = _DirectPeer(conn, self._carrier_handlers, self, pid)
                 thread = threading.Thread(target=self._serve_peer, args=(peer,), daemon=True,
                                           name=f"{self.service}-local-{conn.fileno()}")
                 self._peers[conn.fileno()] = (peer, thread)
             thread.start()
+
+    def _is_parent(self, pid: int) -> bool:
+        """Is the process `pid` (SO_PEERCRED) the parent this server follows? A
+        sandboxed worker (one with a lifeline) sees no process outside its pid
+        namespace: its parent's pid reads 0 there."""
+        return pid == (0 if self._lifeline is not None else self._parent_pid)
 
     def _serve_peer(self, peer: _DirectPeer) -> None:
         """A connection's thread: receive, run, reply, until the peer or the server ends."""
@@ -449,10 +408,12 @@ class Server:
         spin_until = 0.0
         try:
             while not self._closed and self._stop_reason is None:
-                data = self._next_datagram(conn, spin_until)
-                if data is None:
+                got = self._next_datagram(conn, spin_until)
+                if got is None:
                     continue
+                data, fds = got
                 if not data:
+                    direct.close_all(fds)
                     return  # the client closed it
                 start = time.perf_counter()
                 with self._peers_lock:
@@ -460,8 +421,9 @@ class Server:
                 try:
                     self.direct_messages += 1
                     if direct.is_raw(data):
-                        self._on_raw(peer, data)
+                        self._on_raw(peer, data, fds)
                     else:
+                        direct.close_all(fds)
                         self._on_message(peer, [_DirectIdent, *direct.unpack(data, self._limits)])
                 finally:
                     with self._peers_lock:
@@ -481,16 +443,17 @@ class Server:
 
     @staticmethod
     def _next_datagram(conn, spin_until: float):
-        """The next datagram (b"" when the peer closed), polled for until `spin_until`,
-        then waited for up to _POLL_MS (None: nothing came)."""
+        """The next datagram and the descriptors it carried (b"" when the peer
+        closed), polled for until `spin_until`, then waited for up to _POLL_MS (None:
+        nothing came)."""
         while time.perf_counter() < spin_until:
             try:
-                return direct.receive(conn, socket.MSG_DONTWAIT)
+                return direct.receive_with_fds(conn, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 pass
         conn.settimeout(_POLL_MS / 1000)
         try:
-            return direct.receive(conn)
+            return direct.receive_with_fds(conn)
         except (socket.timeout, BlockingIOError, InterruptedError):
             return None
         finally:
@@ -507,15 +470,22 @@ class Server:
                 with contextlib.suppress(OSError):
                     peer.conn.shutdown(socket.SHUT_RDWR)
 
-    def _on_raw(self, peer: _DirectPeer, data) -> None:
-        """Run a raw verb and reply (ProtocolError for a malformed datagram)."""
-        tag, rid, payload = direct.unpack_raw(data)
-        fn = self._raw.get(tag) if self._key is None else None
+    def _on_raw(self, peer: _DirectPeer, data, fds: list) -> None:
+        """Run a raw verb and reply (ProtocolError for a malformed datagram). The
+        descriptors go to a verb that takes them, else are closed."""
+        try:
+            tag, rid, payload = direct.unpack_raw(data)
+        except ProtocolError:
+            direct.close_all(fds)
+            raise
+        fn, takes_fds = self._raw.get(tag, (None, False)) if self._key is None else (None, False)
+        if not takes_fds:
+            direct.close_all(fds)
         if fn is None:
             word, body = direct.RAW_UNKNOWN, b""
         else:
             try:
-                body = fn(payload)
+                body = fn(payload, fds) if takes_fds else fn(payload)
                 if not isinstance(body, (bytes, bytearray)) or len(body) > direct.MAX_RAW_PAYLOAD:
                     raise TypeError(f"raw verb {tag} returned {type(body).__name__} of "
                                     f"{len(body) if isinstance(body, (bytes, bytearray)) else '?'} bytes")
@@ -537,6 +507,12 @@ class Server:
         return restore
 
     def _parent_gone(self) -> bool:
+        if self._lifeline is not None:
+            import select
+            try:
+                return bool(select.select([self._lifeline], [], [], 0)[0])
+            except (OSError, ValueError):
+                return True
         pid = self._parent_pid
         if pid is None:
             return False
@@ -665,6 +641,8 @@ def serve_main(argv: list[str] | None, service_name: str,
     parser.add_argument("--endpoint", required=True, help="ipc://PATH or tcp://HOST:PORT to bind")
     parser.add_argument("--parent-pid", type=int, default=parent_pid,
                         help="exit when this process dies (0: long-lived)")
+    parser.add_argument("--lifeline-fd", type=int, default=None,
+                        help="exit when this inherited pipe reaches its end (the parent closed it, or died)")
     parser.add_argument("--key-file", default=None, help="HMAC key file (mode 0600)")
     parser.add_argument("--threads", type=int, default=threads,
                         help="handler threads (0 = run handlers in the I/O thread)")
@@ -684,7 +662,7 @@ def serve_main(argv: list[str] | None, service_name: str,
         if before_bind is not None:
             before_bind(opts)
         server = Server(opts.endpoint, service=service_name, key=key, threads=opts.threads,
-                        parent_pid=opts.parent_pid or None, spin=spin)
+                        parent_pid=opts.parent_pid or None, lifeline_fd=opts.lifeline_fd, spin=spin)
     except (MicrokernelError, ValueError) as exc:
         prefix = time.strftime("%Y-%m-%d %H:%M:%S ") if timestamps else ""
         print(f"{prefix}[ ERROR ] {service_name}: {exc}", file=sys.stderr, flush=True)

@@ -4,17 +4,18 @@ costs ~0.5 ms of ZeroMQ copies each way; through a shared buffer, one memcpy).
 
 The CALLER makes it: an anonymous memory file (memfd) of a fixed size, sealed so
 that its size never changes (a mapping of a file shrunk under it is SIGBUS),
-mapped, and named by a random token. A request names it by {path: /proc/<caller
-pid>/fd/<n>, name, size}; the worker maps it once (map_shared), after checking
-that the path is its parent's, that the file it got is the memfd of that name,
-and its size. Tensors are placed at ALIGN-byte offsets (place).
+mapped, and named by a random token. It hands the worker the descriptor itself
+(SCM_RIGHTS over the worker's Unix socket, a raw verb: direct.py): a sandboxed
+worker sees no other process's /proc, and a descriptor is all it gets of its
+parent. The worker maps it once (adopt), after checking that the file it got is a
+sealed memfd of that name and size; requests then name it by {name, size}.
+Tensors are placed at ALIGN-byte offsets (place).
 """
 from __future__ import annotations
 
 import fcntl
 import mmap
 import os
-import re
 import secrets
 
 import numpy as np
@@ -22,7 +23,6 @@ import numpy as np
 ALIGN = 64
 PREFIX = "mo-core-buffer-"
 _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
-_PATH = re.compile(r"^/proc/(\d+)/fd/(\d+)$")
 
 
 def align(n: int) -> int:
@@ -48,7 +48,7 @@ class SharedBuffer:
         except OSError:
             os.close(self.fd)
             raise
-        self.spec = {"path": "/proc/{}/fd/{}".format(os.getpid(), self.fd), "name": self.name, "size": self.size}
+        self.spec = {"name": self.name, "size": self.size}
 
     def view(self, offset: int, shape, dtype=np.float32) -> np.ndarray:
         return np.ndarray(tuple(shape), dtype, buffer=self.mm, offset=offset)
@@ -69,24 +69,17 @@ def place(shapes, start: int = 0, itemsize: int = 4) -> tuple[list[int], int]:
     return offsets, pos
 
 
-def map_shared(spec, parent_pid: int | None) -> mmap.mmap:
-    """The worker's side: the caller's buffer mapped here. ValueError when `spec` is
-    not a buffer of the parent process (`parent_pid`) as described."""
-    if not isinstance(spec, dict):
-        raise ValueError("a shared buffer is {path, name, size}")
-    path, name, size = spec.get("path"), spec.get("name"), spec.get("size")
-    match = _PATH.match(path) if isinstance(path, str) else None
-    if match is None or parent_pid is None or int(match.group(1)) != parent_pid:
-        raise ValueError("the shared buffer {!r:.80} is not one of this worker's parent (pid {})".format(
-            path, parent_pid))
-    if not isinstance(name, str) or not name.startswith(PREFIX) or isinstance(size, bool) or \
-            not isinstance(size, int) or size <= 0:
-        raise ValueError("the shared buffer's name and size are malformed")
-    fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+def adopt(fd: int, name: str, size: int) -> mmap.mmap:
+    """The worker's side: the buffer whose descriptor `fd` the caller passed, mapped
+    (the descriptor is closed). ValueError when it is not a sealed memfd named
+    `name` of `size` bytes."""
     try:
+        if not isinstance(name, str) or not name.startswith(PREFIX) or isinstance(size, bool) or \
+                not isinstance(size, int) or size <= 0:
+            raise ValueError("the shared buffer's name and size are malformed")
         if os.readlink("/proc/self/fd/{}".format(fd)) != "/memfd:{} (deleted)".format(name) or \
                 os.fstat(fd).st_size != size:
-            raise ValueError("{} is not the shared buffer {} of {} bytes".format(path, name, size))
+            raise ValueError("the descriptor passed is not the shared buffer {} of {} bytes".format(name, size))
         seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
         if seals & _SEALS != _SEALS:
             raise ValueError("the shared buffer {} is not sealed against resizing".format(name))

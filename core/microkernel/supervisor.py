@@ -39,34 +39,31 @@ __all__ = ["WorkerProcess"]
 
 
 class _Instance:
-    """One running incarnation of a worker: process and clients (its main socket's and
-    one per other lane its hello reply names)."""
+    """One running incarnation of a worker: process and clients (its main socket's and,
+    when its hello names one, its local carrier's)."""
 
     def __init__(self, proc: Launched, client: Client):
         self.proc = proc
         self.client = client
-        self.lanes: dict[str, Client] = {}
+        self.local: Client | None = None
         self.endpoint = proc.endpoint
         self.failure: str | None = None  # why it is considered dead
 
-    def open_lanes(self, info: dict, timeout: float, key: bytes | None) -> None:
-        lanes = info.get("lanes")
+    def open_carrier(self, info: dict, timeout: float, key: bytes | None) -> None:
+        """A worker is ours, on this machine: its local carrier (direct.py) too, with
+        its main socket as the ZeroMQ fallback."""
         direct = info.get("direct") if isinstance(info.get("direct"), dict) else {}
         path = direct.get("path")
-        for lane, endpoint in (lanes.items() if isinstance(lanes, dict) else ()):
-            if isinstance(lane, str) and isinstance(endpoint, str):
-                # a worker is ours, on this machine: its local carrier too (direct.py), which
-                # serves the fast lane's verbs
-                self.lanes[lane] = Client(endpoint, timeout=timeout, key=key,
-                                          direct_path=path if lane == "fast" and isinstance(path, str) else None)
+        if isinstance(path, str):
+            self.local = Client(self.endpoint, timeout=timeout, key=key, direct_path=path)
 
     def client_for(self, lane: str) -> Client:
-        return self.lanes.get(lane, self.client)
+        return self.local if lane == "local" and self.local is not None else self.client
 
     def close_clients(self) -> None:
         self.client.close()
-        for client in self.lanes.values():
-            client.close()
+        if self.local is not None:
+            self.local.close()
 
     def cleanup(self) -> None:
         """Kill (if needed) and reap the process; remove its socket, drop its log."""
@@ -86,7 +83,9 @@ class WorkerProcess:
 
     `WorkerProcess(module, name=..., interpreter=sys.executable, endpoint=None,
     args=(), env=None, startup_timeout=30, request_timeout=60, restart_budget=3,
-    key_file=None, threads=None)`. `start()` (or `with WorkerProcess(...) as w:`)
+    key_file=None, threads=None, sandbox=None, restart_window=None)`: sandbox, the
+    OS sandbox it runs in (sandbox.Sandbox); restart_window, seconds over which
+    restart_budget counts (None: over its whole life). `start()` (or `with WorkerProcess(...) as w:`)
     spawns it; `call(op, args, arrays, timeout)` starts it on demand. Thread-safe.
     `interpreter` may be another Python (see launcher).
     """
@@ -95,7 +94,8 @@ class WorkerProcess:
                  endpoint: str | None = None, args: Sequence[str] = (),
                  env: dict[str, str] | None = None, startup_timeout: float = 30.0,
                  request_timeout: float = 60.0, restart_budget: int = 3,
-                 key_file: str | None = None, threads: int | None = None) -> None:
+                 key_file: str | None = None, threads: int | None = None, sandbox=None,
+                 restart_window: float | None = None) -> None:
         self.module = module
         self.name = name
         self.interpreter = interpreter or sys.executable
@@ -105,8 +105,9 @@ class WorkerProcess:
         self.startup_timeout = startup_timeout
         self.request_timeout = request_timeout
         self.key_file = key_file
+        self.sandbox = sandbox  # a launcher.ProcessSpec's: the OS sandbox it runs in (core/microkernel/sandbox.py)
         self._key = load_key_file(key_file) if key_file else None
-        self._budget = RestartBudget(restart_budget)
+        self._budget = RestartBudget(restart_budget, restart_window)
         self.service_info: dict = {}
         self._started_once = False
         self._last_failure: str | None = None
@@ -173,7 +174,7 @@ class WorkerProcess:
 
     def _spawn(self) -> None:
         spec = ProcessSpec(self.module, self.name, interpreter=self.interpreter, args=self.args,
-                           env=self.env, endpoint=self.endpoint_hint, key_file=self.key_file)
+                           env=self.env, endpoint=self.endpoint_hint, key_file=self.key_file, sandbox=self.sandbox)
         try:
             proc = launch(spec, have_key=self._key is not None)
         except WorkerError as exc:
@@ -184,10 +185,10 @@ class WorkerProcess:
         self._started_once = True
         try:
             self.service_info = handshake(inst.client, proc, self.startup_timeout)
-            inst.open_lanes(self.service_info, self.request_timeout, self._key)
+            inst.open_carrier(self.service_info, self.request_timeout, self._key)
         except StartFailure as exc:
             raise self._start_failed(inst, exc) from None
-        except MicrokernelError as exc:  # a lane endpoint this side refuses (check_endpoint)
+        except MicrokernelError as exc:  # e.g. a reply this side cannot read
             inst.failure = f"bad handshake: {exc}"
             self._last_failure = inst.failure
             inst.cleanup()
@@ -227,7 +228,7 @@ class WorkerProcess:
         tail = inst.proc.log_tail(10)
         msg = (f"worker '{self.name}' (pid {inst.proc.pid}) {what} within {timeout:g} s "
                f"('{op}'); it was killed")
-        if self._budget.used < self._budget.limit:
+        if self._budget.left:
             msg += " and will be restarted on the next call"
         if tail:
             msg += f"; its last stderr lines:\n{tail}"
@@ -261,9 +262,10 @@ class WorkerProcess:
         MicrokernelTimeout when it hangs (it is killed; the next call restarts it).
         direct=True sends and receives on the calling thread (Client.call's
         direct mode, polling `spin` s first): for short requests in a loop.
-        lane: one of the worker's lanes (Server.handle's lane="fast": one thread
-        receives, computes and replies); a worker without it is called on its main
-        socket."""
+        lane="local": a direct call goes over the worker's local carrier (Server.handle's
+        lane="local": the connection's own thread receives, computes and replies), over
+        its main socket when the message does not fit a datagram, the carrier refused
+        the connection or the worker has none (register such verbs on both lanes)."""
         inst = self._running_instance()
         t = self.request_timeout if timeout is None else timeout
         client = inst.client_for(lane)
@@ -283,14 +285,15 @@ class WorkerProcess:
             raise self._failed_call(inst, op, t, exc) from None
 
     def call_raw(self, tag: int, payload: bytes, timeout: float | None = None, *, spin: float = 0.0,
-                 lane: str = "fast", op: str = "raw") -> bytes | None:
-        """A raw verb of the worker's lane (Server.handle_raw) on the calling thread:
-        the reply's payload; None when that lane has no direct carrier for it (call the
-        verb's framed equivalent then). Failures as call()'s (`op` names the request)."""
+                 op: str = "raw", fds=()) -> bytes | None:
+        """A raw verb of the worker (Server.handle_raw) over its local carrier, on the
+        calling thread: the reply's payload; None when there is no carrier for it (call
+        the verb's framed equivalent then). Failures as call()'s (`op` names the
+        request)."""
         inst = self._running_instance()
         t = self.request_timeout if timeout is None else timeout
         try:
-            return inst.client_for(lane).call_raw(tag, payload, t, watch=_FailureAware(inst), spin=spin)
+            return inst.client_for("local").call_raw(tag, payload, t, watch=_FailureAware(inst), spin=spin, fds=fds)
         except (ServiceGone, MicrokernelTimeout) as exc:
             raise self._failed_call(inst, op, t, exc) from None
         except MicrokernelError:

@@ -84,6 +84,14 @@ def worker_args(python_path=(), python_layers: str = "any") -> list[str]:
     return args
 
 
+def sandbox(weights: str | None = None, python_path=()):
+    """The Caffe worker's view (core/microkernel/sandbox.py): the weights file and the
+    Python layers' directories read-only, nothing else of the host."""
+    import os
+    from core.microkernel.sandbox import Sandbox
+    return Sandbox(read_only=tuple(os.path.abspath(p) for p in [weights, *python_path] if p))
+
+
 def _text(value, what: str, limit: int) -> str:
     if not isinstance(value, str) or len(value) > limit:
         raise RemoteError(REQUEST, f"'{what}' must be a text of at most {limit} characters")

@@ -6,14 +6,19 @@ fallback core/front/tf/fallback.py, `convert --validate` core/validate.py) and
 the CPU daemon's TFCustomSubgraphCall kernel (device_daemons/cpu/tf_backed.py).
 Pure Python: importing it loads no TensorFlow.
 
-Launch (core/microkernel: WorkerProcess over the launcher):
-    <python> -m fallback_workers.tf_worker --endpoint EP --parent-pid PID [--refuse-io-ops]
-  --refuse-io-ops (the CPU daemon's worker: its graphs come from IRs, which never
-  choose what runs outside TensorFlow's tensors): graphs holding ops that reach
-  files, the network, Python or the process (REFUSED_OPS, also inside the function
-  library) are refused with kind "refused".
+Launch (core/microkernel: WorkerProcess over the launcher, in the OS sandbox of
+core/microkernel/sandbox.py where the machine has one):
+    <python> -m fallback_workers.tf_worker --endpoint EP --parent-pid PID
   <python> is MO_CORE_TF_PYTHON when set (a venv of its own with TensorFlow:
   it needs numpy, pyzmq and msgpack too), else the core's own interpreter.
+
+What runs: every graph the worker is given (infer_subgraph, load_subgraph, and
+what freeze would run: the outputs and variables of the model, its restore op and
+its init/main ops, the SavedModel's functions) is checked against the allow-list
+of core/services/tf_ops.py before TensorFlow imports or runs it; anything else is
+kind "refused", naming each op and node. A restore op must read the checkpoint
+through the saver's filename tensor (which the worker feeds with the checkpoint
+the user named).
 
 hello: the microkernel's, plus {"framework": {"name": "tensorflow", "available":
 bool, "version": str|None, "error": str|None}}: a worker without TensorFlow still
@@ -59,24 +64,30 @@ Verbs:
       caller's digest of the graph bytes, inputs and outputs: subgraph_id; a
       second load of a loaded id does nothing; at most MAX_SUBGRAPHS are kept,
       the least recently used go first). Shapes are TensorFlow's static ones
-      (-1: unknown).
+      (-1: unknown; null: unknown rank).
   run_subgraph {id: str} + arrays [one per input, in order]
       -> {} + arrays [one per output, in order]
-  run_subgraph {id: str, shm: {buffer: {path, name, size}, inputs: [[offset,
+  run_subgraph {id: str, shm: {buffer: {name, size}, inputs: [[offset,
                 shape]], out: offset}}
       -> {placed: [[offset, shape]]}
       runs a loaded graph; kind "unknown_subgraph" when `id` is not loaded
       (the worker restarted, or evicted it): load it again and retry. With
       `shm`, the float32 inputs are read from, and the outputs written (as
       float32, from offset `out` on, each at a multiple of 64 bytes) to, a
-      shared buffer of the worker's parent (core/microkernel/shared_buffer.py):
-      no tensor on the socket. Kind "shm": the buffer is not a sealed memfd
-      of the worker's parent of that name and size (at most MAX_SHARED_BYTES),
-      a tensor would end past it, or the outputs do not fit.
+      shared buffer the caller shared (RAW_SHARE, core/microkernel/
+      shared_buffer.py): no tensor on the socket. Kind "unshared_buffer": no
+      buffer of that name is mapped here (share it, retry); "shm": a tensor
+      would end past it, or the outputs do not fit.
+  RAW_SHARE (raw verb, the local carrier's Unix socket): SHARE_REQUEST (the buffer's
+      size, then its name) with the buffer's memfd as SCM_RIGHTS -> RUN_REPLY
+      RUN_OK, or kind "shm" (raw_failed) when the descriptor is not a sealed
+      memfd of that name and size (at most MAX_SHARED_BYTES). The worker keeps
+      at most MAX_SUBGRAPHS buffers / MAX_MAPPED_BYTES mapped, least recently
+      used go first.
   bind_run {id, shm (as run_subgraph's), placed: [[offset, shape]]} -> {binding}
-      (fast lane) binds runs of a loaded graph on float32 inputs through one
+      binds runs of a loaded graph on float32 inputs through one
       shared buffer, the outputs where a run_subgraph just placed them; from then
-      on such a run is the raw verb RAW_RUN over the fast lane's Unix socket
+      on such a run is the raw verb RAW_RUN over the local carrier's Unix socket
       (core/microkernel/direct.py): the binding id (RUN_REQUEST) in, a status
       (RUN_REPLY) out - RUN_OK (the outputs are in place), RUN_UNKNOWN (no such
       binding, or its graph or buffer is gone: bind again), RUN_FAILED (send it as
@@ -86,7 +97,7 @@ Verbs:
 Error kinds: "framework_missing" (TensorFlow cannot be imported in the worker),
 "freeze" (TensorFlow could not load or freeze the model: its message), "graph"
 (TensorFlow cannot import the graph or find a tensor: its message), "refused"
-(--refuse-io-ops and the graph holds such ops), "run"
+(the graph would run an op outside the allow-list, a recursive function...), "run"
 (TensorFlow failed while running it: its message), "unknown_subgraph", "request"
 (arguments that break this contract).
 """
@@ -118,16 +129,8 @@ RUN = "run"
 UNKNOWN_SUBGRAPH = "unknown_subgraph"
 REFUSED = "refused"
 SHM = "shm"
+UNSHARED = "unshared_buffer"
 REQUEST = "request"
-REFUSE_IO_OPS = "--refuse-io-ops"
-# op types that reach outside the graph's tensors: files, checkpoints, summaries,
-# readers and datasets, the network, Python functions, debugging hooks, state
-# (TensorArray ops, in-memory state of TF1 loops, are not refused)
-REFUSED_OPS = re.compile(r"(?!TensorArray).*(File|Reader|Dataset|Iterator|Save|Restore|Checkpoint|Summary|Print|PyFunc|"
-                         r"Record|ImmutableConst|Debug|Rpc|Collective|Nccl|Send|Recv|Remote|Write|LoadAndRemap|"
-                         r"ReadVariable|Variable|Resource|Mutex|Queue|Barrier|Stage|Accumulator|Table|Generate|"
-                         r"Audio|Sleep|Socket|Exec).*")
-
 INSTALL_HINT = ("install it into that interpreter (pip install tensorflow-cpu==2.21.0) or point {} at a python "
                 "that has it".format(TF_PYTHON_ENV))
 MAX_NAMES = 4096
@@ -135,7 +138,9 @@ MAX_PATH = 4096
 MAX_SUBGRAPHS = 64
 MAX_BINDINGS = 256
 BIND_RUN = "bind_run"
-RAW_RUN = 1  # the raw verb's tag
+RAW_RUN = 1  # the raw verbs' tags
+RAW_SHARE = 2
+SHARE_REQUEST = struct.Struct("<Q")  # buffer size; the name follows
 RUN_REQUEST = struct.Struct("<Q")  # binding id
 RUN_REPLY = struct.Struct("<I")  # status
 RUN_OK, RUN_UNKNOWN, RUN_FAILED = range(3)
@@ -212,6 +217,24 @@ def parse_freeze(args: dict) -> dict:
     return out
 
 
+def freeze_sandbox(request: dict):
+    """The worker's view for a freeze request (core/microkernel/sandbox.py): the model's
+    files read-only - the SavedModel directory, the meta graph or GraphDef, the
+    checkpoint's own files (<prefix>.index, <prefix>.data-*, and the directory's
+    `checkpoint` index) - and the directory of output_path writable. Nothing else of
+    the host: a restore op reads only the checkpoint the user named."""
+    import glob
+    from core.microkernel.sandbox import Sandbox
+    read = [request.get(k) for k in ("saved_model_dir", "meta_graph", "input_model") if request.get(k)]
+    meta = request.get("meta_graph")
+    checkpoint = request.get("checkpoint") or (meta[:-len(".meta")] if meta and meta.endswith(".meta") else None)
+    if checkpoint:
+        read += [p for p in glob.glob(glob.escape(checkpoint) + "*") if os.path.isfile(p)]
+        read.append(os.path.join(os.path.dirname(checkpoint), "checkpoint"))
+    return Sandbox(read_only=tuple(os.path.abspath(p) for p in read),
+                   writable=(os.path.dirname(os.path.abspath(request["output_path"])),))
+
+
 def check_freeze_result(result: dict) -> dict:
     """The client's side: the reply holds what the contract says (ProtocolError otherwise)."""
     if not isinstance(result, dict) or not isinstance(result.get("bytes"), int):
@@ -229,13 +252,14 @@ def subgraph_id(graph_bytes: bytes, inputs: list[str], outputs: list[str]) -> st
     return digest.hexdigest()
 
 
-def refused_ops(graph_def) -> list[str]:
-    """The op types of a GraphDef (TensorFlow's or our schema's) that REFUSED_OPS names,
-    in its nodes and in the functions of its library."""
-    ops = {n.op for n in graph_def.node}
-    for function in graph_def.library.function:
-        ops |= {n.op for n in function.node_def}
-    return sorted(op for op in ops if REFUSED_OPS.fullmatch(op))
+def check_allowed(graph_def, roots, what: str, allowed=None, functions=()) -> None:
+    """RemoteError "refused" when running `roots` of graph_def (all of it: None), or the
+    library `functions`, would execute an op outside the allow-list (tf_ops.py)."""
+    from core.services import tf_ops
+    found = tf_ops.refused(graph_def, roots, allowed or tf_ops.ALLOWED_OPS, functions=functions)
+    if found:
+        raise RemoteError(REFUSED, "{} would run operations mo-core never runs (only pure computations are "
+                                   "allowed): {}".format(what, tf_ops.describe(found)))
 
 
 # --------------------------------------------------------------------------- graphs
@@ -326,7 +350,7 @@ def check_load_subgraph_result(result: dict, inputs: list[str], outputs: list[st
     for key, names in (("inputs", inputs), ("outputs", outputs)):
         items = result.get(key) if isinstance(result, dict) else None
         if not isinstance(items, list) or len(items) != len(names) or not all(
-                isinstance(i, dict) and isinstance(i.get("shape"), list) for i in items):
+                isinstance(i, dict) and (i.get("shape") is None or isinstance(i.get("shape"), list)) for i in items):
             raise ProtocolError(f"the TensorFlow worker's load_subgraph reply must describe each of the {key}")
     return result
 
@@ -407,6 +431,23 @@ def parse_bind_run(args: dict) -> tuple[str, dict, list]:
         raise RemoteError(REQUEST, "'placed' must be [[offset, shape]], one per output")
     size = shm["buffer"]["size"]
     return graph_id, shm, [_span(item, size, f"placed output {i}") for i, item in enumerate(placed)]
+
+
+def share_request(spec: dict) -> bytes:
+    return SHARE_REQUEST.pack(spec["size"]) + spec["name"].encode("ascii")
+
+
+def parse_share(payload, fds: list) -> tuple[str, int]:
+    """(name, size) of a RAW_SHARE request carrying one descriptor (ValueError otherwise)."""
+    if len(fds) != 1:
+        raise ValueError("a share request carries exactly one descriptor, got {}".format(len(fds)))
+    payload = bytes(payload)
+    if not SHARE_REQUEST.size < len(payload) <= SHARE_REQUEST.size + 64:
+        raise ValueError("a malformed share request")
+    (size,) = SHARE_REQUEST.unpack_from(payload)
+    if not 0 < size <= MAX_SHARED_BYTES:
+        raise ValueError("a shared buffer of {} bytes (1 to {})".format(size, MAX_SHARED_BYTES))
+    return payload[SHARE_REQUEST.size:].decode("ascii", "replace"), size
 
 
 def check_bind_run_result(result: dict) -> int:

@@ -60,7 +60,7 @@ class SlotPool:
                     return self._free.pop(i)
         size = max(align(need), 1 << 16)
         try:
-            result = self._call(contract.SHM_CREATE, {"size": size})
+            result = self._call(contract.SHM_CREATE, {"size": size, "pid": os.getpid()})  # (freed when we end)
         except RemoteError:  # e.g. a daemon that cannot make memfds
             self.ok = False
             return None

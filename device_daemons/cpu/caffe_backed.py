@@ -43,7 +43,7 @@ class CaffeWorkerPool:
                 self._worker = WorkerProcess(
                     contract.WORKER_MODULE, name="caffe", startup_timeout=120, request_timeout=self.timeout,
                     restart_budget=3, args=contract.worker_args(self.python_path, "configured"),
-                    env={"GLOG_minloglevel": "2"})
+                    env={"GLOG_minloglevel": "2"}, sandbox=contract.sandbox(python_path=self.python_path))
             return self._worker.call(op, args, arrays, timeout=self.timeout)
 
     def stop(self):

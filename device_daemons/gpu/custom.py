@@ -16,7 +16,10 @@ Inference Engine's GPU plugin used (`-c FILE`, `ie.add_extension(FILE, "GPU")`):
     </CustomLayer>
 
 A file holds one or more CustomLayer elements (a root element around them is
-optional). `name` is the IR layer type. Source paths are relative to the .xml.
+optional). `name` is the IR layer type. Source paths are relative to the .xml and
+must stay in its directory (no absolute path, no `..` out of it); the .xml and its
+sources must be regular files of at most MAX_FILE_BYTES (a FIFO would block the
+daemon for every client, /dev/zero never ends).
 
 Defines: `#define name value`, the value being the layer's attribute `param`
 (else `default`); type int / float values must be numbers, int[] / float[] a
@@ -60,6 +63,7 @@ from .kernels.shape_ops import contiguous_strides, merge_dims
 from .programs import BuildError, build
 
 MAX_FILE_BYTES = 16 << 20
+MAX_WORK_SIZE = 1 << 63
 FORMATS = {"BFYX": "bfyx", "BYXF": "byxf", "YXFB": "yxfb", "FYXB": "fyxb"}
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fF]?$")
 _INTEGER = re.compile(r"^[+-]?\d+$")
@@ -153,21 +157,60 @@ def eval_size(tree, dims: dict, text: str, where: str) -> int:
     return int(ev(tree))
 
 
+def work_size(text: str, dims: dict, where: str) -> int:
+    """A <WorkSizes> entry's value for these dims: 1 to 2^63 - 1 (what size_t holds on
+    every device we run; larger or negative values are this file's error)."""
+    value = eval_size(parse_size(text, where), dims, text, where)
+    if not 0 < value < MAX_WORK_SIZE:
+        raise CustomLayerError(f"{where}: work size {text!r} is {value} for B,F,Y,X = {dims['B']},{dims['F']},"
+                               f"{dims['Y']},{dims['X']}; an OpenCL work size is 1 to 2^63 - 1")
+    return value
+
+
 # --- the .xml file -------------------------------------------------------------------------
 def _read(path: str, what: str, where: str) -> str:
+    """A regular file's text, at most MAX_FILE_BYTES: opened without blocking (a FIFO
+    would wait for a writer), checked on the descriptor it was opened as."""
+    import stat
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise CustomLayerError(f"{where}: the {what} {path} has {size} bytes, more than the "
-                                   f"{MAX_FILE_BYTES >> 20} MB a GPU custom layer file may have")
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise CustomLayerError(f"{where}: cannot find the {what} {path}; check the path") from None
+    except OSError as exc:
+        raise CustomLayerError(f"{where}: cannot read the {what} {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise CustomLayerError(f"{where}: the {what} {path} is not a regular file (a FIFO, a device or a "
+                                   f"directory); give a file")
+        if st.st_size > MAX_FILE_BYTES:
+            raise CustomLayerError(f"{where}: the {what} {path} has {st.st_size} bytes, more than the "
+                                   f"{MAX_FILE_BYTES >> 20} MB a GPU custom layer file may have")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise CustomLayerError(f"{where}: the {what} {path} grew past {MAX_FILE_BYTES >> 20} MB while read")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise CustomLayerError(f"{where}: the {what} {path} is not UTF-8 text") from None
     except OSError as exc:
         raise CustomLayerError(f"{where}: cannot read the {what} {path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _source_path(base: str, filename: str, where: str) -> str:
+    """A <Source filename>: relative to the .xml's directory and inside it (symbolic
+    links resolved), so an .xml cannot compile files from elsewhere."""
+    if os.path.isabs(filename):
+        raise CustomLayerError(f"{where}: <Source filename={filename!r}> is an absolute path; give a path relative "
+                               f"to the .xml's directory {base}")
+    path = os.path.join(base, filename)
+    real, root = os.path.realpath(path), os.path.realpath(base)
+    if os.path.commonpath([real, root]) != root:
+        raise CustomLayerError(f"{where}: <Source filename={filename!r}> is outside the .xml's directory {base}; "
+                               f"put the OpenCL source next to the .xml")
+    return path
 
 
 def _int_attr(element, name, where, required=True, default=None):
@@ -203,7 +246,7 @@ def _parse_layer(node, xml_path: str) -> CustomLayerDef:
         filename = source.get("filename")
         if not filename:
             raise CustomLayerError(f"{where}: <Source> has no filename attribute")
-        path = filename if os.path.isabs(filename) else os.path.join(base, filename)
+        path = _source_path(base, filename, where)
         spec.sources.append((path, _read(path, "OpenCL source", where)))
     if not spec.sources:
         raise CustomLayerError(f"{where}: <Kernel> needs at least one <Source filename=\"...\"/>")
@@ -408,9 +451,9 @@ class CustomKernel(GpuKernel):
                                           "does not have")
         b, f, y, x = bfyx(dims_source[index], self.where)
         env = {"B": b, "F": f, "Y": y, "X": x}
-        self.global_size = [eval_size(parse_size(s, self.where), env, s, self.where) for s in spec.global_sizes]
+        self.global_size = [work_size(s, env, self.where) for s in spec.global_sizes]
         self.local_size = None if not spec.local_sizes else \
-            [eval_size(parse_size(s, self.where), env, s, self.where) for s in spec.local_sizes]
+            [work_size(s, env, self.where) for s in spec.local_sizes]
         if any(g <= 0 for g in self.global_size) or (self.local_size and any(v <= 0 for v in self.local_size)):
             raise KernelError(self.layer, f"{spec.where}: work sizes global {self.global_size} local "
                                           f"{self.local_size} must be positive (B,F,Y,X = {b},{f},{y},{x})")

@@ -51,6 +51,7 @@ class Device:
         # native half arithmetic; half *storage* (vload_half/vstore_half) is core OpenCL
         self.has_fp16 = "cl_khr_fp16" in extensions
         self.max_work_group = int(cl_device.max_work_group_size)
+        self.max_item_sizes = tuple(int(v) for v in cl_device.max_work_item_sizes)
         self.align = max(int(cl_device.mem_base_addr_align) // 8, 16)  # sub-buffer offsets, bytes
         self.global_memory = int(cl_device.global_mem_size)
         self.max_allocation = int(cl_device.max_mem_alloc_size)

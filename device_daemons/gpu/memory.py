@@ -1,14 +1,23 @@
-"""Device memory of a plan: tensors that share storage, and where each lives in
-the per-request arena.
+"""Device memory of a plan: tensors that share storage, and which device buffer
+of a request each lives in.
 
 Every (layer, output port) is a slot. Slots that are the same bytes form a group:
 a view (Reshape, Flatten) and a fused activation are their input's group, and an
 in-place layer's output joins its input's group when nobody reads that group
 afterwards. A group lives from the step that first writes it to the last step
 that reads it (network inputs from before the first step, network outputs to the
-end); groups whose lifetimes do not overlap share arena bytes. Placement is
-greedy by size (largest first, lowest free offset), which is what TFLite's arena
-planner does; offsets are aligned for sub-buffers (CL_DEVICE_MEM_BASE_ADDR_ALIGN).
+end); groups whose lifetimes do not overlap share a buffer. Assignment is greedy
+by size (largest first, into the first buffer free for its whole lifetime), so a
+buffer's size is its first group's.
+
+Whole buffers, not sub-buffers of one arena: in the H200 profile of the first
+round (NVIDIA's driver 580) a kernel on sub-buffers of the arena took up to 8x the
+time the tuner measured for it on buffers of its own (0.18 ms for a 20 us
+convolution), the excess growing with the bytes other sub-buffers had written
+(split-K partial sums, the first reader of a Concat's output, the first layer
+after the upload): the likely cause, which the device check's sub-buffer probe
+measures. Nothing needs an offset into another tensor's storage: a Concat's
+producers get the Concat's buffer and their element offset.
 """
 from __future__ import annotations
 
@@ -36,23 +45,25 @@ class Block:
     start: int   # first step that writes it (-1: a network input)
     end: int     # last step that reads it
     size: int    # bytes
-    offset: int = 0
+    buffer: int = 0  # which of the request's buffers (assign_buffers)
 
 
 def align(value: int, alignment: int) -> int:
     return -(-int(value) // alignment) * alignment
 
 
-def place(blocks: dict, alignment: int) -> int:
-    """Sets each Block's offset; returns the arena size in bytes."""
-    placed: list[Block] = []
+def assign_buffers(blocks: dict) -> list[int]:
+    """Sets each Block's buffer; returns the buffers' sizes in bytes."""
+    sizes: list[int] = []
+    tenants: list[list[Block]] = []
     for block in sorted(blocks.values(), key=lambda b: (-b.size, b.start)):
-        busy = sorted((b.offset, b.offset + b.size) for b in placed if b.start <= block.end and block.start <= b.end)
-        offset = 0
-        for lo, hi in busy:
-            if offset + block.size <= lo:
+        for index, placed in enumerate(tenants):
+            if all(b.end < block.start or block.end < b.start for b in placed):
                 break
-            offset = max(offset, align(hi, alignment))
-        block.offset = offset
-        placed.append(block)
-    return max((b.offset + b.size for b in placed), default=0)
+        else:
+            index = len(sizes)
+            sizes.append(block.size)
+            tenants.append([])
+        block.buffer = index
+        tenants[index].append(block)
+    return sizes

@@ -14,10 +14,11 @@ scale-shift output runs in that layer's epilogue. Shapes come from the layers'
 CPU kernels (the reference for what an IR means).
 
 Memory (once per shape, memory.py): every tensor lives on the device for the
-whole request; tensors share storage by lifetime inside one arena per request.
+whole request; tensors share device buffers by lifetime (whole buffers, never
+sub-buffers).
 
 Requests: `create_request()` makes an InferRequest with its own command queue,
-arena and kernel objects (arguments set once). Requests of one plan run
+buffers and kernel objects (arguments set once). Requests of one plan run
 concurrently from different threads; `infer()` borrows an idle request (making
 one when all are busy), so concurrent infer() calls are safe and each in-flight
 call has its own queue.
@@ -43,8 +44,10 @@ from .device import open_device
 from .kernels import GPU_KERNELS
 from .kernels.activation import activation_code
 from .kernels.base import NO_ACTIVATION
-from .memory import Block, Groups, align, place
-from .programs import builtin_program
+from .kernels.convolution import MAX_SIBLINGS
+from .kernels.tiles import tile_config, tile_defines
+from .memory import Block, Groups, align, assign_buffers
+from .programs import BuildError, builtin_program
 from .tuning import Tuner
 
 _MAX_ELEMENTS = 2**31 - 1  # kernels index with int
@@ -57,6 +60,7 @@ def network_precision(network) -> str:
 
 
 STYLES = ("simt", "simd")
+ENV_MERGE = "MO_CORE_GPU_MERGE"  # 0: no sibling convolutions in one GEMM, no pooling read through
 ENV_STYLE = "MO_CORE_GPU_STYLE"  # forces a style (e.g. the GPU kernels on PoCL, to test them there)
 
 
@@ -129,6 +133,8 @@ class _Step:
     alias: int = -1              # (the slot of that step's output this step's output is)
     residual: int | None = None  # the slot of a fused Eltwise sum's other input (read in the epilogue)
     scratch: list = field(default_factory=list)  # slots of this step's scratch buffers
+    extra_writes: tuple = ()     # slots of other steps' outputs this step computes (sibling convolutions)
+    merged_into: str = ""        # the layer of the step that computes this one's output (its sibling)
 
     def reads(self) -> tuple:
         return self.in_slots + ((self.residual,) if self.residual is not None else ())
@@ -182,6 +188,8 @@ class GpuPlan(PlanShapes):
         self._n_slots = len(self._slot_names)
         self._fuse_sums()
         self._fuse_activations()
+        self._merge_siblings()
+        self._read_through_poolings()
         self._lock = threading.Lock()
         self._idle: list = []
         self._generation = 0
@@ -288,6 +296,80 @@ class GpuPlan(PlanShapes):
             prod.kernel.act = code
             self._fuse(st, root, src)
 
+    def _variant_builds(self, define: str) -> bool:
+        """Does tiled.cl build with `define` on this device (a tile every device
+        runs)? A driver that refuses it keeps the layers apart, with a warning,
+        instead of failing the network."""
+        try:
+            self.ctx.program("tiled.cl", defines=tile_defines(tile_config(32, 32, 16, 4, 4)) + (define,))
+            return True
+        except (BuildError, cl.Error) as exc:
+            self.warnings.append(f"tiled.cl {define} does not build on {self.device.full_name}, the layers it would "
+                                 f"merge run apart: {str(exc).strip().splitlines()[-1][:300]}")
+            return False
+
+    def _merge_siblings(self):
+        """Convolutions of one input with the same window, group 1 and activation
+        (an inception block's 1x1, 3x3_reduce and 5x5_reduce) run as one GEMM
+        launched by the first of them, up to MAX_SIBLINGS a launch (kernels/
+        convolution.py); "simt" kernels only, MO_CORE_GPU_MERGE=0 turns it off."""
+        if self.ctx.style != "simt" or os.environ.get(ENV_MERGE, "").strip() == "0" or \
+                not self._variant_builds("-DSIBLINGS"):
+            return
+        groups: dict = {}
+        for i, st in enumerate(self.steps):
+            if st.fused or st.layer.type != "Convolution" or not self._builtin(st) or len(st.in_slots) != 1 \
+                    or st.residual is not None or len(st.out_slots) != 1:
+                continue
+            key = st.kernel.sibling_key()
+            if key is not None:
+                groups.setdefault((st.in_slots[0], key), []).append(i)
+        for members in groups.values():
+            for first in range(0, len(members) - 1, MAX_SIBLINGS):
+                chunk = members[first:first + MAX_SIBLINGS]
+                if len(chunk) < 2:
+                    continue
+                lead = self.steps[chunk[0]]
+                lead.kernel.siblings = tuple(self.steps[j].kernel for j in chunk[1:])
+                lead.extra_writes = tuple(self.steps[j].out_slots[0] for j in chunk[1:])
+                for j in chunk[1:]:
+                    self.steps[j].merged_into = lead.layer.name
+                    self.steps[j].kernel.absorbed_by = lead.layer.name
+
+    def _read_through_poolings(self):
+        """A max pooling of stride 1 that keeps the image's size, read only by a 1x1
+        convolution (stride 1, no padding, group 1, no siblings): the convolution
+        reads the pooling's input and takes each window's maximum itself (kernels/
+        convolution.py's `pooled`); the pooling launches nothing. "simt" only,
+        MO_CORE_GPU_MERGE=0 turns it off."""
+        if self.ctx.style != "simt" or os.environ.get(ENV_MERGE, "").strip() == "0" or \
+                not self._variant_builds("-DPOOLED"):
+            return
+        readers = self._readers()
+        returned = {s for _, s in self._outputs}
+        by_input: dict = {}
+        for i, st in enumerate(self.steps):
+            for s in st.reads():
+                by_input.setdefault(s, []).append(i)
+        for st in self.steps:
+            if st.layer.type != "Pooling" or not self._builtin(st) or st.fused or st.merged_into \
+                    or len(st.in_slots) != 1 or len(st.out_slots) != 1:
+                continue
+            ref = st.kernel.ref
+            (kh, kw), (sh, sw), (ph, pw), (phe, pwe) = ref.kernel, ref.stride, ref.pad, ref.pad_end
+            out = st.out_slots[0]
+            if ref.method != "max" or (sh, sw) != (1, 1) or ph + phe != kh - 1 or pw + pwe != kw - 1 \
+                    or readers.get(out) != 1 or out in returned:
+                continue
+            conv = self.steps[by_input[out][0]]
+            k = conv.kernel
+            if conv.layer.type != "Convolution" or not self._builtin(conv) or conv.fused or conv.merged_into \
+                    or k.siblings or conv.in_slots != (out,) or not k.one or k.ref.group != 1:
+                continue
+            conv.in_slots = (st.in_slots[0],)
+            k.pooled = (kh, kw, ph, pw)
+            st.merged_into = conv.layer.name
+
     def _place_concats(self):
         """Producers that write straight into their slice of a Concat's output
         (axis 1): a convolution or Permute whose output (through fused layers and
@@ -367,8 +449,9 @@ class GpuPlan(PlanShapes):
         self.shapes = shapes
         self._current_inputs = current
         for step in self.steps:
-            if not step.fused:
-                step.kernel.configure([shapes[s] for s in step.in_slots], [shapes[s] for s in step.out_slots])
+            if not step.fused:  # (the first of sibling convolutions sees its siblings' outputs too)
+                step.kernel.configure([shapes[s] for s in step.in_slots],
+                                      [shapes[s] for s in step.out_slots + step.extra_writes])
         self._tune()
         self._plan_memory(self._place_concats())
         with self._lock:
@@ -380,7 +463,7 @@ class GpuPlan(PlanShapes):
         before = self.tuner.spent_s
         try:
             for step in self.steps:
-                if not step.fused and step.kernel.tunable:
+                if not step.fused and not step.merged_into and step.kernel.tunable:
                     self.tuner.choose(step.kernel, self.precision)
         finally:
             self.tuner.release()
@@ -395,7 +478,7 @@ class GpuPlan(PlanShapes):
         n_steps = len(self.steps)
         scratch_sizes: list[int] = []
         for st in self.steps:
-            sizes = [] if st.fused else list(getattr(st.kernel, "scratch_bytes", lambda: [])())
+            sizes = [] if st.fused or st.merged_into else list(getattr(st.kernel, "scratch_bytes", lambda: [])())
             st.scratch = list(range(self._n_slots + len(scratch_sizes), self._n_slots + len(scratch_sizes) + len(sizes)))
             scratch_sizes += sizes
         total = self._n_slots + len(scratch_sizes)
@@ -410,6 +493,9 @@ class GpuPlan(PlanShapes):
                 first_write[s] = i
             for s in st.scratch:
                 last_read[s] = i
+        for i, st in enumerate(self.steps):  # a sibling convolution's output is written by the first sibling
+            for s in st.extra_writes:
+                first_write[s] = min(first_write[s], i)
         returned = {s for _, s in self._outputs}
         inputs = set(self._input_slots.values())
         constant = {s for st in self.steps if st.kernel.constant for s in st.out_slots}
@@ -451,10 +537,11 @@ class GpuPlan(PlanShapes):
             else:
                 b.start, b.end = min(b.start, start), max(b.end, end)
                 b.size = max(b.size, align(max(size, 1), self.device.align))
-        self.arena_bytes = place(blocks, self.device.align)
-        if self.arena_bytes > self.device.max_allocation:
-            raise IRError(f"the network needs {self.arena_bytes >> 20} MB of device memory per request at these "
-                          f"shapes, more than the {self.device.max_allocation >> 20} MB one buffer may have on "
+        self.buffer_sizes = assign_buffers(blocks)
+        self.arena_bytes = sum(self.buffer_sizes)  # device memory a request holds
+        if max(self.buffer_sizes, default=0) > self.device.max_allocation:
+            raise IRError(f"a tensor of the network needs {max(self.buffer_sizes) >> 20} MB of device memory at "
+                          f"these shapes, more than the {self.device.max_allocation >> 20} MB one buffer may have on "
                           f"{self.device.full_name}; use a smaller batch")
         self._blocks = blocks
         self._constants = {}

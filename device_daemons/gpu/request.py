@@ -1,9 +1,20 @@
 """InferRequest: one in-flight inference of a GpuPlan, with its own command
-queue, its own arena of device memory (sub-buffers per tensor group) and its own
-kernel objects whose arguments are set once, so that a run only enqueues.
+queue, its own device buffers (shared by tensor groups whose lifetimes do not
+overlap: memory.py) and its own kernel objects whose arguments are set once, so
+that a run only enqueues: the launches between host steps in one C call each
+(native/enqueue.py), or one pyopencl call each where that is unavailable and
+while per-layer times are counted.
 
 A request is used by one thread at a time; requests of the same plan run
 concurrently (the plan's weights and constants are read-only and shared).
+
+Waiting for the device: pyopencl holds the interpreter lock while it waits in a
+read of device memory (clWaitForEvents), so a kernel that runs for minutes froze
+every thread of the daemon, `hello` included (issue 21, F7). A run waits for its
+kernels on a marker event's completion callback (other threads run meanwhile)
+before it reads anything back, and gives up at its deadline (MO_CORE_GPU_TIMEOUT,
+seconds, default 60): DeviceTimeout, after which the device holds a kernel that
+nobody can stop in this process (gpu/server.py then restarts the daemon).
 
 Transfers are float32 both ways. A half plan converts on the device (a float32
 staging buffer per transferred tensor, shape_ops.cl's from_float / to_float):
@@ -13,6 +24,7 @@ device takes for the whole conversion and the half the bytes it saves.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -23,8 +35,55 @@ from ir import IRError
 
 from ..contract import PerfRow
 from ..cpu.kernels import KernelError
+from .native import enqueue
 
 _host_lock = threading.Lock()  # the CPU kernels of host layers are not re-entrant
+_STATUS = {v: k for k, v in vars(cl.status_code).items() if isinstance(v, int) and not k.startswith("_")}
+TIMEOUT_ENV = "MO_CORE_GPU_TIMEOUT"
+
+
+def deadline_s() -> float:
+    try:
+        return max(1.0, float(os.environ.get(TIMEOUT_ENV, "60")))
+    except ValueError:
+        return 60.0
+
+
+class DeviceTimeout(IRError):
+    """The device did not finish a request's kernels by its deadline."""
+    kind = "device_timeout"
+
+
+def wait_device(queue, deadline: float, what: str) -> None:
+    """Until everything enqueued on `queue` so far ran, without holding the interpreter
+    lock; DeviceTimeout at `deadline` (time.monotonic()). The marker's completion
+    callback (OpenCL 1.1) wakes the waiting thread at once: a GPU network of under a
+    millisecond pays no polling latency. A driver without callbacks is polled,
+    sleeping 50 us to 5 ms between looks."""
+    marker = cl.enqueue_marker(queue)
+    queue.flush()
+    complete = cl.command_execution_status.COMPLETE
+    done = threading.Event()
+    try:
+        marker.set_callback(complete, lambda status: done.set())
+    except (cl.Error, AttributeError, TypeError):
+        done = None
+    pause = 5e-5
+    while True:
+        status = marker.command_execution_status
+        if status == complete:
+            return
+        if status < 0:
+            raise IRError(f"the OpenCL device failed {what} (status {status})")
+        now = time.monotonic()
+        if now >= deadline:
+            raise DeviceTimeout(f"the OpenCL device did not finish {what} within {deadline_s():g} s "
+                                f"({TIMEOUT_ENV}); a kernel that never ends cannot be stopped in this process")
+        if done is not None:
+            done.wait(min(deadline - now, 0.5))  # (the status is read again: an error ends the wait too)
+        else:
+            time.sleep(pause)
+            pause = min(pause * 2, 5e-3)
 
 
 class InferRequest:
@@ -32,18 +91,18 @@ class InferRequest:
         self.plan = plan
         device = plan.device
         self.queue = cl.CommandQueue(device.context)
-        self.arena = cl.Buffer(device.context, cl.mem_flags.READ_WRITE, max(plan.arena_bytes, device.align))
+        self.memory = [cl.Buffer(device.context, cl.mem_flags.READ_WRITE, size) for size in plan.buffer_sizes]
         groups = plan._groups
-        by_root = {root: self.arena.get_sub_region(b.offset, b.size) for root, b in plan._blocks.items()}
+        by_root = {root: self.memory[b.buffer] for root, b in plan._blocks.items()}
         by_root.update(plan._constants)
         self.buffers = [by_root.get(groups.find(s)) for s in range(len(groups.parent))]
         self._staged: dict = {}  # a half plan's float32 staging buffers (_stage)
         self.actions: list = []
         for step in plan.steps:
-            if step.fused or step.kernel.view or step.kernel.constant:
+            if step.fused or step.merged_into or step.kernel.view or step.kernel.constant:
                 continue
             ins = [self.buffers[s] for s in step.reads()]
-            outs = [self.buffers[s] for s in step.out_slots]
+            outs = [self.buffers[s] for s in step.out_slots + step.extra_writes]
             if step.kernel.host:
                 self.actions.append((step, None, None, None))
                 continue
@@ -58,6 +117,23 @@ class InferRequest:
                 raise
             except cl.Error as err:
                 raise KernelError(step.layer, f"setting up its OpenCL kernel failed: {err}") from err
+        self.segments = None if enqueue.unavailable() else self._segments()
+
+    def _segments(self) -> list:
+        """The actions as runs of device launches (one C call each, native/enqueue.py)
+        between host steps: [(LaunchList, [step of each launch]) | (None, host step)]."""
+        segments, run, steps = [], [], []
+        for step, kernel, global_size, local_size in self.actions + [(None, None, None, None)]:
+            if kernel is not None:
+                run.append((kernel, global_size, local_size))
+                steps.append(step)
+                continue
+            if run:
+                segments.append((enqueue.LaunchList(self.queue, run), steps))
+                run, steps = [], []
+            if step is not None:
+                segments.append((None, step))
+        return segments
 
     def _stage(self, slot):
         """(float32 device buffer, to_float kernel, from_float kernel, global size)
@@ -97,11 +173,12 @@ class InferRequest:
             self.queue.finish()
         return host
 
-    def _run_host(self, step):
+    def _run_host(self, step, deadline: float):
+        wait_device(self.queue, deadline, "the layers before a host layer")  # (then the copies wait no more)
         ins = [self._fetch(s) for s in step.in_slots]
         self.queue.finish()
         with _host_lock:
-            outs = step.kernel.ref.forward(ins)
+            outs = step.kernel.host_forward(ins)
         for s, value in zip(step.out_slots, outs):
             value = np.asarray(value, np.float32)
             if value.shape != self.plan.shapes[s]:
@@ -116,8 +193,9 @@ class InferRequest:
         actions = iter(self.actions)
         action = next(actions, None)
         for step in self.plan.steps:
-            if step.fused:
-                perf.append(PerfRow(step.layer.name, step.layer.type, "fused into " + step.fused_into, "fused", 0.0))
+            if step.fused or step.merged_into:
+                into = step.fused_into or step.merged_into
+                perf.append(PerfRow(step.layer.name, step.layer.type, "fused into " + into, "fused", 0.0))
                 continue
             if step.kernel.view or step.kernel.constant:
                 what = "view" if step.kernel.view else "constant"
@@ -128,24 +206,37 @@ class InferRequest:
                 yield action
                 action = next(actions, None)
             self.queue.finish()
-            backend = "host" if step.kernel.host else "opencl"
+            backend = getattr(step.kernel, "backend", "host") if step.kernel.host else "opencl"
             perf.append(PerfRow(step.layer.name, step.layer.type, backend, "executed", (clock() - start) * 1e3))
 
     def run(self, values: dict[str, np.ndarray], perf: list | None = None) -> dict[str, np.ndarray]:
         """values: checked float32 inputs by name -> {output key: float32 array}.
         With `perf` (a list): a PerfRow per step (see _counted)."""
         plan = self.plan
+        deadline = time.monotonic() + deadline_s()
         keep = [self._upload(plan._input_slots[name], value, blocking=False) for name, value in values.items()]
         if perf is not None:
             self.queue.finish()  # the uploads are not the first step's time
         step = None
         try:
-            for step, kernel, global_size, local_size in (self.actions if perf is None else self._counted(perf)):
-                if kernel is None:
-                    self._run_host(step)
-                else:
-                    cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
+            if perf is None and self.segments is not None:
+                for launches, steps in self.segments:
+                    if launches is None:
+                        step = steps
+                        self._run_host(step, deadline)
+                        continue
+                    code, index = launches.enqueue()
+                    if code:
+                        step = steps[index]
+                        raise cl.Error(f"clEnqueueNDRangeKernel failed: {_STATUS.get(code, code)}")
+            else:
+                for step, kernel, global_size, local_size in (self.actions if perf is None else self._counted(perf)):
+                    if kernel is None:
+                        self._run_host(step, deadline)
+                    else:
+                        cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
             step = None
+            wait_device(self.queue, deadline, "the network's kernels")  # (then the copies wait no more)
             results = {name: self._fetch(slot) for name, slot in plan._outputs}
             self.queue.finish()
         except cl.Error as err:

@@ -7,15 +7,26 @@ The verbs, caching, handles, shared memory and errors are every daemon's
 (device_daemons/service/), with the CPU daemon's contract. The GPU's own
 parts: extensions are GPU custom layer .xml files (custom.py); a compiled network
 is one GpuPlan (its weights on the device once) whose infer() is thread-safe: each
-in-flight request has its own command queue and arena, so a pool needs one plan,
+in-flight request has its own command queue and buffers, so a pool needs one plan,
 not one per thread; query_network is query.py's. The device is opened before the
 endpoint is bound: no OpenCL device is an `[ ERROR ]` at start, not a daemon that
-fails every request.
+fails every request. Every local request computes on its own local-carrier
+connection's thread, the others on the pool (service/device_daemon.py).
+
+A long or endless kernel: the request threads wait for the device without holding
+the interpreter lock (request.py), and the I/O thread never computes, so `hello`,
+`status` and other requests are answered meanwhile; a request past its deadline
+(MO_CORE_GPU_TIMEOUT) fails with kind "device_timeout", and since nothing stops a
+running OpenCL kernel in this process, the daemon - the part that runs kernels -
+then exits: the client that asked gets its error first, and any client's next
+request starts a fresh daemon (policy "auto"), which loads its networks again.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
+import os
 import threading
 import time
 
@@ -24,6 +35,10 @@ from .custom import CustomLayers, load_custom_layers
 from .device import DeviceError, open_device, parse_device_name
 from .plan import GpuPlan
 from .query import query_network
+from .request import DeviceTimeout
+
+log = logging.getLogger("mo_core.daemon")
+EXIT_GRACE_S = 1.0  # the timed-out request's reply goes out first
 
 
 class GpuPool:
@@ -55,7 +70,7 @@ class GpuPool:
 
     @property
     def instances(self) -> int:
-        """Requests (queue + arena) the plan made: the most ever in flight at once."""
+        """Requests (queue + buffers) the plan made: the most ever in flight at once."""
         return max(1, self._most)
 
     @contextlib.contextmanager
@@ -91,6 +106,17 @@ class GpuDaemon(DeviceDaemon):
         for defs in extensions:  # later files override earlier ones
             custom.defs.update(defs)
         return custom
+
+    def compute(self, pool, plan, inputs: dict, perf: list | None, out: dict | None = None) -> dict:
+        try:
+            return super().compute(pool, plan, inputs, perf, out)
+        except DeviceTimeout as exc:
+            log.error("%s; the daemon exits so that a fresh one gets the device", exc.message)
+            timer = threading.Timer(EXIT_GRACE_S, os._exit, args=(3,))
+            timer.daemon = True
+            timer.start()
+            raise DeviceTimeout(exc.message + ". The GPU daemon exits now (its device is held by that kernel); the "
+                                "next request starts a fresh one") from None
 
     def make_pool(self, key, network, extensions, shapes, description, extra_outputs=None):
         return GpuPool(key, network, self._custom(extensions), shapes, self.device, description, extra_outputs)

@@ -309,14 +309,15 @@ class Tuner:
         outs = [self._buffer(("out", i), size(s), dtype) for i, s in enumerate(kernel.out_shapes)]
         scratch = [self._buffer(("scratch", i), n, np.dtype(np.float32))
                    for i, n in enumerate(getattr(kernel, "scratch_bytes", lambda: [])())]
-        place = getattr(kernel, "place", None)
-        if place is not None:
-            kernel.place = None  # timed into a buffer of its own
+        placed = [(k, k.place) for k in (kernel,) + tuple(getattr(kernel, "siblings", ()))
+                  if getattr(k, "place", None) is not None]
+        for k, _ in placed:
+            k.place = None  # timed into buffers of its own
         try:
             launches = kernel.launches(ins, outs, *([scratch] if scratch else []))
         finally:
-            if place is not None:
-                kernel.place = place
+            for k, place in placed:
+                k.place = place
         objects = []
         for launch in launches:
             k = cl.Kernel(launch.program, launch.name)

@@ -35,9 +35,9 @@ request runs on a plan), status_extra() and cleanup().
 from __future__ import annotations
 
 import argparse
-import itertools
 import logging
 import os
+import secrets
 import stat
 import sys
 import threading
@@ -104,7 +104,6 @@ class DeviceDaemon:
         self._handles: dict[int, Handle] = {}
         self._pools: dict[tuple, object] = {}
         self._building: dict[tuple, threading.Lock] = {}
-        self._ids = itertools.count(1)
         self._extensions: list[str] = []  # registered with add_extension, in order
         self._extension_files: dict[tuple, dict] = {}  # file identity -> {type: ...}
         self._extension_lock = threading.Lock()
@@ -302,7 +301,10 @@ class DeviceDaemon:
         finally:
             source.close()
         with self._lock:
-            handle = Handle(next(self._ids), pool)
+            handle_id = secrets.randbits(62) + 1  # unguessable: another client cannot name it (issue 21)
+            while handle_id in self._handles:
+                handle_id = secrets.randbits(62) + 1
+            handle = Handle(handle_id, pool)
             self._handles[handle.id] = handle
         settings = getattr(pool, "settings", None)
         log.info("loaded %s as handle %d%s%s", source.description, handle.id, " (cached)" if cached else "",
@@ -357,7 +359,8 @@ class DeviceDaemon:
 
     # ----------------------------------------------------------------- inference
     def shm_create(self, args: dict, arrays: list) -> dict:
-        return self.shm.create(contract.parse_shm_create(args))
+        size, pid = contract.parse_shm_create(args)
+        return self.shm.create(size, pid)
 
     def shm_detach(self, args: dict, arrays: list) -> dict:
         self.shm.detach(contract.parse_shm_detach(args))

@@ -6,8 +6,12 @@ from and writes its outputs to (the `shm` spec is checked by contract.parse_shm)
 
 The daemon keeps at most `max_slots` slots and `max_bytes` in all (the least
 recently used ones are dropped, and their bindings with them: a client then binds
-again). Slot ids are random, so one client cannot guess another's. Every error
-here is a RemoteError of kind "shm".
+again). Slot ids are random, so one client cannot guess another's. A client names
+its pid when it asks for a slot: the daemon holds a pidfd of it, and once that
+process is gone (the pidfd reads, so a reused pid cannot fool it) its slots - and
+the bindings on them - go at the next create or detach, not at LRU eviction
+(issue 21: a killed client pinned 512 MiB). A client that names another pid only
+risks its own slots. Every error here is a RemoteError of kind "shm".
 """
 from __future__ import annotations
 
@@ -31,10 +35,11 @@ _SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
 class _Slot:
-    __slots__ = ("fd", "mm", "size", "closed")
+    __slots__ = ("fd", "mm", "size", "closed", "owner")
 
-    def __init__(self, fd: int, mm: mmap.mmap, size: int):
+    def __init__(self, fd: int, mm: mmap.mmap, size: int, owner: int | None = None):
         self.fd, self.mm, self.size = fd, mm, size
+        self.owner = owner  # the client process's pid, when it said
         self.closed = False  # detached or dropped: what still refers to it must let go
 
     def close(self) -> None:
@@ -56,12 +61,55 @@ class ShmSlots:
         self._max = max_slots
         self._max_bytes = max_bytes
         self._bytes = 0
+        self._owners: dict[int, int] = {}  # client pid -> its pidfd
 
     def __len__(self) -> int:
         return len(self._slots)
 
-    def create(self, size) -> dict:
-        """A new sealed slot of `size` bytes: {slot, path, name} for the client."""
+    def reap(self) -> int:
+        """Drops the slots of client processes that ended; how many went."""
+        import select
+        with self._lock:
+            fds = list(self._owners.items())
+        if not fds:
+            return 0
+        ended = {pid for pid, fd in fds if select.select([fd], [], [], 0)[0]}
+        if not ended:
+            return 0
+        with self._lock:
+            gone = [(sid, slot) for sid, slot in self._slots.items() if slot.owner in ended]
+            for sid, slot in gone:
+                del self._slots[sid]
+                self._bytes -= slot.size
+            for pid in ended:
+                os.close(self._owners.pop(pid))
+        for _, slot in gone:
+            slot.close()
+            self._dropped(slot)
+        return len(gone)
+
+    def _own(self, pid: int | None) -> int | None:
+        """The pid to record as a slot's owner (a pidfd of it held), None if it cannot be watched."""
+        if pid is None:
+            return None
+        with self._lock:
+            if pid in self._owners:
+                return pid
+        try:
+            fd = os.pidfd_open(pid)
+        except (AttributeError, OSError):  # gone already, or no pidfds here: LRU eviction only
+            return None
+        with self._lock:
+            if pid in self._owners:
+                os.close(fd)
+            else:
+                self._owners[pid] = fd
+        return pid
+
+    def create(self, size, owner: int | None = None) -> dict:
+        """A new sealed slot of `size` bytes: {slot, path, name} for the client
+        (`owner`: its pid)."""
+        self.reap()
         if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= _MAX_SLOT_BYTES:
             raise RemoteError("shm", f"a shared memory slot takes 1 to {_MAX_SLOT_BYTES} bytes, "
                                      f"not {size!r:.40}")
@@ -78,7 +126,7 @@ class ShmSlots:
         except OSError as exc:
             os.close(fd)
             raise RemoteError("shm", f"cannot make a shared memory slot of {size} bytes: {exc}") from None
-        slot = _Slot(fd, mm, size)
+        slot = _Slot(fd, mm, size, self._own(owner))
         dropped = []
         with self._lock:
             sid = secrets.randbits(62) + 1
@@ -107,6 +155,7 @@ class ShmSlots:
             return slot
 
     def detach(self, sid) -> None:
+        self.reap()
         with self._lock:
             slot = self._slots.pop(sid, None) if isinstance(sid, int) else None
             if slot is not None:
@@ -119,6 +168,9 @@ class ShmSlots:
         with self._lock:
             slots, self._slots = list(self._slots.values()), collections.OrderedDict()
             self._bytes = 0
+            for fd in self._owners.values():
+                os.close(fd)
+            self._owners.clear()
         for slot in slots:
             slot.close()
 

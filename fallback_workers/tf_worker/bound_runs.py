@@ -4,7 +4,7 @@ contract: core/services/tf_worker.py).
 The daemon runs an offloaded layer again and again through the same shared buffer.
 Once a run_subgraph went through, it binds those runs: the views of the buffer and
 where the outputs go are made and checked once, here; each later run is an 8-byte
-raw datagram on the fast lane's Unix socket and a 4-byte status back, with no msgpack
+raw datagram on the local carrier's Unix socket and a 4-byte status back, with no msgpack
 and no per-request checks on either side (measured: ~0.25 ms of Python per call on
 this project's 2-core VM, a quarter of an Erf layer's whole overhead).
 """

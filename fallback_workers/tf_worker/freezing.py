@@ -1,6 +1,15 @@
 """The TensorFlow worker's `freeze` verb: SavedModels, meta graphs and GraphDefs with
 checkpoints become frozen GraphDefs (variables -> constants). The contract:
-core/services/tf_worker.py."""
+core/services/tf_worker.py.
+
+Before TensorFlow loads anything, what freezing would run is checked against the
+allow-list (core/services/tf_ops.py): the nodes the outputs and the variables need
+(a variable's control inputs run when it is restored), the restore op (which must
+read through the saver's filename tensor: the checkpoint the user named), the
+init/main ops a TF1 SavedModel runs at load, and the functions a TF2 SavedModel
+restores (the object graph's; the saver's own functions are never run: TensorFlow
+restores TF2 variables with ops of its own).
+"""
 from __future__ import annotations
 
 import os
@@ -13,6 +22,10 @@ _NOT_OUTPUTS = {"NoOp", "SaveV2", "Save", "SaveSlices", "RestoreV2", "Restore", 
                 "AssignVariableOp", "AssignAdd", "AssignSub", "VariableV2", "Variable", "VarHandleOp", "Const",
                 "Placeholder", "PlaceholderWithDefault", "VarIsInitializedOp", "IsVariableInitialized"}
 _VARIABLES = ("VariableV2", "Variable", "VarHandleOp")
+_RESTORE_OPS = frozenset({"RestoreV2", "Restore", "RestoreSlice"})
+_INIT_COLLECTIONS = ("saved_model_main_op", "legacy_init_op", "init_op", "table_initializer")
+_INIT_SIGNATURE = "__saved_model_init_op"
+MAX_PROTO_BYTES = 1 << 31  # a meta graph or saved_model.pb (protobuf's own limit)
 
 
 def _node_name(name: str) -> str:
@@ -30,8 +43,87 @@ def _placeholders(graph_def) -> list[str]:
     return [n.name for n in graph_def.node if n.op == "Placeholder"]
 
 
+def _read_proto(message, path: str, what: str):
+    try:
+        size = os.path.getsize(path)
+        if size >= MAX_PROTO_BYTES:
+            raise RemoteError(contract.FREEZE_FAILED, "{} {} is larger than protobuf can read ({} bytes)".format(
+                what, path, size))
+        with open(path, "rb") as f:
+            message.ParseFromString(f.read())
+    except RemoteError:
+        raise
+    except Exception as exc:  # OSError, protobuf's DecodeError
+        raise RemoteError(contract.FREEZE_FAILED, "cannot read {} {}: {}: {}".format(what, path, type(exc).__name__,
+                                                                                   exc)) from None
+    return message
+
+
+def _variables(graph_def) -> list[str]:
+    return [n.name for n in graph_def.node if n.op in _VARIABLES]
+
+
+def _check_restore(graph_def, saver_def, what: str) -> None:
+    """The restore op runs only allowed ops plus restores that read the saver's filename tensor."""
+    from core.services import tf_ops
+    if not saver_def.restore_op_name:
+        return
+    contract.check_allowed(graph_def, [saver_def.restore_op_name], what + "'s restore op",
+                           allowed=tf_ops.ALLOWED_OPS | _RESTORE_OPS)
+    nodes = {n.name: n for n in graph_def.node}
+    filename = tf_ops.node_name(saver_def.filename_tensor_name)
+    for node in tf_ops.closure(graph_def, [saver_def.restore_op_name]):
+        if node.op not in _RESTORE_OPS:
+            continue
+        source = tf_ops.node_name(node.input[0]) if node.input else ""
+        while source in nodes and nodes[source].op == "Identity" and nodes[source].input:
+            source = tf_ops.node_name(nodes[source].input[0])
+        if source != filename:
+            raise RemoteError(contract.REFUSED, "{}'s restore op has op '{}' (node '{}') reading the checkpoint "
+                              "named by node '{}', not by the saver's filename tensor '{}': it could read other "
+                              "files than the checkpoint given".format(what, node.op, node.name, source, filename))
+
+
+def _init_ops(meta_graph) -> list[str]:
+    """The init/main ops a SavedModel loader runs."""
+    names = []
+    for key in _INIT_COLLECTIONS:
+        if key in meta_graph.collection_def:
+            names.extend(meta_graph.collection_def[key].node_list.value)
+    init = meta_graph.signature_def.get(_INIT_SIGNATURE)
+    if init is not None:
+        names.extend(t.name for t in init.outputs.values())
+    return names
+
+
+def _check_saved_model(tf, path: str, tags) -> None:
+    """What tf.saved_model.load would run of the SavedModel at `path`, checked."""
+    from tensorflow.core.protobuf import saved_model_pb2
+    pb = os.path.join(path, "saved_model.pb")
+    if not os.path.isfile(pb):
+        return  # (text SavedModels, or none: TensorFlow's loader says what is wrong, running nothing)
+    saved = _read_proto(saved_model_pb2.SavedModel(), pb, "the SavedModel")
+    wanted = set(tags or ["serve"])
+    for meta in saved.meta_graphs:
+        if wanted and not wanted <= set(meta.meta_info_def.tags):
+            continue
+        what = "the SavedModel's meta graph {}".format(sorted(meta.meta_info_def.tags))
+        graph_def = meta.graph_def
+        init = _init_ops(meta)
+        if init:
+            contract.check_allowed(graph_def, init, what + "'s init op")
+        if meta.object_graph_def.nodes:  # TF2: the loader restores these functions, and runs no graph node
+            contract.check_allowed(graph_def, [], what, functions=sorted(meta.object_graph_def.concrete_functions))
+            continue
+        # TF1: the loader runs the restore op, the init op, then the signature's outputs
+        _check_restore(graph_def, meta.saver_def, what)
+        outputs = [t.name for sig in meta.signature_def.values() for t in sig.outputs.values()]
+        contract.check_allowed(graph_def, outputs + _variables(graph_def), what)
+
+
 def freeze_saved_model(tf, a):
     from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2
+    _check_saved_model(tf, a["saved_model_dir"], a["saved_model_tags"])
     loaded = tf.saved_model.load(a["saved_model_dir"], tags=a["saved_model_tags"])
     signatures = dict(loaded.signatures)
     if not signatures:
@@ -50,8 +142,9 @@ def freeze_saved_model(tf, a):
     return graph_def, inputs, [_node_name(t.name) for t in frozen.outputs]
 
 
-def _restore_and_freeze(tf, graph, sess, graph_def, outputs):
-    tf1 = tf.compat.v1
+def _outputs(graph_def, outputs, what: str) -> list[str]:
+    """The output nodes (given, or the nodes nothing reads), after checking that what
+    freezing runs - the outputs and the variables with everything they need - is allowed."""
     outputs = outputs or _sinks(graph_def)
     if not outputs:
         raise RemoteError(contract.FREEZE_FAILED, "the graph has no node that could be its output; name the outputs "
@@ -59,7 +152,12 @@ def _restore_and_freeze(tf, graph, sess, graph_def, outputs):
     missing = [o for o in outputs if o not in {n.name for n in graph_def.node}]
     if missing:
         raise RemoteError(contract.FREEZE_FAILED, "the graph has no node(s) {} to use as output".format(missing))
-    frozen = tf1.graph_util.convert_variables_to_constants(sess, graph_def, outputs)
+    contract.check_allowed(graph_def, list(outputs) + _variables(graph_def), what)
+    return outputs
+
+
+def _freeze(tf, sess, graph_def, outputs):
+    frozen = tf.compat.v1.graph_util.convert_variables_to_constants(sess, graph_def, outputs)
     return frozen, _placeholders(frozen), outputs
 
 
@@ -70,11 +168,14 @@ def freeze_meta_graph(tf, a):
     if not checkpoint:
         raise RemoteError(contract.FREEZE_FAILED, "no checkpoint for the meta graph {}: give it with "
                           "--input_checkpoint".format(meta))
+    meta_graph = _read_proto(tf1.MetaGraphDef(), meta, "the meta graph")
+    _check_restore(meta_graph.graph_def, meta_graph.saver_def, "the meta graph")
+    outputs = _outputs(meta_graph.graph_def, a["outputs"], "the meta graph")
     graph = tf.Graph()
     with graph.as_default(), tf1.Session(graph=graph) as sess:
-        saver = tf1.train.import_meta_graph(meta, clear_devices=True)
+        saver = tf1.train.import_meta_graph(meta_graph, clear_devices=True)
         saver.restore(sess, checkpoint)
-        return _restore_and_freeze(tf, graph, sess, graph.as_graph_def(), a["outputs"])
+        return _freeze(tf, sess, graph.as_graph_def(), outputs)
 
 
 def freeze_graph_with_checkpoint(tf, a):
@@ -87,17 +188,18 @@ def freeze_graph_with_checkpoint(tf, a):
         text_format.Parse(data.decode("utf-8"), graph_def)
     else:
         graph_def.ParseFromString(data)
+    if not _variables(graph_def):
+        raise RemoteError(contract.FREEZE_FAILED, "the graph {} has no variables for the checkpoint to fill; a "
+                          "graph without them converts as it is (leave out --input_checkpoint)"
+                          .format(a["input_model"]))
+    outputs = _outputs(graph_def, a["outputs"], "the graph")
     graph = tf.Graph()
     with graph.as_default():
         tf1.import_graph_def(graph_def, name="")
-        variables = {n.name: graph.get_tensor_by_name(n.name + ":0") for n in graph_def.node if n.op in _VARIABLES}
-        if not variables:
-            raise RemoteError(contract.FREEZE_FAILED, "the graph {} has no variables for the checkpoint to fill; a "
-                              "graph without them converts as it is (leave out --input_checkpoint)"
-                              .format(a["input_model"]))
+        variables = {name: graph.get_tensor_by_name(name + ":0") for name in _variables(graph_def)}
         with tf1.Session(graph=graph) as sess:
             tf1.train.Saver(var_list=variables).restore(sess, a["checkpoint"])
-            return _restore_and_freeze(tf, graph, sess, graph_def, a["outputs"])
+            return _freeze(tf, sess, graph_def, outputs)
 
 
 def freeze(tf, args: dict) -> dict:

@@ -8,24 +8,27 @@ from __future__ import annotations
 from core.services import tf_worker as contract
 
 
-def register(server, tf, refuse_io_ops: bool = False, parent_pid: int | None = None):
+def register(server, tf):
     """Registers every verb; returns the cleanup serve_main runs at the end."""
     from fallback_workers.tf_worker.freezing import freeze
     from fallback_workers.tf_worker.bound_runs import BoundRuns
     from fallback_workers.tf_worker.subgraphs import Subgraphs
-    subgraphs = Subgraphs(tf, refuse_io_ops, parent_pid)
+    subgraphs = Subgraphs(tf)
     bound = BoundRuns(subgraphs)
     subgraphs.on_unmap = bound.forget_buffer
     server.handle(contract.FREEZE, lambda args, arrays: freeze(tf, args))
     server.handle(contract.INFER_SUBGRAPH, subgraphs.infer)
-    server.handle(contract.LOAD_SUBGRAPH, subgraphs.load)
-    server.handle(contract.RUN_SUBGRAPH, subgraphs.run)
-    # and on the fast lane, which the daemon calls: one thread receives, runs and replies (the main lane
-    # hands each request to a pool thread and its reply back, ~0.1 ms on every offloaded layer's call)
-    server.handle(contract.RUN_SUBGRAPH, subgraphs.run, lane="fast")
+    # the daemon's path to its worker: the local carrier, where the connection's own thread receives, runs and
+    # replies (the main socket hands each request to a pool thread and its reply back, ~0.1 ms on every offloaded
+    # layer's call); the main socket for what does not fit a datagram, or a refused connection
+    for op, fn in ((contract.LOAD_SUBGRAPH, subgraphs.load), (contract.RUN_SUBGRAPH, subgraphs.run),
+                   (contract.BIND_RUN, bound.bind)):
+        server.handle(op, fn)
+        server.handle(op, fn, lane="local")
     # bound runs: the daemon's repeated runs through one buffer as 8-byte raw datagrams (bound_runs.py)
-    server.handle(contract.BIND_RUN, bound.bind, lane="fast")
     server.handle_raw(contract.RAW_RUN, bound.run)
+    # shared buffers: the daemon hands their descriptors over (a sandboxed worker sees no other process)
+    server.handle_raw(contract.RAW_SHARE, subgraphs.share, fds=True)
 
     def cleanup(reason):
         subgraphs.close()

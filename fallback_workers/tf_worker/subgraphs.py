@@ -27,20 +27,18 @@ def _first_lines(exc: Exception, n: int = 6) -> str:
 
 
 class Subgraphs:
-    """refuse_io_ops: graphs come from IRs a daemon was sent, not from the user's own
-    model: ops that reach files, the network or Python are refused (contract.refused_ops)."""
+    """Every graph is checked against the allow-list (core/services/tf_ops.py) before
+    TensorFlow imports it: what its outputs would run, function bodies included."""
 
-    def __init__(self, tf, refuse_io_ops: bool = False, parent_pid: int | None = None):
+    def __init__(self, tf):
         self.tf = tf
-        self.refuse_io_ops = refuse_io_ops
-        self.parent_pid = parent_pid
         self._loaded: collections.OrderedDict = collections.OrderedDict()
-        self._buffers: collections.OrderedDict = collections.OrderedDict()  # name -> mmap of the parent's buffer
+        self._buffers: collections.OrderedDict = collections.OrderedDict()  # name -> mmap of a buffer shared
         self._lock = threading.Lock()
         self.on_unmap = None  # called with the name of each buffer no longer kept mapped (bound_runs.py)
 
     # ----------------------------------------------------------------- import
-    def _import(self, graph_bytes: bytes):
+    def _import(self, graph_bytes: bytes, outputs: list[str]):
         tf, tf1 = self.tf, self.tf.compat.v1
         graph_def = tf1.GraphDef()
         try:
@@ -49,11 +47,7 @@ class Subgraphs:
             raise RemoteError(contract.GRAPH, "the bytes sent are not a GraphDef: " + _first_lines(exc)) from None
         for node in graph_def.node:
             node.device = ""
-        if self.refuse_io_ops:
-            refused = contract.refused_ops(graph_def)
-            if refused:
-                raise RemoteError(contract.REFUSED, "the graph holds operations that reach outside TensorFlow's "
-                                  "tensors ({}); a daemon never runs them from an IR".format(", ".join(refused)))
+        contract.check_allowed(graph_def, outputs, "the graph")
         graph = tf.Graph()
         try:
             with graph.as_default():
@@ -96,7 +90,7 @@ class Subgraphs:
     # ----------------------------------------------------------------- infer_subgraph
     def infer(self, args: dict, arrays: list):
         a = contract.parse_infer_subgraph(args, arrays)
-        graph = self._import(a["graph"])
+        graph = self._import(a["graph"], a["outputs"])
         outputs = [self._tensor(graph, name) for name in a["outputs"]]
         placeholders = [op for op in graph.get_operations() if op.type in _PLACEHOLDERS]
         names = {op.outputs[0].name: op for op in placeholders}
@@ -176,7 +170,7 @@ class Subgraphs:
             if entry is not None:  # the id is the digest of graph, inputs and outputs: nothing to do again
                 self._loaded.move_to_end(a["id"])
                 return entry[3]
-        graph = self._import(a["graph"])
+        graph = self._import(a["graph"], a["outputs"])
         inputs = [self._tensor(graph, name) for name in a["inputs"]]
         for tensor in inputs:
             if tensor.op.type not in _PLACEHOLDERS:
@@ -221,38 +215,46 @@ class Subgraphs:
         return name in self._buffers
 
     def buffer(self, spec: dict):
-        return self._buffer(spec)
-
-    def _buffer(self, spec: dict):
-        from core.microkernel.shared_buffer import map_shared
+        """The mapping of a buffer the parent shared (share): kind "unshared_buffer"
+        when it is not (any more) mapped here - share it (again), then retry."""
         name = spec.get("name")
         with self._lock:
             mm = self._buffers.get(name)
             if mm is not None:
                 self._buffers.move_to_end(name)
                 return mm
+        raise RemoteError(contract.UNSHARED, "no shared buffer {!r:.80} is mapped in this worker: share its "
+                                             "descriptor first".format(name))
+
+    def share(self, payload, fds: list) -> bytes:
+        """The raw verb RAW_SHARE: map the buffer whose descriptor came with it."""
         try:
-            mm = map_shared(spec, self.parent_pid)
+            name, size = contract.parse_share(payload, fds)
+            from core.microkernel.shared_buffer import adopt
+            mm = adopt(fds[0], name, size)
         except (ValueError, OSError) as exc:
+            from core.microkernel.direct import close_all
+            close_all(fds)
             raise RemoteError(contract.SHM, "cannot map the shared buffer: {}".format(exc)) from None
         with self._lock:
+            old = self._buffers.pop(name, None)
             self._buffers[name] = mm
             # buffers the parent dropped stay mapped until evicted: past these bounds the least recently used go
-            # (one still in use is mapped again on its next request)
+            # (one still in use is shared again on its next request)
             dropped = []
             while len(self._buffers) > 1 and (len(self._buffers) > contract.MAX_SUBGRAPHS or sum(
                     len(m) for m in self._buffers.values()) > contract.MAX_MAPPED_BYTES):
                 dropped.append(self._buffers.popitem(last=False)[0])
-        for old in dropped:
+        for gone in dropped + ([name] if old is not None else []):
             if self.on_unmap is not None:
-                self.on_unmap(old)
-        return mm
+                self.on_unmap(gone)
+        return contract.RUN_REPLY.pack(contract.RUN_OK)
 
     def run(self, args: dict, arrays: list):
         graph_id, inputs, shm = contract.parse_run_subgraph(args, arrays)
         mm = None
         if shm is not None:
-            mm = self._buffer(shm["buffer"])
+            mm = self.buffer(shm["buffer"])
             if len(mm) != shm["buffer"]["size"]:
                 raise RemoteError(contract.SHM, "the shared buffer {} changed its size".format(shm["buffer"]["name"]))
             inputs = [np.ndarray(shape, np.float32, buffer=mm, offset=offset) for offset, shape in shm["inputs"]]

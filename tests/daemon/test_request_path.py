@@ -2,7 +2,8 @@
 local client's requests - synchronous, an InferRequest's, asynchronous - take the
 daemon's local carrier (bound requests over its Unix socket); the fallback (infer
 over ZeroMQ, arrays as frames) takes them when the carrier is unavailable (shared
-memory turned off, its socket gone, a daemon on tcp) or does not take them
+memory turned off, its socket gone, a connection it refuses, a daemon on tcp) or
+does not take them
 (per-layer counts); a request that fails on the carrier reports its error there,
 once. Real daemons, results against pycaffe."""
 from __future__ import annotations
@@ -45,6 +46,19 @@ def run_some(exec_net, tiny, seeds=range(4)):
         assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
 
 
+def new_client_takes_the_fallback(tiny):
+    """A new client (its threads connect afresh) whose carrier cannot be had: its
+    requests run over ZeroMQ, correct, and it stops trying the carrier."""
+    with IECore() as ie:
+        ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
+        exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+        before = status(exec_net)
+        run_some(exec_net, tiny)
+        after = status(exec_net)
+        assert after["requests"] - before["requests"] == 4 and after["local_requests"] == before["local_requests"]
+        assert not exec_net._loaded[0].carrier.direct_usable
+
+
 def test_a_local_client_takes_the_local_carrier(fresh_runtime, tiny):
     with IECore() as ie:
         ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
@@ -84,14 +98,30 @@ def test_a_carrier_that_cannot_be_reached_leaves_the_fallback(fresh_runtime, tin
         run_some(first, tiny, [0])
         path = first.link.call("hello")[0]["direct"]["path"]
         os.unlink(path)  # (the daemon's listening socket stays open; nobody can connect any more)
-    with IECore() as ie:  # a new client: its threads connect afresh
+    new_client_takes_the_fallback(tiny)
+
+
+def test_a_carrier_that_refuses_the_connection_leaves_the_fallback(fresh_runtime, tiny):
+    """This process holds as many connections to the carrier as one process may
+    (direct.MAX_PER_PEER, by SO_PEERCRED): a new client's connection is closed
+    unanswered, and its requests run over ZeroMQ, correct, not one failed."""
+    import socket
+
+    from core.microkernel import direct
+    with IECore() as ie:
         ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
-        exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
-        before = status(exec_net)
-        run_some(exec_net, tiny)
-        after = status(exec_net)
-        assert after["requests"] - before["requests"] == 4 and after["local_requests"] == before["local_requests"]
-        assert not exec_net._loaded[0].carrier.direct_usable
+        first = ie.load_network(ie.read_network(tiny.xml), "CPU")
+        path = first.link.call("hello")[0]["direct"]["path"]
+    held = []
+    try:
+        for _ in range(direct.MAX_PER_PEER):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            sock.connect(path)
+            held.append(sock)
+        new_client_takes_the_fallback(tiny)
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def test_a_daemon_on_tcp_has_no_carrier(fresh_runtime, tiny):

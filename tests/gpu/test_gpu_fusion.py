@@ -1,8 +1,9 @@
 """Fewer launches in the GPU plan, against the CPU plan on real OpenCL (PoCL):
 Eltwise sums run in the epilogue of the convolution that makes one of their
-inputs (then the activation after them too), and Concat inputs are written by
+inputs (then the activation after them too), Concat inputs are written by
 their producers (convolutions, Permute through Flatten) straight into their
-slice of the Concat's buffer; every kernel family, FP32 and FP16, batch 2."""
+slice of the Concat's buffer, and sibling convolutions (one input, one window)
+run as one GEMM; every kernel family, FP32 and FP16, batch 2."""
 from __future__ import annotations
 
 import numpy as np
@@ -162,3 +163,149 @@ def test_ssd_heads_permute_through_flatten_into_the_concat(tmp_path, gpu_device)
     s = steps(plan)
     assert s["perm1"].kernel.place == (0, 156) and s["perm2"].kernel.place == (120, 156)
     assert s["cat"].kernel.skip == {0, 1}
+
+
+SIBLING_TILES = [None, {"kernel": "tiled", "tm": 16, "tn": 16, "tk": 8, "wm": 2, "wn": 2, "ks": 3},
+                 {"kernel": "tiled", "tm": 32, "tn": 16, "tk": 16, "wm": 4, "wn": 2, "ks": 1}]
+
+
+@pytest.mark.parametrize("precision", ["FP32", "FP16"])
+@pytest.mark.parametrize("style,config", [("simt", c) for c in SIBLING_TILES] + [("simd", None)],
+                         ids=["simt", "simt_ks3", "simt_32x16", "simd"])
+def test_sibling_convolutions_run_as_one_gemm(tmp_path, gpu_device, style, config, precision):
+    """An inception block's 1x1 convolutions of one input (b1 into the Concat,
+    b2a and b3a into the 3x3 / 5x5 after them; b3a without bias, its ReLU leaky
+    like the others') run as one GEMM launched by b1 in the GPU style, each channel
+    written to its own layer's buffer (b1's at its Concat offset): odd channel
+    counts, split K with empty slices, FP16. A 3x3 of the same input (another
+    window) and a 1x1 with another activation stay apart; the CPU-device style
+    keeps them all apart."""
+    rng = np.random.default_rng(8)
+    n, c, h, w = shape = (2, 7, 5, 9)
+    leaky = {"negative_slope": 0.1}
+
+    def relu(name, source, ch, data=None):
+        return (name, "ReLU", data or leaky, None, [source], (n, ch, h, w))
+    b3a = conv("b3a", "data", rng, c, 3, shape, k=1, pad=0)
+    b3a = b3a[:3] + ({"weights": b3a[3]["weights"]},) + b3a[4:]
+    layers = [conv("b1", "data", rng, c, 5, shape, k=1, pad=0), relu("b1r", "b1", 5),
+              conv("b2a", "data", rng, c, 6, shape, k=1, pad=0), relu("b2ar", "b2a", 6),
+              conv("b2", "b2ar", rng, 6, 4, shape), relu("b2r", "b2", 4),
+              b3a, relu("b3ar", "b3a", 3),
+              conv("b3", "b3ar", rng, 3, 2, shape, k=5, pad=2), relu("b3r", "b3", 2),
+              conv("b4", "data", rng, c, 3, shape), relu("b4r", "b4", 3),
+              conv("b5", "data", rng, c, 2, shape, k=1, pad=0), relu("b5r", "b5", 2, {"negative_slope": 0.0}),
+              ("cat", "Concat", {"axis": 1}, None, ["b1r", "b2r", "b3r", "b4r", "b5r"], (n, 16, h, w))]
+    plan = compare_plans(graph_ir(tmp_path, shape, layers, precision), gpu_device, {"data": rand(rng, *shape)},
+                         precision, style=style, config=config)
+    s = steps(plan)
+    merged = {name for name, st in s.items() if st.merged_into}
+    if style == "simd":
+        assert merged == set() and not s["b1"].kernel.siblings
+        return
+    assert merged == {"b2a", "b3a"} and {s[x].merged_into for x in merged} == {"b1"}
+    assert [k.layer.name for k in s["b1"].kernel.siblings] == ["b2a", "b3a"]
+    assert s["b1"].extra_writes == (s["b2a"].out_slots[0], s["b3a"].out_slots[0])
+    assert not s["b4"].kernel.siblings and not s["b5"].kernel.siblings and not s["b5"].merged_into
+    assert s["b1"].kernel.place == (0, 16 * h * w)
+    request = plan.create_request()
+    launched = [step.layer.name for step, *_ in request.actions]
+    assert "b2a" not in launched and "b3a" not in launched and "b1" in launched
+    if config is not None:
+        assert s["b1"].kernel.config == config
+    perf = []
+    plan.infer({"data": rand(rng, *shape)}, perf)
+    rows = {r.name: r for r in perf}
+    assert rows["b2a"].status == "fused" and rows["b2a"].backend == "fused into b1"
+
+
+def test_siblings_come_four_a_launch_and_can_be_turned_off(tmp_path, gpu_device, monkeypatch):
+    """Six 1x1 convolutions of one input: the first four in one launch, the other
+    two in another; MO_CORE_GPU_MERGE=0 launches each on its own. Reshaped to
+    another batch, the merged launch follows."""
+    from device_daemons.cpu import ExecutionPlan
+    rng = np.random.default_rng(9)
+    shape = (1, 5, 4, 6)
+    names = [f"c{i}" for i in range(6)]
+    layers = [conv(name, "data", rng, 5, 2 + i, shape, k=1, pad=0) for i, name in enumerate(names)]
+    layers.append(("cat", "Concat", {"axis": 1}, None, names, (1, sum(2 + i for i in range(6)), 4, 6)))
+    network = graph_ir(tmp_path, shape, layers)
+    plan = compare_plans(network, gpu_device, {"data": rand(rng, *shape)}, style="simt")
+    s = steps(plan)
+    assert [s[x].merged_into for x in names] == ["", "c0", "c0", "c0", "", "c4"]
+    plan.reshape({"data": (3, 5, 4, 6)})
+    x = rand(rng, 3, 5, 4, 6)
+    ref = ExecutionPlan(network)
+    ref.reshape({"data": x.shape})
+    np.testing.assert_allclose(plan.infer({"data": x})["cat"], ref.infer({"data": x})["cat"], rtol=1e-5,
+                               atol=1e-5)
+    monkeypatch.setenv("MO_CORE_GPU_MERGE", "0")
+    alone = compare_plans(network, gpu_device, {"data": rand(rng, *shape)}, style="simt")
+    assert not any(st.merged_into for st in alone.steps)
+
+
+@pytest.mark.parametrize("precision", ["FP32", "FP16"])
+@pytest.mark.parametrize("style,config", [("simt", c) for c in SIBLING_TILES] + [("simd", None)],
+                         ids=["simt", "simt_ks3", "simt_32x16", "simd"])
+def test_a_max_pooling_is_read_through_by_the_1x1_convolution_after_it(tmp_path, gpu_device, style, config,
+                                                                       precision):
+    """GoogLeNet's pool -> pool_proj (3x3, stride 1, padding 1) and a 2x2 one padded
+    at the end only: in the GPU style the 1x1 convolution takes each window's
+    maximum in its loads and the pooling launches nothing; an average pooling, a
+    max pooling read twice and one of stride 2 stay layers."""
+    rng = np.random.default_rng(10)
+    n, c, h, w = shape = (2, 5, 7, 6)
+
+    def pool(name, source, k, pads, stride=1, method="max", out=None):
+        data = {"kernel": f"{k},{k}", "strides": f"{stride},{stride}", "pads_begin": f"{pads[0]},{pads[0]}",
+                "pads_end": f"{pads[1]},{pads[1]}", "pool-method": method}
+        return (name, "Pooling", data, None, [source], out or shape)
+    half = (n, c, 4, 4)
+    layers = [pool("p3", "data", 3, (1, 1)), conv("proj3", "p3", rng, c, 4, shape, k=1, pad=0),
+              ("proj3r", "ReLU", {}, None, ["proj3"], (n, 4, h, w)),
+              pool("p2", "data", 2, (0, 1)), conv("proj2", "p2", rng, c, 3, shape, k=1, pad=0),
+              pool("avg", "data", 3, (1, 1), method="avg"), conv("proja", "avg", rng, c, 2, shape, k=1, pad=0),
+              pool("twice", "data", 3, (1, 1)), conv("t1", "twice", rng, c, 2, shape, k=1, pad=0),
+              conv("t2", "twice", rng, c, 2, shape, k=3, pad=1),
+              pool("strided", "data", 3, (1, 1), stride=2, out=half), conv("ps", "strided", rng, c, 2, half, k=1, pad=0),
+              ("cat", "Concat", {"axis": 1}, None, ["proj3r", "proj2", "proja", "t1", "t2"], (n, 13, h, w))]
+    plan = compare_plans(graph_ir(tmp_path, shape, layers, precision), gpu_device, {"data": rand(rng, *shape)},
+                         precision, style=style, config=config)
+    s = steps(plan)
+    merged = {name for name, st in s.items() if st.merged_into}
+    if style == "simd":
+        assert merged == set()
+        return
+    assert merged == {"p3", "p2"} and s["p3"].merged_into == "proj3" and s["p2"].merged_into == "proj2"
+    assert s["proj3"].kernel.pooled == (3, 3, 1, 1) and s["proj2"].kernel.pooled == (2, 2, 0, 0)
+    assert s["proj3"].in_slots == s["p3"].in_slots and s["proj3"].kernel.place == (0, 13 * h * w)
+    assert all(s[x].kernel.pooled is None for x in ("proja", "t1", "t2", "ps"))
+    launched = {step.layer.name for step, *_ in plan.create_request().actions}
+    assert "p3" not in launched and "p2" not in launched and {"avg", "twice", "strided"} <= launched
+
+
+def test_a_driver_that_cannot_build_the_merged_kernels_keeps_the_layers_apart(tmp_path, gpu_device, monkeypatch):
+    """A unit test beside the real builds above: tiled.cl's SIBLINGS and POOLED
+    variants refused by a stand-in for a driver that cannot compile them: the
+    network still loads, with a warning each, its layers apart and right."""
+    from device_daemons.cpu import ExecutionPlan
+    from device_daemons.gpu import GpuPlan
+    from device_daemons.gpu.plan import EngineContext
+    from device_daemons.gpu.programs import BuildError
+    from tests.cpu.cpu_helpers import rel_err
+    real = EngineContext.program
+
+    def refusing(self, filename, half=None, defines=()):
+        if "-DSIBLINGS" in defines or "-DPOOLED" in defines:
+            raise BuildError("the OpenCL program tiled.cl does not compile here (a stand-in)")
+        return real(self, filename, half, defines)
+    monkeypatch.setattr(EngineContext, "program", refusing)
+    rng = np.random.default_rng(11)
+    shape = (1, 6, 5, 4)
+    layers, _ = inception(rng, shape)
+    network = graph_ir(tmp_path, shape, layers)
+    plan = GpuPlan(network, gpu_device, style="simt")
+    assert not any(st.merged_into for st in plan.steps)
+    assert len(plan.warnings) == 2 and all("does not build" in w for w in plan.warnings)
+    x = rand(rng, *shape)
+    assert rel_err(plan.infer({"data": x})["cat"], ExecutionPlan(network).infer({"data": x})["cat"]) <= 1e-5

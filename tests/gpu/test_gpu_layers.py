@@ -14,6 +14,7 @@ SEEDS = [0, 1]
 # CPU-device-style ones: all run on any device
 KERNELS = [("simt", None), ("simt", {"kernel": "direct"}), ("simd", None)]
 KERNEL_IDS = ["simt", "simt_direct", "simd"]
+STYLES = ["simt", "simd"]  # the element-wise kernels: explicit work groups (simt) or the driver's (simd)
 
 
 def pads(rng, k):
@@ -84,11 +85,12 @@ def pool_out(size, k, s, p, p_end, ceil):
     return out
 
 
+@pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("method,exclude", [("max", 0), ("avg", 0), ("avg", 1)])
 @pytest.mark.parametrize("k,s,p,rounding", [(3, 2, 0, "ceil"), (3, 2, 1, "ceil"), (2, 2, 0, "floor"),
                                             (3, 1, 1, "ceil"), (5, 3, 2, "floor")])
-def test_pooling(tmp_path, gpu_device, method, exclude, k, s, p, rounding, precision):
+def test_pooling(tmp_path, gpu_device, method, exclude, k, s, p, rounding, precision, style):
     rng = np.random.default_rng(k + s + p)
     n, c, h, w = 2, 3, 11, 8
     oh = pool_out(h, k, s, p, p, rounding == "ceil")
@@ -96,7 +98,7 @@ def test_pooling(tmp_path, gpu_device, method, exclude, k, s, p, rounding, preci
     data = {"kernel": f"{k},{k}", "strides": f"{s},{s}", "pads_begin": f"{p},{p}", "pads_end": f"{p},{p}",
             "pool-method": method, "exclude-pad": "true" if exclude else "false", "rounding_type": rounding}
     compare_layer(tmp_path, gpu_device, "Pooling", data, [rand(rng, n, c, h, w)], [(n, c, oh, ow)],
-                  precision=precision)
+                  precision=precision, style=style)
 
 
 @pytest.mark.parametrize("method", ["max", "avg"])
@@ -118,21 +120,29 @@ def test_fully_connected(tmp_path, gpu_device, shape, axis, precision, style, co
                   style=style, config=config)
 
 
+@pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("region,size", [("across", 5), ("across", 3), ("same", 3), ("same", 5)])
-def test_norm(tmp_path, gpu_device, region, size, precision):
+def test_norm(tmp_path, gpu_device, region, size, precision, style):
     rng = np.random.default_rng(size)
     x = rand(rng, 2, 7, 5, 9, scale=3.0)
     data = {"alpha": 0.3, "beta": 0.75, "local-size": size, "region": region, "k": 2.0}
-    compare_layer(tmp_path, gpu_device, "Norm", data, [x], [x.shape], precision=precision)
+    compare_layer(tmp_path, gpu_device, "Norm", data, [x], [x.shape], precision=precision, style=style)
 
 
+@pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("shape,axis", [((3, 10), 1), ((2, 5, 3, 7), 1), ((2, 5, 3, 7), 2), ((4, 6, 9), -1)])
-def test_softmax(tmp_path, gpu_device, shape, axis, precision):
+@pytest.mark.parametrize("shape,axis", [((3, 10), 1), ((2, 5, 3, 7), 1), ((2, 5, 3, 7), 2), ((4, 6, 9), -1),
+                                        ((3, 1001), 1), ((2, 3, 67), 2)])
+def test_softmax(tmp_path, gpu_device, shape, axis, precision, style):
+    """The last two: rows of 64 values or more (a work group reduces each one)."""
     rng = np.random.default_rng(len(shape))
     x = rand(rng, *shape, scale=4.0)
-    compare_layer(tmp_path, gpu_device, "SoftMax", {"axis": axis}, [x], [x.shape], precision=precision)
+    _, plan = compare_layer(tmp_path, gpu_device, "SoftMax", {"axis": axis}, [x], [x.shape], precision=precision,
+                            style=style)
+    rows = shape[-1] >= 64 and axis in (len(shape) - 1, -1)
+    launch = plan.create_request().actions[0][1]
+    assert launch.function_name == ("softmax_rows" if rows else "softmax")
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
@@ -293,17 +303,26 @@ def test_prior_boxes_are_device_constants(tmp_path, gpu_device, layer_type, data
     assert plan.steps[0].kernel.constant
 
 
-def test_detection_output_runs_on_the_host_between_device_layers(tmp_path, gpu_device):
+@pytest.mark.parametrize("batch,keep_top_k", [(1, 5), (3, 5), (3, -1)])
+def test_detection_output_runs_on_the_host_between_device_layers(tmp_path, gpu_device, monkeypatch, batch,
+                                                                 keep_top_k):
+    """With its selection in C (gcc is here), the images of a batch on host threads
+    (keep_top_k > 0: each image's rows are cut alone; threads whatever this
+    machine's CPU count)."""
+    from device_daemons.gpu.kernels import detection
+    monkeypatch.setattr(detection, "MIN_CPUS", 1)
     rng = np.random.default_rng(16)
     priors, classes = 12, 3
-    loc = rand(rng, 2, priors * 4, scale=0.1)
-    conf = rng.uniform(0, 1, (2, priors * classes)).astype(np.float32)
+    loc = rand(rng, batch, priors * 4, scale=0.1)
+    conf = rng.uniform(0, 1, (batch, priors * classes)).astype(np.float32)
     centers = rng.uniform(0.2, 0.8, (priors, 2))
     boxes = np.concatenate([centers - 0.1, centers + 0.1], axis=1).ravel()
     prior = np.stack([boxes, np.full(boxes.size, 0.1)])[None].astype(np.float32)
     data = {"num_classes": classes, "share_location": 1, "background_label_id": 0, "nms_threshold": 0.45,
-            "top_k": 10, "keep_top_k": 5, "code_type": "caffe.PriorBoxParameter.CENTER_SIZE",
+            "top_k": 10, "keep_top_k": keep_top_k, "code_type": "caffe.PriorBoxParameter.CENTER_SIZE",
             "confidence_threshold": 0.1}
-    out, plan = compare_layer(tmp_path, gpu_device, "DetectionOutput", data, [loc, conf, prior], [(1, 1, 10, 7)])
-    assert plan.steps[0].kernel.host
-    assert (out["layer"][0, 0, :, 0] >= 0).any()
+    rows = batch * (keep_top_k if keep_top_k > 0 else 10)
+    out, plan = compare_layer(tmp_path, gpu_device, "DetectionOutput", data, [loc, conf, prior], [(1, 1, rows, 7)])
+    assert plan.steps[0].kernel.host and plan.steps[0].kernel.backend == "host native"
+    images = out["layer"][0, 0, :, 0]
+    assert set(images[images >= 0].astype(int)) == set(range(batch))

@@ -45,6 +45,26 @@ def test_network_equals_pycaffe(bvlc_models, small_nets, gpu_device, tmp_path, m
     compare_with_caffe(ours, caffe_outputs(proto, weights, inputs), 1e-4)
 
 
+def test_googlenet_in_the_gpu_style_equals_pycaffe(bvlc_models, gpu_device, tmp_path):
+    """The GPU-style kernels on the whole of GoogLeNet (as on a GPU): tiled GEMMs,
+    each inception block's 1x1, 3x3_reduce and 5x5_reduce as one GEMM (9 launches
+    instead of 27), the pooling before each pool_proj read through by it,
+    element-wise kernels with explicit work groups, the launches enqueued by the
+    C loop."""
+    from device_daemons.gpu import GpuPlan
+    from ir import read_ir, write_ir
+    proto, weights = bvlc_models["bvlc_googlenet"]
+    xml = str(tmp_path / "model.xml")
+    write_ir(convert_api(input_model=weights, input_proto=proto, batch=1), xml)
+    plan = GpuPlan(read_ir(xml), gpu_device, style="simt")
+    merged = [st for st in plan.steps if st.merged_into]
+    assert len(merged) == 27 and {st.layer.name.split("/")[1] for st in merged} == {"3x3_reduce", "5x5_reduce", "pool"}
+    assert {st.merged_into.split("/")[1] for st in merged} == {"1x1", "pool_proj"}
+    assert plan.create_request().segments is not None
+    inputs, ours = run(plan)
+    compare_with_caffe(ours, caffe_outputs(proto, weights, inputs), 1e-4)
+
+
 @pytest.mark.parametrize("model", MODELS)
 def test_fp16_network_equals_pycaffe(bvlc_models, small_nets, gpu_device, tmp_path, model):
     proto, weights = model_files(model, bvlc_models, small_nets)

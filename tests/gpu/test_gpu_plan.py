@@ -76,6 +76,15 @@ def test_in_place_layers_and_views_share_buffers_and_memory_is_reused(tmp_path, 
     assert g.find(names["flat"].out_slots[0]) == g.find(names["c4"].out_slots[0])
     tensor = 2 * 4 * 6 * 7 * 4
     assert plan.arena_bytes < 4 * tensor      # 9 tensors of that size live in at most 3 buffers at a time
+    # whole buffers (no sub-buffers of an arena), never shared by blocks alive at the same step
+    import pyopencl as cl
+    request = plan.create_request()
+    assert len(request.memory) == len(plan.buffer_sizes) <= 3
+    assert all(b.get_info(cl.mem_info.ASSOCIATED_MEMOBJECT) is None for b in request.memory)
+    blocks = list(plan._blocks.values())
+    for i, a in enumerate(blocks):
+        for b in blocks[i + 1:]:
+            assert a.buffer != b.buffer or a.end < b.start or b.end < a.start
 
 
 def test_a_network_input_is_never_overwritten_in_place(tmp_path, gpu_device):
@@ -199,3 +208,27 @@ def test_program_builds_are_cached_and_errors_carry_the_log(gpu_device):
     assert builtin_program(gpu_device, "pooling.cl", True) is not builtin_program(gpu_device, "pooling.cl", False)
     with pytest.raises(BuildError, match="(?s)does not compile.*Build log:\n.*undeclared"):
         build(gpu_device, "__kernel void k(__global float* x) { x[0] = nope; }", (), "test.cl")
+
+
+def test_launches_go_through_the_c_loop_or_pyopencl_with_equal_results(tmp_path, gpu_device, monkeypatch):
+    """The C loop (gcc is here) enqueues each run of device launches between host
+    steps in one call; MO_CORE_GPU_ENQUEUE=python keeps pyopencl's enqueue. The
+    same kernels: equal outputs. Counted runs (per-layer times) use pyopencl."""
+    from device_daemons.gpu import GpuPlan
+    rng = np.random.default_rng(12)
+    shape = (2, 4, 7, 6)
+    layers = with_shapes([conv("c1", rng), ("r1", "ReLU", {}, None, None), conv("c2", rng),
+                          ("s", "SoftMax", {"axis": 1}, None, None)], shape)
+    network = chain_ir(tmp_path, shape, layers)
+    x = rand(rng, *shape)
+    native = GpuPlan(network, gpu_device, style="simt")
+    request = native.create_request()
+    assert [len(steps) for _, steps in request.segments] == [len(request.actions)]
+    monkeypatch.setenv("MO_CORE_GPU_ENQUEUE", "python")
+    plain = GpuPlan(network, gpu_device, style="simt")
+    assert plain.create_request().segments is None
+    first = native.infer({"data": x})["s"]
+    np.testing.assert_array_equal(first, plain.infer({"data": x})["s"])
+    perf = []
+    np.testing.assert_array_equal(first, native.infer({"data": x}, perf)["s"])
+    assert [r.status for r in perf] == ["executed", "fused", "executed", "executed"]

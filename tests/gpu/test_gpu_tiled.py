@@ -16,11 +16,12 @@ PRECISIONS = ["FP32", "FP16"]
 
 # one configuration per family: square and tall/wide tiles, register blocks from
 # 2x2 to 8x4, K steps 8 to 32, fewer work items than a tile row or column (the
-# loaders' several columns / passes), K slices (3: slices of unequal or no work)
+# loaders' several columns / passes), K slices (3: slices of unequal or no work; 16: the short search's
+# doubled split, most slices empty on these small K)
 TILES = [tile_config(64, 64, 16, 4, 4), tile_config(32, 32, 16, 4, 4), tile_config(16, 64, 16, 2, 4),
          tile_config(64, 16, 16, 4, 2), tile_config(128, 64, 16, 8, 4), tile_config(32, 32, 8, 2, 2),
          tile_config(16, 16, 32, 2, 2), tile_config(64, 32, 16, 8, 2), tile_config(32, 32, 16, 4, 4, ks=3),
-         tile_config(16, 64, 8, 2, 4, ks=2)]
+         tile_config(16, 64, 8, 2, 4, ks=2), tile_config(16, 16, 16, 2, 2, ks=16)]
 TILE_IDS = ["{tm}x{tn}x{tk}_{wm}x{wn}_ks{ks}".format(**c) for c in TILES]
 
 # (n, c, h, w, o, kernel (kh, kw), stride, dilation, pads_begin, pads_end, group)

@@ -187,3 +187,22 @@ def test_mo_core_tune(home, net, tmp_path):
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 1 and p.stderr.startswith("[ ERROR ]") and message in p.stderr, p.stderr
         assert "Traceback" not in p.stderr
+
+
+def test_the_short_search_offers_two_work_groups_per_compute_unit_for_batch_1_layers():
+    """A unit test (the device a stand-in with an H200's 132 compute units, beside
+    the searches on the real device above): for GoogLeNet's batch-1 GEMMs
+    (M output channels x N pixels x K) of at least 4096 outputs, some candidate
+    of the short search has at least two work groups (with its K slices) per
+    compute unit; the heuristic's choice fills one at least."""
+    from device_daemons.gpu.kernels.tiles import _groups, tile_candidates
+
+    class H200:
+        compute_units, max_work_group, local_memory = 132, 1024, 48 * 1024
+    for m, n, k in [(256, 196, 528), (384, 49, 832), (128, 49, 832), (24, 196, 512), (64, 196, 480),
+                    (112, 196, 512), (320, 196, 1440), (128, 784, 256), (32, 784, 192), (192, 3136, 576),
+                    (1000, 1, 1024)]:
+        short = tile_candidates(m, n, k, 1, H200, "1")
+        assert max(_groups(c, m, n, 1) * c["ks"] for c in short) >= 2 * H200.compute_units, (m, n, k)
+        first = tile_candidates(m, n, k, 1, H200, "default")[0]
+        assert _groups(first, m, n, 1) * first["ks"] >= H200.compute_units, (m, n, k)

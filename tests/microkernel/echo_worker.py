@@ -82,14 +82,14 @@ def setup(server: Server, opts) -> None:
                whoami):
         server.handle(fn.__name__, fn)
     server.handle("lane", lambda args, arrays: {"lane": "main"})
-    if opts.fast:  # a fast lane (a socket of its own) with the same verbs, 'lane' saying which served it
+    if opts.local:  # the local carrier (a Unix socket) with the same verbs, 'lane' saying which served it
         for fn in (echo, sleep, crash):
-            server.handle(fn.__name__, fn, lane="fast")
-        server.handle("lane", lambda args, arrays: {"lane": "fast"}, lane="fast")
+            server.handle(fn.__name__, fn, lane="local")
+        server.handle("lane", lambda args, arrays: {"lane": "local"}, lane="local")
 
 
 def _add_arguments(parser):
-    parser.add_argument("--fast", action="store_true", help="serve some verbs on a fast lane too")
+    parser.add_argument("--local", action="store_true", help="serve some verbs on the local carrier too")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import pytest
 from core.microkernel import (Client, MicrokernelError, MicrokernelTimeout, ProtocolError, RemoteError, Server,
                               new_ipc_endpoint)
 from core.microkernel import direct
+from tests.support import wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -35,9 +36,11 @@ def served(request):
         return {}, [np.arange(args["n"], dtype=np.float32)]
     def failing(payload):
         raise ValueError(f"no good: {bytes(payload)!r}")
-    server.handle("echo", echo, lane="fast")
-    server.handle("big", big, lane="fast")
-    server.handle("slow", lambda args, arrays: time.sleep(args["s"]) or {}, lane="fast")
+    def slow(args, arrays):
+        time.sleep(args["s"])
+    for op, fn in (("echo", echo), ("big", big), ("slow", slow)):  # (ZeroMQ for what does not fit a datagram)
+        server.handle(op, fn)
+        server.handle(op, fn, lane="local")
     server.handle("only_local", echo, lane="local")
     server.handle_raw(7, lambda payload: bytes(payload)[::-1])
     server.handle_raw(8, failing)
@@ -57,28 +60,28 @@ def served(request):
 
 def test_calls_go_over_the_unix_socket(served):
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
+    with Client(server.endpoint, timeout=10, key=key, direct_path=info["direct"]["path"]) as local:
         for i in range(20):
-            result, arrays = fast.call("echo", {"i": i}, [np.full(3, i, np.float32)], direct=True, spin=0.0005)
+            result, arrays = local.call("echo", {"i": i}, [np.full(3, i, np.float32)], direct=True, spin=0.0005)
             assert result["args"] == {"i": i} and result["thread"].startswith("direct-local-")
             np.testing.assert_array_equal(arrays[0], np.full(3, i, np.float32))
         assert server.direct_messages == 20
         # not direct=True: the client's I/O thread and ZeroMQ, as before
-        assert fast.call("echo", {"i": -1})[0]["args"] == {"i": -1}
+        assert local.call("echo", {"i": -1})[0]["args"] == {"i": -1}
         assert server.direct_messages == 20
 
 
 def test_messages_too_large_for_a_datagram_go_over_zeromq(served):
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
+    with Client(server.endpoint, timeout=10, key=key, direct_path=info["direct"]["path"]) as local:
         n = direct.MAX_DATAGRAM  # a reply of 4 x MAX_DATAGRAM bytes: sent as TOO_LARGE, repeated over ZeroMQ
-        arrays = fast.call("big", {"n": n}, direct=True)[1]
+        arrays = local.call("big", {"n": n}, direct=True)[1]
         np.testing.assert_array_equal(arrays[0], np.arange(n, dtype=np.float32))
         assert server.direct_messages == 1
         x = np.ones(direct.MAX_DATAGRAM, np.float32)  # a request that large never tries the socket
-        np.testing.assert_array_equal(fast.call("echo", {}, [x], direct=True)[1][0], x)
+        np.testing.assert_array_equal(local.call("echo", {}, [x], direct=True)[1][0], x)
         assert server.direct_messages == 1
-        assert fast.call("echo", {"after": 1}, direct=True)[0]["args"] == {"after": 1}
+        assert local.call("echo", {"after": 1}, direct=True)[0]["args"] == {"after": 1}
         assert server.direct_messages == 2
 
 
@@ -107,14 +110,14 @@ def test_bad_datagrams_cost_the_sender_its_connection(served):
     with pytest.raises(socket.timeout):
         sock.recv(100)
     sock.close()
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=path) as fast:
-        assert fast.call("echo", {"ok": 1}, direct=True)[0]["args"] == {"ok": 1}
+    with Client(server.endpoint, timeout=10, key=key, direct_path=path) as local:
+        assert local.call("echo", {"ok": 1}, direct=True)[0]["args"] == {"ok": 1}
 
 
 def test_signatures_are_checked_as_on_zeromq(served):
     """An unsigned request: answered by a server without a key, dropped by one with."""
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=1, direct_path=info["direct"]["path"]) as unsigned:
+    with Client(server.endpoint, timeout=1, direct_path=info["direct"]["path"]) as unsigned:
         if key is None:
             assert unsigned.call("echo", {"u": 1}, direct=True)[0]["args"] == {"u": 1}
         else:
@@ -125,9 +128,9 @@ def test_signatures_are_checked_as_on_zeromq(served):
 def test_a_missing_socket_leaves_zeromq(served, tmp_path):
     server, info, key = served
     gone = str(tmp_path / "nothing.direct")
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=gone) as fast:
-        assert fast.call("echo", {"z": 1}, direct=True)[0]["args"] == {"z": 1}
-        assert fast._core.direct_path is None
+    with Client(server.endpoint, timeout=10, key=key, direct_path=gone) as local:
+        assert local.call("echo", {"z": 1}, direct=True)[0]["args"] == {"z": 1}
+        assert local._core.direct_path is None
     assert server.direct_messages == 0
 
 
@@ -135,47 +138,70 @@ def test_a_server_that_does_not_answer_times_out_as_such(served):
     """Polling for the reply (spin) never waits past the poll: the call ends at its own
     timeout with MicrokernelTimeout, not stuck in a receive until the socket's timeout."""
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
+    with Client(server.endpoint, timeout=10, key=key, direct_path=info["direct"]["path"]) as local:
         t0 = time.monotonic()
         with pytest.raises(MicrokernelTimeout, match="no reply to 'slow'"):
-            fast.call("slow", {"s": 1.5}, timeout=0.5, direct=True, spin=0.002)
+            local.call("slow", {"s": 1.5}, timeout=0.5, direct=True, spin=0.002)
         assert time.monotonic() - t0 < 1.4
         # the connection the slow handler still holds was let go: the next call has its own at once
         t0 = time.monotonic()
-        assert fast.call("echo", {"after": 2}, direct=True, spin=0.002)[0]["args"] == {"after": 2}
+        assert local.call("echo", {"after": 2}, direct=True, spin=0.002)[0]["args"] == {"after": 2}
         assert time.monotonic() - t0 < 0.5
 
 
 def test_a_long_request_holds_only_its_own_connection(served):
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
-        slow = threading.Thread(target=fast.call, args=("slow", {"s": 1.0}), kwargs={"direct": True})
+    with Client(server.endpoint, timeout=10, key=key, direct_path=info["direct"]["path"]) as local:
+        slow = threading.Thread(target=local.call, args=("slow", {"s": 1.0}), kwargs={"direct": True})
         slow.start()
         try:
             time.sleep(0.1)
             t0 = time.monotonic()
             for i in range(5):  # this thread's connection has a server thread of its own
-                assert fast.call("echo", {"i": i}, direct=True)[0]["args"] == {"i": i}
+                assert local.call("echo", {"i": i}, direct=True)[0]["args"] == {"i": i}
             assert time.monotonic() - t0 < 0.5
         finally:
             slow.join(10)
 
 
+def test_one_process_gets_at_most_max_per_peer_connections(served):
+    """Connections of one process (SO_PEERCRED) past MAX_PER_PEER are closed unanswered,
+    and a client whose connection was refused so sends over ZeroMQ from then on."""
+    server, info, key = served
+    path = info["direct"]["path"]
+    held = [_raw(path) for _ in range(direct.MAX_PER_PEER)]
+    try:
+        with Client(server.endpoint, timeout=10, key=key, direct_path=path) as local:
+            for i in range(3):
+                assert local.call("echo", {"i": i}, direct=True)[0]["args"] == {"i": i}
+            assert local._core.direct_path is None and server.direct_messages == 0
+        refused = _raw(path)
+        assert refused.recv(100) == b""
+        refused.close()
+    finally:
+        for sock in held:
+            sock.close()
+    assert wait_until(lambda: not server._peers, 5)  # their threads saw them close
+    with Client(server.endpoint, timeout=10, key=key, direct_path=path) as local:  # room again
+        assert local.call("echo", {"x": 1}, direct=True)[0]["args"] == {"x": 1}
+        assert local._core.direct_path is not None and server.direct_messages == 1
+
+
 def test_local_verbs_are_served_on_the_carrier_only(served):
     server, info, key = served
-    assert "only_local" in info["direct"]["ops"] and "only_local" not in info["fast_ops"]
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
-        assert fast.call("only_local", {"l": 1}, direct=True)[0]["args"] == {"l": 1}
+    assert "only_local" in info["direct"]["ops"] and "only_local" not in info["ops"]
+    with Client(server.endpoint, timeout=10, key=key, direct_path=info["direct"]["path"]) as local:
+        assert local.call("only_local", {"l": 1}, direct=True)[0]["args"] == {"l": 1}
         with pytest.raises(RemoteError) as ei:
-            fast.call("only_local", {"l": 1})  # over ZeroMQ (the fast lane's socket)
+            local.call("only_local", {"l": 1})  # over ZeroMQ (the main socket)
         assert ei.value.kind == "unknown_op"
 
 
 def test_remote_errors_come_back_over_it(served):
     server, info, key = served
-    with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=info["direct"]["path"]) as fast:
+    with Client(server.endpoint, timeout=10, key=key, direct_path=info["direct"]["path"]) as local:
         with pytest.raises(RemoteError) as ei:
-            fast.call("nothing", direct=True)
+            local.call("nothing", direct=True)
         assert ei.value.kind == "unknown_op"
 
 
@@ -195,33 +221,33 @@ def test_raw_verbs(served):
     path = info["direct"]["path"]
     if key is not None:  # no raw verbs where a key is the authentication: they are never signed
         assert "raw" not in info["direct"]
-        with Client(info["lanes"]["fast"], timeout=10, key=key, direct_path=path) as fast:
-            assert fast.call_raw(7, b"abc") is None  # (send the framed equivalent)
-        with Client(info["lanes"]["fast"], timeout=10, direct_path=path) as unsigned:
+        with Client(server.endpoint, timeout=10, key=key, direct_path=path) as local:
+            assert local.call_raw(7, b"abc") is None  # (send the framed equivalent)
+        with Client(server.endpoint, timeout=10, direct_path=path) as unsigned:
             with pytest.raises(RemoteError) as ei:
                 unsigned.call_raw(7, b"abc")
             assert ei.value.kind == "raw_unknown"
         return
     assert info["direct"]["raw"] == [7, 8, 9]
-    with Client(info["lanes"]["fast"], timeout=10, direct_path=path) as fast:
+    with Client(server.endpoint, timeout=10, direct_path=path) as local:
         for i in range(5):  # raw and framed calls on one connection, each gets its own reply
-            assert fast.call_raw(7, b"abc%d" % i, spin=0.0005) == (b"abc%d" % i)[::-1]
-            assert fast.call("echo", {"i": i}, direct=True)[0]["args"] == {"i": i}
-        assert fast.call_raw(7, b"") == b""
+            assert local.call_raw(7, b"abc%d" % i, spin=0.0005) == (b"abc%d" % i)[::-1]
+            assert local.call("echo", {"i": i}, direct=True)[0]["args"] == {"i": i}
+        assert local.call_raw(7, b"") == b""
         with pytest.raises(RemoteError) as ei:
-            fast.call_raw(8, b"zz")
+            local.call_raw(8, b"zz")
         assert ei.value.kind == "raw_failed" and "ValueError: no good: b'zz'" in ei.value.message
         with pytest.raises(RemoteError) as ei:  # a reply larger than a raw payload may be is a failure
-            fast.call_raw(9, b"")
+            local.call_raw(9, b"")
         assert ei.value.kind == "raw_failed"
         with pytest.raises(RemoteError) as ei:
-            fast.call_raw(10, b"")
+            local.call_raw(10, b"")
         assert ei.value.kind == "raw_unknown"
         with pytest.raises(ValueError):
-            fast.call_raw(7, b"y" * (direct.MAX_RAW_PAYLOAD + 1))
-        assert fast.call_raw(7, b"ok") == b"ko"
+            local.call_raw(7, b"y" * (direct.MAX_RAW_PAYLOAD + 1))
+        assert local.call_raw(7, b"ok") == b"ko"
     assert server.direct_messages == 15
-    with Client(info["lanes"]["fast"], timeout=10) as zmq_only:  # no direct carrier: nothing to send it over
+    with Client(server.endpoint, timeout=10) as zmq_only:  # no direct carrier: nothing to send it over
         assert zmq_only.call_raw(7, b"abc") is None
 
 

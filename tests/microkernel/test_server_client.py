@@ -233,7 +233,7 @@ def test_base_exceptions_in_handlers_cost_one_reply_not_a_thread(echo_worker):
     assert echo_worker.call("echo", {"after": 1})[0] == {"after": 1}
 
 
-def test_fast_lane_serves_its_verbs_on_its_own_thread():
+def test_local_lane_serves_its_verbs_on_the_connections_thread():
     import os
 
     from core.microkernel import Server, new_ipc_endpoint
@@ -242,37 +242,36 @@ def test_fast_lane_serves_its_verbs_on_its_own_thread():
     def where(args, arrays):
         return {"thread": threading.current_thread().name, "lane": args.get("lane")}
     server.handle("where", where)
-    server.handle("where", where, lane="fast")
-    server.handle("only_fast", where, lane="fast")
-    with pytest.raises(ValueError):
-        server.handle("x", where, lane="slow")
+    server.handle("where", where, lane="local")
+    server.handle("only_local", where, lane="local")
+    for lane in ("slow", "fast"):  # (one carrier: the ZeroMQ fast lane is gone)
+        with pytest.raises(ValueError):
+            server.handle("x", where, lane=lane)
     runner = threading.Thread(target=server.serve)
     runner.start()
-    fast_path = server.fast_endpoint[len("ipc://"):]
     carrier = server.endpoint[len("ipc://"):] + ".direct"
     try:
         with Client(server.endpoint, timeout=10) as main:
             info = main.call("hello")[0]
-            assert info["lanes"] == {"fast": server.fast_endpoint}
-            # the local carrier (direct.py) serves the fast lane's verbs too
-            assert info["direct"] == {"path": carrier, "ops": ["only_fast", "ping", "where"]}
+            assert "lanes" not in info and "only_local" not in info["ops"]
+            assert info["direct"] == {"path": carrier, "ops": ["only_local", "ping", "where"]}
             assert os.stat(carrier).st_mode & 0o777 == 0o600
-            assert info["fast_ops"] == ["only_fast", "ping", "where"]
             assert main.call("where")[0]["thread"].startswith("lanes-pool-")
-            with pytest.raises(RemoteError, match="has no verb 'only_fast'"):
-                main.call("only_fast")
-            with Client(info["lanes"]["fast"], timeout=10) as fast:
-                for _ in range(20):
-                    assert fast.call("where", {"lane": "f"})[0] == {"thread": "lanes-fast", "lane": "f"}
-                assert fast.call("ping")[0]["pid"] == os.getpid()
-                with pytest.raises(RemoteError) as ei:
-                    fast.call("shutdown")
-                assert ei.value.kind == "unknown_op" and "fast lane" in ei.value.message
+            with pytest.raises(RemoteError, match="has no verb 'only_local'"):
+                main.call("only_local")
+        with Client(server.endpoint, timeout=10, direct_path=carrier) as local:
+            for _ in range(20):
+                reply = local.call("where", {"lane": "l"}, direct=True)[0]
+                assert reply["thread"].startswith("lanes-local-") and reply["lane"] == "l"
+            assert local.call("ping", direct=True)[0]["pid"] == os.getpid()
+            with pytest.raises(RemoteError) as ei:
+                local.call("shutdown", direct=True)
+            assert ei.value.kind == "unknown_op" and "local lane" in ei.value.message
     finally:
         server.request_stop()
         runner.join(10)
     assert not runner.is_alive()
-    assert not os.path.exists(fast_path) and not os.path.exists(server.endpoint[len("ipc://"):])
+    assert not os.path.exists(server.endpoint[len("ipc://"):])
     assert not os.path.exists(carrier)
 
 

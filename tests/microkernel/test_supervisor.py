@@ -244,20 +244,46 @@ def test_worker_under_another_interpreter(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_calls_on_a_lane_of_the_worker_are_supervised_like_the_main_socket():
-    """lane="fast": the worker's fast lane (its hello names it), with or without direct; a worker
-    without that lane is called on its main socket; a death on the lane is reported and restarted."""
-    with WorkerProcess(ECHO, name="echo", args=["--fast"], request_timeout=20) as w:
+    """lane="local": a direct call on the worker's local carrier (its hello names it), a call that is
+    not direct on its main socket; a worker without a carrier is called on its main socket; a death on
+    the carrier is reported and restarted."""
+    with WorkerProcess(ECHO, name="echo", args=["--local"], request_timeout=20) as w:
         assert w.call("lane")[0] == {"lane": "main"}
-        assert w.call("lane", lane="fast")[0] == {"lane": "fast"}
-        assert w.call("lane", lane="fast", direct=True)[0] == {"lane": "fast"}
+        assert w.call("lane", lane="local")[0] == {"lane": "main"}
+        assert w.call("lane", lane="local", direct=True)[0] == {"lane": "local"}
         pid = w.pid
         threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
         t0 = time.monotonic()
         with pytest.raises(WorkerError, match="SIGKILL"):
-            w.call("sleep", {"seconds": 30}, lane="fast", direct=True)
+            w.call("sleep", {"seconds": 30}, lane="local", direct=True)
         assert time.monotonic() - t0 < 5  # detected at once, not at the 20 s timeout
         assert _gone(pid)
-        assert w.call("lane", lane="fast", direct=True)[0] == {"lane": "fast"}
+        assert w.call("lane", lane="local", direct=True)[0] == {"lane": "local"}
         assert w.pid != pid and w.restarts == 1
-    with WorkerProcess(ECHO, name="echo") as w:  # no fast lane
-        assert w.call("lane", lane="fast", direct=True)[0] == {"lane": "main"}
+    with WorkerProcess(ECHO, name="echo") as w:  # no local verbs: no carrier
+        assert w.call("lane", lane="local", direct=True)[0] == {"lane": "main"}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("sandboxed", [False, True])
+def test_the_parent_is_not_capped_per_process_on_the_local_carrier(sandboxed):
+    """Each calling thread of the parent has a connection of its own to its worker's
+    carrier (a daemon: one per client connection); the carrier's per-process cap
+    (direct.MAX_PER_PEER) is for other processes, so every thread stays on it - also
+    from outside a sandboxed worker's pid namespace, where the parent's pid reads 0."""
+    from core.microkernel import direct
+    from core.microkernel.sandbox import Sandbox
+    n = direct.MAX_PER_PEER + 4
+    lanes, together = [], threading.Barrier(n)
+
+    def caller():
+        lanes.append(w.call("lane", lane="local", direct=True)[0]["lane"])
+        together.wait(20)  # (every connection open at once: a thread's goes with it)
+    with WorkerProcess(ECHO, name="echo", args=["--local"], request_timeout=20,
+                       sandbox=Sandbox() if sandboxed else None) as w:
+        threads = [threading.Thread(target=caller) for _ in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert lanes == ["local"] * n

@@ -21,7 +21,7 @@ from core.errors import Error
 from core.front.tf.loader import tf_pb2
 from ir import read_ir, write_ir
 from tests.daemon.conftest import private_runtime, run_mo
-from tests.support import convert_api, wait_until
+from tests.support import convert_api, wait_until, worker_python_pid
 from tests.tf.test_tf_worker import python_without_tensorflow
 from tests.tf.tf_helpers import convert_model, run_on_daemon
 
@@ -29,8 +29,9 @@ HEAVY = {"tensorflow_subgraph_patterns": "heavy/.*"}
 
 
 def tf_workers(marker: str) -> list[int]:
-    """Live TF worker processes of a daemon (started with --refuse-io-ops) whose command
-    line holds `marker` (their endpoint is in a runtime directory: the marker names it)."""
+    """Live TF worker processes (the Python inside the sandbox) of a daemon (named
+    DAEMON_WORKER: their directories hold it) whose command line holds `marker` (their
+    endpoint is in a runtime directory: the marker names it)."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -40,7 +41,9 @@ def tf_workers(marker: str) -> list[int]:
             state = open("/proc/{}/stat".format(entry), "rb").read()
         except OSError:
             continue
-        ours = b"fallback_workers.tf_worker" in cmdline and b"--refuse-io-ops" in cmdline and marker.encode() in cmdline
+        from device_daemons.cpu.tf_backed import WORKER_NAME
+        ours = (b"fallback_workers.tf_worker" in cmdline and "-{}-".format(WORKER_NAME).encode() in cmdline and
+                marker.encode() in cmdline and not cmdline.startswith((b"/usr/bin/bwrap", b"/usr/bin/prlimit")))
         if ours and state[state.rindex(b")") + 2:].split()[0] != b"Z":
             pids.append(int(entry))
     return pids
@@ -55,7 +58,9 @@ def cpu_seconds(pid: int) -> float:
 
 
 def kill_when_busy(pid: int, seconds: float = 1.0, timeout: float = 120) -> None:
-    """SIGKILL `pid` once it has used `seconds` more CPU time (it is computing a request)."""
+    """SIGKILL the worker `pid` (its Python, in its sandbox) once it has used `seconds` more
+    CPU time (it is computing a request)."""
+    pid = worker_python_pid(pid)
     start = cpu_seconds(pid)
     assert wait_until(lambda: cpu_seconds(pid) - start >= seconds, timeout), "the TF worker never got busy"
     os.kill(pid, signal.SIGKILL)
@@ -93,21 +98,40 @@ def test_kill_during_conversion_then_the_next_conversion_works(offload_graphs, t
     assert network.layer_by_name("Where").outputs[0].dims[1] == 2
 
 
-def test_kill_during_inference_then_the_next_request_works(ie, offload_graphs, tmp_path):
+def test_kill_during_inference_quarantines_the_graph_and_others_run(ie, offload_graphs, tmp_path):
+    """The worker killed while it runs a graph: a clean error; that graph is then refused
+    for a while with the reason (it may be what kills workers: it must not spend everyone's
+    restart budget), and other graphs run on a restarted worker."""
     xml = convert_model(offload_graphs.path("heavy"), tmp_path, "heavy", batch=1, **HEAVY)
     arrays = offload_graphs.arrays("heavy")
     feeds = {"x": arrays["in1/x"]}
-    _, out = run_on_daemon(ie, xml, feeds)  # the daemon's worker runs it once: it is warm
+    run_on_daemon(ie, xml, feeds)  # the daemon's worker runs it once: it is warm
     runtime = os.environ["MO_CORE_RUNTIME_DIR"]
-    (pid,) = tf_workers(runtime)
+    before = tf_workers(runtime)
     thread, box = in_thread(lambda: run_on_daemon(ie, xml, feeds))
-    kill_when_busy(pid)
+    busy = wait_busy(before)
+    os.kill(busy, signal.SIGKILL)
     thread.join(300)
     error = box.get("error")
     assert error is not None and "heavy/Mean" in str(error) and "TF worker failed" in str(error), box
-    _, out = run_on_daemon(ie, xml, feeds)  # restarted; the sub-graph loaded again
-    np.testing.assert_allclose(next(iter(out.values())), arrays["out1/0"], rtol=1e-4, atol=1e-5)
-    assert tf_workers(runtime) not in ([], [pid])
+    with pytest.raises(Exception) as again:
+        run_on_daemon(ie, xml, feeds)
+    assert "quarantined" in str(again.value) and "SIGKILL" in str(again.value), again.value
+    other = convert_model(offload_graphs.path("einsum"), tmp_path, "einsum", batch=1,
+                          offload_unsupported_operations_to_tf=True)
+    einsum = offload_graphs.arrays("einsum")
+    _, out = run_on_daemon(ie, other, {"x": einsum["in1/x"]})
+    np.testing.assert_allclose(next(iter(out.values())), einsum["out1/0"], rtol=1e-4, atol=1e-5)
+    assert busy not in tf_workers(runtime)
+
+
+def wait_busy(pids: list[int], seconds: float = 1.0, timeout: float = 120) -> int:
+    """The one of these worker pids that has used `seconds` more CPU time (it computes a request)."""
+    start = {pid: cpu_seconds(pid) for pid in pids}
+    found = []
+    assert wait_until(lambda: found.extend(p for p in pids if cpu_seconds(p) - start[p] >= seconds) or found,
+                      timeout), "no TF worker got busy"
+    return found[0]
 
 
 def test_no_worker_left_after_daemon_stop_or_a_killed_daemon(offload_graphs, tmp_path):
@@ -148,7 +172,8 @@ def test_a_daemon_without_tensorflow_names_the_layer(offload_graphs, tmp_path):
 
 def test_a_sub_graph_that_reaches_the_file_system_is_refused(ie, offload_graphs, tmp_path):
     """An IR never chooses what runs outside the network's tensors: the daemon's worker refuses
-    a GraphDef with file operations (here WriteFile), and nothing is written."""
+    a GraphDef whose output would run a file operation (here a WriteFile its output has as a
+    control input), and nothing is written."""
     xml = convert_model(offload_graphs.path("einsum"), tmp_path, "einsum", batch=1,
                         offload_unsupported_operations_to_tf=True)
     net = read_ir(xml)
@@ -162,10 +187,12 @@ def test_a_sub_graph_that_reaches_the_file_system_is_refused(ie, offload_graphs,
         node.attr["value"].tensor.dtype = 7
         node.attr["value"].tensor.string_val.append(text.encode())
     graph.node.add(name="write", op="WriteFile", input=["path", "contents"])
+    output = layer.data["output_tensors_names"].split(",")[0].split(":")[0]
+    next(n for n in graph.node if n.name == output).input.append("^write")
     layer.data["protobuf"] = base64.b64encode(graph.SerializeToString()).decode()
     bad = str(tmp_path / "bad.xml")
     write_ir(net, bad)
     with pytest.raises(Exception) as info:
         run_on_daemon(ie, bad, {"x": offload_graphs.arrays("einsum")["in1/x"]})
-    assert "WriteFile" in str(info.value) and "refused" in str(info.value)
+    assert "op 'WriteFile' (node 'write')" in str(info.value) and "refused" in str(info.value)
     assert not target.exists()

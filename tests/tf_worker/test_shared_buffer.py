@@ -1,8 +1,9 @@
 """Tensors of offloaded layers through a shared buffer (core/microkernel/shared_buffer.py):
-the CPU daemon's TF worker maps the daemon's sealed memfd and the results equal
-TensorFlow's; a TF worker refuses a request naming any other buffer (a foreign process's
-file, a file that is no memfd, another size, an unsealed memfd, a tensor past the end).
-Real TensorFlow, real processes."""
+the CPU daemon hands its sealed memfd to its (sandboxed) TF worker as a descriptor,
+the worker maps it and the results equal TensorFlow's; a TF worker refuses any other
+descriptor (a file that is no memfd, another name or size, an unsealed memfd) and a
+request naming a buffer it was not given or a tensor past its end. Real TensorFlow,
+real processes."""
 from __future__ import annotations
 
 import base64
@@ -15,9 +16,11 @@ import pytest
 
 from core.microkernel import RemoteError, WorkerProcess
 from core.microkernel import shared_buffer
+from core.microkernel.sandbox import Sandbox
 from core.microkernel.shared_buffer import SharedBuffer
 from core.services import tf_worker as contract
 from ir import read_ir
+from tests.support import worker_python_pid
 from tests.tf.tf_helpers import convert_model, run_on_daemon
 from tests.tf_worker.test_kill import tf_workers
 
@@ -25,7 +28,7 @@ ERF = {"tensorflow_operation_patterns": "Erf"}
 
 
 def worker_maps(pid: int) -> str:
-    with open("/proc/{}/maps".format(pid)) as f:
+    with open("/proc/{}/maps".format(worker_python_pid(pid))) as f:
         return f.read()
 
 
@@ -48,8 +51,8 @@ def erf_worker(offload_graphs, tmp_path_factory):
     outputs = [n for n in layer.data["output_tensors_names"].split(",") if n]
     graph_id = contract.subgraph_id(graph, inputs, outputs)
     worker = WorkerProcess(contract.WORKER_MODULE, name="tf", interpreter=contract.worker_python(),
-                           startup_timeout=180, request_timeout=120, args=[contract.REFUSE_IO_OPS],
-                           env=contract.WORKER_ENV)
+                           startup_timeout=180, request_timeout=120,
+                           env=contract.WORKER_ENV, sandbox=Sandbox())
     try:
         args, frames = contract.load_subgraph_request(graph_id, graph, inputs, outputs)
         worker.call(contract.LOAD_SUBGRAPH, args, frames)
@@ -59,20 +62,30 @@ def erf_worker(offload_graphs, tmp_path_factory):
         worker.stop()
 
 
-def run_shared(worker, graph_id, spec, inputs, out):
-    """On the worker's fast lane, as the daemon calls it (the same checks as its main socket)."""
+def share(worker, spec: dict, fds: list):
+    """RAW_SHARE of descriptors as the daemon sends its buffer's."""
+    reply = worker.call_raw(contract.RAW_SHARE, contract.share_request(spec), 30, fds=fds)
+    assert reply is not None, "the worker has no Unix socket to take descriptors"
+    return contract.RUN_REPLY.unpack(reply)[0]
+
+
+def run_shared(worker, graph_id, spec, inputs, out, buf=None):
+    """On the worker's local carrier, as the daemon calls it (the same checks as its main socket);
+    `buf` is shared first."""
+    if buf is not None:
+        assert share(worker, buf.spec, [buf.fd]) == contract.RUN_OK
     args, frames = contract.run_subgraph_shm_request(graph_id, spec, inputs, out)
-    return worker.call(contract.RUN_SUBGRAPH, args, frames, direct=True, lane="fast")
+    return worker.call(contract.RUN_SUBGRAPH, args, frames, direct=True, lane="local")
 
 
 def test_a_buffer_of_the_parent_works_like_frames(erf_worker):
     worker, graph_id, x = erf_worker
-    assert contract.RUN_SUBGRAPH in worker.service_info["fast_ops"]  # what the daemon calls
+    assert contract.RUN_SUBGRAPH in worker.service_info["direct"]["ops"]  # what the daemon calls
     (offset,), out = shared_buffer.place([x.shape])
     buf = SharedBuffer(out + 4 * x.size + shared_buffer.ALIGN)
     try:
         np.copyto(buf.view(offset, x.shape), x)
-        result, frames = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out)
+        result, frames = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out, buf)
         assert frames == []
         (placed,) = contract.check_placed(result, 1, buf.size)
         args, frames = contract.run_subgraph_request(graph_id, [x])
@@ -88,7 +101,7 @@ def unsealed_memfd(size: int) -> int:
     return fd
 
 
-def test_a_foreign_or_forged_buffer_is_refused(erf_worker, tmp_path):
+def test_a_forged_buffer_is_refused(erf_worker, tmp_path):
     worker, graph_id, x = erf_worker
     (offset,), out = shared_buffer.place([x.shape])
     size = out + 4 * x.size
@@ -96,23 +109,22 @@ def test_a_foreign_or_forged_buffer_is_refused(erf_worker, tmp_path):
     plain = os.open(str(tmp_path / "plain"), os.O_RDWR | os.O_CREAT)
     os.ftruncate(plain, size)
     unsealed = unsealed_memfd(size)
-    me = os.getpid()
     try:
+        with pytest.raises(RemoteError) as info:  # never shared with this worker
+            run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out)
+        assert info.value.kind == contract.UNSHARED, info.value
         forged = {
-            # a buffer of another process (the worker's own fd 0, PID 1's): not the parent's
-            "foreign process": dict(buf.spec, path="/proc/{}/fd/0".format(worker.pid)),
-            "pid 1": dict(buf.spec, path="/proc/1/fd/0"),
-            "not a /proc fd path": dict(buf.spec, path="/etc/passwd"),
-            "a plain file of the parent": dict(buf.spec, path="/proc/{}/fd/{}".format(me, plain)),
-            "another name": dict(buf.spec, name=shared_buffer.PREFIX + "0123456789abcdef"),
-            "another size": dict(buf.spec, size=size - 64),
-            "unsealed memfd": {"path": "/proc/{}/fd/{}".format(me, unsealed),
-                               "name": shared_buffer.PREFIX + "unsealed", "size": size},
+            "a plain file": (buf.spec, [plain]),
+            "another name": (dict(buf.spec, name=shared_buffer.PREFIX + "0123456789abcdef"), [buf.fd]),
+            "another size": (dict(buf.spec, size=size - 64), [buf.fd]),
+            "unsealed memfd": ({"name": shared_buffer.PREFIX + "unsealed", "size": size}, [unsealed]),
+            "two descriptors": (buf.spec, [buf.fd, buf.fd]),
         }
-        for what, spec in forged.items():
+        for what, (spec, fds) in forged.items():
             with pytest.raises(RemoteError) as info:
-                run_shared(worker, graph_id, spec, [(offset, x.shape)], out)
-            assert info.value.kind == contract.SHM, (what, info.value)
+                share(worker, spec, fds)
+            assert "cannot map the shared buffer" in info.value.message, (what, info.value)
+        assert share(worker, buf.spec, [buf.fd]) == contract.RUN_OK
         bad_spans = {
             "input past the end": ([(size - 64, x.shape)], out, contract.SHM),
             "output start past the end": ([(offset, x.shape)], size + 64, contract.REQUEST),
@@ -141,14 +153,14 @@ def test_a_foreign_or_forged_buffer_is_refused(erf_worker, tmp_path):
 
 def test_the_worker_keeps_a_bounded_number_of_buffers_mapped(erf_worker):
     """Buffers the parent dropped do not pile up in the worker: at most MAX_SUBGRAPHS stay mapped,
-    and the least recently used one is mapped again when it comes back."""
+    and the least recently used one is mapped again when it is shared again."""
     worker, graph_id, x = erf_worker
     (offset,), out = shared_buffer.place([x.shape])
     buffers = [SharedBuffer(out + 4 * x.size) for _ in range(contract.MAX_SUBGRAPHS + 3)]
     try:
         for buf in buffers + buffers[:1]:
             np.copyto(buf.view(offset, x.shape), x)
-            result, _ = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out)
+            result, _ = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out, buf)
             (placed,) = contract.check_placed(result, 1, buf.size)
             assert np.isfinite(buf.view(*placed)).all()
         mapped = {line.split("/memfd:")[1].split()[0] for line in worker_maps(worker.pid).splitlines()
@@ -188,7 +200,7 @@ def test_outputs_read_from_the_buffer_survive_the_next_run(offload_graphs, tmp_p
         # starts a new one, loads the graph and binds again
         kernel = next(step.kernel for step in plan.program.steps if getattr(step, "type", "") == "TFCustomSubgraphCall")
         assert kernel.binding is not None and kernel.bindable
-        os.kill(kernel.pool.pid, signal.SIGKILL)
+        os.kill(worker_python_pid(kernel.slot.worker.pid), signal.SIGKILL)
         time.sleep(0.2)
         for seed in range(3):
             x = rng.standard_normal(shape).astype(np.float32) * (seed + 1)
@@ -222,7 +234,7 @@ def test_bound_runs(erf_worker):
     each bound run computes the inputs in the buffer now; unknown ids, bad datagrams and bad
     bindings get their status or error."""
     worker, graph_id, x = erf_worker
-    assert worker.service_info["direct"]["raw"] == [contract.RAW_RUN]
+    assert worker.service_info["direct"]["raw"] == [contract.RAW_RUN, contract.RAW_SHARE]
     (offset,), out = shared_buffer.place([x.shape])
     buf = SharedBuffer(out + 4 * x.size + shared_buffer.ALIGN)
 
@@ -231,10 +243,10 @@ def test_bound_runs(erf_worker):
 
     def bind(inputs, placed, gid=graph_id):
         args = contract.bind_run_request(gid, buf.spec, inputs, placed)
-        return contract.check_bind_run_result(worker.call(contract.BIND_RUN, args, direct=True, lane="fast")[0])
+        return contract.check_bind_run_result(worker.call(contract.BIND_RUN, args, direct=True, lane="local")[0])
     try:
         np.copyto(buf.view(offset, x.shape), x)
-        result, _ = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out)
+        result, _ = run_shared(worker, graph_id, buf.spec, [(offset, x.shape)], out, buf)
         placed = contract.check_placed(result, 1, buf.size)
         bid = bind([(offset, x.shape)], placed)
         for scale in (1.0, -2.0, 0.25):

@@ -67,7 +67,8 @@ class CaffeFallback:
         # any module Caffe finds, as pycaffe itself would import it)
         worker = WorkerProcess(contract.WORKER_MODULE, name="caffe", startup_timeout=120,
                                request_timeout=self.timeout, restart_budget=0,
-                               args=contract.worker_args(self.search_paths, "any"), env={"GLOG_minloglevel": "2"})
+                               args=contract.worker_args(self.search_paths, "any"), env={"GLOG_minloglevel": "2"},
+                               sandbox=contract.sandbox(self.weights, self.search_paths))
         layer_list = ", ".join(names)
         try:
             result, _ = worker.call(contract.INFER_SHAPES,

@@ -54,6 +54,7 @@ def extract_all(graph, report_unsupported: bool = True):
         if cls is None:
             missing.append(node)
             continue
+        check_types(node)
         node["tf"] = {}
         cls.extract(node)
         node["tf_class"] = cls
@@ -73,3 +74,51 @@ def _run_user_extractor(node, extractor):
     if ok is False or not node.has("op"):
         raise Error("The extractor {} did not handle node '{}' ({}): it must call update_node_stat of an Op.",
                     extractor.__name__, node.name, node.tf_op)
+
+
+def _type_name(enum: int) -> str:
+    from core.front.tf.op_types import DTYPE_NAMES
+    return DTYPE_NAMES.get(enum, "type {}".format(enum))
+
+
+def check_types(node):
+    """TensorFlow's own type rules (core/front/tf/op_types.py, from its op registry):
+    a type attribute outside the types the op takes, or an input of another type than
+    the op's, is an error here, as TensorFlow itself refuses to import such a graph."""
+    from core.front.tf.op_types import OP_TYPES
+    rules = OP_TYPES.get(node.soft_get("tf_op"))
+    pb = node.soft_get("pb")
+    if rules is None or pb is None or not hasattr(pb, "attr"):
+        return
+    for name, allowed in rules["attrs"].items():
+        if name in pb.attr and pb.attr[name].WhichOneof("value") == "type" and pb.attr[name].type not in allowed:
+            raise Error("Node '{}' ({}): its attribute '{}' is {}, which {} does not take (TensorFlow allows {}); "
+                        "TensorFlow itself refuses this graph.", node.name, pb.op, name, _type_name(pb.attr[name].type),
+                        pb.op, ", ".join(_type_name(t) for t in allowed))
+    inputs = [text for text in pb.input if not text.startswith("^")]
+    for port, want in enumerate(rules["inputs"]):
+        if want is None or port >= len(inputs):
+            break
+        expected = want if isinstance(want, int) else (
+            pb.attr[want].type if want in pb.attr and pb.attr[want].WhichOneof("value") == "type" else None)
+        data = node.in_nodes().get(port)
+        producer = data.producer() if data is not None and inputs[port].split(":")[-1] in ("0", inputs[port]) \
+            else None  # (output 0 only: other outputs of an op may have other types)
+        got = _output_type(producer.pb) if producer is not None and producer.has_valid("pb") else None
+        if expected is not None and got is not None and got != expected:
+            raise Error("Node '{}' ({}): its input {} ('{}') is {}, but {} takes {} there; TensorFlow itself refuses "
+                        "this graph.", node.name, pb.op, port, inputs[port], _type_name(got), pb.op,
+                        _type_name(expected))
+
+
+def _output_type(pb):
+    """The type enum of a NodeDef's first output by TensorFlow's rules (op_types.py),
+    None for an op the table does not have or whose attribute is missing."""
+    from core.front.tf.op_types import OP_TYPES
+    rules = OP_TYPES.get(getattr(pb, "op", None))
+    output = rules.get("output") if rules is not None else None
+    if isinstance(output, int):
+        return output
+    if isinstance(output, str) and output in pb.attr and pb.attr[output].WhichOneof("value") == "type":
+        return pb.attr[output].type
+    return None

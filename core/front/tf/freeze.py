@@ -35,7 +35,7 @@ def frozen_graph_def(o):
         else None)
     try:
         result, _ = worker.call(contract.FREEZE, request, [], "freezing " + what,
-                                failed="TensorFlow could not freeze " + what)
+                                failed="TensorFlow could not freeze " + what, sandbox=contract.freeze_sandbox(request))
         contract.check_freeze_result(result)
         return load_graph_def(output)
     finally:

@@ -74,6 +74,9 @@ def load_graph_def(path: str, is_text: bool = False):
         except text_format.ParseError as exc:
             raise FrameworkError("Cannot read the model file '{}' as a text GraphDef: {}. It must be a frozen "
                                  "TensorFlow graph in the protobuf text format.", path, exc, faq=42) from None
+        except RecursionError:  # (the text parser recurses once per nested message)
+            raise FrameworkError("Cannot read the model file '{}' as a text GraphDef: its messages are nested too "
+                                 "deeply to be a TensorFlow graph.", path, faq=42) from None
     else:
         raw = _read(path, MAX_GRAPH_BYTES)
         if _looks_like_text(raw):

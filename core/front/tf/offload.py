@@ -10,7 +10,11 @@ daemon calls a TF worker: device_daemons/cpu/tf_backed.py).
   --offload_unsupported_operations_to_tf                each connected sub-graph of
       ops the converter has no extractor for becomes one node
 
-A regular expression matches the whole name (re.fullmatch). Where a path leaves
+A regular expression matches the whole name (fullmatch), in RE2's syntax and with
+RE2's guarantee (google-re2): time linear in the name's length whatever the
+pattern - Python's backtracking `re` took minutes on `(a+)+$` against a long node
+name. (RE2 has no backreferences or lookaround: such a pattern is an error that
+says so.) Where a path leaves
 the nodes to merge and comes back (A -> outside -> C), one node cannot hold them
 (TensorFlow would need the outside result in the middle of the call): they are
 split into the fewest nodes that can be merged (offload_groups.py), with a
@@ -31,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 
 import networkx as nx
 import numpy as np
@@ -62,15 +65,21 @@ class TFSubgraphCall(TFOp):
 
 # --------------------------------------------------------------------------- options
 def parse_patterns(text: str | None, option: str) -> list:
+    """The comma-separated patterns, compiled by RE2 (see the module doc)."""
+    import re2
+    options = re2.Options()
+    options.log_errors = False
     patterns = []
     for item in (text or "").split(","):
         item = item.strip()
         if not item:
             continue
         try:
-            patterns.append(re.compile(item))
-        except re.error as exc:
-            raise Error("{}: '{}' is not a regular expression: {}.", option, item, exc) from None
+            patterns.append(re2.compile(item, options))
+        except re2.error as exc:
+            why = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else exc
+            raise Error("{}: '{}' is not a regular expression RE2 accepts ({}); patterns match in linear time, "
+                        "without backreferences or lookaround.", option, item, why) from None
     if text is not None and not patterns:
         raise Error("{} is empty: give comma-separated regular expressions.", option)
     return patterns
@@ -180,6 +189,7 @@ def merge_nodes(graph, ids, name: str | None = None):
     nodes = [graph.nodes[c]["pb"] for c in inside_constants]
     for m in members:
         nodes += sources[m].nodes
+    _check_allowed(graph, nodes)
     sub = TFSubgraph(nodes, [key for _, key, _ in inputs],
                      [sources[m].outputs[port] for m, port, _ in outputs])
     label = name or _group_name(graph, members, [(m, p) for m, p, _ in outputs])
@@ -197,6 +207,24 @@ def merge_nodes(graph, ids, name: str | None = None):
         graph.connect(new, data, out=j)
     _drop_unread_constants(graph, inside_constants)
     return new
+
+
+def _check_allowed(graph, nodes) -> None:
+    """Only pure computations go to TensorFlow (core/services/tf_ops.py): an op that
+    reads or writes files, runs Python, aborts... is an error here, before any
+    TensorFlow worker sees it."""
+    from core.services import tf_ops
+    source = graph.graph.get("tf_graph_def")
+    found = tf_ops.refused_nodes(nodes, source.library if source is not None else _NoLibrary())
+    if found:
+        raise Error("Cannot offload to TensorFlow: {}. mo-core runs only pure computations in TensorFlow (the "
+                    "allow-list of core/services/tf_ops.py), never ops that reach files, the network, Python or the "
+                    "process; leave these nodes out of the offload options, or remove them from the model.",
+                    tf_ops.describe(found))
+
+
+class _NoLibrary:
+    function = ()
 
 
 def _drop_unread_constants(graph, ops):

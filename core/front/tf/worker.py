@@ -3,7 +3,10 @@ on the first request (freezing, the shape-inference fallback, `--validate`) and
 reused by later ones, so TensorFlow is imported once however many conversions a
 process runs. A worker that died or hung is dropped; the next request starts a
 new one. It stops with stop_worker() or when this process ends (the launcher's
-finalizer and the worker's parent-pid watch: no orphan).
+finalizer and the worker's parent watch: no orphan). It runs in the OS sandbox
+(core/microkernel/sandbox.py) with no file of the host but the system's: a freeze
+request starts a worker that also sees the model's files (and the directory it
+writes the frozen graph to), and only those.
 
 MO_CORE_TF_PYTHON chooses its interpreter (a venv with TensorFlow), the core's
 own by default; MO_CORE_TF_TIMEOUT (seconds, default 600) bounds each request.
@@ -31,30 +34,38 @@ def timeout() -> float:
     return seconds
 
 
-def _get():
+def _get(sandbox):
+    """The worker for a request needing the view `sandbox` (one with no files of its
+    own is served by any)."""
     global _worker
     from core.microkernel import WorkerProcess
     from core.services import tf_worker as contract
     python = contract.worker_python()
     with _lock:
-        if _worker is not None and _worker.interpreter != python:
+        if _worker is not None and (_worker.interpreter != python or (
+                any(sandbox.view()) and _worker.sandbox.view() != sandbox.view())):
             _worker.stop()
             _worker = None
         if _worker is None:
             _worker = WorkerProcess(contract.WORKER_MODULE, name="tf", interpreter=python, startup_timeout=180,
-                                    request_timeout=timeout(), restart_budget=0, env=contract.WORKER_ENV)
+                                    request_timeout=timeout(), restart_budget=0, env=contract.WORKER_ENV,
+                                    sandbox=sandbox)
         return _worker
 
 
-def call(op: str, args: dict, arrays: list, task: str, failed: str | None = None):
+def call(op: str, args: dict, arrays: list, task: str, failed: str | None = None, sandbox=None):
     """(result, arrays) of a TF worker verb. Failures are Errors that say what
     was being done (`task`, e.g. "freezing the SavedModel x"): TensorFlow missing
     (FAQ #41), TensorFlow's own message after `failed` (default "TensorFlow failed
     <task>"), the worker's death or a hang (it is stopped; the next call starts a
-    new one)."""
+    new one). `sandbox`: the files the request needs to see (default: none)."""
     from core.microkernel import MicrokernelError, MicrokernelTimeout, RemoteError, WorkerError
+    from core.microkernel.sandbox import Sandbox
     from core.services import tf_worker as contract
-    worker = _get()
+    try:
+        worker = _get(sandbox or Sandbox())
+    except WorkerError as exc:  # MO_CORE_SANDBOX=require on a machine without it
+        raise Error("The TensorFlow worker cannot start: {}", exc) from None
     seconds = timeout()
     try:
         return worker.call(op, args, arrays, timeout=seconds)

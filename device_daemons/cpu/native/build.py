@@ -84,6 +84,13 @@ def load_native(name: str, cdef: str):
         return loaded
 
 
+def build_native(source: str) -> str:
+    """The path of the shared library built from the C file `source` (built once
+    per machine; NativeUnavailable says why it cannot be): for a caller that loads
+    it itself (the GPU plugin's enqueue loop, with ctypes)."""
+    return _build(os.path.splitext(os.path.basename(source))[0], source)
+
+
 def _load(name: str, cdef: str):
     try:
         import cffi

@@ -21,12 +21,25 @@ channel per group) on every device; then by the device's style
 Every variant can add an Eltwise sum's other input before the activation
 (`residual`, set by the plan) and write into its slice of a Concat's buffer
 (`place`: element offset and image stride, set by the plan).
+
+Siblings ("simt"): convolutions of one input with the same window, group 1 and
+activation (an inception block's 1x1, 3x3_reduce and 5x5_reduce) run as one
+tiled GEMM, launched by the first of them (`siblings`: the others, set by the
+plan), their weights and biases concatenated along the output channels, each
+channel written to its own layer's buffer, offset and image stride (tiled.cl's
+SIBLINGS); the others launch nothing (`absorbed_by`). One launch instead of up to
+four, and a larger M to fill the device at batch 1.
+
+Pooled ("simt"): a 1x1 convolution (stride 1, no padding) whose input is a max
+pooling of stride 1 that keeps the size (GoogLeNet's pool -> pool_proj) reads the
+pooling's input and takes each window's maximum in its B loads (`pooled`, set by
+the plan; tiled.cl's POOLED): the pooling is never launched nor written.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .base import GpuKernel, Tunable, i32, register, round_up
+from .base import ConfigRejected, GpuKernel, Tunable, i32, register, round_up
 from .tiles import tile_candidates
 
 OCB = 8  # output channels per work item of the "direct" kernels (convolution.cl)
@@ -75,10 +88,16 @@ class _Windowed(GpuKernel):
         return (self.ctx.upload(b), 1) if b is not None else (self.ctx.dummy, 0)
 
 
+MAX_SIBLINGS = 4  # destinations of tiled.cl's SIBLINGS epilogue
+
+
 @register("Convolution")
 class Convolution(Tunable, _Windowed):
     residual_ok = True   # an Eltwise sum after it may run in its epilogue
     places_output = True  # may write into its slice of a Concat's buffer
+    siblings: tuple = ()  # (set by the plan on the first of sibling convolutions: the others)
+    absorbed_by = ""      # (set by the plan on the others: the first's layer name; they launch nothing)
+    pooled = None         # (set by the plan: (kh, kw, pad_h, pad_w) of a max pooling read through, tiled.cl's POOLED)
 
     def __init__(self, layer, ctx):
         super().__init__(layer, ctx)
@@ -91,18 +110,35 @@ class Convolution(Tunable, _Windowed):
         self.one = self.direct_1x1 and ref.stride == (1, 1)  # the input is the GEMM's B as it is
         self.bias, self.has_bias = self._bias()
 
+    def sibling_key(self) -> tuple:
+        """What convolutions of one input share to run as one GEMM (None: never)."""
+        ref = self.ref
+        if ref.group != 1 or self.residual:
+            return None
+        return (tuple(ref.kernel), tuple(ref.stride), tuple(ref.pad), tuple(ref.pad_end), tuple(ref.dilation),
+                self.act)
+
+    def _channels(self) -> int:
+        """Output channels of the GEMM: this layer's and its siblings'."""
+        return sum(int(shape[1]) for shape in self.out_shapes) if self.siblings else int(self.out_shapes[0][1])
+
     def _problem(self):
         n = self.in_shapes[0][0]
-        _, o, oh, ow = self.out_shapes[0]
+        _, _, oh, ow = self.out_shapes[0]
         g = self.ref.group
         kh, kw = self.ref.kernel
-        return o // g, n * oh * ow, self.ref.in_per_group * kh * kw, g
+        return self._channels() // g, n * oh * ow, self.ref.in_per_group * kh * kw, g
 
     def tune_key(self) -> str:
         kh, kw, sh, sw, ph, pw, dh, dw = self._common_args()
-        return "conv:in{}:out{}:k{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}".format(
+        key = "conv:in{}:out{}:k{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}".format(
             "x".join(map(str, self.in_shapes[0])), "x".join(map(str, self.out_shapes[0])), kh, kw, sh, sw, ph, pw,
             dh, dw, self.ref.group)
+        if self.siblings:
+            key += ":siblings" + ",".join(str(shape[1]) for shape in self.out_shapes[1:])
+        if self.pooled:
+            key += ":maxpool{}x{}p{}x{}".format(*self.pooled)
+        return key
 
     def configs(self, mode: str) -> list[dict]:
         if self.depthwise:
@@ -111,7 +147,7 @@ class Convolution(Tunable, _Windowed):
             return [{"kernel": "gemm"}]
         m, n, k, g = self._problem()
         tiled = tile_candidates(m, n, k, g, self.ctx.device, mode)
-        return tiled + ([{"kernel": "direct"}] if mode != "default" else [])
+        return tiled + ([{"kernel": "direct"}] if mode != "default" and not (self.siblings or self.pooled) else [])
 
     @property
     def variant(self) -> str:
@@ -124,6 +160,9 @@ class Convolution(Tunable, _Windowed):
     def _apply(self, config):
         kind = config["kernel"]
         g, ocg, icg, kh, kw = self.w.shape
+        if (self.siblings or self.pooled) and kind != "tiled":
+            raise ConfigRejected(f"{config}: sibling convolutions and a pooling read through run in the tiled GEMM "
+                                 "only")
         if kind == "depthwise":
             self.weights = self._pack("depthwise", lambda: self.ctx.upload(self.w.reshape(ocg * g, kh * kw)))
         elif kind == "gemm":
@@ -132,8 +171,20 @@ class Convolution(Tunable, _Windowed):
         elif kind == "direct":
             packed, self.blocks = pack_blocks(self.w)
             self.weights = self._pack("direct", lambda: self.ctx.upload(packed))
+        elif kind == "tiled" and self.siblings:
+            self._program = self._tiled_program(config, ("-DSIBLINGS",))
+            w = np.concatenate([self.w] + [s.w for s in self.siblings], axis=1)
+            packed, self.kp, self.mp = pack_tiles(w.reshape(1, w.shape[1], -1), config["tm"], config["tk"])
+            self.weights = self._pack(("siblings", config["tm"], config["tk"]), lambda: self.ctx.upload(packed))
+            if getattr(self, "_sibling_bias", None) is None:
+                parts = [k.ref.blob("biases", required=False, size=k.ref.output) for k in (self,) + self.siblings]
+                self.has_bias = int(any(b is not None for b in parts))
+                self._sibling_bias = self.ctx.upload(np.concatenate(
+                    [np.zeros(k.ref.output, np.float32) if b is None else b
+                     for k, b in zip((self,) + self.siblings, parts)])) if self.has_bias else self.ctx.dummy
+            self.bias = self._sibling_bias
         elif kind == "tiled":
-            self._program = self._tiled_program(config)
+            self._program = self._tiled_program(config, ("-DPOOLED",) if self.pooled else ())
             packed, self.kp, self.mp = pack_tiles(self.w.reshape(g, ocg, -1), config["tm"], config["tk"])
             self.weights = self._pack(("tiled", config["tm"], config["tk"]), lambda: self.ctx.upload(packed))
         else:
@@ -149,8 +200,8 @@ class Convolution(Tunable, _Windowed):
             kh, kw = self.ref.kernel
             return [n * c * kh * kw * oh * ow * self.ctx.dtype.itemsize]
         if kind == "tiled" and self.config["ks"] > 1:
-            n, o, oh, ow = self.out_shapes[0]
-            return [4 * self.config["ks"] * o * n * oh * ow]
+            n, _, oh, ow = self.out_shapes[0]
+            return [4 * self.config["ks"] * self._channels() * n * oh * ow]
         return []
 
     def _out_args(self, ins):
@@ -160,6 +211,8 @@ class Convolution(Tunable, _Windowed):
         return [ins[1] if self.residual else self.ctx.dummy] + i32(offset, image, self.residual)
 
     def launches(self, ins, outs, scratch=()):
+        if self.absorbed_by:
+            return []  # computed by the first of its siblings
         kind = self.config["kernel"]
         if kind == "tiled":
             return self._tiled_launches(ins, outs, scratch)
@@ -203,10 +256,32 @@ class Convolution(Tunable, _Windowed):
         kyx = ((ky << 16) | kx).ravel()
         return self.ctx.upload_ints(koff), self.ctx.upload_ints(kyx)
 
+    def _sibling_args(self, outs) -> list:
+        """tiled.cl's DEST_ARGS: the siblings' buffers, channel bounds, offsets and
+        image strides (unused destinations: the first buffer, bound M)."""
+        if not self.siblings:
+            return []
+        _, own, oh, ow = self.out_shapes[0]
+        total = self._channels()
+        buffers, bounds, places = [], [], []
+        start = own
+        for i, sibling in enumerate(self.siblings, start=1):
+            channels = int(self.out_shapes[i][1])
+            buffers.append(outs[i])
+            bounds.append(start)
+            places += list(sibling.place or (0, channels * oh * ow))
+            start += channels
+        while len(buffers) < MAX_SIBLINGS - 1:
+            buffers.append(outs[0])
+            bounds.append(total)
+            places += [0, 0]
+        return buffers + i32(*bounds) + i32(*places)
+
     def _tiled_launches(self, ins, outs, scratch):
         cfg = self.config
         n, c, h, w = self.in_shapes[0]
-        _, o, oh, ow = self.out_shapes[0]
+        _, _, oh, ow = self.out_shapes[0]
+        o = self._channels()
         m, ntot, k, g = self._problem()
         kh, kw, sh, sw, ph, pw, dh, dw = self._common_args()
         koff, kyx = (self.ctx.dummy_ints, self.ctx.dummy_ints) if self.one else self._window_table()
@@ -215,14 +290,15 @@ class Convolution(Tunable, _Windowed):
         res, offset, image, has_res = self._out_args(ins)
         args = [ins[0], self.weights, self.bias, res, outs[0], part, koff, kyx] + \
             i32(c, h, w, c // g, ow, oh * ow, ntot, g, m, k, self.kp, self.mp, sh, sw, ph, pw, int(self.one), ks) + \
-            [offset, image] + i32(self.has_bias, has_res) + self.act_args()
+            [offset, image] + i32(self.has_bias, has_res) + self.act_args() + self._sibling_args(outs) + \
+            (i32(*self.pooled) if self.pooled else [])
         rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
         gemm = self.launch("conv_tiled", args, (-(-ntot // cfg["tn"]) * rn, -(-m // cfg["tm"]) * rm, g * ks),
                            (rn, rm, 1), program=self._program)
         if ks == 1:
             return [gemm]
         args = [part, self.bias, res, outs[0]] + i32(ks, o, oh * ow, ntot) + [offset, image] + \
-            i32(self.has_bias, has_res) + self.act_args()
+            i32(self.has_bias, has_res) + self.act_args() + self._sibling_args(outs)
         return [gemm, self.launch("splitk_sum", args, (round_up(ntot, 32), o), program=self._program)]
 
 

@@ -1,6 +1,6 @@
 // SoftMax, Norm (LRN across and within channels), Normalize (SSD's L2 norm).
 
-// SoftMax over the middle axis of (outer, A, inner). global: (inner rounded up, outer)
+// SoftMax over the middle axis of (outer, A, inner), a work item a column. global: (inner rounded up, outer)
 __kernel void softmax(__global const T* x, __global T* out, int A, int inner)
 {
     int i = get_global_id(0), n = get_global_id(1);
@@ -12,6 +12,34 @@ __kernel void softmax(__global const T* x, __global T* out, int A, int inner)
     for (int a = 0; a < A; ++a) s += exp(LD(x, base + a * inner) - m);
     float inv = 1.0f / s;
     for (int a = 0; a < A; ++a) ST(out, base + a * inner, exp(LD(x, base + a * inner) - m) * inv);
+}
+
+// SoftMax of rows (inner == 1: a classifier's scores): a work group a row, its
+// maximum and sum reduced in __local memory. global: (L, outer), local: (L, 1),
+// L a power of 2
+__kernel void softmax_rows(__global const T* x, __global T* out, int A, __local float* red)
+{
+    int l = get_local_id(0), L = get_local_size(0), base = get_group_id(1) * A;
+    float m = -INFINITY;
+    for (int a = l; a < A; a += L) m = fmax(m, LD(x, base + a));
+    red[l] = m;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = L / 2; h > 0; h >>= 1) {
+        if (l < h) red[l] = fmax(red[l], red[l + h]);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    m = red[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    float s = 0.0f;
+    for (int a = l; a < A; a += L) s += exp(LD(x, base + a) - m);
+    red[l] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int h = L / 2; h > 0; h >>= 1) {
+        if (l < h) red[l] += red[l + h];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float inv = 1.0f / red[0];
+    for (int a = l; a < A; a += L) ST(out, base + a, exp(LD(x, base + a) - m) * inv);
 }
 
 // LRN across channels: y = x * (k + alpha/size * sum_{size channels around c} x^2)^-beta.

@@ -36,6 +36,36 @@
 #define WN 4
 #endif
 
+// Sibling convolutions (SIBLINGS, -DSIBLINGS): the convolutions of one input with
+// the same window (an inception block's 1x1, 3x3_reduce and 5x5_reduce) as one
+// GEMM, their weights and biases concatenated along M; output channel oc belongs to
+// destination d = the number of bounds m1 <= m2 <= m3 at or below it (unused ones
+// are M), whose own buffer, element offset and image stride it is written with.
+#ifdef SIBLINGS
+#define DEST_ARGS , __global T* out1, __global T* out2, __global T* out3, int m1, int m2, int m3, \
+    int off1, int img1, int off2, int img2, int off3, int img3
+#define DEST(oc, out, off, img, base, ch) \
+    int d_ = ((oc) >= m1) + ((oc) >= m2) + ((oc) >= m3); \
+    __global T* base = d_ == 0 ? (out) : d_ == 1 ? out1 : d_ == 2 ? out2 : out3; \
+    int ch = (oc) - (d_ == 0 ? 0 : d_ == 1 ? m1 : d_ == 2 ? m2 : m3); \
+    int off_ = d_ == 0 ? (off) : d_ == 1 ? off1 : d_ == 2 ? off2 : off3; \
+    int img_ = d_ == 0 ? (img) : d_ == 1 ? img1 : d_ == 2 ? img2 : img3;
+#else
+#define DEST_ARGS
+#define DEST(oc, out, off, img, base, ch) \
+    __global T* base = (out); int ch = (oc); int off_ = (off); int img_ = (img);
+#endif
+
+// A max pooling of stride 1 that keeps the image's size (GoogLeNet's pool before
+// pool_proj), read by the 1x1 convolution after it (POOLED, -DPOOLED): each B value
+// is the maximum of its PKH x PKW window (padding PPH, PPW never wins), so the
+// pooled tensor is never written.
+#ifdef POOLED
+#define POOL_ARGS , int PKH, int PKW, int PPH, int PPW
+#else
+#define POOL_ARGS
+#endif
+
 #define RM (TM / WM)                 // work items along M
 #define RN (TN / WN)                 // work items along N
 #define NT (RM * RN)                 // work items of a group
@@ -60,7 +90,7 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
                 __global T* out, __global float* part, __global const int* koff, __global const int* kyx,
                 int C, int H, int W, int ICg, int OW, int P, int NTOT, int G, int M, int K, int Kp, int Mp,
                 int SH, int SW, int PH, int PW, int one, int ks, int out_offset, int out_image,
-                int has_bias, int has_res, int act, float act_a, float act_b)
+                int has_bias, int has_res, int act, float act_a, float act_b DEST_ARGS POOL_ARGS)
 {
     __local float As[TK][TM];
     __local float Bs[TK][TN];
@@ -133,8 +163,22 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
                     bool kv = k < K;
                     if (one) {
 #pragma unroll
-                        for (int c = 0; c < CB; ++c)
+                        for (int c = 0; c < CB; ++c) {
+#ifdef POOLED
+                            float v = 0.0f;
+                            if (kv && col_y[c] >= 0) {
+                                int y0 = max(col_y[c] - PPH, 0), y1 = min(col_y[c] - PPH + PKH, H);
+                                int x0 = max(col_x[c] - PPW, 0), x1 = min(col_x[c] - PPW + PKW, W);
+                                __global const T* xk = x + col_base[c] - col_y[c] * W - col_x[c] + k * HW;
+                                v = -INFINITY;
+                                for (int yy = y0; yy < y1; ++yy)
+                                    for (int xx = x0; xx < x1; ++xx) v = fmax(v, LD(xk, yy * W + xx));
+                            }
+                            rb[r][c] = v;
+#else
                             rb[r][c] = (kv && col_y[c] >= 0) ? LD(x, col_base[c] + k * HW) : 0.0f;
+#endif
+                        }
                     } else {
                         int off = kv ? koff[k] : 0, yx = kv ? kyx[k] : 0;
                         int dy = yx >> 16, dx = yx & 0xffff;
@@ -188,13 +232,14 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
             continue;
         }
         float bv = has_bias ? LD(bias, oc) : 0.0f;
+        DEST(oc, out, out_offset, out_image, dst, ch)
 #pragma unroll
         for (int j = 0; j < WN; ++j) {
             int n = n0 + tx + j * RN;
             if (n >= NTOT) continue;
             float v = acc[i][j] + bv;
             if (has_res) v += LD(res, (img[j] * O + oc) * P + pix[j]);
-            ST(out, out_offset + img[j] * out_image + oc * P + pix[j], activate(v, act, act_a, act_b));
+            ST(dst, off_ + img[j] * img_ + ch * P + pix[j], activate(v, act, act_a, act_b));
         }
     }
 }
@@ -203,7 +248,7 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
 // global: (NTOT rounded up, O), O = G * M
 __kernel void splitk_sum(__global const float* part, __global const T* bias, __global const T* res, __global T* out,
                          int ks, int O, int P, int NTOT, int out_offset, int out_image, int has_bias, int has_res,
-                         int act, float act_a, float act_b)
+                         int act, float act_a, float act_b DEST_ARGS)
 {
     int n = get_global_id(0), oc = get_global_id(1);
     if (n >= NTOT) return;
@@ -211,5 +256,6 @@ __kernel void splitk_sum(__global const float* part, __global const T* bias, __g
     for (int s = 0; s < ks; ++s) v += part[((size_t)s * O + oc) * NTOT + n];
     int image = n / P, p = n - image * P;
     if (has_res) v += LD(res, (image * O + oc) * P + p);
-    ST(out, out_offset + image * out_image + oc * P + p, activate(v, act, act_a, act_b));
+    DEST(oc, out, out_offset, out_image, dst, ch)
+    ST(dst, off_ + image * img_ + ch * P + p, activate(v, act, act_a, act_b));
 }

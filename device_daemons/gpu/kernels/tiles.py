@@ -100,6 +100,10 @@ def tile_candidates(m, n, k, g, device, mode: str) -> list[dict]:
         chosen = configs[:5]
         # the best two without K slices too: a second launch is not free
         chosen += [dict(c, ks=1) for c in chosen[:2] if c["ks"] > 1]
+        # and with twice the slices: twice the work groups for a small output (batch 1's late layers
+        # filled an H200's 132 SMs with one or two groups each)
+        chosen += [dict(c, ks=c["ks"] * 2) for c in chosen[:2]
+                   if c["ks"] * 2 <= 2 * MAX_SPLIT and k // (c["ks"] * 2) >= 2 * c["tk"]]
         return _unique(chosen)
     return _unique(configs)[:FULL_MAX]
 

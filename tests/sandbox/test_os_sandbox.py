@@ -1,0 +1,115 @@
+"""The OS sandbox holds even if the allow-list were bypassed (issue 21, acceptance):
+a worker started the production way (WorkerProcess with a Sandbox: the launcher's
+bwrap + seccomp + prlimit, as the TF and Caffe workers are) that tries to get out
+(escape_worker.py) cannot open a file outside its view, cannot open a socket or
+reach another process, and dies on its limits while its parent (this test
+process) carries on. Without a sandbox on the machine: a warning, and the
+allow-list still refuses."""
+from __future__ import annotations
+
+import os
+import secrets
+
+import pytest
+
+from core.microkernel import WorkerError, WorkerProcess, runtime_dir
+from core.microkernel.sandbox import Sandbox
+from tests.sandbox.conftest import CANARY_TEXT
+from tests.support import REPO, run_cli
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(scope="module")
+def escaper(tmp_path_factory):
+    model = tmp_path_factory.mktemp("model")
+    (model / "weights.bin").write_text("the model's own bytes")
+    secret = tmp_path_factory.mktemp("secret") / "canary.txt"
+    secret.write_text(CANARY_TEXT)
+    saved = os.environ.get("MO_CORE_SANDBOX")
+    os.environ["MO_CORE_SANDBOX"] = "require"  # no silent fallback: this test is about the sandbox
+    worker = WorkerProcess("tests.sandbox.escape_worker", name="escape", startup_timeout=60, request_timeout=60,
+                           sandbox=Sandbox(read_only=(str(model),), memory_mb=1024))
+    try:
+        worker.start()
+        yield worker, model, secret
+    finally:
+        worker.stop()
+        if saved is None:
+            os.environ.pop("MO_CORE_SANDBOX", None)
+        else:
+            os.environ["MO_CORE_SANDBOX"] = saved
+
+
+def attempt(worker, verb, **args):
+    return worker.call(verb, args)[0]
+
+
+def test_it_sees_only_its_view(escaper):
+    worker, model, secret = escaper
+    assert attempt(worker, "read", path=str(model / "weights.bin")) == {"ok": True, "result": "the model's own bytes"}
+    for path in (str(secret), "/etc/shadow", os.path.expanduser("~/.bashrc"), "/proc/{}/environ".format(os.getpid()),
+                 os.path.join(REPO, "..", "main", "README.md")):
+        assert attempt(worker, "read", path=path)["ok"] is False, path
+    assert attempt(worker, "read", path=str(secret)) == {"ok": False, "errno": "ENOENT"}
+    # the runtime directory holds only its own directory (the daemons' sockets are not there)
+    own = os.path.basename(os.path.dirname(worker.endpoint[len("ipc://"):]))
+    assert attempt(worker, "listdir", path=runtime_dir()) == {"ok": True, "result": [own]}
+    assert sorted(os.listdir(runtime_dir())) != [own]  # (while the host's has more)
+    # nothing of the host is writable: the system, the checkout, the model; /tmp is its own
+    for path in ("/usr/pwned", os.path.join(REPO, "pwned"), str(model / "pwned")):
+        assert attempt(worker, "write", path=path) == {"ok": False, "errno": "EROFS"}, path
+    private = "/tmp/sandbox-{}".format(secrets.token_hex(4))
+    assert attempt(worker, "write", path=private)["ok"] is True
+    assert not os.path.exists(private)
+    assert not os.path.exists(str(model / "pwned")) and not os.path.exists("/usr/pwned")
+
+
+def test_it_cannot_open_a_socket_or_reach_a_process(escaper):
+    worker, _, _ = escaper
+    for family in ("AF_INET", "AF_INET6", "AF_NETLINK", "AF_PACKET"):
+        assert attempt(worker, "open_socket", family=family) == {"ok": False, "errno": "EPERM"}, family
+    # a Unix socket it can see (its own): connect() is refused too
+    assert attempt(worker, "open_socket", family="AF_UNIX", connect=worker.endpoint[len("ipc://"):]) == \
+        {"ok": False, "errno": "EPERM"}
+    # no other process exists for it: not its parent, not pid 1 of the host
+    assert attempt(worker, "signal_process", pid=os.getpid())["errno"] == "ESRCH"
+    procs = [p for p in attempt(worker, "listdir", path="/proc")["result"] if p.isdigit()]
+    assert len(procs) <= 3, procs  # bwrap's init, the worker (and a thread-less helper at most)
+    assert worker.service_info["whoami"]["pid"] != worker.pid
+
+
+def test_it_dies_on_its_limits_and_its_parent_carries_on(escaper, tmp_path):
+    worker, _, _ = escaper
+    assert attempt(worker, "allocate", mb=2048) == {"ok": False, "errno": "MemoryError"}  # address space
+    assert attempt(worker, "allocate", mb=64)["ok"] is True
+    many = attempt(worker, "open_many", n=10000)
+    assert many["errno"] == "EMFILE" and many["opened"] < 4096, many
+    spinner = WorkerProcess("tests.sandbox.escape_worker", name="escape", startup_timeout=60, request_timeout=60,
+                            restart_budget=1, sandbox=Sandbox(cpu_s=3))
+    try:
+        with pytest.raises(WorkerError) as err:
+            spinner.call("spin", {"seconds": 60})
+        assert "in its sandbox" in str(err.value) and ("SIGXCPU" in str(err.value) or "SIGKILL" in str(err.value))
+        assert spinner.call("spin", {"seconds": 0.1})[0]["ok"]  # restarted; this process never noticed more
+    finally:
+        spinner.stop()
+    assert worker.ping()["pid"] == worker.service_info["whoami"]["pid"]
+
+
+def test_without_a_sandbox_a_warning_and_the_allow_list_still_refuses(canaries, tmp_path):
+    """A machine without bubblewrap (here: a PATH without it): the converter says so once
+    and the allow-list still refuses what would write."""
+    saved = {key: os.environ.get(key) for key in ("PATH", "MO_CORE_SANDBOX")}
+    os.environ.update(PATH=str(tmp_path), MO_CORE_SANDBOX="auto")  # (run_cli starts this very python by its path)
+    try:
+        code, out, err = run_cli("convert", "--output_dir", str(tmp_path / "out"), "--input_model",
+                                 canaries.path("validate_control_write"), "--output", "y", "--validate")
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    assert code == 1 and "framework workers run without the OS sandbox" in err, err
+    assert "bwrap" in err and "op 'WriteFile' (node 'write')" in err, err
