@@ -1,7 +1,7 @@
 """`python -m device_daemons.serving.watchdog --parent PID --runtime-dir DIR`: waits
 until the serving process PID asks (SIGTERM) or dies, then stops every daemon of
-the runtime directory DIR through the public command line (`mo-core daemon stop
---all`) and removes DIR. See daemons.py."""
+the runtime directory DIR (as `mo-core daemon stop --all` does: the client side's
+daemon.stop for each running device) and removes DIR. See daemons.py."""
 from __future__ import annotations
 
 import argparse
@@ -36,9 +36,13 @@ def main(argv=None) -> int:
         signal.signal(sig, signal.SIG_IGN)  # finish the clean-up whatever happens now
     if os.path.isdir(args.runtime_dir):
         os.environ["MO_CORE_RUNTIME_DIR"] = args.runtime_dir
-        from cli.main import main as mo_core
+        from device_daemons.client import daemon
         try:
-            mo_core(["daemon", "stop", "--all", "--grace", "2"])
+            for device in daemon.running_devices():
+                try:
+                    daemon.stop(device, grace=2)
+                except Exception as err:  # noqa: BLE001 - stop the others, then remove the directory
+                    print(f"[ WARNING ] stopping the {device} daemon failed: {err}", file=sys.stderr)
         finally:
             shutil.rmtree(args.runtime_dir, ignore_errors=True)
     return 0

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from device_daemons.cpu.kernels import detection
-from device_daemons.cpu.native import build as native_build
+from device_daemons import native_build
 from device_daemons.cpu.native import nms as native_nms
-from device_daemons.cpu.onednn.library import NativeUnavailable
+from device_daemons.native_build import NativeUnavailable
 from tests.cpu.cpu_helpers import assert_close, caffe_case
 from tests.cpu.test_cpu_caffe_layers import SSD_HEAD
 from tests.support import assert_detection_padding
@@ -127,17 +127,17 @@ def test_native_build_is_cached_and_its_absence_leaves_numpy(tmp_path, monkeypat
     then runs DetectionOutput on numpy and says why."""
     monkeypatch.setenv("MO_CORE_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(native_build, "_LOADED", {})
-    native_build.load_native("nms", native_nms.CDEF)
+    native_build.load_native(native_nms.SOURCE, native_nms.CDEF)
     built = list((tmp_path / "home" / "native").iterdir())
     assert [p.suffix for p in built] == [".so"]
     monkeypatch.setattr(native_build, "_LOADED", {})
     monkeypatch.setattr(native_build.subprocess, "run", _no_compiler_run)  # a rebuild would fail now
-    native_build.load_native("nms", native_nms.CDEF)  # found, not rebuilt
+    native_build.load_native(native_nms.SOURCE, native_nms.CDEF)  # found, not rebuilt
     monkeypatch.setattr(native_build, "_LOADED", {})
     monkeypatch.setenv("MO_CORE_HOME", str(tmp_path / "other"))
     monkeypatch.setattr(native_build.shutil, "which", lambda name: None)
     with pytest.raises(NativeUnavailable, match="apt-get install gcc"):
-        native_build.load_native("nms", native_nms.CDEF)
+        native_build.load_native(native_nms.SOURCE, native_nms.CDEF)
 
 
 def _no_compiler_run(*args, **kwargs):

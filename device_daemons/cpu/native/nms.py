@@ -3,10 +3,13 @@ kernels/detection.py's nms_classes / nms_fast, a few times faster on SSD-sized
 heads (hundreds of candidates for each of tens of classes)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from .build import load_native
+from ...native_build import load_native
 
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nms.c")
 CDEF = """
 int mo_nms_classes(const float *boxes, int64_t groups, const float *scores, int64_t classes, int64_t priors,
                    float threshold, float nms_threshold, float eta, int64_t top_k, int32_t *kept,
@@ -16,13 +19,13 @@ int mo_nms_classes(const float *boxes, int64_t groups, const float *scores, int6
 
 def load():
     """Builds / loads the library now (NativeUnavailable says why it cannot)."""
-    load_native("nms", CDEF)
+    load_native(SOURCE, CDEF)
 
 
 def nms_classes(boxes, scores, threshold, nms_threshold, eta, top_k) -> list[np.ndarray]:
     """boxes (classes or 1, priors, 4) corner boxes, scores (classes, priors) -> per
     class the kept prior indices, best first (Caffe's ApplyNMSFast with eta)."""
-    ffi, lib = load_native("nms", CDEF)
+    ffi, lib = load_native(SOURCE, CDEF)
     boxes = np.ascontiguousarray(boxes, np.float32)
     scores = np.ascontiguousarray(scores, np.float32)
     groups, priors = boxes.shape[0], boxes.shape[1]

@@ -27,6 +27,8 @@ import sys
 import tempfile
 import threading
 
+from ...native_build import NativeUnavailable  # noqa: F401  (what load() raises; callers import it here too)
+
 _LOCK = threading.Lock()
 _LOADED = None
 _FAILED: str | None = None
@@ -44,10 +46,6 @@ def affinity_cpus() -> int:
 
 
 CPUS = affinity_cpus()  # read once: a per-request call costs ~10 us
-
-
-class NativeUnavailable(RuntimeError):
-    """oneDNN cannot be loaded here; the message says why and what to install."""
 
 
 class DnnlError(RuntimeError):

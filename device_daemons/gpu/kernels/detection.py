@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ...cpu.onednn.library import NativeUnavailable
+from ...native_build import NativeUnavailable
 from .base import GpuKernel, register
 
 

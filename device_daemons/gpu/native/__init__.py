@@ -1,2 +1,2 @@
 """C helpers of the GPU plugin (built once per machine with the CPU daemon's
-native build, cpu/native/build.py; loaded with cffi in ABI mode)."""
+native build, native_build.py; loaded with cffi in ABI mode)."""

@@ -21,8 +21,7 @@ import threading
 import numpy as np
 import pyopencl as cl
 
-from ...cpu.native.build import build_native
-from ...cpu.onednn.library import NativeUnavailable
+from ...native_build import NativeUnavailable, build_native
 
 ENV = "MO_CORE_GPU_ENQUEUE"
 _state: dict = {}

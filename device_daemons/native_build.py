@@ -1,4 +1,6 @@
-"""Compiling this package's C sources once per machine and loading them (cffi ABI mode).
+"""Compiling the daemons' C sources once per machine and loading them (cffi ABI
+mode): the CPU daemon's native kernels (cpu/native/), the GPU plugin's enqueue
+loop (gpu/native/); what every device's plan may use, so it sits beside plan_io.py.
 
 A source is built with the system C compiler (`$CC`, else gcc / cc; the set-up
 installs one for pycaffe) into $MO_CORE_HOME/native/<name>-<hash>.so, the hash
@@ -7,8 +9,8 @@ changed source or compiler builds anew and concurrent first uses each see a whol
 Later processes only dlopen it. No compiler, or a failed build: NativeUnavailable
 with the reason, and the layer keeps its numpy kernel.
 
-    from device_daemons.cpu.native.build import load_native
-    lib = load_native("nms", "int mo_nms_classes(...);")   # cached per process
+    from device_daemons.native_build import load_native
+    ffi, lib = load_native("path/to/nms.c", "int mo_nms_classes(...);")   # cached per process
 """
 from __future__ import annotations
 
@@ -19,7 +21,12 @@ import subprocess
 import tempfile
 import threading
 
-from ..onednn.library import NativeUnavailable
+
+
+class NativeUnavailable(RuntimeError):
+    """A native library (oneDNN, or one of our C sources) cannot be loaded here; the
+    message says why and what to install."""
+
 
 # no -ffast-math: results must be IEEE's, as numpy's; -fno-trapping-math only lets
 # the compiler evaluate a division whose result a select then drops (vectorizing)
@@ -70,12 +77,13 @@ def _build(name: str, source: str) -> str:
     return path
 
 
-def load_native(name: str, cdef: str):
-    """(ffi, lib) of <name>.c in this package, built on first use."""
+def load_native(source: str, cdef: str):
+    """(ffi, lib) of the C file `source`, built on first use (cached per process)."""
+    name = os.path.splitext(os.path.basename(source))[0]
     with _LOCK:
         if name not in _LOADED:
             try:
-                _LOADED[name] = _load(name, cdef)
+                _LOADED[name] = _load(name, source, cdef)
             except NativeUnavailable as err:
                 _LOADED[name] = err
         loaded = _LOADED[name]
@@ -91,12 +99,12 @@ def build_native(source: str) -> str:
     return _build(os.path.splitext(os.path.basename(source))[0], source)
 
 
-def _load(name: str, cdef: str):
+def _load(name: str, source: str, cdef: str):
     try:
         import cffi
     except ImportError:
         raise NativeUnavailable("the cffi package is not installed: pip install cffi (requirements.txt)") from None
-    path = _build(name, os.path.join(os.path.dirname(os.path.abspath(__file__)), name + ".c"))
+    path = _build(name, source)
     ffi = cffi.FFI()
     ffi.cdef(cdef)
     try:
