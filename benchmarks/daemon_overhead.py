@@ -66,7 +66,7 @@ def run_pair(xml: str, iterations: int) -> None:
     network = read_ir(xml)
     inputs = {layer.name: np.random.default_rng(0).standard_normal(layer.outputs[0].dims).astype(np.float32)
               for layer in network.inputs()}
-    plan = ExecutionPlan(network)
+    plan = ExecutionPlan(network, precision=None)  # the daemon's default precision (bf16 where the CPU has it)
     ie = IECore(policy="auto")
     exec_net = ie.load_network(ie.read_network(model=xml), "CPU")
     for _ in range(max(20, iterations // 5)):  # warm-up (the client learns the daemon's compute time)

@@ -1,45 +1,51 @@
-"""Inference speed of mo-core's daemons next to the reference engines, with the
-same work for every engine: the same weights (Caffe nets: He-scaled random
-caffemodels made once by pycaffe; keras_resnet50: the frozen Keras ResNet50 graph
-of tests/tf/keras_apps.py, seeded weights), the same random input (seed 0, made in
-NCHW; engines that keep TensorFlow's NHWC layout get the same values transposed),
-the same batch, float32.
+"""Inference speed of mo-core's CPU daemon next to OpenVINO's CPU plugin, in f32 and
+at each engine's default precision (bf16 where the CPU has AVX512_BF16 or AMX), with
+the same work for every engine: the same weights (Caffe nets: He-scaled random
+caffemodels made once by pycaffe; Keras ResNet50, MobileNetV2 and MobileNetV3Small:
+the frozen graphs of tests/tf/keras_apps.py - weights=None, seeded, random batch-norm
+statistics - built by TensorFlow in a subprocess, benchmarks/built_models.py), the
+same random input (seed 0, made in NCHW; an engine that keeps TensorFlow's NHWC gets
+the same values transposed), the same batch; float32 inputs and outputs.
 
-    python benchmarks/infer.py [--models bvlc_googlenet,bvlc_alexnet,ssd_style,keras_resnet50]
-                               [--batch 1] [--iterations 50] [--rounds 3] [--throughput]
-                               [--gpu-iterations 10] [--opencl-rounds 1]
+    python benchmarks/infer.py [--models bvlc_googlenet,bvlc_alexnet,ssd_style,keras_resnet50,
+                                         keras_mobilenet_v2,keras_mobilenet_v3_small]
+                               [--batch 1] [--iterations 30] [--rounds 3] [--throughput [--tp-batch 1]]
+                               [--cpu-time] [--engines core|all] [--gpu-iterations 10] [--opencl-rounds 1]
     python benchmarks/infer.py --overhead [--rounds 5] [--iterations 2000]
 
 Engines (each alone in a fresh process; rounds interleave the engines so that a
-change of the machine's load hits all of them alike):
-- mo-core CPU daemon, end to end through ZeroMQ (IECore, a private daemon, its
-  default backend: oneDNN where it runs a layer, numpy elsewhere)
-- the mo-core execution plan in-process, oneDNN backend, and numpy backend (the reference)
-- the framework: pycaffe, its input blob reshaped to the batch; TensorFlow running
-  the frozen graph (keras_resnet50)
-- OpenCV DNN 4.x (readNetFromCaffe / readNetFromTensorflow; a model it cannot read
-  gets a row saying so)
-- the OpenVINO 2024.6 runtime on the IR its own `mo` makes from the same files
-  (--input_shape: ours; the deploy nets say batch 10; TensorFlow's NHWC for the
-  Keras graph, which mo keeps), reshaped to the batch:
-  INFERENCE_PRECISION_HINT f32 (the comparison the goals name) and its default
-  precision (bf16 where the CPU has it: what its users get), LATENCY hint
-- the current OpenVINO runtime (the project's venv), f32, on mo-core's IR v11
-  (`--ir_version 11`) and on that same `mo` IR: the same runtime on both IRs, whose
-  outputs must agree to 1e-4 (else the run stops)
-- OpenCL rows: mo-core GPU daemon (a GPU, else PoCL on the CPU) through IECore, its
-  GpuPlan in-process, and OpenCV DNN's OpenCL target (DNN_TARGET_OPENCL; on a
-  non-GPU OpenCL device OpenCV refuses it unless OPENCV_DNN_OPENCL_ALLOW_ALL_DEVICES
-  is set, which the benchmark does; its first run compiles OpenCV's kernels, which
-  takes minutes on PoCL and is not timed). PoCL takes about a second a run here:
-  these run --gpu-iterations times in --opencl-rounds rounds
-Every engine's input shape is printed in the table and must be ours (else the run
-stops). Latency: median of the iterations of a process, then the median over the
-rounds (min: the fastest call).
---throughput: batch 8, two requests in flight: the daemon (IECore, 2 requests)
-against OpenVINO's THROUGHPUT hint with 2 requests (f32); frames per second.
-Round trip: the daemon's cost over in-process for a 1x3x224x224 Input -> ReLU net.
-The load average is printed: numbers taken on a busy machine are not comparable.
+change of the machine's load hits all of them alike; latency: the median of a
+process's iterations, then the median over the rounds; min: the fastest call):
+- mo-core CPU daemon through IECore (a private daemon), INFERENCE_PRECISION_HINT f32
+  and its default (no hint); the ExecutionPlan in-process at the same two precisions
+  (what the daemon adds over it is printed);
+- the OpenVINO runtime of this venv (its version is printed), LATENCY hint, f32 and
+  its default, on the model as OpenVINO's own tools read it: the IR its `mo`
+  (openvino-dev 2024.6, the last with Caffe) makes from the Caffe files, and the
+  frozen TensorFlow graph read by the runtime's TensorFlow front end;
+- with --engines all also: our numpy backend, the framework (pycaffe / TensorFlow),
+  OpenCV DNN, OpenVINO f32 on our own IR v11 (`--ir_version 11`; its outputs must
+  equal OpenVINO's on its own IR to 1e-4, else the run stops) and the OpenCL rows
+  (the GPU daemon and plan, OpenCV's OpenCL target: --gpu-iterations runs in
+  --opencl-rounds rounds).
+Each row prints the engine's precision and threads as the engine reports them (ours:
+the load reply, INFERENCE_NUM_THREADS from os.sched_getaffinity; OpenVINO: the compiled
+model's properties) and the input shape it ran (it must be ours, else the run stops).
+
+Accuracy (always): our default precision's outputs against our f32 (max |diff| / max
+|f32| and whether the top-1 class is unchanged), beside OpenVINO's default against its
+f32 on the same input; with the bound of issue 25 (<= 2e-2, top-1 unchanged). The
+reference-catalog CaffeNet is measured for accuracy only (--accuracy-models).
+--throughput: at --tp-batch, each engine with its own optimal number of requests in
+flight (ours: OPTIMAL_NUMBER_OF_INFER_REQUESTS of the daemon's load reply; OpenVINO:
+the THROUGHPUT hint's OPTIMAL_NUMBER_OF_INFER_REQUESTS), default precisions, printed.
+--cpu-time: ours in-process and OpenVINO again with one thread each (INFERENCE_NUM_THREADS
+1), timed by the process's CPU time: on a machine other work keeps busy a second thread
+mostly waits for a core, which wall time charges to whoever has one; CPU time measures
+the work itself (a second figure, not the goal's).
+
+The load average is printed at the start of every round and at the end: numbers
+taken on a busy machine are not comparable (run the final table on a quiet one).
 
 --overhead measures only the daemon's round trip (no reference engine, no model
 to convert): Input -> ReLU on 1x3x224x224, in-process vs the daemon through its
@@ -54,7 +60,6 @@ networks.
 """
 import argparse
 import json
-import math
 import os
 import re
 import shutil
@@ -69,81 +74,43 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from benchmarks.references import HOME, bvlc_model, keras_model, openvino_mo, openvino_python  # noqa: E402
+from benchmarks.references import HOME, bvlc_model, keras_model, openvino_mo  # noqa: E402
 
-MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style", "keras_resnet50")
-KERAS = {"keras_resnet50": "resnet50"}  # benchmark name -> the graph of tests/tf/keras_apps.py
-LATENCY_ENGINES = ("daemon", "onednn", "numpy", "pycaffe", "tensorflow", "opencv", "openvino_f32",
-                   "openvino_default", "ov_mo", "ov_v11")
+MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style", "keras_resnet50", "keras_mobilenet_v2",
+          "keras_mobilenet_v3_small")
+ACCURACY_MODELS = ("bvlc_reference_caffenet",)  # reference-catalog parity nets measured for accuracy only
+# benchmark name -> the graph of tests/tf/keras_apps.py
+KERAS = {"keras_resnet50": "resnet50", "keras_mobilenet_v2": "mobilenet_v2",
+         "keras_mobilenet_v3_small": "mobilenet_v3_small"}
+CORE_ENGINES = ("daemon_f32", "daemon_default", "plan_f32", "plan_default", "openvino_f32", "openvino_default")
+# --cpu-time: the same on one thread, timed by CPU time (a shared machine's load moves it far less than wall time)
+CPU_TIME_ENGINES = ("plan_f32@1t", "plan_default@1t", "openvino_f32@1t", "openvino_default@1t")
+EXTRA_ENGINES = ("numpy", "framework", "opencv", "ov_v11")
 OPENCL_ENGINES = ("gpu_daemon", "gpu_plan", "opencv_ocl")
 THROUGHPUT_ENGINES = ("daemon_tp", "openvino_tp")
-LABELS = {"daemon": "mo-core CPU daemon (ZeroMQ)", "onednn": "mo-core plan, oneDNN backend",
-          "numpy": "mo-core plan, numpy backend", "pycaffe": "pycaffe", "tensorflow": "TensorFlow {}",
-          "opencv": "OpenCV DNN",
-          "openvino_f32": "OpenVINO 2024.6 f32", "openvino_default": "OpenVINO 2024.6 default",
-          "ov_mo": "OpenVINO {} f32, mo's IR", "ov_v11": "OpenVINO {} f32, IR v11 ours",
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}
+LABELS = {"daemon_f32": "mo-core CPU daemon, f32", "daemon_default": "mo-core CPU daemon, default",
+          "plan_f32": "mo-core plan in-process, f32", "plan_default": "mo-core plan in-process, default",
+          "openvino_f32": "OpenVINO {} f32", "openvino_default": "OpenVINO {} default",
+          "numpy": "mo-core plan, numpy backend", "framework": "{}", "opencv": "OpenCV DNN {}",
+          "ov_v11": "OpenVINO {} f32, our IR v11",
           "gpu_daemon": "mo-core GPU daemon (OpenCL)", "gpu_plan": "mo-core GPU plan in-process",
-          "opencv_ocl": "OpenCV DNN {} OpenCL target",
-          "daemon_tp": "mo-core CPU daemon, 2 requests", "openvino_tp": "OpenVINO THROUGHPUT hint f32"}
+          "opencv_ocl": "OpenCV DNN {} OpenCL target"}
+BOUND = 2e-2  # issue 25: bf16 within 2e-2 of f32 (max |diff| / max |f32|), top-1 unchanged
 
-OPENVINO_SCRIPT = r"""
-import json, sys, time, statistics
-import numpy as np
-import openvino as ov
-xml, mode, batch, iterations, nireq = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-ours = json.loads(sys.argv[6])  # our IR's NCHW input shape at this batch: the input is made in it
-save = sys.argv[7] if len(sys.argv) > 7 else None  # the first output goes there
-core = ov.Core()
-model = core.read_model(xml)
-shape = list(model.inputs[0].partial_shape.to_shape())
-shape[0] = batch
-model.reshape({model.inputs[0].any_name: shape})
-config = {"PERFORMANCE_HINT": "THROUGHPUT" if mode == "tp" else "LATENCY"}
-if mode != "default":
-    config["INFERENCE_PRECISION_HINT"] = "f32"
-compiled = core.compile_model(model, "CPU", config)
-x = np.random.default_rng(0).standard_normal(tuple(ours)).astype(np.float32)
-if shape != ours:  # mo keeps a TensorFlow graph's NHWC: the same values, transposed
-    if shape != [ours[0], ours[2], ours[3], ours[1]]:
-        raise SystemExit("the IR's input {} is neither our {} nor its NHWC form".format(shape, ours))
-    x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-precision = compiled.get_property("INFERENCE_PRECISION_HINT")
-result = {"shape": shape, "precision": getattr(precision, "get_type_name", lambda: str(precision))(),
-          "version": ov.__version__.split("-")[0]}
-if mode == "tp":
-    queue = ov.AsyncInferQueue(compiled, nireq)
-    for _ in range(2 * nireq):
-        queue.start_async({0: x})
-    queue.wait_all()
-    start = time.perf_counter()
-    for _ in range(iterations):
-        queue.start_async({0: x})
-    queue.wait_all()
-    result["fps"] = iterations * batch / (time.perf_counter() - start)
-    result["nireq"] = nireq
-    result["streams"] = int(compiled.get_property("NUM_STREAMS"))
-else:
-    request = compiled.create_infer_request()
-    for _ in range(5):
-        request.infer({0: x})
-    times = []
-    for _ in range(iterations):
-        t = time.perf_counter(); request.infer({0: x}); times.append(time.perf_counter() - t)
-    result["median"], result["min"] = statistics.median(times), min(times)
-    if save:
-        np.save(save, request.infer({0: x})[0])
-print(json.dumps(result))
-"""
+
+CLOCK = [time.perf_counter]  # --clock cpu: the process's CPU time (every thread of it) instead
 
 
 def measure(fn, iterations, warmup=5):
     for _ in range(warmup):
         fn()
     times = []
+    clock = CLOCK[0]
     for _ in range(iterations):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return statistics.median(times), min(times)
 
 
@@ -163,7 +130,7 @@ def convert_ours(model, out_dir, name, batch, *options):
     source = ["--input_model", files["pb"]] if "pb" in files else ["--input_model", files["weights"],
                                                                    "--input_proto", files["proto"]]
     subprocess.run([sys.executable, "-m", "cli", "convert", *source, "-b", str(batch), "--output_dir", out_dir,
-                    "--model_name", name, "--silent", *options], check=True)
+                    "--model_name", name, "--silent", *options], check=True, cwd=ROOT)
     return os.path.join(out_dir, name + ".xml")
 
 
@@ -171,21 +138,19 @@ def nhwc(shape):
     return [shape[0], shape[2], shape[3], shape[1]]
 
 
-def openvino_ir(model, shape):
-    """mo's IR of the model at our input `shape` (the sdist's deploy nets say batch
-    10, and mo's -b refuses a shape the model defines: --input_shape; a TensorFlow
-    graph takes its own NHWC form of it)."""
+def openvino_model(model, shape):
+    """The model as OpenVINO's own tools give it to its runtime: for a Caffe net the IR
+    of its `mo` at our input `shape` (the sdist's deploy nets say batch 10, and mo's -b
+    refuses a shape the model defines: --input_shape); a frozen TensorFlow graph as it
+    is (the runtime's TensorFlow front end reads it; the engine sets the batch)."""
     files = model_files(model)
-    source = files.get("pb") or files["weights"]
+    if "pb" in files:
+        return files["pb"]
     out = os.path.join(HOME, "bench-models", "openvino-{}-{}".format(model, "x".join(map(str, shape))))
     xml = os.path.join(out, model + ".xml")
-    if not os.path.isfile(xml) or os.path.getmtime(xml) < os.path.getmtime(source):
-        if "pb" in files:
-            cmd = [openvino_mo(tensorflow=True), "--input_model", files["pb"], "--input_shape",
-                   "[{}]".format(",".join(map(str, nhwc(shape))))]
-        else:
-            cmd = [openvino_mo(), "--input_model", files["weights"], "--input_proto", files["proto"], "--input_shape",
-                   "[{}]".format(",".join(map(str, shape)))]
+    if not os.path.isfile(xml) or os.path.getmtime(xml) < os.path.getmtime(files["weights"]):
+        cmd = [openvino_mo(), "--input_model", files["weights"], "--input_proto", files["proto"], "--input_shape",
+               "[{}]".format(",".join(map(str, shape)))]
         subprocess.run(cmd + ["--output_dir", out, "--model_name", model, "--compress_to_fp16=False", "--silent"],
                        check=True, capture_output=True)
     return xml
@@ -202,9 +167,141 @@ def trivial_ir(out_dir):
     return xml
 
 
-def relu_round_trip(infer):
-    t = np.random.default_rng(1).standard_normal((1, 3, 224, 224)).astype(np.float32)
-    return measure(lambda: infer({"data": t}), 500)
+def first_output(outputs) -> np.ndarray:
+    """The output the accuracy compares: the first one (every benchmark net has one)."""
+    return np.asarray(next(iter(outputs.values())) if isinstance(outputs, dict) else outputs[0])
+
+
+def _openvino(args, shape, x):
+    """(result fields, infer function, compiled model) of the OpenVINO runtime on `args.ov_model`."""
+    import openvino as ov
+    core = ov.Core()
+    model = core.read_model(args.ov_model)
+    port = model.inputs[0]
+    partial = port.get_partial_shape()
+    want = list(shape)
+    if len(want) == 4 and partial.rank.get_length() == 4 and partial[1].is_static and partial[1].get_length() != want[1]:
+        want = nhwc(want)  # TensorFlow's layout, kept by its front end: the same values, transposed
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    model.reshape({port.get_any_name(): want})
+    mode = args.engine.rsplit("_", 1)[1]
+    config = {"PERFORMANCE_HINT": "THROUGHPUT" if mode == "tp" else "LATENCY"}
+    if mode in ("f32", "v11"):
+        config.update(F32)
+    if args.threads:
+        config["INFERENCE_NUM_THREADS"] = args.threads
+    compiled = core.compile_model(model, "CPU", config)
+    precision = compiled.get_property("INFERENCE_PRECISION_HINT")
+    result = {"shape": want, "version": ov.__version__.split("-")[0],
+              "precision": getattr(precision, "get_type_name", lambda: str(precision))(),
+              "threads": int(compiled.get_property("INFERENCE_NUM_THREADS"))}
+    return result, compiled, x
+
+
+def run_engine(args):
+    """One engine, measured alone in this process (prints JSON)."""
+    os.environ.setdefault("GLOG_minloglevel", "2")
+    engine = args.engine
+    if args.clock == "cpu":
+        CLOCK[0] = time.process_time
+    from ir import read_ir
+    network = read_ir(args.xml)
+    name = network.inputs()[0].name
+    shape = tuple(network.inputs()[0].outputs[0].dims)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    result = {"shape": list(shape)}
+    out = None
+    if engine.startswith("daemon"):
+        from device_daemons.client import IECore
+        ie = IECore(policy="auto", timeout=600)
+        net = ie.read_network(model=args.xml)
+        exec_net = ie.load_network(net, "CPU", config=F32 if engine == "daemon_f32" else None)
+        result.update(precision=exec_net.get_config("INFERENCE_PRECISION_HINT"),
+                      threads=exec_net.get_config("INFERENCE_NUM_THREADS"))
+        if engine == "daemon_tp":
+            nireq = exec_net.get_metric("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
+            exec_net = ie.load_network(net, "CPU", num_requests=nireq)  # (the daemon has it compiled)
+            result.update(fps=daemon_fps(exec_net, name, x, args.iterations), nireq=nireq)
+        else:
+            result["main"] = measure(lambda: exec_net.infer({name: x}), args.iterations)
+            out = first_output(exec_net.infer({name: x}))
+    elif engine.startswith("plan") or engine == "numpy":
+        from device_daemons.cpu.plan import ExecutionPlan
+        plan = ExecutionPlan(network, backend="numpy" if engine == "numpy" else "onednn",
+                             precision=None if engine == "plan_default" else "f32", threads=args.threads)
+        result.update(precision=plan.precision_used, threads=plan.threads,
+                      main=measure(lambda: plan.infer({name: x}), args.iterations))
+        steps = plan.program.steps
+        result.update(onednn_layers=sum(len(s.layers) for s in steps if s.backend == "onednn"),
+                      reorders=sum(1 for s in steps if s.type == "Reorder"),
+                      numpy_layers=sum(1 for s in steps if s.backend == "numpy"),
+                      c_layers=sum(1 for s in steps if s.backend == "native"))
+    elif engine.startswith(("openvino", "ov_")):
+        fields, compiled, x = _openvino(args, shape, x)
+        result.update(fields)
+        if engine == "openvino_tp":
+            nireq = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
+            result.update(fps=openvino_fps(compiled, x, nireq, args.iterations), nireq=nireq,
+                          streams=int(compiled.get_property("NUM_STREAMS")))
+        else:
+            request = compiled.create_infer_request()
+            result["main"] = measure(lambda: request.infer({0: x}), args.iterations)
+            out = first_output(request.infer({0: x}))
+    elif engine == "gpu_daemon":
+        from device_daemons.client import IECore
+        ie = IECore(policy="auto", timeout=600)
+        exec_net = ie.load_network(ie.read_network(model=args.xml), "GPU")
+        result["main"] = measure(lambda: exec_net.infer({name: x}), args.gpu_iterations, warmup=2)
+        result["device"] = _opencl_device_name()  # the same choice as the daemon (GPU, MO_CORE_OPENCL_DEVICE)
+    elif engine == "gpu_plan":
+        from device_daemons.gpu import GpuPlan
+        plan = GpuPlan(network)
+        result["main"] = measure(lambda: plan.infer({name: x}), args.gpu_iterations, warmup=2)
+    elif engine in ("opencv", "opencv_ocl"):
+        import cv2
+        result["version"] = cv2.__version__
+        ocl = engine == "opencv_ocl"
+        try:
+            cv_forward = _opencv_forward(args.model, x, cv2.dnn.DNN_TARGET_OPENCL if ocl else cv2.dnn.DNN_TARGET_CPU)
+            cv_forward()  # (OpenCL: compiles OpenCV's kernels, minutes on PoCL): not timed
+        except cv2.error as err:
+            result["error"] = _opencv_error(err)
+        else:
+            result["main"] = measure(cv_forward, args.gpu_iterations if ocl else args.iterations, warmup=1)
+        if ocl:
+            device = cv2.ocl.Device.getDefault()
+            result["device"] = device.name() if cv2.ocl.useOpenCL() and device.name() else "none: ran on the CPU"
+    elif engine == "framework" and args.model in KERAS:
+        result.update(shape=nhwc(shape), main=measure(_tensorflow_run(args.model, x), args.iterations))
+        import tensorflow as tf
+        result["version"] = "TensorFlow " + tf.__version__
+    elif engine == "framework":
+        import caffe
+        files = model_files(args.model)
+        net = caffe.Net(files["proto"], files["weights"], caffe.TEST)
+        blob = net.inputs[0]
+        net.blobs[blob].reshape(*shape)  # the batch of the others (the deploy nets say 10)
+        net.reshape()
+        net.blobs[blob].data[...] = x
+        result.update(shape=list(net.blobs[blob].data.shape), version="pycaffe",
+                      main=measure(net.forward, args.iterations))
+    if out is not None and args.save:
+        np.save(args.save, out)
+    print(json.dumps(result))
+
+
+def openvino_fps(compiled, x, nireq, iterations):
+    """Frames per second of OpenVINO with `nireq` requests in flight (AsyncInferQueue)."""
+    import openvino as ov
+    queue = ov.AsyncInferQueue(compiled, nireq)
+    for _ in range(2 * nireq):
+        queue.start_async({0: x})
+    queue.wait_all()
+    start = time.perf_counter()
+    for _ in range(iterations):
+        queue.start_async({0: x})
+    queue.wait_all()
+    return iterations * x.shape[0] / (time.perf_counter() - start)
 
 
 def _opencv_forward(model, x, target):
@@ -223,85 +320,6 @@ def _opencv_forward(model, x, target):
         cv_net.setInput(x)
         cv_net.forward()
     return forward
-
-
-def run_engine(args):
-    """One engine, measured alone in this process (prints JSON)."""
-    os.environ.setdefault("GLOG_minloglevel", "2")
-    engine = args.engine
-    from ir import read_ir
-    network = read_ir(args.xml)
-    name = network.inputs()[0].name
-    shape = tuple(network.inputs()[0].outputs[0].dims)
-    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    result = {"shape": list(shape)}
-    if engine in ("daemon", "daemon_tp"):
-        from device_daemons.client import IECore
-        ie = IECore(policy="auto")
-        nireq = 2 if engine == "daemon_tp" else 1
-        exec_net = ie.load_network(ie.read_network(model=args.xml), "CPU", num_requests=nireq)
-        if engine == "daemon":
-            result["main"] = measure(lambda: exec_net.infer({name: x}), args.iterations)
-            relu_net = ie.load_network(ie.read_network(model=args.relu_xml), "CPU")
-            result["relu"] = relu_round_trip(relu_net.infer)
-        else:
-            result["fps"] = daemon_fps(exec_net, name, x, args.iterations)
-            result["nireq"] = nireq
-    elif engine in ("onednn", "numpy"):
-        from device_daemons.cpu.plan import ExecutionPlan
-        plan = ExecutionPlan(network, backend=engine)
-        result["main"] = measure(lambda: plan.infer({name: x}), args.iterations)
-        result["relu"] = relu_round_trip(ExecutionPlan(read_ir(args.relu_xml), backend=engine).infer)
-        result["native_layers"] = sum(len(s.layers) for s in plan.program.steps if s.backend == "onednn")
-        result["numpy_layers"] = sum(1 for s in plan.program.steps if s.backend == "numpy")
-        result["c_layers"] = sum(1 for s in plan.program.steps if s.backend == "native")
-    elif engine == "gpu_daemon":
-        from device_daemons.client import IECore
-        ie = IECore(policy="auto", timeout=600)
-        exec_net = ie.load_network(ie.read_network(model=args.xml), "GPU")
-        result["main"] = measure(lambda: exec_net.infer({name: x}), args.gpu_iterations, warmup=2)
-        result["device"] = _opencl_device_name()  # the same choice as the daemon (GPU, MO_CORE_OPENCL_DEVICE)
-    elif engine == "gpu_plan":
-        from device_daemons.gpu import GpuPlan
-        plan = GpuPlan(network)
-        result["main"] = measure(lambda: plan.infer({name: x}), args.gpu_iterations, warmup=2)
-    elif engine == "opencv_ocl":
-        import cv2
-        result["version"] = cv2.__version__
-        try:
-            cv_forward = _opencv_forward(args.model, x, cv2.dnn.DNN_TARGET_OPENCL)
-            cv_forward()  # compiles OpenCV's OpenCL kernels (minutes on PoCL): not timed
-        except cv2.error as err:
-            result["error"] = _opencv_error(err)
-        else:
-            result["main"] = measure(cv_forward, args.gpu_iterations, warmup=1)
-        device = cv2.ocl.Device.getDefault()
-        result["device"] = device.name() if cv2.ocl.useOpenCL() and device.name() else "none: ran on the CPU"
-    elif engine == "tensorflow":
-        result.update(shape=nhwc(shape), main=measure(_tensorflow_run(args.model, x), args.iterations))
-        import tensorflow as tf
-        result["version"] = tf.__version__
-    elif engine == "pycaffe":
-        import caffe
-        files = model_files(args.model)
-        net = caffe.Net(files["proto"], files["weights"], caffe.TEST)
-        blob = net.inputs[0]
-        net.blobs[blob].reshape(*shape)  # the batch of the others (the deploy nets say 10)
-        net.reshape()
-        net.blobs[blob].data[...] = x
-        result["shape"] = list(net.blobs[blob].data.shape)
-        result["main"] = measure(net.forward, args.iterations)
-    elif engine == "opencv":
-        import cv2
-        result["version"] = cv2.__version__
-        try:
-            cv_forward = _opencv_forward(args.model, x, cv2.dnn.DNN_TARGET_CPU)
-            cv_forward()
-        except cv2.error as err:
-            result["error"] = _opencv_error(err)
-        else:
-            result["main"] = measure(cv_forward, args.iterations)
-    print(json.dumps(result))
 
 
 def _opencv_error(err) -> str:
@@ -362,100 +380,6 @@ def daemon_fps(exec_net, name, x, iterations):
     for t in threads:
         t.join()
     return iterations * x.shape[0] / (time.perf_counter() - start)
-
-
-def latency_engines(model):
-    """The latency rows of a model: its framework is pycaffe or TensorFlow."""
-    framework = "tensorflow" if model in KERAS else "pycaffe"
-    return tuple(e for e in LATENCY_ENGINES if e not in ("pycaffe", "tensorflow") or e == framework)
-
-
-def run_process(engine, model, xmls, relu_xml, batch, args, env, shape, save=None):
-    """xmls: {"ours": our IR at this batch, "mo": mo's IR, "v11": our IR v11};
-    shape: our IR's input shape at this batch (NCHW)."""
-    iterations = args.iterations if batch == args.batch else max(20, args.iterations // 2)
-    if engine.startswith("openvino") or engine.startswith("ov_"):
-        mode = {"openvino_default": "default", "openvino_tp": "tp"}.get(engine, "f32")
-        # ov_*: the current runtime of the project's venv; openvino_*: 2024.6 in its own venv
-        python, ir = (sys.executable, xmls[engine[3:]]) if engine.startswith("ov_") else (openvino_python(), xmls["mo"])
-        cmd = [python, "-c", OPENVINO_SCRIPT, ir, mode, str(batch), str(iterations), "2", json.dumps(list(shape))] + (
-            [save] if save else [])
-    else:
-        cmd = [sys.executable, os.path.abspath(__file__), "--engine", engine, "--models", model, "--iterations",
-               str(iterations), "--xml", xmls["ours"], "--relu-xml", relu_xml, "--gpu-iterations",
-               str(args.gpu_iterations)]
-    if engine == "opencv_ocl":
-        env = dict(env, OPENCV_DNN_OPENCL_ALLOW_ALL_DEVICES="1")
-        if not _has_opencl_gpu():
-            env["OPENCV_OPENCL_DEVICE"] = ":CPU:"  # OpenCV looks for a GPU otherwise
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode:
-        raise SystemExit("{} on {} failed:\n{}".format(engine, model, proc.stderr[-3000:]))
-    if engine.startswith("daemon") or engine == "gpu_daemon":
-        subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True)
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def combine(runs):
-    """Several rounds of one engine -> one result: medians of the per-round figures."""
-    out = dict(runs[0])
-    for key in ("main", "relu"):
-        if key in out:
-            out[key] = (statistics.median(r[key][0] for r in runs), min(r[key][1] for r in runs))
-    if "fps" in out:
-        out["fps"] = statistics.median(r["fps"] for r in runs)
-    if "median" in out:
-        out["main"] = (statistics.median(r["median"] for r in runs), min(r["min"] for r in runs))
-    return out
-
-
-def verdict(ok, ratio):
-    return "met" if ok else "NOT met ({:.2f}x)".format(ratio)
-
-
-def report_latency(model, batch, iterations, rounds, res, gpu_iterations=0, opencl_rounds=0):
-    ov = res["openvino_f32"]["main"][0]
-    print()
-    print("{}: batch {}, {} iterations x {} rounds per engine, each engine alone in its own process".format(
-        model, batch, iterations, rounds))
-    print("{:<36}{:<22}{:>10}{:>10}{:>14}".format("engine", "input shape", "median ms", "min ms", "vs OV f32"))
-    for key in latency_engines(model) + tuple(k for k in OPENCL_ENGINES if k in res):
-        r = res[key]
-        label = LABELS[key]
-        if key == "opencv":
-            label += " " + r.get("version", "")
-        if key == "openvino_default":
-            label += " ({})".format(r.get("precision"))
-        if key.startswith("ov_") or key in ("opencv_ocl", "tensorflow"):
-            label = label.format(r.get("version"))
-        if "error" in r:
-            print("{:<36}{:<22}  cannot run it: {}".format(label, str(r["shape"]), r["error"]))
-            continue
-        median, fastest = r["main"]
-        print("{:<36}{:<22}{:>10.2f}{:>10.2f}{:>13.2f}x".format(label, str(r["shape"]), median * 1e3,
-                                                                fastest * 1e3, median / ov))
-    if any(list(r.get("shape", ())) == nhwc(res["daemon"]["shape"]) for r in res.values() if isinstance(r, dict)):
-        print("(an input [n, h, w, c] is the same input in TensorFlow's NHWC layout)")
-    if "gpu_daemon" in res:
-        print("OpenCL rows: device mo-core {}, OpenCV {}; {} runs x {} rounds each".format(
-            res["gpu_daemon"]["device"], res["opencv_ocl"]["device"], gpu_iterations, opencl_rounds))
-    plan = res["onednn"]
-    print("oneDNN backend: {} layers on oneDNN, {} on our C kernels (device_daemons/cpu/native), {} on numpy".format(
-        plan["native_layers"], plan.get("c_layers", 0), plan["numpy_layers"]))
-    ours = res["daemon"]["main"][0]
-    if "error" in res["opencv"]:  # nothing to be faster than: the goal is the OpenVINO one alone
-        cv, cv_verdict = math.inf, "n/a (OpenCV DNN cannot read this model)"
-    else:
-        cv = res["opencv"]["main"][0]
-        cv_verdict = verdict(ours < cv, ours / cv)
-    print("goals ({}): daemon <= 1.2x OpenVINO f32: {}; daemon faster than OpenCV DNN: {}".format(
-        model, verdict(ours <= 1.2 * ov, ours / ov), cv_verdict))
-    print("IR v11 ours vs mo's IR on OpenVINO {} (f32): outputs agree to {:.2g} (max |diff| / max |mo's|, checked "
-          "<= 1e-4); "
-          "latency ratio {:.2f}".format(res["ov_v11"]["version"], res["agreement"],
-                                        res["ov_v11"]["main"][0] / res["ov_mo"]["main"][0]))
-    d, p = res["daemon"]["relu"][0], res["onednn"]["relu"][0]
-    return ours <= 1.2 * ov and ours < cv, (d - p)
 
 
 def run_round_trip(engine, iterations, relu_xml):
@@ -527,6 +451,147 @@ def overhead(rounds: int, iterations: int) -> None:
           "core/microkernel/spin.py)")
 
 
+def engines_for(engines: str, opencl: bool) -> tuple:
+    chosen = CORE_ENGINES + (EXTRA_ENGINES if engines == "all" else ())
+    return chosen + (OPENCL_ENGINES if opencl and engines == "all" else ())
+
+
+def run_process(engine, model, files, batch, args, env, save=None, iterations=None):
+    """files: {"ours": our IR at this batch, "ov": OpenVINO's model, "v11": our IR v11}. An
+    engine named "E@1t" is E on one thread, timed by the process's CPU time."""
+    engine, _, one_thread = engine.partition("@")
+    cmd = [sys.executable, os.path.abspath(__file__), "--engine", engine, "--models", model, "--iterations",
+           str(iterations or args.iterations), "--xml", files["ours"], "--gpu-iterations", str(args.gpu_iterations),
+           "--ov-model", files["v11"] if engine == "ov_v11" else files["ov"]] + (["--save", save] if save else [])
+    if one_thread:
+        cmd += ["--threads", "1", "--clock", "cpu"]
+    if engine == "opencv_ocl":
+        env = dict(env, OPENCV_DNN_OPENCL_ALLOW_ALL_DEVICES="1")
+        if not _has_opencl_gpu():
+            env["OPENCV_OPENCL_DEVICE"] = ":CPU:"  # OpenCV looks for a GPU otherwise
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT)
+    if proc.returncode:
+        raise SystemExit("{} on {} failed:\n{}".format(engine, model, proc.stderr[-3000:]))
+    if engine.startswith(("daemon", "gpu_daemon")):
+        subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True, cwd=ROOT)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def combine(runs):
+    """Several rounds of one engine -> one result: medians of the per-round figures."""
+    out = dict(runs[0])
+    if "main" in out:
+        out["main"] = (statistics.median(r["main"][0] for r in runs), min(r["main"][1] for r in runs))
+    if "fps" in out:
+        out["fps"] = statistics.median(r["fps"] for r in runs)
+    return out
+
+
+def rel_err(value, ref) -> float:
+    value, ref = np.asarray(value, np.float64), np.asarray(ref, np.float64)
+    if value.shape != ref.shape:
+        raise SystemExit("not the same work: outputs {} and {}".format(value.shape, ref.shape))
+    return float(np.abs(value - ref).max() / max(np.abs(ref).max(), 1e-30))
+
+
+def same_top1(value, ref) -> bool:
+    value, ref = np.asarray(value), np.asarray(ref)
+    return bool(np.array_equal(value.reshape(value.shape[0], -1).argmax(1), ref.reshape(ref.shape[0], -1).argmax(1)))
+
+
+def accuracy(saved) -> dict:
+    """Each engine's default precision against its own f32, and our f32 against OpenVINO's."""
+    out = {key: np.load(path) for key, path in saved.items() if os.path.isfile(path)}
+    acc = {}
+    for who, (default, f32) in (("ours", ("daemon_default", "daemon_f32")),
+                                ("openvino", ("openvino_default", "openvino_f32"))):
+        acc[who] = (rel_err(out[default], out[f32]), same_top1(out[default], out[f32]))
+    acc["f32_agreement"] = rel_err(out["daemon_f32"], out["openvino_f32"])
+    return acc
+
+
+def verdict(ok, ratio):
+    return "met ({:.2f}x)".format(ratio) if ok else "NOT met ({:.2f}x)".format(ratio)
+
+
+def label(key, r):
+    text = LABELS[key]
+    return text.format(r.get("version", "")) if "{}" in text else text
+
+
+def report_latency(model, args, res, acc):
+    """Prints the model's table; returns its summary row."""
+    print()
+    print("{}: batch {}, {} iterations x {} rounds per engine, each engine alone in its own process".format(
+        model, args.batch, args.iterations, args.rounds))
+    print("{:<42}{:<10}{:>8}  {:<20}{:>10}{:>9}{:>21}".format("engine", "precision", "threads", "input shape",
+                                                              "median ms", "min ms", "vs OpenVINO"))
+    ov = {"f32": res["openvino_f32"]["main"][0], "default": res["openvino_default"]["main"][0]}
+    for key in [k for k in engines_for(args.engines, True) if k in res]:
+        r = res[key]
+        if "error" in r:
+            print("{:<42}{:<10}{:>8}  {:<20}  cannot run it: {}".format(label(key, r), "", "", str(r["shape"]),
+                                                                        r["error"]))
+            continue
+        against = "default" if key.endswith("default") else "f32"
+        versus = "{:.2f}x (OV {})".format(r["main"][0] / ov[against], against) if "main" in r else ""
+        print("{:<42}{:<10}{:>8}  {:<20}{:>10.2f}{:>9.2f}{:>21}".format(
+            label(key, r), str(r.get("precision", "f32")), str(r.get("threads", "")), str(r["shape"]),
+            r["main"][0] * 1e3, r["main"][1] * 1e3, versus))
+    if any(list(r.get("shape", ())) == nhwc(res["daemon_f32"]["shape"]) for r in res.values() if isinstance(r, dict)):
+        print("(an input [n, h, w, c] is the same input in TensorFlow's NHWC layout)")
+    if "gpu_daemon" in res:
+        print("OpenCL rows: device mo-core {}, OpenCV {}; {} runs x {} rounds each".format(
+            res["gpu_daemon"]["device"], res["opencv_ocl"]["device"], args.gpu_iterations,
+            min(args.rounds, args.opencl_rounds)))
+    plan = res["plan_default"]
+    print("our program ({}): {} layers on oneDNN, {} reorders, {} on our C kernels, {} on numpy".format(
+        plan["precision"], plan["onednn_layers"], plan["reorders"], plan["c_layers"], plan["numpy_layers"]))
+    ratio = {p: res["daemon_" + p]["main"][0] / ov[p] for p in ("f32", "default")}
+    extra = {p: res["daemon_" + p]["main"][0] - res["plan_" + p]["main"][0] for p in ("f32", "default")}
+    print("the daemon over the plan in-process: f32 {:+.2f} ms ({:+.1%}), default {:+.2f} ms ({:+.1%})".format(
+        extra["f32"] * 1e3, extra["f32"] / res["plan_f32"]["main"][0], extra["default"] * 1e3,
+        extra["default"] / res["plan_default"]["main"][0]))
+    print("goals ({}): ours default <= 1.0x OpenVINO default: {}; ours f32 <= 1.0x OpenVINO f32: {}".format(
+        model, verdict(ratio["default"] <= 1.0, ratio["default"]), verdict(ratio["f32"] <= 1.0, ratio["f32"])))
+    one_thread = None
+    if "plan_f32@1t" in res:
+        one_thread = {p: res["plan_{}@1t".format(p)]["main"][0] / res["openvino_{}@1t".format(p)]["main"][0]
+                      for p in ("f32", "default")}
+        print("one thread each, CPU time per inference (ours in-process): ours f32 {:.2f} ms vs OpenVINO f32 {:.2f} ms "
+              "({:.2f}x); ours {} {:.2f} ms vs OpenVINO {} {:.2f} ms ({:.2f}x)".format(
+                  res["plan_f32@1t"]["main"][0] * 1e3, res["openvino_f32@1t"]["main"][0] * 1e3, one_thread["f32"],
+                  res["plan_default@1t"]["precision"], res["plan_default@1t"]["main"][0] * 1e3,
+                  res["openvino_default@1t"]["precision"], res["openvino_default@1t"]["main"][0] * 1e3,
+                  one_thread["default"]))
+    print_accuracy(model, res, acc)
+    if "ov_v11" in res:
+        print("OpenVINO {} f32 on our IR v11 vs on its own model: latency ratio {:.2f}, outputs agree to {:.2g} "
+              "(checked <= 1e-4)".format(res["ov_v11"]["version"], res["ov_v11"]["main"][0] / ov["f32"],
+                                         res["v11_agreement"]))
+    return {"model": model, "ratio": ratio, "acc": acc, "one_thread": one_thread,
+            "precision": (res["daemon_default"]["precision"], res["openvino_default"]["precision"])}
+
+
+def print_accuracy(model, res, acc):
+    ours, theirs = acc["ours"], acc["openvino"]
+    dt, ov_dt = res["daemon_default"]["precision"], res["openvino_default"]["precision"]
+    ok = ours[0] <= BOUND and ours[1]
+    print("accuracy ({}): ours {} vs our f32: max rel err {:.3g}, top-1 {}; OpenVINO {} vs its f32: {:.3g}, top-1 {}; "
+          "bound <= {:g} and top-1 unchanged: {}; ours f32 vs OpenVINO f32: {:.2g}".format(
+              model, dt, ours[0], "unchanged" if ours[1] else "CHANGED", ov_dt, theirs[0],
+              "unchanged" if theirs[1] else "CHANGED", BOUND, "met" if ok else "NOT met", acc["f32_agreement"]))
+
+
+def report_throughput(res):
+    ours, ov = res["daemon_tp"], res["openvino_tp"]
+    print("throughput, input {}: ours ({}, {} threads) with its optimal {} requests in flight {:.1f} FPS; OpenVINO "
+          "THROUGHPUT hint ({}, {} threads, {} streams) with its optimal {} requests {:.1f} FPS; ours/OpenVINO "
+          "{:.2f}".format(ours["shape"], ours["precision"], ours["threads"], ours["nireq"], ours["fps"],
+                          ov["precision"], ov["threads"], ov["streams"], ov["nireq"], ov["fps"],
+                          ours["fps"] / ov["fps"]))
+
+
 def same_work(model, res, shapes):
     """Stops the run unless every engine computed our input shape (its batch)."""
     for engine, r in res.items():
@@ -536,92 +601,135 @@ def same_work(model, res, shapes):
                                                                                           list(want)))
 
 
-def check_agreement(res, saved):
-    """Our IR v11 and mo's IR on the same runtime at f32 must agree to 1e-4."""
-    a, b = (np.load(saved[e]).astype(np.float64) for e in ("ov_v11", "ov_mo"))
-    if a.shape != b.shape:
-        raise SystemExit("not the same work: our IR v11 outputs {}, mo's IR {}".format(a.shape, b.shape))
-    agreement = float(np.abs(a - b).max() / np.abs(b).max())
-    if agreement > 1e-4:  # both f32 on the same runtime, same weights and input
-        raise SystemExit("our IR v11 and mo's IR disagree on OpenVINO {} (f32): max |diff| / max |mo's| = "
-                         "{:.3g} > 1e-4".format(res["ov_v11"]["version"], agreement))
-    return agreement
+def summary(rows, accuracy_rows, loads):
+    print()
+    print("summary (the daemon, batch 1; ratios: ours / OpenVINO, < 1 is faster; bf16 error: max |diff| / max |f32|)")
+    print("{:<26}{:>12}{:>16}{:>23}{:>18}{:>18}".format("model", "f32 ratio", "default ratio",
+                                                        "1-thread CPU f32/def", "ours default err", "OV default err"))
+    for row in rows + accuracy_rows:
+        acc = row["acc"]
+        ratio, one = row.get("ratio"), row.get("one_thread")
+        print("{:<26}{:>12}{:>16}{:>23}{:>18}{:>18}".format(
+            row["model"], "{:.2f}".format(ratio["f32"]) if ratio else "-",
+            "{:.2f}".format(ratio["default"]) if ratio else "-",
+            "{:.2f} / {:.2f}".format(one["f32"], one["default"]) if one else "-",
+            "{:.3g}{}".format(acc["ours"][0], "" if acc["ours"][1] else " top-1!"),
+            "{:.3g}{}".format(acc["openvino"][0], "" if acc["openvino"][1] else " top-1!")))
+    print("default precisions: ours {}, OpenVINO {}".format(*rows[0]["precision"]) if rows else "")
+    for what, key in (("ours default <= 1.0x OpenVINO default", "default"), ("ours f32 <= 1.0x OpenVINO f32", "f32")):
+        met = [r["model"] for r in rows if r["ratio"][key] <= 1.0]
+        print("{}: met on {}; not met on {}".format(what, ", ".join(met) or "none",
+                                                    ", ".join(r["model"] for r in rows if r["model"] not in met)
+                                                    or "none"))
+    ok = [r["model"] for r in rows + accuracy_rows if r["acc"]["ours"][0] <= BOUND and r["acc"]["ours"][1]]
+    print("bf16 bound (<= {:g}, top-1 unchanged): met on {}; not met on {}".format(
+        BOUND, ", ".join(ok) or "none", ", ".join(r["model"] for r in rows + accuracy_rows if r["model"] not in ok)
+        or "none"))
+    one = [x[0] for x in loads]
+    print("load average (1 min) over the run: min {:.2f}, median {:.2f}, max {:.2f} on {} CPUs (affinity {})".format(
+        min(one), statistics.median(one), max(one), os.cpu_count(), len(os.sched_getaffinity(0))))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", "--model", default=",".join(MODELS), help="comma-separated (default: %(default)s)")
+    parser.add_argument("--accuracy-models", default=",".join(ACCURACY_MODELS),
+                        help="nets measured for accuracy only (default: %(default)s; '' for none)")
     parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--iterations", type=int, default=None, help="default 50 (--overhead: 2000)")
+    parser.add_argument("--iterations", type=int, default=None, help="default 30 (--overhead: 2000)")
     parser.add_argument("--rounds", type=int, default=None, help="default 3 (--overhead: 5)")
-    parser.add_argument("--throughput", action="store_true", help="also batch 8 with 2 requests in flight")
-    parser.add_argument("--tp-batch", type=int, default=8)
+    parser.add_argument("--engines", choices=("core", "all"), default="core",
+                        help="core: ours and OpenVINO, f32 and default; all: also numpy, the framework, OpenCV DNN, "
+                             "OpenVINO on our IR v11, and the OpenCL rows")
+    parser.add_argument("--throughput", action="store_true", help="also throughput with each engine's optimal "
+                                                                  "requests in flight")
+    parser.add_argument("--tp-batch", type=int, default=1)
     parser.add_argument("--gpu-iterations", type=int, default=10, help="runs of the OpenCL engines (default 10)")
     parser.add_argument("--opencl-rounds", type=int, default=1,
-                        help="rounds with the OpenCL engines (default 1; 0 leaves them out)")
+                        help="rounds with the OpenCL engines (--engines all; default 1; 0 leaves them out)")
     parser.add_argument("--overhead", action="store_true", help="only the daemon's round-trip cost")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="also ours (in-process) and OpenVINO on one thread each, timed by CPU time")
     parser.add_argument("--engine", help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--clock", default="wall", help=argparse.SUPPRESS)
     parser.add_argument("--xml", help=argparse.SUPPRESS)
+    parser.add_argument("--ov-model", help=argparse.SUPPRESS)
+    parser.add_argument("--save", help=argparse.SUPPRESS)
     parser.add_argument("--relu-xml", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine in ("plan", "daemon-local", "daemon-fallback") and args.xml is None:
         return run_round_trip(args.engine, args.iterations, args.relu_xml)
     if args.overhead:
         return overhead(args.rounds or 5, args.iterations or 2000)
-    args.iterations = args.iterations or 50
+    args.iterations = args.iterations or 30
     args.rounds = args.rounds or 3
     if args.engine:
         args.model = args.models
         return run_engine(args)
+    from ir import read_ir
     models = [m for m in args.models.split(",") if m]
     tmp = tempfile.mkdtemp(prefix="mo-infer-")
     env = dict(os.environ, MO_CORE_RUNTIME_DIR=os.path.join(tmp, "rt"), GLOG_minloglevel="2")
     env.pop("MO_CORE_CPU_BACKEND", None)  # the daemon runs its default
-    load_before = os.getloadavg()
-    met, overheads = {}, []
+    loads = [os.getloadavg()]
+    print("load average (1/5/15 min) at the start: {:.2f} {:.2f} {:.2f}".format(*loads[0]), flush=True)
+    rows, accuracy_rows = [], []
     try:
-        relu_xml = trivial_ir(tmp)
         for model in models:
-            jobs = [(e, args.batch) for e in latency_engines(model)]
+            jobs = [(e, args.batch) for e in engines_for(args.engines, False)]
+            if args.cpu_time:
+                jobs += [(e, args.batch) for e in CPU_TIME_ENGINES]
             if args.throughput:
                 jobs += [(e, args.tp_batch) for e in THROUGHPUT_ENGINES]
-            ours = {b: convert_ours(model, tmp, "{}_b{}".format(model, b), b) for _, b in jobs}
-            from ir import read_ir
-            shape = tuple(read_ir(ours[args.batch]).inputs()[0].outputs[0].dims)
-            ov_xml = openvino_ir(model, shape)
-            v11 = convert_ours(model, tmp, "{}_v11".format(model), args.batch, "--ir_version", "11")
-            saved = {e: os.path.join(tmp, "{}_{}.npy".format(model, e)) for e in ("ov_mo", "ov_v11")}
-            runs = {e: [] for e, _ in jobs}
+            files = {}
+            for batch in {b for _, b in jobs}:
+                ours = convert_ours(model, tmp, "{}_b{}".format(model, batch), batch)
+                shape = tuple(read_ir(ours).inputs()[0].outputs[0].dims)
+                files[batch] = {"ours": ours, "ov": openvino_model(model, shape), "v11": ""}
+            if args.engines == "all":
+                files[args.batch]["v11"] = convert_ours(model, tmp, "{}_v11".format(model), args.batch,
+                                                        "--ir_version", "11")
+            saved = {e: os.path.join(tmp, "{}_{}.npy".format(model, e)) for e in CORE_ENGINES + ("ov_v11",)}
+            runs = {}
             for r in range(args.rounds):
-                round_jobs = jobs + ([(e, args.batch) for e in OPENCL_ENGINES] if r < args.opencl_rounds else [])
+                loads.append(os.getloadavg())
+                print("[ {} round {} ] load average {:.2f} {:.2f} {:.2f}".format(model, r + 1, *loads[-1]),
+                      file=sys.stderr, flush=True)
+                round_jobs = jobs + ([(e, args.batch) for e in OPENCL_ENGINES]
+                                     if args.engines == "all" and r < args.opencl_rounds else [])
                 for engine, batch in round_jobs:
-                    xmls = {"ours": ours[batch], "mo": ov_xml, "v11": v11}
-                    runs.setdefault(engine, []).append(run_process(engine, model, xmls, relu_xml, batch, args, env,
-                                                                   (batch,) + shape[1:], saved.get(engine)))
+                    runs.setdefault(engine, []).append(run_process(engine, model, files[batch], batch, args, env,
+                                                                   saved.get(engine) if r == 0 else None))
             res = {e: combine(r) for e, r in runs.items()}
-            same_work(model, res, {e: (args.tp_batch if e in THROUGHPUT_ENGINES else args.batch,) + shape[1:]
+            shape = read_ir(files[args.batch]["ours"]).inputs()[0].outputs[0].dims
+            same_work(model, res, {e: (args.tp_batch if e in THROUGHPUT_ENGINES else args.batch,) + tuple(shape[1:])
                                    for e in res})
-            res["agreement"] = check_agreement(res, saved)
-            met[model], round_trip = report_latency(model, args.batch, args.iterations, args.rounds, res,
-                                                  args.gpu_iterations, min(args.rounds, args.opencl_rounds))
-            overheads.append(round_trip)
+            if "ov_v11" in res:
+                res["v11_agreement"] = rel_err(np.load(saved["ov_v11"]), np.load(saved["openvino_f32"]))
+                if res["v11_agreement"] > 1e-4:  # both f32 on the same runtime, same weights and input
+                    raise SystemExit("our IR v11 and OpenVINO's own model disagree on its runtime (f32) by {:.3g} > "
+                                     "1e-4".format(res["v11_agreement"]))
+            rows.append(report_latency(model, args, res, accuracy(saved)))
             if args.throughput:
-                ours, ov = res["daemon_tp"]["fps"], res["openvino_tp"]["fps"]
-                print("throughput, input {}: daemon {} requests {:.1f} FPS; OpenVINO THROUGHPUT hint ({} requests, "
-                      "{} streams) {:.1f} FPS; ratio {:.2f}x; goal within 1.2x: {}".format(
-                          res["daemon_tp"]["shape"], res["daemon_tp"]["nireq"], ours, res["openvino_tp"]["nireq"],
-                          res["openvino_tp"]["streams"], ov, ov / ours, verdict(ov <= 1.2 * ours, ov / ours)))
+                report_throughput(res)
+        for model in [m for m in args.accuracy_models.split(",") if m]:
+            ours = convert_ours(model, tmp, model, args.batch)
+            files = {"ours": ours, "ov": openvino_model(model, tuple(read_ir(ours).inputs()[0].outputs[0].dims)),
+                     "v11": ""}
+            saved = {e: os.path.join(tmp, "{}_{}.npy".format(model, e)) for e in CORE_ENGINES}
+            res = {e: run_process(e, model, files, args.batch, args, env, saved[e], iterations=1)
+                   for e in ("daemon_f32", "daemon_default", "openvino_f32", "openvino_default")}
+            acc = accuracy(saved)
+            print()
+            print_accuracy(model, res, acc)
+            accuracy_rows.append({"model": model, "acc": acc})
     finally:
-        subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True)
+        subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True, cwd=ROOT)
         shutil.rmtree(tmp, ignore_errors=True)
-    print()
-    round_trip = statistics.median(overheads)
-    print("daemon round trip, 1x3x224x224 Input->ReLU: overhead over in-process {:.3f} ms (goal <= 0.15: {}; "
-          "--overhead measures it alone)".format(round_trip * 1e3, "met" if round_trip <= 0.15e-3 else "NOT met"))
-    print("latency goals met on: {}; not met on: {}".format(", ".join(m for m in met if met[m]) or "none",
-                                                            ", ".join(m for m in met if not met[m]) or "none"))
-    print("load average (1/5/15 min) before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f} on {} CPUs".format(
-        *load_before, *os.getloadavg(), os.cpu_count()))
+    loads.append(os.getloadavg())
+    summary(rows, accuracy_rows, loads)
+    print("load average (1/5/15 min) at the end: {:.2f} {:.2f} {:.2f}".format(*loads[-1]))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """`mo-core benchmark`: latency and throughput of an IR on a device daemon.
 
     mo-core benchmark -m model.xml [-d CPU|GPU|HETERO:GPU,CPU] [-niter 200] [-nireq 4] [-b N]
-                      [-l FILE] [-c FILE] [--affinity LAYER=DEVICE] [-pc]
+                      [-l FILE] [-c FILE] [--affinity LAYER=DEVICE] [-pc] [-infer_precision f32|bf16]
+                      [-nthreads N]
 
 `-nireq` requests are kept in flight (one client thread each, sharing one loaded
 network); each request's latency is the time from sending it to having its outputs.
@@ -13,7 +14,8 @@ import time
 
 import numpy as np
 
-from cli.infer import add_model_args, add_perf_count_arg, device_list, guard, load_on_device, random_inputs
+from cli.infer import (add_model_args, add_perf_count_arg, describe_settings, device_list, guard, load_on_device,
+                       random_inputs)
 from core.errors import Error
 
 
@@ -58,6 +60,7 @@ def run(args) -> int:
             net.batch_size = args.batch
         t0 = time.perf_counter()
         exec_net = load_on_device(ie, net, args, num_requests=args.nireq, perf_counts=args.perf_counts)
+        settings = getattr(exec_net, "config", {})
         print("[ INFO ] Loading took {:.2f} ms".format((time.perf_counter() - t0) * 1e3))
         inputs = random_inputs(net, args.seed)
         batch = next(iter(net.inputs.values()))[0] if net.inputs else 1
@@ -118,6 +121,8 @@ def run(args) -> int:
     fps = len(lat) * batch / duration if duration > 0 else float("inf")
     print()
     print("Count:      {} iterations ({} in flight, batch {})".format(len(lat), args.nireq, batch))
+    if settings:
+        print("Settings:   {}".format(describe_settings(settings)[2:]))
     print("Duration:   {:.2f} ms".format(duration * 1e3))
     print("Latency (ms):")
     header = ("median", "p90", "p99", "min", "max")

@@ -3,6 +3,7 @@
     mo-core infer -m model.xml [-i input.npy|input.npz] [-d CPU|GPU|GPU.N|HETERO:GPU,CPU]
                   [--top_k N] [-o outputs.npz] [-l custom_kernels.py] [-c gpu_layers.xml]
                   [--affinity LAYER=DEVICE] [--no-auto-start] [-pc]
+                  [-infer_precision f32|bf16] [-nthreads N]
 
 With HETERO, each layer runs on the first device of the list that supports it
 (--affinity overrides per layer) and the split is printed.
@@ -31,6 +32,12 @@ def add_model_args(p):
                         "(may be repeated)")
     p.add_argument("--affinity", action="append", default=[], metavar="LAYER=DEVICE",
                    help="with HETERO: run this layer on this device (may be repeated)")
+    p.add_argument("-infer_precision", "--infer_precision", choices=("f32", "bf16"),
+                   help="CPU inference precision (INFERENCE_PRECISION_HINT); default: bf16 where the CPU has "
+                        "AVX512_BF16 or AMX, else f32, as OpenVINO")
+    p.add_argument("-nthreads", "--nthreads", type=int,
+                   help="CPU threads of a request (INFERENCE_NUM_THREADS); default: the CPUs this process may "
+                        "run on")
 
 
 def device_list(device: str) -> list[str]:
@@ -68,16 +75,32 @@ def load_on_device(ie, net, args, num_requests=1, perf_counts=False):
         if not sep or not layer or not target:
             raise Error("--affinity takes LAYER=DEVICE, got {!r}", item)
         net.affinity[layer] = target.strip().upper()
-    exec_net = ie.load_network(net, device, num_requests=num_requests,
-                               config={"PERF_COUNT": "YES"} if perf_counts else None)
+    config = {"PERF_COUNT": "YES"} if perf_counts else {}
+    if args.infer_precision or args.nthreads is not None:
+        if "CPU" not in [d.split(".")[0] for d in devices]:
+            raise Error("-infer_precision and -nthreads are CPU settings; the device is {}", device)
+        if args.nthreads is not None and args.nthreads < 0:
+            raise Error("-nthreads must be >= 0 (0: every CPU), got {}", args.nthreads)
+        config.update({k: v for k, v in (("INFERENCE_PRECISION_HINT", args.infer_precision),
+                                         ("INFERENCE_NUM_THREADS", args.nthreads)) if v is not None})
+    exec_net = ie.load_network(net, device, num_requests=num_requests, config=config or None)
     if hetero:
         print("[ INFO ] Network '{}' split over {} ({} parts):".format(net.name, device, len(exec_net.parts)))
         for line, part in zip(exec_net.split_lines(), exec_net.parts):
             print("[ INFO ]   {} (daemon pid {})".format(line, ie.daemon_pid(part.device)))
     else:
-        print("[ INFO ] Network '{}' loaded on {} (daemon pid {})".format(net.name, exec_net.device,
-                                                                         ie.daemon_pid(device)))
+        print("[ INFO ] Network '{}' loaded on {} (daemon pid {}){}".format(
+            net.name, exec_net.device, ie.daemon_pid(device), describe_settings(exec_net.config)))
     return exec_net
+
+
+def describe_settings(config: dict) -> str:
+    """What a CPU network got, for the load line: precision, threads, optimal requests."""
+    parts = [text.format(config[key]) for key, text in (("INFERENCE_PRECISION_HINT", "inference precision {}"),
+                                                          ("INFERENCE_NUM_THREADS", "threads {}"),
+                                                          ("OPTIMAL_NUMBER_OF_INFER_REQUESTS", "optimal requests {}"))
+             if key in config]
+    return ": " + ", ".join(parts) if parts else ""
 
 
 def add_parser(sub):

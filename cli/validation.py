@@ -17,7 +17,8 @@ def validate_written_ir(ctx, xml_path: str, bin_path: str) -> None:
         net = ie.read_network(model=xml_path, weights=bin_path)
         if layers:
             net.add_outputs(layers)
-        exec_net = ie.load_network(net, "CPU")
+        # the IR's arithmetic against the framework's: f32 (the CPU's default may be bf16)
+        exec_net = ie.load_network(net, "CPU", config={"INFERENCE_PRECISION_HINT": "f32"})
         try:
             return exec_net.infer(inputs)
         finally:

@@ -9,15 +9,20 @@ daemon that breaks the contract is a ProtocolError there).
 Verbs (arrays travel as raw frames; "$array" references in args/results):
 
   load_network {xml, bin? | xml_text, bin_data (1-D uint8 array); kernels?: [path],
-               batch?: int, shapes?: {input: dims}, outputs?: [layer name]}
+               batch?: int, shapes?: {input: dims}, outputs?: [layer name],
+               config?: {key: str | int}}
       -> {handle, name, inputs: {name: {shape, precision}}, outputs: {...}, cached,
-          warnings: [str]}
+          warnings: [str], config?: {key: str | int}}
       (kernels: the device's extension files - CPU kernel .py, GPU custom layer
-      .xml; outputs: layers whose outputs are returned too, IE's add_outputs)
+      .xml; outputs: layers whose outputs are returned too, IE's add_outputs;
+      config: the device's load settings, OpenVINO's keys - the CPU takes
+      INFERENCE_PRECISION_HINT and INFERENCE_NUM_THREADS - and in the reply what the
+      network got, with OPTIMAL_NUMBER_OF_INFER_REQUESTS)
   query_network {xml, bin? | xml_text, bin_data; kernels?: [path]}
       -> {supported: {layer name: device}}   (IE's QueryNetwork; HETERO's affinity)
   infer        {handle, inputs: {name: float32 array}, perf?: bool}
-      -> {outputs: {name: array}, compute_us, perf?: [{name, type, backend, status, ms}]}
+      -> {outputs: {name: array}, compute_us, perf?: [{name, type, backend, status, ms, precision?,
+          note?}]}
       (perf: per-layer times of this request (IE's PERF_COUNT, `-pc`): a row per step
       in execution order, `backend` what ran it (device-specific: "onednn", "numpy",
       "opencl", ...), `status` one of PERF_STATUSES - "executed" rows have their own
@@ -81,6 +86,7 @@ MAX_INPUTS = 1024
 MAX_PATH = 4096
 MAX_EXTRA_OUTPUTS = 100000
 MAX_PERF_ROWS = 1 << 20
+MAX_CONFIG = 64
 PERF_STATUSES = ("executed", "fused", "not_run")
 
 
@@ -138,11 +144,12 @@ class LoadArgs:
     batch: int | None = None
     shapes: dict | None = None
     outputs: tuple = ()
+    config: dict | None = None
 
 
 def load_request(*, xml: str | None = None, bin: str | None = None, xml_text: bytes | None = None,
                  bin_data: np.ndarray | None = None, kernels=(), batch: int | None = None,
-                 shapes: dict | None = None, outputs=()) -> dict:
+                 shapes: dict | None = None, outputs=(), config: dict | None = None) -> dict:
     """The args of load_network (client side; query_network takes the same IR and
     kernels)."""
     args: dict = {"xml": xml, "bin": bin} if xml is not None else {"xml_text": xml_text, "bin_data": bin_data}
@@ -154,7 +161,20 @@ def load_request(*, xml: str | None = None, bin: str | None = None, xml_text: by
         args["shapes"] = {k: list(v) for k, v in shapes.items()}
     if outputs:
         args["outputs"] = list(outputs)
+    if config:
+        args["config"] = dict(config)
     return args
+
+
+def config(value, kind: str = NETWORK) -> dict | None:
+    """A load config or the config of a reply: {str key: str | int}."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) > MAX_CONFIG or not all(
+            isinstance(k, str) and len(k) <= 100 and (isinstance(v, str) and len(v) <= 100 or _is_int(v))
+            for k, v in value.items()):
+        raise RemoteError(kind, f"'config' must be a map {{key: string or integer}}, got {value!r:.80}")
+    return dict(value) or None
 
 
 def parse_load(args: dict) -> LoadArgs:
@@ -189,6 +209,7 @@ def parse_load(args: dict) -> LoadArgs:
             isinstance(n, str) and len(n) <= MAX_PATH for n in names):
         raise RemoteError(INPUT, "'outputs' must be a list of layer names")
     out.outputs = tuple(names)
+    out.config = config(args.get("config"))
     return out
 
 
@@ -202,10 +223,14 @@ def check_query_result(result: dict) -> dict[str, str]:
 
 
 def network_result(handle_id: int, name: str, inputs: dict, outputs: dict, cached: bool,
-                   warnings: list) -> dict:
-    """The result of load_network / reshape (daemon side)."""
-    return {"handle": handle_id, "name": name, "inputs": inputs, "outputs": outputs, "cached": cached,
-            "warnings": list(warnings)}
+                   warnings: list, settings: dict | None = None) -> dict:
+    """The result of load_network / reshape (daemon side); settings: what the network
+    got (the reply's config)."""
+    result = {"handle": handle_id, "name": name, "inputs": inputs, "outputs": outputs, "cached": cached,
+              "warnings": list(warnings)}
+    if settings:
+        result["config"] = dict(settings)
+    return result
 
 
 @dataclass
@@ -216,6 +241,7 @@ class LoadResult:
     outputs: dict
     cached: bool
     warnings: list
+    config: dict
 
 
 def check_load_result(result: dict) -> LoadResult:
@@ -224,9 +250,12 @@ def check_load_result(result: dict) -> LoadResult:
         ports = [{n: [int(d) for d in info["shape"]] for n, info in result[key].items()}
                  for key in ("inputs", "outputs")]
         out = LoadResult(result["handle"], str(result.get("name", "")), ports[0], ports[1],
-                         bool(result.get("cached")), [str(w) for w in result.get("warnings") or []])
+                         bool(result.get("cached")), [str(w) for w in result.get("warnings") or []],
+                         config(result.get("config")) or {})
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ProtocolError(f"a load_network reply without {exc}") from None
+    except RemoteError as exc:
+        raise ProtocolError(f"a load_network reply with a bad config: {exc}") from None
     if not _is_int(out.handle):
         raise ProtocolError(f"a load_network reply with the handle {out.handle!r:.40}")
     return out
@@ -284,16 +313,24 @@ def parse_shm(packed) -> dict:
 
 class PerfRow:
     """One row of an infer reply's `perf` (daemon side; what `-pc` prints): an IR
-    layer's name and type, the backend that ran it, its status (PERF_STATUSES) and
-    time in ms (0 unless executed)."""
-    __slots__ = ("name", "type", "backend", "status", "ms")
+    layer's name and type, the backend that ran it, its status (PERF_STATUSES), time
+    in ms (0 unless executed), and optionally the precision it computed in and a note
+    (why a reorder is there, why a layer runs on the backend it does)."""
+    __slots__ = ("name", "type", "backend", "status", "ms", "precision", "note")
 
-    def __init__(self, name: str, type_: str, backend: str, status: str, ms: float):
+    def __init__(self, name: str, type_: str, backend: str, status: str, ms: float, precision: str = "",
+                 note: str = ""):
         self.name, self.type, self.backend, self.status, self.ms = name, type_, backend, status, ms
+        self.precision, self.note = precision, note
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "type": self.type, "backend": self.backend, "status": self.status,
-                "ms": float(self.ms)}
+        row = {"name": self.name, "type": self.type, "backend": self.backend, "status": self.status,
+               "ms": float(self.ms)}
+        if self.precision:
+            row["precision"] = self.precision
+        if self.note:
+            row["note"] = self.note
+        return row
 
 
 def infer_result(outputs: dict, compute_us: int, perf: list | None = None) -> dict:
@@ -322,7 +359,10 @@ def check_perf(result: dict) -> list[dict] | None:
                 or not 0 <= ms < math.inf:
             raise ProtocolError(f"a 'perf' row with status {row['status']!r:.40} and ms {ms!r:.40} (the statuses "
                                 f"are {', '.join(PERF_STATUSES)}; ms a time >= 0)")
-        checked.append({k: row[k] for k in ("name", "type", "backend", "status")} | {"ms": float(ms)})
+        extra = {k: row[k] for k in ("precision", "note") if k in row}
+        if not all(isinstance(v, str) and len(v) <= MAX_PATH for v in extra.values()):
+            raise ProtocolError(f"a 'perf' row's precision and note must be strings, got {row!r:.120}")
+        checked.append({k: row[k] for k in ("name", "type", "backend", "status")} | {"ms": float(ms)} | extra)
     return checked
 
 

@@ -5,9 +5,17 @@
     net = ie.read_network(model="m.xml", weights="m.bin")   # validated here with ir.read_ir
     net.batch_size = 4                  # optional; net.inputs / net.outputs: {name: shape}
     ie.add_extension("my_layers.py", "CPU")                  # custom CPU kernels, before load
-    exec_net = ie.load_network(net, "CPU")
+    exec_net = ie.load_network(net, "CPU")   # config={"INFERENCE_PRECISION_HINT": "f32", ...}
+    exec_net.get_config("INFERENCE_PRECISION_HINT")          # what it got: "bf16" where the CPU has it
     res = exec_net.infer({"data": x})   # {output name: np.ndarray}
     req = exec_net.start_async({"data": x}); req.wait(); req.outputs
+
+Load config (OpenVINO's keys; IECore.set_config gives a device's defaults):
+PERF_COUNT (YES|NO), and for the CPU INFERENCE_PRECISION_HINT (f32 | bf16; the
+default is bf16 where the CPU has AVX512_BF16 or AMX, as OpenVINO's) and
+INFERENCE_NUM_THREADS (default: the CPUs of the daemon's affinity mask).
+get_config / get_metric read what the network got, with
+OPTIMAL_NUMBER_OF_INFER_REQUESTS.
 
 The daemon is found through its record in the runtime directory (registry.py) or
 given explicitly (`IECore(endpoint=..., key_file=...)`, e.g. a daemon on another
@@ -233,6 +241,28 @@ class InferRequest:
         return perf_counts(self.perf)
 
 
+DEVICE_KEYS = ("INFERENCE_PRECISION_HINT", "INFERENCE_NUM_THREADS")  # sent to the daemon, which checks them
+
+
+def _device_config(config: dict | None) -> dict:
+    """The keys of a load config the daemon takes (anything but PERF_COUNT), as they
+    travel: a precision as a lower-case name (an openvino Type's name works too), a
+    thread count as an integer."""
+    out = {}
+    for key, value in (config or {}).items():
+        if key == "PERF_COUNT":
+            continue
+        if key not in DEVICE_KEYS:
+            raise Error("load_network: unknown config key {!r}; the keys are PERF_COUNT, {}", key,
+                        ", ".join(DEVICE_KEYS))
+        if key == "INFERENCE_PRECISION_HINT":
+            value = str(getattr(value, "get_type_name", lambda: value)()).strip().lower()
+        elif isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        out[key] = value
+    return out
+
+
 def _perf_count(config: dict | None) -> bool:
     """The PERF_COUNT key of a load_network config ("YES"/"NO", as the Inference Engine)."""
     value = (config or {}).get("PERF_COUNT", "NO")
@@ -249,7 +279,7 @@ class ExecutableNetwork:
     inputs, output_bytes, perf_count, bound, compute_us."""
 
     def __init__(self, core: "IECore", network: IENetwork, link: Link, num_requests: int,
-                 perf_count: bool = False):
+                 perf_count: bool = False, config: dict | None = None):
         self._core = core
         self.perf_count = perf_count  # each request brings back per-layer times (get_perf_counts)
         self.link = link
@@ -257,7 +287,8 @@ class ExecutableNetwork:
         self._network = network
         self._lock = threading.Lock()
         self._loaded: tuple[Connection, int] | None = None
-        self._args = network._load_args()
+        self._args = dict(network._load_args(), config=config or None)  # config: the device keys
+        self.config: dict = {}  # what the network got (get_config / get_metric)
         self.inputs: dict[str, list] = {}
         self.outputs: dict[str, list] = {}
         self.warnings: list[str] = []
@@ -272,6 +303,15 @@ class ExecutableNetwork:
     @property
     def device(self) -> str:
         return self.link.device
+
+    def get_config(self, key: str):
+        """What the network got for a load config key (INFERENCE_PRECISION_HINT, INFERENCE_NUM_THREADS)."""
+        if key not in self.config:
+            raise Error("get_config: the {} daemon reports no {!r}; it reports {}", self.device, key,
+                        ", ".join(sorted(self.config)) or "nothing")
+        return self.config[key]
+
+    get_metric = get_config  # (OPTIMAL_NUMBER_OF_INFER_REQUESTS: a metric in the Inference Engine)
 
     @property
     def input_info(self) -> dict[str, list]:
@@ -315,6 +355,7 @@ class ExecutableNetwork:
             self.output_bytes = sum(align(4 * int(np.prod(shape, dtype=np.int64)))
                                     for shape in self.outputs.values())
             self.warnings = loaded.warnings
+            self.config = loaded.config
             self.cached = loaded.cached  # the daemon had it compiled already
             self.compute_us = None
             self._loaded = (conn, loaded.handle)
@@ -466,6 +507,7 @@ class IECore:
         self._links: dict[str, Link] = {}
         self._links_lock = threading.Lock()
         self._extensions: dict[str, list[str]] = {}
+        self._configs: dict[str, dict] = {}  # set_config: a device's default load config
 
     @property
     def available_devices(self) -> list[str]:
@@ -498,20 +540,33 @@ class IECore:
             paths.append(path)
         return list(result.get("types", []))
 
+    def set_config(self, config: dict, device_name: str = "CPU") -> None:
+        """Default load config of a device (IE's set_config): every later load_network on
+        it starts from these keys (its own config overrides them)."""
+        device = _daemon.normalize_device(device_name)
+        _perf_count(config)
+        _device_config(config)
+        self._configs.setdefault(device, {}).update(config)
+
     def load_network(self, network: IENetwork, device_name: str = "CPU", config: dict | None = None,
                      num_requests: int = 1):
         """An ExecutableNetwork on the device's daemon; for "HETERO:DEV1,DEV2" a
         HeteroExecutableNetwork (client/hetero): each layer on the first
         device that supports it (network.affinity overrides per layer), one
-        sub-network per run of layers on one device."""
+        sub-network per run of layers on one device, each with its device's keys of
+        `config` (set_config's defaults first)."""
         if not isinstance(network, IENetwork):
             raise Error("load_network takes an IENetwork (from IECore.read_network), got {}",
                         type(network).__name__)
         perf_count = _perf_count(config)
         if str(device_name).strip().upper().startswith("HETERO"):
             from .hetero.network import HeteroExecutableNetwork
-            return HeteroExecutableNetwork(self, network, device_name, num_requests, perf_count=perf_count)
-        return ExecutableNetwork(self, network, self._link(device_name), num_requests, perf_count=perf_count)
+            return HeteroExecutableNetwork(self, network, device_name, num_requests, perf_count=perf_count,
+                                           config=config)
+        link = self._link(device_name)
+        merged = dict(self._configs.get(link.device, {}), **(config or {}))
+        return ExecutableNetwork(self, network, link, num_requests, perf_count=perf_count,
+                                 config=_device_config(merged))
 
     def query_network(self, network: IENetwork, device_name: str = "CPU") -> dict[str, str]:
         """{layer name: device} for the layers the device runs (IE's query_network;

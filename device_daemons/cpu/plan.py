@@ -21,8 +21,12 @@ unconsumed outputs gives "name.port" keys (`extra_outputs` adds intermediate
 layers, as an Inference Engine addOutput). Returned arrays are new each call,
 never overwritten by a later one. A plan runs one infer at a time: kernels keep
 scratch buffers (im2col columns, padded planes) between calls. Blobs of FP16 IRs
-are converted to float32 once; all computation is float32. Inputs are checked by
-name, shape and dtype (float or integer arrays are converted to float32).
+are converted to float32 once. `precision` "f32" (the default of a plan made
+in-process) or "bf16" (the layers oneDNN runs in bf16, precision.py; the CPU
+daemon's default where the CPU has bf16); inputs and outputs are float32 either way.
+`threads`: the OpenMP threads of a call (default: the CPUs of the affinity mask).
+Inputs are checked by name, shape and dtype (float or integer arrays are converted
+to float32).
 
 Custom kernels (the OpenCV DNN style of the reference guide): a Python file
 defines classes with a `type` (or `layer_type`) attribute naming the IR layer
@@ -58,11 +62,10 @@ from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, 
 from .backends import build_program, requested_backend
 from .kernels import KERNELS, KernelError
 from .kernels.base import describe
+from .precision import CPUS, resolve_precision, resolve_threads
 
 _SOURCE_TYPES = ("Input",)
 _allocator_tuned = False
-
-CPUS = os.cpu_count() or 1  # (os.cpu_count() reads /sys: 10 us, too slow per request)
 
 
 def tune_allocator():
@@ -161,14 +164,17 @@ class _Step:
 
 class ExecutionPlan(PlanShapes):
     def __init__(self, network: Network, custom_kernels: dict[str, type] | None = None,
-                 extra_outputs=None, backend: str | None = None):
+                 extra_outputs=None, backend: str | None = None, precision: str = "f32", threads: int | None = None):
         """extra_outputs: names of layers whose outputs infer() also returns (as an
         Inference Engine addOutput), e.g. to compare intermediate results.
         backend: "auto" (oneDNN where it runs a layer, else numpy), "onednn" (the same,
         but an error if oneDNN cannot load) or "numpy"; default $MO_CORE_CPU_BACKEND
-        or "auto" (device_daemons/cpu/backends.py)."""
+        or "auto" (device_daemons/cpu/backends.py). precision: "f32" or "bf16" (None:
+        the CPU's default, precision.py); threads: OpenMP threads (None or 0: all CPUs)."""
         tune_allocator()
         self.backend = requested_backend(backend)
+        self.threads = resolve_threads(threads)
+        self.precision = "f32" if self.backend == "numpy" else resolve_precision(precision)
         self.network = network
         self.custom_kernels = dict(_GLOBAL_CUSTOM)
         self.custom_kernels.update(custom_kernels or {})
@@ -318,7 +324,8 @@ class ExecutionPlan(PlanShapes):
                     raise KernelError(step.layer, f"finalize failed: {type(err).__name__}: {err}") from err
         self.shapes = shapes
         self.states.clear()
-        self.program = build_program(self)  # per shape: oneDNN primitives are made for these shapes
+        # per shape: oneDNN primitives are made for these shapes (and threads, when fewer than all)
+        self.program = build_program(self, self.threads if self.threads < CPUS else None)
         self._shared_programs: dict[int, object] = {}  # threads -> program (see infer's `concurrent`)
 
     def reset_state(self):
@@ -355,10 +362,15 @@ class ExecutionPlan(PlanShapes):
         float32 array of its shape}: where to put outputs (Program.run)."""
         return self._program(concurrent).run(self._check_inputs(inputs), perf, out)
 
+    @property
+    def precision_used(self) -> str:
+        """The precision its program computes in (f32 when every layer runs on numpy)."""
+        return self.program.precision if self.program.backend != "numpy" else "f32"
+
     def _program(self, concurrent: int):
         if concurrent <= 1 or self.program.backend == "numpy":
             return self.program
-        threads = max(1, CPUS // concurrent)
+        threads = max(1, self.threads // concurrent)
         program = self._shared_programs.get(threads)
         if program is None:
             program = self._shared_programs[threads] = build_program(self, threads)

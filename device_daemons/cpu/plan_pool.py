@@ -22,9 +22,11 @@ class PlanPool:
     """Instances of one compiled network; see the module doc."""
 
     def __init__(self, key: tuple, network, kernels: dict, shapes: dict | None, max_instances: int,
-                 source: str, extra_outputs=None):
+                 source: str, extra_outputs=None, precision: str = "f32", threads: int | None = None):
         from .plan import ExecutionPlan
-        self._make = lambda: self._configure(ExecutionPlan(network, kernels, extra_outputs))
+        from .precision import settings
+        self._make = lambda: self._configure(ExecutionPlan(network, kernels, extra_outputs, precision=precision,
+                                                           threads=threads))
         self.key = key
         self.network = network
         self.load_args: tuple = ()
@@ -37,6 +39,7 @@ class PlanPool:
         self.inputs = {n: {"shape": list(s), "precision": "FP32"} for n, s in first.input_shapes().items()}
         self.outputs = {n: {"shape": list(s), "precision": "FP32"} for n, s in first.output_shapes().items()}
         self.warnings = list(first.warnings)
+        self.settings = settings(first, max_instances)  # what the load reply says the network got
         self._idle = [first]
         self._count = 1
         self.busy = 0  # plans lent out now: requests of this network running side by side

@@ -1,8 +1,9 @@
 """What an ExecutionPlan runs: a list of steps over a list of slots, with optional
 per-step timing (`infer -pc`).
 
-A step has `run(slots)`, `name`, `type`, `backend` and `layers` (the IR layers it
-computes: a fused step computes several). `NumpyStep` runs one numpy (or custom)
+A step has `run(slots)`, `name`, `type`, `backend`, `layers` (the IR layers it
+computes: a fused step computes several), `precision` (f32, bf16, or "f32>bf16" for a
+reorder that converts) and `note` (why it is there or why it runs where it does). `NumpyStep` runs one numpy (or custom)
 kernel; the oneDNN backend adds its own steps (device_daemons/cpu/onednn/compiler.py).
 Slots hold numpy arrays; a step drops the slots whose last reader it is, so numpy
 can reuse their memory.
@@ -21,6 +22,8 @@ from .kernels import KernelError
 
 class NumpyStep:
     backend = "numpy"
+    precision = "f32"
+    note = ""
 
     def __init__(self, step, shapes, free):
         self.layer = step.layer
@@ -57,12 +60,14 @@ class NumpyStep:
 class Program:
     """Steps in order over `n_slots` slots; outputs are (name, slot) pairs."""
 
-    def __init__(self, steps, n_slots, outputs, backend: str, fused=()):
+    def __init__(self, steps, n_slots, outputs, backend: str, fused=(), precision: str = "f32"):
         self.steps = list(steps)
         self.n_slots = n_slots
         self.outputs = list(outputs)
         self.backend = backend
+        self.precision = precision  # the inference precision it was made for
         self.fused = list(fused)  # (layer, step name it was fused into)
+        self.views: list = []  # (layer, precision): layers whose output is a view of their input (no step)
         self.dests: dict = {}  # run(out=...) while it runs: steps that write outputs look here
         self.lent_outputs = _lent_outputs(self.steps, self.outputs)
 
@@ -97,12 +102,19 @@ class Program:
                 step.run(slots)
         else:
             clock = time.perf_counter
+            precision = {}
             for step in self.steps:
                 start = clock()
                 step.run(slots)
-                perf.append(PerfRow(step.name, step.type, step.backend, "executed", (clock() - start) * 1e3))
+                perf.append(PerfRow(step.name, step.type, step.backend, "executed", (clock() - start) * 1e3,
+                                    step.precision, step.note))
+                precision[step.name] = step.precision
             for layer, into in self.fused:
-                perf.append(PerfRow(layer.name, layer.type, "fused into " + into, "fused", 0.0))
+                perf.append(PerfRow(layer.name, layer.type, "fused into " + into, "fused", 0.0,
+                                    precision.get(into, "")))
+            for layer, dt in self.views:
+                perf.append(PerfRow(layer.name, layer.type, self.backend, "not_run", 0.0, dt,
+                                    "a view of its input: nothing to compute"))
         self.finish()
         return {name: slots[s] for name, s in self.outputs}
 

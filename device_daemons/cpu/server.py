@@ -15,18 +15,25 @@ then gives each cpus / requests-in-flight threads: compute()); with
 --caffe-fallback, layers that have no kernel but that Caffe knows run through a
 Caffe worker of the daemon (caffe_backed.py); TFCustomSubgraphCall layers run
 through a TF worker of the daemon (tf_backed.py). query_network: the layers with
-a kernel (built-in, custom, or Caffe-backed).
+a kernel (built-in, custom, or Caffe-backed). Load config: INFERENCE_PRECISION_HINT
+(f32 | bf16; default bf16 where the CPU has it) and INFERENCE_NUM_THREADS
+(precision.py); the reply says what the network got, with
+OPTIMAL_NUMBER_OF_INFER_REQUESTS.
 """
 from __future__ import annotations
 
 import argparse
 import os
 
+from core.microkernel import RemoteError
+from ir import IRError
+
 from ..service import DeviceDaemon, serve_daemon
 from .caffe_backed import CaffeWorkerPool, caffe_backed_kernels
 from .kernels import KERNELS
 from .plan_pool import PlanPool
 from .plan import CPUS
+from .precision import PRECISION_KEY, THREADS_KEY, resolve_precision, resolve_threads
 
 DEVICE = "CPU"
 
@@ -54,11 +61,24 @@ class CpuDaemon(DeviceDaemon):
             kernels.update(mapping)
         return kernels
 
-    def make_pool(self, key, network, extensions, shapes, description, extra_outputs=None):
+    def check_config(self, config):
+        unknown = set(config) - {PRECISION_KEY, THREADS_KEY}
+        if unknown:
+            raise RemoteError("network", f"the CPU daemon does not know the config key(s) {', '.join(sorted(unknown))}; "
+                                 f"it takes {PRECISION_KEY} (f32, bf16) and {THREADS_KEY}")
+        try:
+            return {PRECISION_KEY: resolve_precision(config.get(PRECISION_KEY)),
+                    THREADS_KEY: resolve_threads(config.get(THREADS_KEY))}
+        except IRError as exc:
+            raise RemoteError("network", str(exc)) from None
+
+    def make_pool(self, key, network, extensions, shapes, description, extra_outputs=None, config=None):
         kernels = self._merged(extensions)
         if self.caffe_pool is not None:
             kernels.update(caffe_backed_kernels(network, self.caffe_pool, set(KERNELS) | set(kernels)))
-        return PlanPool(key, network, kernels, shapes, self.threads, description, extra_outputs)
+        config = config or self.check_config({})  # the defaults: the CPU's precision, every CPU of the mask
+        return PlanPool(key, network, kernels, shapes, self.threads, description, extra_outputs,
+                        precision=config[PRECISION_KEY], threads=config[THREADS_KEY])
 
     def compute(self, pool, plan, inputs, perf, out=None):
         # requests side by side share the cores: oneDNN runs each with cpus / busy threads.

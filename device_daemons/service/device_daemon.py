@@ -120,8 +120,15 @@ class DeviceDaemon:
 
     def make_pool(self, key: tuple, network, extensions: list, shapes: dict | None, description: str,
                   extra_outputs=None):
-        """The compiled network (a PlanPool-like pool) for these extension mappings."""
+        """The compiled network (a PlanPool-like pool) for these extension mappings; a
+        daemon that takes a load config (check_config) gets it as `config=`. The pool's
+        `settings` (if any) is what the load reply's config says the network got."""
         raise NotImplementedError
+
+    def check_config(self, config: dict) -> dict:
+        """The load config this device takes, checked (RemoteError "network" otherwise)."""
+        raise err(contract.NETWORK, f"the {self.DEVICE} daemon takes no load config; got "
+                                    f"{', '.join(sorted(config))}")
 
     def query(self, network, extensions: list) -> dict[str, str]:
         raise NotImplementedError
@@ -248,13 +255,16 @@ class DeviceDaemon:
 
     def _describe(self, handle: Handle, cached: bool) -> dict:
         pool = handle.pool
-        return contract.network_result(handle.id, pool.name, pool.inputs, pool.outputs, cached, pool.warnings)
+        return contract.network_result(handle.id, pool.name, pool.inputs, pool.outputs, cached, pool.warnings,
+                                       getattr(pool, "settings", None))
 
     def _get_pool(self, ident: tuple, loader, description: str, paths: list, shapes: dict | None,
-                  batch: int | None, extra_outputs: tuple = ()):
+                  batch: int | None, extra_outputs: tuple = (), config: dict | None = None):
         """The compiled network for this request (cached by what the request asks)."""
         ext_ids, extensions = self._extension_list(paths)
-        key = (ident, tuple(ext_ids), batch, tuple(sorted(shapes.items())) if shapes else None, extra_outputs)
+        options = {"config": self.check_config(config)} if config else {}
+        key = (ident, tuple(ext_ids), batch, tuple(sorted(shapes.items())) if shapes else None, extra_outputs,
+               tuple(sorted(options["config"].items())) if options else None)
 
         def build():
             try:
@@ -270,14 +280,14 @@ class DeviceDaemon:
                         dims = resolved.get(layer.name, tuple(layer.outputs[0].dims))
                         resolved[layer.name] = (batch,) + tuple(dims[1:])
                 pool = self.make_pool(key, network, extensions, resolved or None, description,
-                                      list(extra_outputs) or None)
+                                      list(extra_outputs) or None, **options)
                 self.plans_built += 1
             except IRError as exc:
                 raise ir_error(exc, "network") from None
             except MemoryError:
                 raise err("network", f"{description}: not enough memory to compile the network at "
                                      f"these shapes") from None
-            pool.load_args = (ident, description, paths, extra_outputs)
+            pool.load_args = (ident, description, paths, extra_outputs, config)
             return pool
         return self._pool_for(key, build)
 
@@ -287,7 +297,7 @@ class DeviceDaemon:
         source = self._source(req)
         try:
             pool, cached = self._get_pool(source.ident, source.load, source.description, paths, req.shapes,
-                                          req.batch, req.outputs)
+                                          req.batch, req.outputs, req.config)
         finally:
             source.close()
         with self._lock:
@@ -296,7 +306,9 @@ class DeviceDaemon:
                 handle_id = secrets.randbits(62) + 1
             handle = Handle(handle_id, pool)
             self._handles[handle.id] = handle
-        log.info("loaded %s as handle %d%s", source.description, handle.id, " (cached)" if cached else "")
+        settings = getattr(pool, "settings", None)
+        log.info("loaded %s as handle %d%s%s", source.description, handle.id, " (cached)" if cached else "",
+                 "".join(f", {k} {v}" for k, v in (settings or {}).items()))
         return self._describe(handle, cached)
 
     def query_network(self, args: dict, arrays: list) -> dict:
@@ -330,9 +342,9 @@ class DeviceDaemon:
             raise err("input", f"reshape: no input named {', '.join(sorted(map(repr, unknown)))}; the "
                                f"network's inputs are {', '.join(map(repr, old.inputs))}")
         merged = {n: tuple(shapes.get(n, info["shape"])) for n, info in old.inputs.items()}
-        ident, description, paths, extra = old.load_args
+        ident, description, paths, extra, config = old.load_args
         network = old.network
-        pool, cached = self._get_pool(ident, lambda: network, description, paths, merged, None, extra)
+        pool, cached = self._get_pool(ident, lambda: network, description, paths, merged, None, extra, config)
         handle.pool = pool
         self._release(old)
         return self._describe(handle, cached)

@@ -13,6 +13,8 @@ and the key.
      "outputs": [{"name": "scores", "ir_name": "prob"}],
      "versions": "latest",                   # "latest" (default), "all", or [1, 3]
      "convert_args": ["--mean_values", "data[104,117,123]"],   # Caffe/TF models converted on load
+     "plugin_config": {"INFERENCE_PRECISION_HINT": "f32"},      # the device's load config (as OpenVINO
+                                                                # Model Server's): load_network's config
      "replicas": 2,                          # Ray mode: or {"min": 1, "max": 4, "target_ongoing_requests": 2}
      "resources": {"num_cpus": 1, "num_gpus": 0}}               # Ray mode: per replica
 """
@@ -55,6 +57,7 @@ class ModelConfig:
     outputs: tuple = ()
     versions: object = "latest"
     convert_args: tuple = ()
+    plugin_config: tuple = ()  # (key, value) pairs of load_network's config
     replicas: int | Autoscaling = 1
     num_cpus: float = 1.0
     num_gpus: float = 0.0
@@ -126,7 +129,7 @@ def _tensors(items, where: str, key: str) -> tuple:
 def parse_config(raw: dict, where: str) -> ModelConfig:
     _keys(raw, where, "config", ("device", "max_batch_size", "batch_sizes", "dynamic_batching",
                                  "instance_count", "inputs", "outputs", "versions", "convert_args",
-                                 "replicas", "resources"))
+                                 "plugin_config", "replicas", "resources"))
     kw: dict = {"source": where, "raw": raw}
     if "device" in raw:
         if not isinstance(raw["device"], str) or not raw["device"].strip():
@@ -164,6 +167,13 @@ def parse_config(raw: dict, where: str) -> ModelConfig:
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise _fail(where, "'convert_args' must be a list of strings (mo-core convert options)")
     kw["convert_args"] = tuple(args)
+    plugin = raw.get("plugin_config", {})
+    if not isinstance(plugin, dict) or not all(
+            isinstance(k, str) and (isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)))
+            for k, v in plugin.items()):
+        raise _fail(where, "'plugin_config' must be an object of device settings, e.g. "
+                           "{\"INFERENCE_PRECISION_HINT\": \"f32\"}")
+    kw["plugin_config"] = tuple(sorted(plugin.items()))
     replicas = raw.get("replicas", 1)
     if isinstance(replicas, dict):
         _keys(replicas, where, "replicas", ("min", "max", "target_ongoing_requests"))

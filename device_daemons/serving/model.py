@@ -73,7 +73,7 @@ class ServedModel:
                 if batch:
                     net.batch_size = batch
                 t0 = time.monotonic()
-                self.networks[batch] = ie.load_network(net, config.device)
+                self.networks[batch] = ie.load_network(net, config.device, config=dict(config.plugin_config) or None)
                 log.info("model %s version %s: loaded on %s%s in %.2f s", name, version, config.device,
                          f" at batch {batch}" if batch else "", time.monotonic() - t0)
             first = self.networks[min(self.networks)]

@@ -170,13 +170,19 @@ def private_runtime(prefix: str, **env):
         shutil.rmtree(os.path.dirname(runtime), ignore_errors=True)
 
 
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}  # what parity tests load with
+
+
 @contextlib.contextmanager
 def private_iecore(prefix: str):
     """An IECore on daemons of a private runtime directory: the session fixtures of
-    other test folders use it."""
+    other test folders use it. Their tests compare with the frameworks to 1e-4 or
+    so: the CPU computes in f32 (its default is bf16 where the CPU has it)."""
     from device_daemons.client import IECore
     with private_runtime(prefix):
-        yield IECore(policy="auto")
+        core = IECore(policy="auto")
+        core.set_config(F32, "CPU")
+        yield core
 
 
 @pytest.fixture(scope="session", autouse=True)

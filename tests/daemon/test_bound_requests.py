@@ -20,7 +20,7 @@ from device_daemons import bound_protocol as bound
 from device_daemons.client.bound_client import MAX_BINDINGS
 from device_daemons.service.bound_table import Binding, BoundTable
 from device_daemons.client import DaemonDied, IECore, InferenceError
-from tests.daemon.conftest import assert_close, daemon_processes
+from tests.daemon.conftest import F32, assert_close, daemon_processes
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.timeout(120)
 def fast_net(fresh_runtime, tiny):
     """The tiny net loaded on a daemon of this test."""
     ie = IECore()
-    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU", config=F32)  # compared with pycaffe to 1e-4
     yield ie, exec_net
     ie.close()
 
@@ -130,7 +130,7 @@ def test_a_daemon_killed_between_requests(fast_net, tiny, fresh_runtime):
 def daemon(tiny):
     from device_daemons.cpu.server import CpuDaemon
     d = CpuDaemon(threads=1)
-    handle = d.load_network({"xml": tiny.xml}, [])["handle"]
+    handle = d.load_network({"xml": tiny.xml, "config": F32}, [])["handle"]
     slot = d.shm_create({"size": 1 << 16}, [])["slot"]
     spec = msgpack.packb({"slot": slot, "inputs": {"data": [0, [1, 3, 16, 16]]}, "out": [3072, (1 << 16) - 3072]})
     yield d, handle, slot, spec

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from core.services.caffe_worker import DEFINITION_ATTR
-from tests.daemon.conftest import daemon_processes, run_mo
+from tests.daemon.conftest import F32, daemon_processes, run_mo
 from tests.support import REPO, import_caffe, make_caffemodel, write_text
 
 CUSTOM = os.path.join(REPO, "tests", "custom_layers")
@@ -87,7 +87,7 @@ def test_caffe_backed_layer_runs_on_the_daemon_without_the_source_files(fresh_ru
     daemon.launch("CPU", caffe_fallback=True, python_path=[PYLAYERS])
     try:
         ie = IECore(policy="existing")
-        exec_net = ie.load_network(ie.read_network(model=xml), "CPU")
+        exec_net = ie.load_network(ie.read_network(model=xml), "CPU", config=F32)  # compared with pycaffe
         out = exec_net.infer(inputs)
         assert set(out) == {"proposal"}
         assert out["proposal"].shape == (20, 5)

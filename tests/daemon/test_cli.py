@@ -28,8 +28,10 @@ def test_infer_npy_top_k_and_npz_output(tiny, tmp_path):
     ref = tiny.reference(x)
     np.save(tmp_path / "x.npy", x)
     out_path = tmp_path / "out.npz"
-    proc = run_mo("infer", "-m", tiny.xml, "-i", str(tmp_path / "x.npy"), "--top_k", "3", "-o", str(out_path))
+    proc = run_mo("infer", "-m", tiny.xml, "-i", str(tmp_path / "x.npy"), "--top_k", "3", "-o", str(out_path),
+                  "-infer_precision", "f32")  # compared with pycaffe to 1e-4
     assert proc.returncode == 0, proc.stderr
+    assert "inference precision f32" in proc.stdout
     assert "Output 'prob': shape [1, 10], min " in proc.stdout
     assert re.search(r"mean [-0-9.e]+, std [-0-9.e]+", proc.stdout)
     rows = _top_k_block(proc.stdout, "prob")
@@ -46,7 +48,7 @@ def test_infer_npz_input_with_another_batch(tiny, tmp_path):
     x = tiny.input(43, batch=2)
     np.savez(tmp_path / "in.npz", data=x)
     proc = run_mo("infer", "-m", tiny.xml, "-i", str(tmp_path / "in.npz"), "--top_k", "2",
-                  "-o", str(tmp_path / "o.npz"))
+                  "-o", str(tmp_path / "o.npz"), "-infer_precision", "f32")
     assert proc.returncode == 0, proc.stderr
     assert "Batch size set to 2" in proc.stdout and "shape [2, 10]" in proc.stdout
     assert "Image 1" in proc.stdout
@@ -56,8 +58,8 @@ def test_infer_npz_input_with_another_batch(tiny, tmp_path):
 
 @pytest.mark.timeout(120)
 def test_infer_random_input_is_reproducible(tiny, tmp_path):
-    a = run_mo("infer", "-m", tiny.xml, "-o", str(tmp_path / "a.npz"))
-    b = run_mo("infer", "-m", tiny.xml, "-o", str(tmp_path / "b.npz"))
+    a = run_mo("infer", "-m", tiny.xml, "-o", str(tmp_path / "a.npz"), "-infer_precision", "f32")
+    b = run_mo("infer", "-m", tiny.xml, "-o", str(tmp_path / "b.npz"), "-infer_precision", "f32")
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     assert "random standard normal input, seed 0" in a.stdout
     with np.load(tmp_path / "a.npz") as fa, np.load(tmp_path / "b.npz") as fb:

@@ -11,7 +11,7 @@ import pytest
 
 from device_daemons.client import (DaemonDied, DaemonNotRunning, DaemonTimeout, IECore,
                                    InferenceError)
-from tests.daemon.conftest import (assert_close, daemon_processes, raw_reply, raw_socket, run_mo,
+from tests.daemon.conftest import (F32, assert_close, daemon_processes, raw_reply, raw_socket, run_mo,
                                    slow_request_started, write_custom_ir)
 from tests.support import call_in_thread
 
@@ -99,7 +99,7 @@ def test_timeout_is_a_clear_error(slow_model):
 @pytest.mark.timeout(120)
 def test_malformed_messages_get_an_error_or_are_dropped(tiny):
     ie = IECore()
-    exec_net = ie.load_network(ie.read_network(tiny.xml))
+    exec_net = ie.load_network(ie.read_network(tiny.xml), config=F32)  # compared with pycaffe to 1e-4
     endpoint = exec_net._loaded[0].endpoint
     handle = exec_net._loaded[1]
     pid = ie.daemon_pid()
@@ -134,6 +134,10 @@ def test_malformed_messages_get_an_error_or_are_dropped(tiny):
                 (95, "shm_attach", {"path": "/etc/passwd", "size": 10}, "unknown_op"),  # the old verb
                 (96, "load_network", {"xml": "/nonexistent/net.xml"}, "network"),
                 (97, "load_network", {"xml_text": "<net", "bin_data": None}, "network"),
+                (97, "load_network", {"xml": tiny.xml, "config": ["f32"]}, "network"),
+                (97, "load_network", {"xml": tiny.xml, "config": {"INFERENCE_PRECISION_HINT": "fp8"}}, "network"),
+                (97, "load_network", {"xml": tiny.xml, "config": {"INFERENCE_NUM_THREADS": -2}}, "network"),
+                (97, "load_network", {"xml": tiny.xml, "config": {"CPU_BIND_THREAD": "YES"}}, "network"),
                 (98, "reshape", {"handle": handle, "shapes": {"data": [0, -1]}}, "input"),
                 (99, "no_such_verb", {}, "unknown_op")]:
             sock.send_multipart([msgpack.packb({"v": 1, "id": rid, "op": op, "args": args})])

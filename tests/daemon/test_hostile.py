@@ -19,7 +19,7 @@ import pytest
 
 from core.microkernel import Client, RemoteError
 from device_daemons import bound_protocol as bound
-from tests.daemon.conftest import assert_close, cleanup_runtime, raw_reply, raw_socket, run_mo, write_text
+from tests.daemon.conftest import F32, assert_close, cleanup_runtime, raw_reply, raw_socket, run_mo, write_text
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -65,7 +65,8 @@ def _error_kind(client, op, args=None, arrays=None):
 
 
 def _load(client, xml):
-    return client.call("load_network", {"xml": xml})[0]["handle"]
+    # f32: the tiny net's results are compared with pycaffe to 1e-4
+    return client.call("load_network", {"xml": xml, "config": F32})[0]["handle"]
 
 
 # ------------------------------------------------------------------ shared memory
@@ -259,7 +260,7 @@ def test_the_same_daemon_still_serves_correct_results(daemon, tiny):
     assert daemon["client"].call("ping")[0]["pid"] == daemon["pid"]
     ie = IECore(policy="existing", endpoint=daemon["endpoint"])
     try:
-        exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
+        exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU", config=F32)
         xs = [tiny.input(100 + i) for i in range(4)]
         # pycaffe's net is not thread-safe: the references are computed here, once
         refs = [tiny.reference(x) for x in xs]

@@ -6,13 +6,14 @@ import numpy as np
 import pytest
 
 from device_daemons.client import (DaemonError, DaemonNotRunning, IECore, InferenceError, StatusCode)
-from tests.daemon.conftest import assert_close
+from tests.daemon.conftest import F32, assert_close
 from tests.support import run_in_threads
 
 
 @pytest.fixture(scope="module")
 def ie():
     core = IECore(policy="auto", timeout=60)
+    core.set_config(F32, "CPU")  # compared with pycaffe to 1e-4
     yield core
     core.close()
 
@@ -39,7 +40,7 @@ def test_transfer_modes(tiny, options):
     """Array frames instead of shared memory; IR content instead of paths (remote clients)."""
     x = tiny.input(11)
     with IECore(**options) as core:
-        exec_net = core.load_network(core.read_network(tiny.xml), "CPU")
+        exec_net = core.load_network(core.read_network(tiny.xml), "CPU", config=F32)
         assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
         # without shared memory no local carrier: the fallback, arrays as frames (test_request_path.py)
         assert (exec_net._loaded[0].carrier is None) is (options.get("shared_memory") is False)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.caffe_models import make_caffemodel as make_own_caffemodel
-from tests.daemon.conftest import run_mo
+from tests.daemon.conftest import F32, run_mo
 from tests.numpy_reference import caffe_interp, conv2d, relu
 from tests.support import make_caffemodel, write_text
 
@@ -49,6 +49,7 @@ def test_builtin_interp_and_the_example_kernel_match_opencv(interp_model):
     x = np.random.default_rng(4).standard_normal((2, 3, 5, 7)).astype(np.float32)
     ref = opencv_reference(proto, weights, x)
     ie = IECore(policy="auto")
+    ie.set_config(F32, "CPU")  # compared with OpenCV to 1e-4
     exec_net = ie.load_network(ie.read_network(model=xml), "CPU")  # the built-in kernel
     out = exec_net.infer({"data": x})["interp"]
     assert out.shape == ref.shape == (2, 4, 9, 8)
@@ -66,7 +67,8 @@ def test_interp_through_the_cli(interp_model, tmp_path):
     np.save(tmp_path / "x.npy", x)
     ref = opencv_reference(proto, weights, x)
     for extra in ((), ("-l", KERNEL)):
-        res = run_mo("infer", "-m", xml, "-i", str(tmp_path / "x.npy"), *extra, "-o", str(tmp_path / "out.npz"))
+        res = run_mo("infer", "-m", xml, "-i", str(tmp_path / "x.npy"), *extra, "-o", str(tmp_path / "out.npz"),
+                     "-infer_precision", "f32")
         assert res.returncode == 0, res.stderr
         np.testing.assert_allclose(np.load(tmp_path / "out.npz")["interp"], ref, rtol=1e-4, atol=1e-5)
 
@@ -106,7 +108,7 @@ def assert_daemon_equals_numpy(xml, blobs, h, w, seed):
     from device_daemons.client import IECore
     x = np.random.default_rng(seed).standard_normal((1, 3, h, w)).astype(np.float32)
     ie = IECore(policy="auto")
-    exec_net = ie.load_network(ie.read_network(model=xml), "CPU")
+    exec_net = ie.load_network(ie.read_network(model=xml), "CPU", config=F32)
     try:
         out = exec_net.infer({"data": x})["score"]
     finally:

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.daemon.conftest import daemon_processes, run_mo, wait_until
+from tests.daemon.conftest import F32, daemon_processes, run_mo, wait_until
 
 
 def _record(runtime):
@@ -113,7 +113,7 @@ def test_tcp_loopback_endpoint(fresh_runtime, tiny):
     assert re.fullmatch(r"tcp://127\.0\.0\.1:\d+", endpoint), endpoint
     from device_daemons.client import IECore
     with IECore(policy="existing") as ie:
-        out = ie.load_network(ie.read_network(tiny.xml)).infer({"data": tiny.input(1)})
+        out = ie.load_network(ie.read_network(tiny.xml), config=F32).infer({"data": tiny.input(1)})
     np.testing.assert_allclose(out["prob"], tiny.reference(tiny.input(1)), rtol=1e-4, atol=1e-6)
     assert run_mo("daemon", "stop").returncode == 0
 
@@ -147,12 +147,12 @@ def test_non_loopback_tcp_with_key_file(fresh_runtime, tiny, tmp_path):
     # treated as remote: the IR content travels, arrays as frames
     x = tiny.input(2)
     with IECore(policy="existing") as ie:
-        exec_net = ie.load_network(ie.read_network(tiny.xml))
+        exec_net = ie.load_network(ie.read_network(tiny.xml), config=F32)
         np.testing.assert_allclose(exec_net.infer({"data": x})["prob"], tiny.reference(x), rtol=1e-4, atol=1e-6)
         assert exec_net._loaded[0].slots.ok is False
     # explicitly, as a client on another machine would
     with IECore(endpoint=endpoint, key_file=key_file) as ie:
-        out = ie.load_network(ie.read_network(tiny.xml)).infer({"data": x})
+        out = ie.load_network(ie.read_network(tiny.xml), config=F32).infer({"data": x})
         np.testing.assert_allclose(out["prob"], tiny.reference(x), rtol=1e-4, atol=1e-6)
     with pytest.raises(DaemonError, match="key"):
         IECore(endpoint=endpoint)  # no key: refused before connecting

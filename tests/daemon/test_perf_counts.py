@@ -7,7 +7,7 @@ import re
 import pytest
 
 from device_daemons.client import IECore
-from tests.daemon.conftest import assert_close, run_mo
+from tests.daemon.conftest import F32, assert_close, run_mo
 
 # tiny: conv1 -> relu1 -> pool1 -> fc1 -> prob (tests/daemon/conftest.py)
 TINY_TYPES = {"conv1": "Convolution", "relu1": "ReLU", "pool1": "Pooling", "fc1": "FullyConnected",
@@ -19,7 +19,7 @@ TINY_TYPES = {"conv1": "Convolution", "relu1": "ReLU", "pool1": "Pooling", "fc1"
 def test_get_perf_counts_names_each_layer_and_its_backend(tiny, fresh_runtime, monkeypatch, backend):
     monkeypatch.setenv("MO_CORE_CPU_BACKEND", backend)  # the daemon this test starts inherits it
     with IECore(policy="auto", timeout=60) as core:
-        net = core.load_network(core.read_network(tiny.xml), "CPU", config={"PERF_COUNT": "YES"})
+        net = core.load_network(core.read_network(tiny.xml), "CPU", config=dict(F32, PERF_COUNT="YES"))
         request = net.requests[0]
         x = tiny.input(3)
         assert_close(request.infer({"data": x})["prob"], tiny.reference(x))
@@ -30,12 +30,13 @@ def test_get_perf_counts_names_each_layer_and_its_backend(tiny, fresh_runtime, m
             assert {c["exec_type"] for c in counts.values()} == {"numpy"}
             assert all(c["status"] == "EXECUTED" for c in counts.values())
         else:
-            # the ReLU runs inside the convolution; the network's edges are reorders
+            # the ReLU runs inside the convolution; a reorder where a layer wants another layout
             assert layers["relu1"]["status"] == "NOT_RUN"
             assert layers["relu1"]["exec_type"] == "fused into conv1"
             assert {layers[n]["exec_type"] for n in ("conv1", "pool1", "fc1", "prob")} == {"onednn"}
             reorders = [c for c in counts.values() if c["layer_type"] == "Reorder"]
-            assert reorders and all(c["exec_type"] == "onednn" for c in reorders)
+            assert all(c["exec_type"] == "onednn" and c["note"] for c in reorders)  # each says why
+            assert {layers[n]["precision"] for n in TINY_TYPES} == {"f32"}
         executed = [c for c in counts.values() if c["status"] == "EXECUTED"]
         assert all(c["real_time"] > 0 for c in executed)
         assert sorted(c["execution_index"] for c in counts.values()) == list(range(len(counts)))
@@ -49,7 +50,7 @@ def test_get_perf_counts_names_each_layer_and_its_backend(tiny, fresh_runtime, m
 
 
 def _rows(stdout: str) -> dict[str, list[str]]:
-    """The per-layer table of -pc output: {layer name: [status, type, exec type, ms]}."""
+    """The per-layer table of -pc output: {layer name: [status, type, exec type, precision, ms]}."""
     lines = stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("Performance counts"))
     rows = {}
@@ -63,15 +64,19 @@ def _rows(stdout: str) -> dict[str, list[str]]:
 
 @pytest.mark.timeout(180)
 def test_infer_and_benchmark_pc_print_the_layers(tiny, tmp_path):
+    from device_daemons.cpu.precision import default_precision
+    dt = default_precision()  # the daemon's default: each layer's precision is printed
     proc = run_mo("infer", "-m", tiny.xml, "-pc")
     assert proc.returncode == 0, proc.stderr
+    assert f"inference precision {dt}" in proc.stdout
     rows = _rows(proc.stdout)
-    assert rows["conv1"][:3] == ["EXECUTED", "Convolution", "onednn"]
-    assert rows["relu1"][:3] == ["NOT_RUN", "ReLU", "fused into conv1"]
-    assert rows["fc1"][:3] == ["EXECUTED", "FullyConnected", "onednn"]
+    assert rows["conv1"][:4] == ["EXECUTED", "Convolution", "onednn", dt]
+    assert rows["relu1"][:4] == ["NOT_RUN", "ReLU", "fused into conv1", dt]
+    assert rows["fc1"][:4] == ["EXECUTED", "FullyConnected", "onednn", dt]
     total = float(re.search(r"Total time: ([0-9.]+) ms", proc.stdout).group(1))
-    assert total == pytest.approx(sum(float(r[3]) for r in rows.values() if r[0] == "EXECUTED"), abs=0.01)
-    assert re.search(r"^Convolution\s+onednn\s+1\s+[0-9.]+\s+[0-9.]+$", proc.stdout, re.M)
+    assert total == pytest.approx(sum(float(r[4]) for r in rows.values() if r[0] == "EXECUTED"), abs=0.01)
+    assert re.search(rf"^Convolution\s+onednn\s+{dt}\s+1\s+[0-9.]+\s+[0-9.]+$", proc.stdout, re.M)
+    assert "data.0/to_onednn (Reorder): Convolution conv1 reads" in proc.stdout  # why the reorder is there
 
     proc = run_mo("benchmark", "-m", tiny.xml, "-niter", "6", "-nireq", "2", "-pc")
     assert proc.returncode == 0, proc.stderr
@@ -91,7 +96,7 @@ def test_the_perf_flag_of_the_infer_verb(tiny, fresh_runtime):
     launch = lifecycle.launch("CPU", threads=2)
     client = Client(launch.record["endpoint"], timeout=30)
     try:
-        handle = client.call("load_network", {"xml": tiny.xml})[0]["handle"]
+        handle = client.call("load_network", {"xml": tiny.xml, "config": F32})[0]["handle"]
         x = tiny.input(4)
         plain, _ = client.call("infer", contract.infer_request(handle, inputs={"data": x}))
         assert "perf" not in plain

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from device_daemons.client import IECore, InferenceError, StatusCode
-from tests.daemon.conftest import assert_close, run_mo, write_custom_ir, write_text
+from tests.daemon.conftest import F32, assert_close, run_mo, write_custom_ir, write_text
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,6 +50,7 @@ def new_client_takes_the_fallback(tiny):
     """A new client (its threads connect afresh) whose carrier cannot be had: its
     requests run over ZeroMQ, correct, and it stops trying the carrier."""
     with IECore() as ie:
+        ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
         exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
         before = status(exec_net)
         run_some(exec_net, tiny)
@@ -60,6 +61,7 @@ def new_client_takes_the_fallback(tiny):
 
 def test_a_local_client_takes_the_local_carrier(fresh_runtime, tiny):
     with IECore() as ie:
+        ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
         exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
         run_some(exec_net, tiny)
         x = tiny.input(7)
@@ -79,6 +81,7 @@ def test_without_shared_memory_every_request_takes_the_fallback(fresh_runtime, t
     if how == "environment":
         monkeypatch.setenv("MO_CORE_SHM", "0")
     with IECore(**({"shared_memory": False} if how == "argument" else {})) as ie:
+        ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
         exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
         run_some(exec_net, tiny)
         st = status(exec_net)
@@ -90,6 +93,7 @@ def test_a_carrier_that_cannot_be_reached_leaves_the_fallback(fresh_runtime, tin
     """The daemon names a Unix socket that is gone (a client that cannot connect to it):
     the requests still run, over ZeroMQ, and the client stops trying the socket."""
     with IECore() as ie:
+        ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
         first = ie.load_network(ie.read_network(tiny.xml), "CPU")
         run_some(first, tiny, [0])
         path = first.link.call("hello")[0]["direct"]["path"]
@@ -105,6 +109,7 @@ def test_a_carrier_that_refuses_the_connection_leaves_the_fallback(fresh_runtime
 
     from core.microkernel import direct
     with IECore() as ie:
+        ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
         first = ie.load_network(ie.read_network(tiny.xml), "CPU")
         path = first.link.call("hello")[0]["direct"]["path"]
     held = []
@@ -122,6 +127,7 @@ def test_a_carrier_that_refuses_the_connection_leaves_the_fallback(fresh_runtime
 def test_a_daemon_on_tcp_has_no_carrier(fresh_runtime, tiny):
     assert run_mo("daemon", "start", "--endpoint", "tcp://127.0.0.1:*").returncode == 0
     with IECore(policy="existing") as ie:
+        ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
         exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU")
         run_some(exec_net, tiny)
         st = status(exec_net)
@@ -132,6 +138,7 @@ def test_a_daemon_on_tcp_has_no_carrier(fresh_runtime, tiny):
 
 def test_per_layer_counts_take_the_fallback(fresh_runtime, tiny):
     with IECore() as ie:
+        ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
         exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU", config={"PERF_COUNT": "YES"})
         request = exec_net.requests[0]
         x = tiny.input(3)
@@ -145,6 +152,7 @@ def test_a_request_that_fails_on_the_carrier_says_why_and_runs_once(fresh_runtim
     kernel = write_text(str(tmp_path / "picky.py"), PICKY_KERNEL)
     xml = write_custom_ir(str(tmp_path / "picky"), "PickyOp")
     with IECore() as ie:
+        ie.set_config(F32, "CPU")  # the results are compared with pycaffe to 1e-4
         ie.add_extension(kernel, "CPU")
         exec_net = ie.load_network(ie.read_network(xml), "CPU")
         good = np.arange(4, dtype=np.float32).reshape(1, 4)

@@ -89,7 +89,7 @@ def test_filled_extension_converts_and_runs_on_cpu_and_gpu_equal_to_pycaffe(gene
     assert float(layer.data["alpha"]) == pytest.approx(0.3) and float(layer.data["beta"]) == pytest.approx(0.4)
     kernel = os.path.join(root, "user_ie_extensions", "cpu", "ext_hardsigmoid.py")
     code, _, err = run_cli("infer", "-m", str(out / "hsig.xml"), "-i", x_path, "-l", kernel, "-o",
-                           str(tmp_path / "y.npz"))
+                           str(tmp_path / "y.npz"), "-infer_precision", "f32")  # compared with pycaffe
     assert code == 0, err
     ref = reference.blobs["conv2"].data
     ours = np.load(str(tmp_path / "y.npz"))["conv2"]

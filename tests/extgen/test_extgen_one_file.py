@@ -45,7 +45,7 @@ def test_one_file_caffe_extension_for_conversion_and_inference(model, ie, tmp_pa
                            "--extensions", path)
     assert code == 0, err
     code, _, err = run_cli("infer", "-m", str(out / "hsig.xml"), "-i", x_path, "-l", path, "-o",
-                           str(tmp_path / "y.npz"))
+                           str(tmp_path / "y.npz"), "-infer_precision", "f32")  # compared with pycaffe
     assert code == 0, err
     ref = reference.blobs["conv2"].data
     assert np.abs(np.load(str(tmp_path / "y.npz"))["conv2"] - ref).max() <= 1e-4 * np.abs(ref).max()

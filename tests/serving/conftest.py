@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.daemon.conftest import TINY_PROTO, private_iecore
+from tests.daemon.conftest import F32, TINY_PROTO, private_iecore
 from tests.support import convert_api, make_caffemodel, write_text
 
 from .servers import ServerProcess, wait_gone
@@ -48,24 +48,27 @@ def serving_models(tmp_path_factory, bvlc_models):
     repo = d / "repo"
     g_proto, g_weights = bvlc_models["bvlc_googlenet"]
     write_ir_of(g_proto, g_weights, str(repo / "googlenet" / "1"), batch=1)
+    (repo / "googlenet" / "config.json").write_text(json.dumps({"plugin_config": F32}))
     two = repo / "two_input" / "1"
     two.mkdir(parents=True)
     t_proto = write_text(str(two / "deploy.prototxt"), TWO_INPUT_PROTO)
     make_caffemodel(t_proto, str(two / "two_input.caffemodel"), seed=3, scale=None)
+    (repo / "two_input" / "config.json").write_text(json.dumps({"plugin_config": F32}))
     tiny_proto = write_text(str(d / "tiny.prototxt"), TINY_PROTO)
     tiny_weights = str(d / "tiny.caffemodel")
     make_caffemodel(tiny_proto, tiny_weights, seed=5, scale=None)
     write_ir_of(tiny_proto, tiny_weights, str(repo / "tiny" / "1"))
+    (repo / "tiny" / "config.json").write_text(json.dumps({"plugin_config": F32}))
     for version in (1, 2):  # the batching net: v2 is the newest (served), v1 stays on disk
         shutil.copytree(repo / "tiny" / "1", repo / "tiny_batched" / str(version))
     (repo / "tiny_batched" / "config.json").write_text(json.dumps({
         "max_batch_size": 8, "dynamic_batching": {"max_queue_delay_microseconds": 20000},
-        "inputs": [{"name": "image", "ir_name": "data", "datatype": "FP32"}]}))
+        "inputs": [{"name": "image", "ir_name": "data", "datatype": "FP32"}], "plugin_config": F32}))
     typed = repo / "tiny_u8"  # an image input as UINT8, the output as FP16: converted around the daemon's FP32
     shutil.copytree(repo / "tiny" / "1", typed / "1")
     (typed / "config.json").write_text(json.dumps({
         "inputs": [{"name": "image", "ir_name": "data", "datatype": "UINT8"}],
-        "outputs": [{"name": "scores", "ir_name": "prob", "datatype": "FP16"}]}))
+        "outputs": [{"name": "scores", "ir_name": "prob", "datatype": "FP16"}], "plugin_config": F32}))
     broken = repo / "broken"  # a config.json with a key no config has: fails to load, alone
     shutil.copytree(repo / "tiny" / "1", broken / "1")
     (broken / "config.json").write_text(json.dumps({"max_batch_size": 4, "dynamic_batchin": {}}))

@@ -37,6 +37,7 @@ def test_batch_sizes_and_dynamic_batching():
     ({"inputs": {"name": "x"}}, "'inputs' must be a list"),
     ({"versions": "newest"}, """'versions' must be "latest", "all" or a list"""),
     ({"convert_args": "--scale 2"}, "'convert_args' must be a list of strings"),
+    ({"plugin_config": ["f32"]}, "'plugin_config' must be an object of device settings"),
     ({"replicas": {"min": 3, "max": 2}}, "'replicas.max' must be an integer from 3"),
     ({"resources": {"num_gpus": -1}}, "'resources.num_gpus' must be a number"),
     ({"device": ""}, "'device' must be a device name"),

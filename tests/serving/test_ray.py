@@ -22,6 +22,7 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from tests.daemon.conftest import F32
 from tests.support import REPO
 
 from .conftest import reference
@@ -36,7 +37,8 @@ def ray_setup(serving_models, tmp_path_factory):
     _, repo = serving_models
     ray_repo = tmp_path_factory.mktemp("ray_repo")
     shutil.copytree(os.path.join(repo, "tiny", "1"), ray_repo / MODEL / "1")
-    (ray_repo / MODEL / "config.json").write_text(json.dumps({"replicas": 2, "resources": {"num_cpus": 1}}))
+    (ray_repo / MODEL / "config.json").write_text(json.dumps({"replicas": 2, "resources": {"num_cpus": 1},
+                                                              "plugin_config": F32}))  # vs pycaffe to 1e-5
     cluster = RayCluster(cpus_per_node=2)
     srv = None
     try:

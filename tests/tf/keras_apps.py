@@ -1,4 +1,5 @@
-"""Builder of the Keras application models: MobileNetV2, ResNet50, InceptionV3.
+"""Builder of the Keras application models: MobileNetV2, ResNet50, InceptionV3,
+MobileNetV3Small (hard-swish, squeeze-excite: benchmarks/infer.py and tests/cpu).
 
 Run as `python tests/tf/keras_apps.py OUT_DIR` (tests/tf/conftest.py runs it once
 and caches the result; benchmarks/convert.py uses its ResNet50). weights=None
@@ -27,6 +28,7 @@ APPS = {
     "mobilenet_v2": (keras.applications.MobileNetV2, 224),
     "resnet50": (keras.applications.ResNet50, 224),
     "inception_v3": (keras.applications.InceptionV3, 299),
+    "mobilenet_v3_small": (keras.applications.MobileNetV3Small, 224),
 }
 
 

@@ -110,7 +110,8 @@ class HeteroExecutableNetwork:
     """A network split over device daemons; the ExecutableNetwork interface
     (infer, start_async, requests, inputs, outputs, close)."""
 
-    def __init__(self, core, network, device_name: str, num_requests: int = 1, perf_count: bool = False):
+    def __init__(self, core, network, device_name: str, num_requests: int = 1, perf_count: bool = False,
+                 config: dict | None = None):
         devices = _devices(device_name)
         self.perf_count = perf_count
         self.device = "HETERO:" + ",".join(devices)
@@ -135,8 +136,11 @@ class HeteroExecutableNetwork:
                     sub.add_outputs(part.outputs)
                 if network._batch is not None:
                     sub.batch_size = network._batch
+                # the CPU's keys (precision, threads) go to its parts; the GPU daemon takes none
+                keys = {k: v for k, v in (config or {}).items()
+                        if k != "PERF_COUNT" and part.device.split(".")[0] == "CPU"}
                 self.parts.append(core.load_network(sub, part.device, num_requests=1,
-                                                    config={"PERF_COUNT": "YES"} if perf_count else None))
+                                                    config=dict(keys, **({"PERF_COUNT": "YES"} if perf_count else {}))))
         except BaseException:
             self.close()
             raise

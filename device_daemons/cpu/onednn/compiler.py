@@ -5,12 +5,19 @@ Program where every layer oneDNN can run is a oneDNN step and the rest stay nump
   made for these attributes and shapes runs on oneDNN; anything else (custom
   kernels, unsupported types or variants, oneDNN offering only its slow reference
   implementation) runs its numpy kernel. `program.fallbacks` says why per layer.
-- Activations that read only a convolution's / fully connected layer's output are
-  fused into it as post-ops (they show as "fused" in -pc).
-- Layouts: each primitive picks its own (blocked, e.g. nChw8c); tensors stay in them
-  between oneDNN layers. Reorders are explicit steps, made only where a layer wants
-  another layout, where a numpy layer or the caller reads a tensor (Export: a new
-  plain array) and where a numpy array feeds a oneDNN layer (Import).
+- Sub-graphs of mobile networks run as one step (patterns.py: hard-swish and swish
+  written as x * gate(x), broadcast Eltwise written with Tile).
+- Activations (and scalar or per-channel ScaleShifts) that read only a layer's
+  output are fused into it as post-ops (they show as "fused" in -pc).
+- Precision (plan.precision, precision.py): in bf16 every op that can computes in
+  bf16; one that cannot (no bf16 primitive, or only oneDNN's reference code) is made
+  in f32 and the reorders around it convert. Network inputs are read f32 and outputs
+  written f32. Each step's precision shows in -pc.
+- Layouts: each primitive picks its own (blocked, e.g. nChw16c), a convolution the one
+  its input has where that is a fast one; tensors stay in them between oneDNN layers.
+  Reorders are explicit steps, made only where a layer wants another layout or type,
+  where a numpy layer or the caller reads a tensor (Export: a new plain array) and
+  where a numpy array feeds a oneDNN layer (Import); each says why in -pc.
 - Memory: oneDNN tensors live in one arena per program (arena.py), their offsets
   planned once, memory objects and primitive arguments bound once; a oneDNN step at
   run time is one call per primitive. Element-wise layers run in place when nobody
@@ -24,9 +31,10 @@ import numpy as np
 
 from ..kernels import KERNELS
 from ..program import NumpyStep, Program
-from . import concat, convolution, eltwise, fully_connected, normalization, pooling  # noqa: F401  (they fill OPS)
+from . import concat, convolution, eltwise, fully_connected, normalization, pooling, reshape  # noqa: F401  (OPS)
+from . import patterns
 from .arena import place
-from .eltwise import activation_post_op
+from .eltwise import ActivationOp, EltwiseOp, unary_post_ops
 from .library import DnnlError, NativeUnavailable, load
 from .op import OPS, Unsupported, aligned_buffer
 from .primitives import Attr, Desc, Memory, Primitive, reorder_pd
@@ -48,13 +56,33 @@ class Tensor:
         self.last = max(self.last, index)
 
 
+class AliasTensor:
+    """A view of a tensor with other dims (Reshape, Flatten): the same memory, its own
+    desc; using it keeps the tensor it views alive."""
+    __slots__ = ("desc", "memory", "base")
+
+    def __init__(self, d, desc: Desc, base: Tensor):
+        self.desc, self.memory, self.base = desc, Memory(d, desc), base
+
+    def use(self, index: int):
+        self.base.use(index)
+
+
+def converts(source: Desc, target: Desc) -> str:
+    """A reorder's precision for -pc: "bf16" or "f32", or "f32>bf16" where it converts."""
+    a, b = source.dt, target.dt
+    return a if a == b else f"{a}>{b}"
+
+
 class NativeStep:
     backend = BACKEND
     free = ()
     writes: "BoundOutput | None" = None  # the network output it writes in place, if any
+    note = ""  # why it exists (a reorder), for -pc
 
-    def __init__(self, name, type_, prims, stream, layers):
+    def __init__(self, name, type_, prims, stream, layers, precision="f32"):
         self.name, self.type, self.prims, self.stream, self.layers = name, type_, prims, stream, layers
+        self.precision = precision
 
     def run(self, slots):
         if self.writes is not None:
@@ -79,9 +107,10 @@ class ImportStep:
     type = "Reorder"
     layers = ()
 
-    def __init__(self, d, name, slot, shape, target: Tensor, stream):
-        self.name, self.slot, self.stream = name, slot, stream
+    def __init__(self, d, name, slot, shape, target: Tensor, stream, note=""):
+        self.name, self.slot, self.stream, self.note = name, slot, stream, note
         self.source = Memory(d, Desc.plain(d, shape))
+        self.precision = converts(self.source.desc, target.desc)
         self.prim = Primitive(d, reorder_pd(d, Attr(d), self.source.desc, target.desc))
         self.prim.bind({"DNNL_ARG_FROM": self.source, "DNNL_ARG_TO": target.memory})
         self.free = ()
@@ -134,11 +163,12 @@ class ExportStep:
     layers = ()
     free = ()
 
-    def __init__(self, d, name, slot, shape, source: Tensor, stream, output: str | None = None):
-        self.name, self.slot, self.shape, self.stream = name, slot, tuple(shape), stream
+    def __init__(self, d, name, slot, shape, source: Tensor, stream, output: str | None = None, note=""):
+        self.name, self.slot, self.shape, self.stream, self.note = name, slot, tuple(shape), stream, note
         self.output = output
         self.program = None  # set by the compiler: run(out=...) destinations are its `dests`
         self.target = Memory(d, Desc.plain(d, shape))
+        self.precision = converts(source.desc, self.target.desc)
         self.prim = Primitive(d, reorder_pd(d, Attr(d), source.desc, self.target.desc))
         self.prim.bind({"DNNL_ARG_FROM": source.memory, "DNNL_ARG_TO": self.target})
 
@@ -152,15 +182,16 @@ class ExportStep:
 class ReorderStep(NativeStep):
     type = "Reorder"
 
-    def __init__(self, d, name, source: Tensor, target: Tensor, stream):
+    def __init__(self, d, name, source: Tensor, target: Tensor, stream, note=""):
         prim = Primitive(d, reorder_pd(d, Attr(d), source.desc, target.desc))
         prim.bind({"DNNL_ARG_FROM": source.memory, "DNNL_ARG_TO": target.memory})
-        super().__init__(name, "Reorder", [prim], stream, ())
+        super().__init__(name, "Reorder", [prim], stream, (), converts(source.desc, target.desc))
+        self.note = note
 
 
 class NativeProgram(Program):
-    def __init__(self, steps, n_slots, outputs, fused, d, stream, arena, scratchpad, fallbacks, threads):
-        super().__init__(steps, n_slots, outputs, BACKEND, fused)
+    def __init__(self, steps, n_slots, outputs, fused, d, stream, arena, scratchpad, fallbacks, threads, precision):
+        super().__init__(steps, n_slots, outputs, BACKEND, fused, precision)
         self.d, self.stream = d, stream
         self.arena, self.scratchpad = arena, scratchpad  # kept alive: memory objects point into them
         self.fallbacks = fallbacks
@@ -193,17 +224,19 @@ class NativeProgram(Program):
 
 
 class _Compiler:
-    def __init__(self, plan, threads):
+    def __init__(self, plan, threads, use_patterns=True):
         self.d = load()
         self.plan = plan
         self.threads = threads
+        self.precision = plan.precision
         self.stream = self.d.new_stream()
         self.shapes = plan.shapes
         self.outputs = {s for _, s in plan._outputs}
-        self.consumers: dict[int, list[int]] = {}
-        for i, step in enumerate(plan.steps):
-            for s in step.in_slots:
-                self.consumers.setdefault(s, []).append(i)
+        self.consumers = self.readers(plan.steps, ())
+        # the steps as the compiler runs them: patterns.py gives some other inputs
+        self.steps, self.rewrite = (patterns.find(plan.steps, self.shapes, self.outputs, self.consumers)
+                                    if use_patterns else (list(plan.steps), patterns.Rewrite({}, {})))
+        self.consumers = self.readers(self.steps, self.rewrite.absorbed)
         self.final: list = []
         self.tensors: list[Tensor] = []
         self.tensor_of: dict[int, Tensor] = {}
@@ -215,14 +248,35 @@ class _Compiler:
         self.inplace: list[str] = []  # layers that overwrite their input
         self.bound: list[tuple[int, Memory]] = []
         self.bound_outputs: list[BoundOutput] = []
+        self.aliases: list[AliasTensor] = []
+        self.viewed: set[int] = set()  # slots whose memory a view shares: never written in place
+        self.views: list = []  # (layer, precision) of the layers that are views
         self.output_name = {}
         for name, s in plan._outputs:
             self.output_name.setdefault(s, name)
 
+    @staticmethod
+    def readers(steps, skipped) -> dict[int, list[int]]:
+        consumers: dict[int, list[int]] = {}
+        for i, step in enumerate(steps):
+            if i not in skipped:
+                for s in step.in_slots:
+                    consumers.setdefault(s, []).append(i)
+        return consumers
+
     # --- per layer choice and fusing ------------------------------------------------------
     def make_ops(self):
         ops = {}
-        for i, step in enumerate(self.plan.steps):
+        for i, step in enumerate(self.steps):
+            if i in self.rewrite.absorbed:
+                continue
+            special = self.rewrite.ops.get(i)
+            if special is not None:
+                if special[0] == "activation":
+                    ops[i] = ActivationOp(step, step.kernel, self.d, self.plan.network, special[1])
+                else:
+                    ops[i] = EltwiseOp(step, step.kernel, self.d, self.plan.network, broadcast=True)
+                continue
             cls = OPS.get(step.layer.type)
             if cls is None or step.is_custom or type(step.kernel) is not KERNELS.get(step.layer.type):
                 continue
@@ -236,21 +290,28 @@ class _Compiler:
         fused, out_slot = {}, {}
         for i, op in ops.items():
             if op.accepts_post_ops and i not in fused:
-                out_slot[i] = self.activation_chain(op, i, self.plan.steps[i].out_slots[0], ops, fused)
+                out_slot[i] = self.activation_chain(op, i, self.steps[i].out_slots[0], ops, fused)
         return fused, out_slot
+
+    def post_ops_of(self, j, ops) -> list | None:
+        """The post-ops computing step j when it is a one-input element-wise op."""
+        op = ops.get(j)
+        if not isinstance(op, ActivationOp) or len(self.steps[j].in_slots) != 1:
+            return None
+        return op.ops if op.ops is not None else unary_post_ops(self.steps[j], self.shapes[self.steps[j].in_slots[0]])
 
     def activation_chain(self, op, i, slot, ops, fused):
         """Fuses the activations that alone read `slot` (then their outputs) into op i;
         returns the slot written last."""
-        steps = self.plan.steps
         while slot not in self.outputs and len(self.consumers.get(slot, ())) == 1:
             j = self.consumers[slot][0]
-            nxt = steps[j]
-            post = activation_post_op(nxt.layer.type, nxt.kernel) if j in ops else None
-            if post is None or len(nxt.in_slots) != 1 or not op.fuse(post):
+            post = self.post_ops_of(j, ops) if j not in fused else None
+            if not post:
                 break
+            for p in post:
+                op.fuse(p)
             fused[j] = i
-            slot = nxt.out_slots[0]
+            slot = self.steps[j].out_slots[0]
         return slot
 
     def sum_target(self, i, slot, ops, fused):
@@ -262,25 +323,38 @@ class _Compiler:
         if slot in self.outputs or len(self.consumers.get(slot, ())) != 1:
             return None
         j = self.consumers[slot][0]
-        step = self.plan.steps[j]
+        step = self.steps[j]
         if j not in ops or j in fused or step.layer.type != "Eltwise" or len(step.in_slots) != 2:
             return None
-        if step.kernel.op != "sum" or step.in_slots[0] == step.in_slots[1]:
+        if step.kernel.op != "sum" or step.in_slots[0] == step.in_slots[1] or getattr(ops[j], "broadcast", False):
             return None
         mine = step.in_slots.index(slot)
         other = step.in_slots[1 - mine]
         coeff = step.kernel.coeff or [1.0, 1.0]
-        if coeff[mine] != 1.0 or other not in self.tensor_of or other in self.outputs:
+        if coeff[mine] != 1.0 or other not in self.tensor_of or other in self.outputs or other in self.viewed:
             return None
         if any(c != j and c >= i for c in self.consumers.get(other, ())):
             return None
         return j, other, coeff[1 - mine]
 
     def create(self, op, i, step, out_slot, ops, fused):
-        """op.create, first with the result summed into an Eltwise's other input where
-        that applies; (wanted input layouts, output layouts, slot written, the tensor
-        summed into or None). Unsupported / DnnlError: the layer stays numpy."""
+        """op.create in the plan's precision, else in f32 (a layer without a bf16
+        primitive, or with only oneDNN's reference one); see create_in."""
+        if self.precision == "f32":
+            return self.create_in("f32", op, i, step, out_slot, ops, fused)
+        try:
+            return self.create_in(self.precision, op, i, step, out_slot, ops, fused)
+        except (Unsupported, DnnlError):
+            return self.create_in("f32", op, i, step, out_slot, ops, fused)
+
+    def create_in(self, dt, op, i, step, out_slot, ops, fused):
+        """op.create in type dt, first with the result summed into an Eltwise's other input
+        where that applies; (wanted input layouts, output layouts, slot written, the tensor
+        summed into or None). Unsupported / DnnlError: not in this type."""
+        op.dt, op.forced = dt, dt != self.precision
         in_descs = [self.tensor_of[s].desc if s in self.tensor_of else None for s in step.in_slots]
+        if op.forced:  # what follows its input's layout takes it converted
+            in_descs = [desc.retyped(dt) if desc is not None else None for desc in in_descs]
         in_shapes = [self.shapes[s] for s in step.in_slots]
         slot = out_slot.get(i, step.out_slots[0])
         target = self.sum_target(i, slot, ops, fused) if op.accepts_sum else None
@@ -290,20 +364,30 @@ class _Compiler:
             op.post_ops.append(("sum", scale))
             fused[j] = i
             before = set(fused)
-            end = self.activation_chain(op, i, self.plan.steps[j].out_slots[0], ops, fused)
+            end = self.activation_chain(op, i, self.steps[j].out_slots[0], ops, fused)
             added |= set(fused) - before
             op.dst_hint = self.tensor_of[other].desc
+            op.out_f32 = end in self.outputs
             try:
                 want, outs = op.create(in_descs, in_shapes, [self.shapes[end]])
-                if outs[0] == op.dst_hint:
+                if outs[0] == op.dst_hint and not self.slow(op, dt):
                     return want, outs, end, self.tensor_of[other]
             except (Unsupported, DnnlError):
                 pass
             op.post_ops, op.dst_hint = saved, None  # add it up on its own then
             for k in added:
                 del fused[k]
+        op.out_f32 = slot in self.outputs
         want, outs = op.create(in_descs, in_shapes, [self.shapes[slot]])
+        if self.slow(op, dt):
+            raise Unsupported(f"oneDNN has only its reference {op.layer.type} in {dt}")
         return want, outs, slot, None
+
+    @staticmethod
+    def slow(op, dt) -> bool:
+        """A bf16 primitive that is oneDNN's reference code (the f32 one is faster)."""
+        pd = getattr(op, "pd", None)
+        return dt != "f32" and pd is not None and pd.implementation.startswith("ref")
 
     # --- tensors ----------------------------------------------------------------------------
     def new_tensor(self, desc: Desc) -> Tensor:
@@ -311,17 +395,23 @@ class _Compiler:
         self.tensors.append(t)
         return t
 
-    def ensure_numpy(self, slot: int, why: str):
-        """The slot's value as a numpy array from here on (an Export step if it is a oneDNN tensor)."""
+    def ensure_numpy(self, slot: int, why: str, reader=None):
+        """The slot's value as a numpy array from here on (an Export step if it is a oneDNN
+        tensor); `reader`: the numpy step that reads it (None: a network output)."""
         if slot in self.has_numpy:
             return
         t = self.tensor_of[slot]
         t.use(len(self.final))
+        if reader is None:
+            note = "a network output: plain f32 for the caller"
+        else:
+            note = (f"{reader.layer.type} {reader.layer.name} runs on numpy"
+                    f" ({self.fallbacks.get(reader.layer.name, 'no oneDNN primitive for this type')})")
         self.final.append(ExportStep(self.d, f"{self.plan._slot_names[slot]}/to_{why}", slot, self.shapes[slot], t,
-                                     self.stream, self.output_name.get(slot)))
+                                     self.stream, self.output_name.get(slot), note))
         self.has_numpy.add(slot)
 
-    def tensor_for(self, slot: int, want: Desc) -> Tensor:
+    def tensor_for(self, slot: int, want: Desc, reader) -> Tensor:
         primary = self.tensor_of.get(slot)
         if primary is not None and primary.desc == want:
             return primary
@@ -329,16 +419,24 @@ class _Compiler:
             if desc == want:
                 return t
         name = self.plan._slot_names[slot]
+        wants = f"{reader.layer.type} {reader.layer.name} reads {want.layout()} {want.dt}"
         if primary is None and slot in self.network_inputs and want == Desc.plain(self.d, self.shapes[slot]):
             t = BoundInput(self.d, want)
             self.bound.append((slot, t.memory))
+        elif isinstance(primary, (Tensor, AliasTensor)) and primary.desc.same_bytes(want):  # read as they are
+            t = AliasTensor(self.d, want, primary if isinstance(primary, Tensor) else primary.base)
+            self.aliases.append(t)
+            self.viewed.add(slot)
         elif primary is not None:
             t = self.new_tensor(want)
             primary.use(len(self.final))
-            self.final.append(ReorderStep(self.d, f"{name}/reorder", primary, t, self.stream))
+            self.final.append(ReorderStep(self.d, f"{name}/reorder", primary, t, self.stream,
+                                          f"{wants}; its producer wrote {primary.desc.layout()} {primary.desc.dt}"))
         else:
             t = self.new_tensor(want)
-            self.final.append(ImportStep(self.d, f"{name}/to_onednn", slot, self.shapes[slot], t, self.stream))
+            source = "a network input" if slot in self.network_inputs else "a numpy layer's output"
+            self.final.append(ImportStep(self.d, f"{name}/to_onednn", slot, self.shapes[slot], t, self.stream,
+                                         f"{wants}; {source} is plain f32"))
         self.converted.setdefault(slot, []).append((want, t))
         return t
 
@@ -348,15 +446,19 @@ class _Compiler:
         return m
 
     def exclusive(self, slot: int, reader: int) -> bool:
-        return slot not in self.outputs and self.consumers.get(slot) == [reader]
+        """Whether `reader` may overwrite the slot's tensor: its last reader (the others ran
+        before it: squeeze-excite's product over the tensor the pooling read), not an output."""
+        readers = self.consumers.get(slot, [])
+        return (slot not in self.outputs and slot not in self.viewed and readers.count(reader) == 1
+                and all(r < reader for r in readers if r != reader))
 
     # --- the program --------------------------------------------------------------------------
     def compile(self) -> NativeProgram:
-        plan, steps = self.plan, self.plan.steps
+        plan, steps = self.plan, self.steps
         ops = self.make_ops()
         fused, out_slot = self.fuse(ops)
         for i, step in enumerate(steps):
-            if i in fused:
+            if i in fused or i in self.rewrite.absorbed:
                 continue
             op = ops.get(i)
             if op is not None:
@@ -368,12 +470,29 @@ class _Compiler:
                     for j in [j for j, into in fused.items() if into == i]:
                         del fused[j]  # the activations run on their own again
             if op is None:
+                if i in self.rewrite.ops:  # a pattern oneDNN could not run after all: its layers as they are
+                    raise _Unpatterned(step.layer.name, self.fallbacks.get(step.layer.name, ""))
                 for s in step.in_slots:
-                    self.ensure_numpy(s, "numpy")
+                    self.ensure_numpy(s, "numpy", step)
                 self.final.append(self.kernel_step(step))
                 self.has_numpy.update(step.out_slots)
                 continue
-            ins = [self.tensor_for(s, w) for s, w in zip(step.in_slots, want)]
+            ins = [self.tensor_for(s, w, step) for s, w in zip(step.in_slots, want)]
+            if getattr(op, "view", False):
+                if not isinstance(ins[0], (Tensor, AliasTensor)):  # (a network input read where it is)
+                    self.fallbacks[step.layer.name] = "a view of a network input: numpy's"
+                    self.final.append(self.kernel_step(step))
+                    self.has_numpy.update(step.out_slots)
+                    continue
+                alias = AliasTensor(self.d, outs[0], ins[0] if isinstance(ins[0], Tensor) else ins[0].base)
+                self.aliases.append(alias)
+                self.tensor_of[slot] = alias
+                self.viewed.update((step.in_slots[0], slot))
+                self.views.append((step.layer, op.precision))
+                alias.use(len(self.final))
+                if slot in self.outputs:
+                    self.ensure_numpy(slot, "output")
+                continue
             index = len(self.final)
             for t in ins:
                 t.use(index)
@@ -395,16 +514,16 @@ class _Compiler:
             self.tensor_of[slot] = out
             prims = op.bind([t.memory for t in ins], [out.memory], self.scratch)
             layers = (step.layer,) + tuple(steps[j].layer for j, into in fused.items() if into == i)
-            self.final.append(NativeStep(step.layer.name, step.layer.type, prims, self.stream, layers))
+            self.final.append(NativeStep(step.layer.name, step.layer.type, prims, self.stream, layers, op.precision))
             if isinstance(out, BoundOutput):
                 self.final[-1].writes = out
             if slot in self.outputs:
                 self.ensure_numpy(slot, "output")
         self.set_frees()
         arena = self.allocate()
-        fused_list = [(steps[j].layer, steps[i].layer.name) for j, i in sorted(fused.items())]
-        program = NativeProgram(self.final, plan._n_slots, plan._outputs, fused_list, self.d, self.stream, *arena,
-                                self.fallbacks, self.threads)
+        program = NativeProgram(self.final, plan._n_slots, plan._outputs, self.fused_rows(fused), self.d, self.stream,
+                                *arena, self.fallbacks, self.threads, self.precision)
+        program.views = self.views
         program.inplace = self.inplace
         program.bound = self.bound
         program.bound_outputs = self.bound_outputs
@@ -415,10 +534,24 @@ class _Compiler:
             output.program = program
         return program
 
+    def fused_rows(self, fused) -> list:
+        """(layer, the step it runs in) for every layer computed inside another step:
+        fused activations and the layers of a pattern (followed to the step that runs)."""
+        into = dict(self.rewrite.absorbed)
+        into.update(fused)
+        rows = []
+        for j in sorted(into):
+            host = into[j]
+            while host in into:
+                host = into[host]
+            rows.append((self.steps[j].layer, self.steps[host].layer.name))
+        return rows
+
     def kernel_step(self, step) -> NumpyStep:
         """A layer oneDNN does not run: its Python kernel, switched to the kernel's
         native variant where it has one (e.g. DetectionOutput's NMS in C)."""
         out = NumpyStep(step, self.shapes, ())
+        out.note = self.fallbacks.get(step.layer.name, "" if step.is_custom else "no oneDNN op for this layer type")
         if step.is_custom:
             return out
         try:
@@ -451,6 +584,8 @@ class _Compiler:
         raw = arena.view(np.uint8)
         for t in self.tensors:
             t.memory.set_buffer(raw[t.offset:t.offset + t.size])
+        for a in self.aliases:
+            a.memory.set_buffer(raw[a.base.offset:a.base.offset + a.base.size])
         pad = max((m.desc.size for m in self.scratch_memories), default=0)
         scratchpad = aligned_buffer(max(pad, 64)).view(np.uint8)
         for m in self.scratch_memories:
@@ -458,14 +593,21 @@ class _Compiler:
         return arena, scratchpad
 
 
+class _Unpatterned(Exception):
+    """A pattern's step found no primitive: the program is compiled again without patterns."""
+
+
 def compile_program(plan, threads: int | None = None) -> NativeProgram:
     """threads: OpenMP threads for the program's primitives (None: all, the latency
     case); the daemon asks for fewer when requests run side by side."""
     d = load()
-    if threads is None:
-        return _Compiler(plan, None).compile()
-    d.set_threads(threads)
+    if threads is not None:
+        d.set_threads(threads)
     try:
-        return _Compiler(plan, threads).compile()
+        try:
+            return _Compiler(plan, threads).compile()
+        except _Unpatterned:
+            return _Compiler(plan, threads, use_patterns=False).compile()
     finally:
-        d.set_threads(None)
+        if threads is not None:
+            d.set_threads(None)

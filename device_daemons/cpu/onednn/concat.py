@@ -16,7 +16,10 @@ class ConcatOp(NativeOp):
         d = self.d
         rank = len(in_shapes[0])
         axis = self.kernel.axis + rank if self.kernel.axis < 0 else self.kernel.axis
-        srcs = [desc or Desc.plain(d, shape) for desc, shape in zip(in_descs, in_shapes)]
+        self.dt = next(desc.dt for desc in in_descs if desc is not None)
+        # every input in the type of the first oneDNN one (a reorder converts the others)
+        srcs = [desc.retyped(self.dt) if desc is not None else Desc.plain(d, shape, self.dt)
+                for desc, shape in zip(in_descs, in_shapes)]
         self.pd = concat_pd(d, self.attr(), None, axis, srcs)
         return srcs, [self.pd.md("dst_md", dims=out_shapes[0])]
 

@@ -1,10 +1,20 @@
-"""Convolution on oneDNN: the layouts of source, weights and destination left to the
-library ("any": blocked, e.g. nChw8c on AVX2), bias and activations fused, and an
-Eltwise sum that reads it (the result added into the other input's tensor)."""
+"""Convolution on oneDNN (grouped and depthwise too): the layouts of weights and
+destination left to the library ("any": blocked, e.g. nChw16c on AVX-512), the source
+read in the layout its producer left it where the library has a fast kernel for that
+(no reorder between two oneDNN layers), else in the one it picks; bias and activations
+fused, and an Eltwise sum that reads it (the result added into the other input's
+tensor). bf16: activations and weights bf16, bias f32, accumulation f32."""
 from __future__ import annotations
 
+from .library import DnnlError
 from .op import NativeOp, Unsupported, constant, register
 from .primitives import Desc, conv_pd
+
+
+def _fast(implementation: str) -> bool:
+    """oneDNN's direct and brgemm kernels (jit*, brg*, brdgmm*), not its gemm-based or reference ones:
+    worth reading a layout for instead of reordering into the one it prefers."""
+    return implementation.startswith(("jit", "brg", "brdgmm")) and "gemm:" not in implementation
 
 
 @register("Convolution")
@@ -15,6 +25,7 @@ class ConvolutionOp(NativeOp):
     def create(self, in_descs, in_shapes, out_shapes):
         k, d = self.kernel, self.d
         c, out = in_shapes[0][1], out_shapes[0]
+        self.out_dims = out
         g = k.group
         kh, kw = k.kernel
         if g == 1:
@@ -22,13 +33,33 @@ class ConvolutionOp(NativeOp):
         else:
             self.w_dims = (g, k.output // g, c // g, kh, kw)
         self.has_bias = k.bias is not None
-        pd = conv_pd(d, self.attr(), Desc.any(d, in_shapes[0]), Desc.any(d, self.w_dims),
-                     Desc.plain(d, (k.output,)) if self.has_bias else None, self.dst_hint or Desc.any(d, out),
-                     k.stride, [x - 1 for x in k.dilation], k.pad, k.pad_end)
+        given = in_descs[0]
+        pd = self._pd(Desc.any(d, in_shapes[0], self.dt), None, required=True)
+        if given is not None and given.dt == self.dt and not pd.md("src_md", dims=in_shapes[0]).same_bytes(given):
+            # the producer's layout instead, where oneDNN has a fast kernel for it (no reorder); the
+            # destination in it too (with "any" there, oneDNN offers only its reference code)
+            tag = given.layout()
+            for dst in ([Desc.tagged(d, out, tag, self.out_dt())] if tag != "blocked" else []) + [None]:
+                other = self._pd(given, dst)
+                if other is not None and _fast(other.implementation):
+                    pd = other
+                    break
         if pd.implementation.startswith("ref"):
-            raise Unsupported(f"oneDNN has only its reference convolution for {self.layer.name}")
+            raise Unsupported(f"oneDNN has only its reference convolution for {self.layer.name} in {self.dt}")
         self.pd = pd
         return [pd.md("src_md", dims=in_shapes[0])], [pd.md("dst_md", dims=out)]
+
+    def _pd(self, src, dst, required=False):
+        k, d = self.kernel, self.d
+        try:
+            return conv_pd(d, self.attr(), src, Desc.any(d, self.w_dims, self.dt),
+                           Desc.plain(d, (k.output,)) if self.has_bias else None,
+                           self.dst_hint or dst or Desc.any(d, self.out_dims, self.out_dt()),
+                           k.stride, [x - 1 for x in k.dilation], k.pad, k.pad_end)
+        except DnnlError:
+            if required:
+                raise
+            return None
 
     def bind(self, ins, outs, scratch):
         k, net = self.kernel, self.network

@@ -1,5 +1,6 @@
 """FullyConnected (Caffe InnerProduct) on oneDNN: the source in whatever layout its
-producer left it (weights are reordered to match once), bias and activations fused."""
+producer left it (weights are reordered to match once), bias and activations fused.
+bf16: source and weights bf16, bias f32, accumulation f32."""
 from __future__ import annotations
 
 from .library import DnnlError
@@ -20,12 +21,17 @@ class FullyConnectedOp(NativeOp):
         self.w_dims = (k.out_size,) + shape[1:]
         out = (shape[0], k.out_size)
         bias = Desc.plain(d, (k.out_size,)) if k.bias is not None else None
-        src = in_descs[0] or Desc.plain(d, shape)
-        try:
-            self.pd = inner_product_pd(d, self.attr(), src, Desc.any(d, self.w_dims), bias, Desc.any(d, out))
-        except DnnlError:  # no implementation for this source layout: let it choose one
-            self.pd = inner_product_pd(d, self.attr(), Desc.any(d, shape), Desc.any(d, self.w_dims), bias,
-                                       Desc.any(d, out))
+        src = in_descs[0] if in_descs[0] is not None and in_descs[0].dt == self.dt else None
+        weights, dst = Desc.any(d, self.w_dims, self.dt), Desc.any(d, out, self.out_dt())
+        self.pd = None
+        if src is not None:
+            try:
+                self.pd = inner_product_pd(d, self.attr(), src, weights, bias, dst)
+            except DnnlError:
+                pass
+        if self.pd is None or self.pd.implementation.startswith("ref"):
+            # no fast implementation for this source layout: let it choose one (a reorder before it)
+            self.pd = inner_product_pd(d, self.attr(), Desc.any(d, shape, self.dt), weights, bias, dst)
         if self.pd.implementation.startswith("ref"):
             raise Unsupported(f"oneDNN has only its reference inner product for {self.layer.name}")
         return [self.pd.md("src_md", dims=shape)], [self.pd.md("dst_md", dims=out)]

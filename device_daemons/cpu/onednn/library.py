@@ -37,6 +37,17 @@ _STATUS = {1: "out of memory", 2: "invalid arguments", 3: "unimplemented", 4: "l
            5: "runtime error", 6: "not required"}
 
 
+def affinity_cpus() -> int:
+    """The CPUs this process may run on (a container or `taskset` gives fewer than os.cpu_count())."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+CPUS = affinity_cpus()  # read once: a per-request call costs ~10 us
+
+
 class DnnlError(RuntimeError):
     """A oneDNN call failed (status != success)."""
 
@@ -228,7 +239,8 @@ class Dnnl:
             self._gomp = self._omp.dlopen("libgomp.so.1", self._flags)  # the runtime libdnnl is linked with
         except OSError:
             self._gomp = None
-        self.default_threads = self._gomp.omp_get_max_threads() if self._gomp else os.cpu_count() or 1
+        # at most the affinity mask's CPUs (libgomp's own default follows it too)
+        self.default_threads = min(self._gomp.omp_get_max_threads(), CPUS) if self._gomp else CPUS
 
     def _isa_name(self, value: int) -> str:
         names = [n for n in dir(self.lib) if n.startswith("dnnl_cpu_isa_") and getattr(self.lib, n) == value]

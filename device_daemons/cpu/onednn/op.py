@@ -14,6 +14,13 @@ attributes again), in three phases driven by compiler.py:
 
 `fuse(post_op)` asks an op to apply an element-wise post-op (an activation layer
 that reads only its output) inside its primitive.
+
+Precision: the compiler sets `dt` ("bf16" or "f32") before create; an op that computes
+in that type makes its "any" layouts with it (convolution, inner product), one that
+follows its input's layout follows its type too (pooling, element-wise, LRN, softmax).
+`out_f32`: its output is a network output (made f32 where the primitive can write it
+so). `precision` is what it computed in (what -pc shows). When create fails in bf16
+(or finds only oneDNN's reference code) the compiler makes it again in f32.
 """
 from __future__ import annotations
 
@@ -45,6 +52,8 @@ class NativeOp:
     accepts_sum = False  # may add its result into an existing tensor (a sum post-op, dst_hint its layout)
     inplace = False  # the output may overwrite input 0 (same layout) when nobody else reads it
     dst_hint = None
+    dt = "f32"  # the type it computes in (set by the compiler)
+    out_f32 = False  # its output is a network output
 
     def __init__(self, step, kernel, d, network):
         self.step, self.kernel, self.d, self.network = step, kernel, d, network
@@ -52,14 +61,32 @@ class NativeOp:
         self.post_ops: list = []
         self.pds: list = []
 
+    @property
+    def precision(self) -> str:
+        return self.dt
+
+    def out_dt(self) -> str:
+        return "f32" if self.out_f32 else self.dt
+
+    def follow(self, desc, shape):
+        """The layout of an input as it is (a numpy array: plain f32); the op then computes
+        in its type."""
+        desc = desc or Desc.plain(self.d, shape)
+        self.dt = desc.dt
+        return desc
+
     def fuse(self, post_op) -> bool:
         if not self.accepts_post_ops:
             return False
         self.post_ops.append(post_op)
         return True
 
+    def all_post_ops(self) -> list:
+        """The post-ops of its primitive (an op may put some of its own first)."""
+        return self.post_ops
+
     def attr(self):
-        return Attr(self.d, self.post_ops)
+        return Attr(self.d, self.all_post_ops())
 
     def create(self, in_descs, in_shapes, out_shapes):
         raise NotImplementedError
@@ -68,11 +95,24 @@ class NativeOp:
         raise NotImplementedError
 
     def primitive(self, pd, args: dict, scratch) -> Primitive:
+        """The bound primitive; the operands of binary post-ops (per-channel vectors of a
+        fused ScaleShift) are bound here too."""
         prim = Primitive(self.d, pd)
         if pd.scratchpad_size:
             args = dict(args, DNNL_ARG_SCRATCHPAD=scratch(pd))
+        for index, post in enumerate(self.all_post_ops()):
+            if post[0] == "binary":
+                _, alg, values, dims, key = post
+                args = dict(args)
+                args[binary_post_op_arg(self.d, index)] = constant(self.d, self.network, key[0], key[1], values,
+                                                                  Desc.plain(self.d, dims))
         prim.bind(args)
         return prim
+
+
+def binary_post_op_arg(d, index: int) -> int:
+    """DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1 (function-like macros in the header)."""
+    return d.arg("DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE") * (index + 1) | d.arg("DNNL_ARG_SRC_1")
 
 
 # --- constant tensors (weights) in the layout a primitive chose --------------------------

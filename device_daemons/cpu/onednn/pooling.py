@@ -30,8 +30,9 @@ class PoolingOp(NativeOp):
             alg = "avg_include_padding"
             if pad_r[0] > k.pad_end[0] or pad_r[1] > k.pad_end[1]:
                 raise Unsupported("average pooling whose ceil rounding pads beyond the declared padding")
-        src = in_descs[0] or Desc.plain(d, in_shapes[0])
-        self.pd = pooling_pd(d, self.attr(), alg, src, Desc.any(d, out_shapes[0]), k.stride, k.kernel, k.pad, pad_r)
+        src = self.follow(in_descs[0], in_shapes[0])
+        self.pd = pooling_pd(d, self.attr(), alg, src, Desc.any(d, out_shapes[0], self.dt), k.stride, k.kernel, k.pad,
+                             pad_r)
         return [src], [self.pd.md("dst_md", dims=out_shapes[0])]
 
     def bind(self, ins, outs, scratch):

@@ -1,5 +1,6 @@
 """Thin Python objects over oneDNN's v3 C API: memory descriptors, memory objects
-over numpy buffers, primitive descriptors and primitives (inference only, f32).
+over numpy buffers, primitive descriptors and primitives (inference only, f32 or
+bf16 tensors).
 
     d = load()
     src = Desc.plain(d, (1, 3, 224, 224))                   # nchw
@@ -18,10 +19,15 @@ import numpy as np
 from .library import DnnlError
 
 PLAIN_TAGS = {1: "a", 2: "ab", 3: "abc", 4: "abcd", 5: "abcde"}
+# the activation layouts primitives choose, by rank (Desc.retyped, Desc.layout)
+LAYOUT_TAGS = {1: ("a",), 2: ("ab", "ba"), 3: ("abc", "acb", "aBc16b", "aBc8b"),
+               4: ("abcd", "acdb", "aBcd16b", "aBcd8b", "ABcd16a16b", "ABcd32a16b"),
+               5: ("abcde", "acdeb", "aBcde16b", "aBcde8b")}
 
 
 class Desc:
-    """An owned dnnl_memory_desc_t (f32) with its logical dims."""
+    """An owned dnnl_memory_desc_t with its logical dims; its data type `dt` is "f32"
+    or "bf16" (the tensors between layers; weights and network I/O are f32 in numpy)."""
 
     __slots__ = ("d", "md", "dims")
 
@@ -29,20 +35,64 @@ class Desc:
         self.d, self.md, self.dims = d, d.ffi.gc(md, d.lib.dnnl_memory_desc_destroy), tuple(dims)
 
     @classmethod
-    def tagged(cls, d, dims, tag: str):
+    def tagged(cls, d, dims, tag: str, dt: str = "f32"):
         md = d.ffi.new("dnnl_memory_desc_t *")
         fmt = getattr(d.lib, "dnnl_format_tag_any" if tag == "any" else "dnnl_" + tag)
-        d.check(d.lib.dnnl_memory_desc_create_with_tag(md, len(dims), _dims(d, dims), d.lib.dnnl_f32, fmt),
-                f"memory desc {list(dims)} {tag}")
+        d.check(d.lib.dnnl_memory_desc_create_with_tag(md, len(dims), _dims(d, dims), getattr(d.lib, "dnnl_" + dt),
+                                                       fmt), f"memory desc {list(dims)} {tag} {dt}")
         return cls(d, md[0], dims)
 
     @classmethod
-    def plain(cls, d, dims):
-        return cls.tagged(d, dims, PLAIN_TAGS[len(dims)])
+    def plain(cls, d, dims, dt: str = "f32"):
+        return cls.tagged(d, dims, PLAIN_TAGS[len(dims)], dt)
 
     @classmethod
-    def any(cls, d, dims):
-        return cls.tagged(d, dims, "any")
+    def any(cls, d, dims, dt: str = "f32"):
+        return cls.tagged(d, dims, "any", dt)
+
+    @property
+    def dt(self) -> str:
+        value = self.d.ffi.new("dnnl_data_type_t *")
+        self.d.check(self.d.lib.dnnl_memory_desc_query(self.md, self.d.lib.dnnl_query_data_type, value),
+                     "querying a data type")
+        return "bf16" if value[0] == self.d.lib.dnnl_bf16 else "f32" if value[0] == self.d.lib.dnnl_f32 else "other"
+
+    def retyped(self, dt: str) -> "Desc":
+        """The same layout with data type `dt`: oneDNN's C API makes a blocked desc only
+        from a format tag, so the tag of this layout is found among the ones the
+        primitives choose (plain, channels-last, channel-blocked); plain otherwise."""
+        if self.dt == dt:
+            return self
+        for tag in LAYOUT_TAGS.get(len(self.dims), ()):
+            try:
+                if Desc.tagged(self.d, self.dims, tag, self.dt) == self:
+                    return Desc.tagged(self.d, self.dims, tag, dt)
+            except DnnlError:
+                continue
+        return Desc.plain(self.d, self.dims, dt)
+
+    def same_bytes(self, other: "Desc") -> bool:
+        """Whether `other` lays this tensor's elements out byte for byte the same way: a
+        channel vector ([1, C, 1, ...]) in plain, channels-last or channel-blocked layout
+        with no padding is one (global pooling's and squeeze-excite's tensors): read as
+        the other, no reorder."""
+        if self == other:
+            return True
+        if self.dims != other.dims or self.dt != other.dt or self.size != other.size or len(self.dims) < 2:
+            return False
+        if any(d != 1 for i, d in enumerate(self.dims) if i != 1):
+            return False
+        return "blocked" not in (self.layout(), other.layout())
+
+    def layout(self) -> str:
+        """The format tag of this layout where it is a known one (what -pc names), else "blocked"."""
+        for tag in LAYOUT_TAGS.get(len(self.dims), ()):
+            try:
+                if Desc.tagged(self.d, self.dims, tag, self.dt) == self:
+                    return tag
+            except DnnlError:
+                continue
+        return "blocked"
 
     @classmethod
     def clone(cls, d, const_md, dims=None):
@@ -105,7 +155,8 @@ class Memory:
 
 class Attr:
     """Primitive attributes: user scratchpad plus optional post-ops
-    (("eltwise", alg, alpha, beta) and ("sum", scale))."""
+    (("eltwise", alg, alpha, beta), ("sum", scale) and ("binary", alg, values, dims, key):
+    an operand broadcast from `dims`, bound by NativeOp.primitive)."""
 
     def __init__(self, d, post_ops=()):
         attr = d.ffi.new("dnnl_primitive_attr_t *")
@@ -124,6 +175,9 @@ class Attr:
                 elif op[0] == "sum":
                     d.check(d.lib.dnnl_post_ops_append_sum(ops, float(op[1]), 0, d.lib.dnnl_data_type_undef),
                             "sum post-op")
+                elif op[0] == "binary":
+                    d.check(d.lib.dnnl_post_ops_append_binary(ops, getattr(d.lib, "dnnl_binary_" + op[1]),
+                                                              Desc.plain(d, op[3]).md), "binary post-op")
                 else:
                     raise ValueError(f"unknown post-op {op!r}")
             d.check(d.lib.dnnl_primitive_attr_set_post_ops(self.attr, ops), "setting post-ops")
@@ -175,8 +229,8 @@ class Primitive:
         self._keep = None
 
     def bind(self, args: dict):
-        """args: {"DNNL_ARG_SRC": Memory, ...}."""
-        items = [(_arg(self.d, k), m) for k, m in args.items() if m is not None]
+        """args: {"DNNL_ARG_SRC": Memory, ...} (or an argument index as the key)."""
+        items = [(k if isinstance(k, int) else _arg(self.d, k), m) for k, m in args.items() if m is not None]
         arr = self.d.ffi.new("dnnl_exec_arg_t[]", len(items))
         for i, (arg, m) in enumerate(items):
             arr[i].arg = arg
