@@ -74,6 +74,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from benchmarks import timing  # noqa: E402
 from benchmarks.references import HOME, bvlc_model, keras_model, openvino_mo  # noqa: E402
 
 MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style", "keras_resnet50", "keras_mobilenet_v2",
@@ -103,15 +104,7 @@ CLOCK = [time.perf_counter]  # --clock cpu: the process's CPU time (every thread
 
 
 def measure(fn, iterations, warmup=5):
-    for _ in range(warmup):
-        fn()
-    times = []
-    clock = CLOCK[0]
-    for _ in range(iterations):
-        start = clock()
-        fn()
-        times.append(clock() - start)
-    return statistics.median(times), min(times)
+    return timing.measure(fn, iterations, warmup, clock=CLOCK[0])
 
 
 def model_files(model):
