@@ -9,7 +9,7 @@ import os
 import pytest
 
 from core.microkernel import Client, RemoteError, runtime_dir
-from tests.daemon.conftest import private_runtime
+from tests.daemon.conftest import F32, private_runtime
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -83,7 +83,7 @@ def test_idle_connections_of_one_process_do_not_shut_out_the_others(tiny):
     from tests.daemon.conftest import assert_close
     with private_runtime("f5-"):
         ie = IECore(policy="auto")
-        net = ie.load_network(ie.read_network(model=tiny.xml), "CPU")
+        net = ie.load_network(ie.read_network(model=tiny.xml), "CPU", config=F32)
         x = tiny.input(3)
         assert_close(net.infer({"data": x})["prob"], tiny.reference(x))
         from device_daemons import registry
@@ -97,7 +97,7 @@ def test_idle_connections_of_one_process_do_not_shut_out_the_others(tiny):
                 x = tiny.input(seed)
                 assert_close(net.infer({"data": x})["prob"], tiny.reference(x))
             fresh = IECore(policy="auto")  # a new client (new connections) after the flood
-            other = fresh.load_network(fresh.read_network(model=tiny.xml), "CPU")
+            other = fresh.load_network(fresh.read_network(model=tiny.xml), "CPU", config=F32)
             for seed in range(5):
                 x = tiny.input(seed)
                 assert_close(other.infer({"data": x})["prob"], tiny.reference(x))
@@ -113,7 +113,7 @@ import os, signal, sys
 import numpy as np
 from device_daemons.client import IECore
 ie = IECore(policy="existing")
-net = ie.load_network(ie.read_network(model=sys.argv[1]), "CPU")
+net = ie.load_network(ie.read_network(model=sys.argv[1]), "CPU", config={"INFERENCE_PRECISION_HINT": "f32"})
 for _ in range(3):
     net.infer({"data": np.zeros((1, 3, 16, 16), np.float32)})
 print("ready", flush=True)
@@ -133,7 +133,7 @@ def test_a_dead_clients_slots_go_at_the_next_request(tiny):
     from tests.support import REPO
     with private_runtime("own-"):
         ie = IECore(policy="auto")
-        ie.load_network(ie.read_network(model=tiny.xml), "CPU").close()  # (starts the daemon)
+        ie.load_network(ie.read_network(model=tiny.xml), "CPU", config=F32).close()  # (starts the daemon)
         pid = registry.read_record("CPU")["pid"]
 
         def slots():
@@ -150,7 +150,7 @@ def test_a_dead_clients_slots_go_at_the_next_request(tiny):
                               env=dict(os.environ, PYTHONPATH=REPO))
         assert "ready" in proc.stdout and proc.returncode == -9, proc.stderr
         assert slots() > before  # what it left
-        net = ie.load_network(ie.read_network(model=tiny.xml), "CPU")
+        net = ie.load_network(ie.read_network(model=tiny.xml), "CPU", config=F32)
         x = tiny.input(5)
         from tests.daemon.conftest import assert_close
         assert_close(net.infer({"data": x})["prob"], tiny.reference(x))  # its slot request reaps the dead one's
