@@ -224,10 +224,12 @@ def test_backend_choice_and_a_missing_library():
     assert proc.stdout.startswith("numpy ['oneDNN is not available (MO_CORE_DNNL_LIB="), proc.stdout
 
 
-def test_openmp_threads_sleep_at_barriers_unless_told_otherwise():
+def test_openmp_threads_spin_briefly_at_barriers_unless_told_otherwise():
+    from device_daemons.cpu.onednn.library import SPIN_COUNT
     env = {"MO_CORE_CPU_BACKEND": "onednn", "OMP_DISPLAY_ENV": "VERBOSE"}
     proc = _run_python(PLAN_OF_TINY_IR, OMP_WAIT_POLICY=None, GOMP_SPINCOUNT=None, **env)
-    # (libgomp shows PASSIVE when nothing is set too; the spin count tells them apart)
+    assert proc.returncode == 0 and "GOMP_SPINCOUNT = '{}'".format(SPIN_COUNT) in proc.stderr, proc.stderr
+    proc = _run_python(PLAN_OF_TINY_IR, OMP_WAIT_POLICY="passive", GOMP_SPINCOUNT=None, **env)
     assert proc.returncode == 0 and "GOMP_SPINCOUNT = '0'" in proc.stderr, proc.stderr
     proc = _run_python(PLAN_OF_TINY_IR, OMP_WAIT_POLICY="active", **env)
     assert proc.returncode == 0 and "OMP_WAIT_POLICY = 'ACTIVE'" in proc.stderr, proc.stderr
@@ -332,3 +334,53 @@ def test_residual_sums_are_fused_into_the_convolution_when_safe(tmp_path):
     assert_close(ours["out"], ref["out"], 1e-4, "out")
     numpy_out = ExecutionPlan(c.network, backend="numpy").infer(c.inputs)["out"]
     assert_close(ours["out"], numpy_out, 1e-4, "numpy backend")
+
+
+LOAD_THEN_RUN_ELSEWHERE = """
+    import os, tempfile, threading
+    import numpy as np
+    from device_daemons.cpu import ExecutionPlan
+    from tests.cpu.test_cpu_mobile import Net
+    import pathlib
+    net = Net((1, 32, 20, 20))
+    net.conv(net.conv("data", 64), 64)
+    network = net.network(pathlib.Path(tempfile.mkdtemp()))
+    before = len(os.listdir("/proc/self/task"))
+    plan = ExecutionPlan(network, backend="onednn", precision="f32", threads=2)
+    loaded = len(os.listdir("/proc/self/task"))
+    x = np.ones(net.shape["data"], np.float32)
+    seen = []
+    def run():
+        plan.infer({"data": x})
+        seen.append(len(os.listdir("/proc/self/task")))
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    print(before, loaded, seen[0])
+"""
+
+
+def test_loading_leaves_no_openmp_team_on_the_loading_thread():
+    """Weights are reordered at load on the loading thread alone (Dnnl.one_thread): a
+    team of OpenMP threads left there would make libgomp stop spinning at the barriers
+    of the thread that runs the requests (more team threads than CPUs)."""
+    proc = _run_python(LOAD_THEN_RUN_ELSEWHERE, MO_CORE_CPU_BACKEND="onednn")
+    assert proc.returncode == 0, proc.stderr
+    before, loaded, running = map(int, proc.stdout.split())
+    assert loaded == before, (before, loaded)  # the weights reorders started no thread
+    assert running == before + 2, (before, running)  # the request's thread and its one OpenMP helper
+
+
+def test_requests_that_ran_side_by_side_keep_sharing_the_cores_a_moment():
+    import types
+
+    from device_daemons.cpu import plan_pool
+    pool = types.SimpleNamespace(busy=1, _side_by_side=(1, 0.0))
+    concurrent = plan_pool.PlanPool.concurrent.fget
+    assert concurrent(pool) == 1
+    pool.busy = 2
+    assert concurrent(pool) == 2
+    pool.busy = 1  # the other one is between two requests: this one still takes half the cores
+    assert concurrent(pool) == 2
+    pool._side_by_side = (2, 0.0)  # SIDE_BY_SIDE_S later
+    assert concurrent(pool) == 1

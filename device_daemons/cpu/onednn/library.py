@@ -17,6 +17,7 @@ directory when they are not in this Python environment.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import os
@@ -193,6 +194,9 @@ def _cdef_files() -> tuple[str, str]:
     return decls, args
 
 
+SPIN_COUNT = 3000  # pause-instruction spins of an OpenMP thread at a barrier before it sleeps
+
+
 class Dnnl:
     """The loaded library: ffi, lib, one CPU engine, DNNL_ARG_* values, status checks."""
 
@@ -203,12 +207,15 @@ class Dnnl:
             raise NativeUnavailable("the cffi package is not installed: pip install cffi (requirements.txt)") from None
         path = _find_library()
         decls, args = _cdef_files()
-        # OpenMP threads that wait at a barrier sleep instead of spinning: with other busy
-        # processes on the cores (the daemon's clients, other work) spinning threads keep
-        # the one they wait for off its core, which made GoogLeNet 5-7x slower on a loaded
-        # 2-core machine (benchmarks in the README); read by libgomp when libdnnl loads it.
-        # OMP_WAIT_POLICY=active in the environment keeps spinning.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # OpenMP threads that reach a barrier spin briefly (SPIN_COUNT), then sleep: the
+        # next primitive's region starts within the spin (Python's gap between two steps),
+        # where sleeping threads cost a futex wake per region (MobileNetV3Small 4.4 -> 0.75 ms
+        # on 2 quiet cores, GoogLeNet bf16 12.0 -> 8.7), while libgomp's own default spin
+        # (300000) kept the thread a busy machine's cores were needed for off its core
+        # (GoogLeNet 5-7x slower). Read by libgomp when libdnnl loads it; OMP_WAIT_POLICY or
+        # GOMP_SPINCOUNT in the environment decide instead (passive: sleep at once).
+        if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+            os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
         self.ffi = cffi.FFI()
         self.ffi.cdef(decls)
         # never unloaded: OpenMP's worker threads outlive the interpreter's teardown, and one
@@ -250,6 +257,23 @@ class Dnnl:
         """OpenMP threads of this thread's next parallel regions (None: the default)."""
         if self._gomp is not None:
             self._gomp.omp_set_num_threads(int(n or self.default_threads))
+
+    @contextlib.contextmanager
+    def one_thread(self):
+        """Primitives run here run on the calling thread alone (weights reordered at load):
+        libgomp keeps a team of threads for every thread that ever opened a parallel
+        region, and once a process has more of those than CPUs it hardly spins at
+        barriers any more - the loading thread's team made every request of the thread
+        that runs them 5x slower on a small network (MobileNetV3Small 0.75 -> 4.2 ms)."""
+        if self._gomp is None:
+            yield
+            return
+        before = self._gomp.omp_get_max_threads()
+        self._gomp.omp_set_num_threads(1)
+        try:
+            yield
+        finally:
+            self._gomp.omp_set_num_threads(before)
 
     def arg(self, name: str) -> int:
         return self.args[name]
