@@ -90,7 +90,7 @@ def latency(out: str, image, iterations: int, rounds: int) -> dict:
         engines[name] = (lambda r=request, f=feed: r.infer(f), lambda r=request: list(r.results.values()))
     ie = IECore()
     net = ie.read_network(model=os.path.join(out, "v2", "model.xml"))
-    exec_net = ie.load_network(net, "CPU")
+    exec_net = ie.load_network(net, "CPU", config={"INFERENCE_PRECISION_HINT": "f32"})  # f32 as OpenVINO's rows
     engines["mo-core CPU daemon (IR v2)"] = (lambda: exec_net.infer({"image_tensor": nchw}), None)
     times = {name: [] for name in engines}
     outputs = {}

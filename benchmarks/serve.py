@@ -45,6 +45,8 @@ sys.path.insert(0, ROOT)
 from benchmarks.references import bvlc_model  # noqa: E402
 from device_daemons.serving.frontend import FixedModels  # noqa: E402
 
+F32 = {"INFERENCE_PRECISION_HINT": "f32"}  # every engine computes in f32 (OpenVINO too): the same work
+
 READY = re.compile(r"REST on https?://[^:]+:(\d+), gRPC on [^:]+:(\d+)")
 
 
@@ -63,9 +65,11 @@ def repository(tmp: str, max_batch: int, delay_us: int, instances: int) -> tuple
     repo = os.path.join(tmp, "repo")
     xml = convert(os.path.join(repo, "googlenet", "1"), "2")
     shutil.copytree(os.path.dirname(xml), os.path.join(repo, "googlenet_batched", "1"))
+    with open(os.path.join(repo, "googlenet", "config.json"), "w") as f:
+        json.dump({"plugin_config": F32}, f)
     with open(os.path.join(repo, "googlenet_batched", "config.json"), "w") as f:
         json.dump({"max_batch_size": max_batch, "dynamic_batching": {"max_queue_delay_microseconds": delay_us},
-                   "instance_count": instances}, f)
+                   "instance_count": instances, "plugin_config": F32}, f)
     return repo, xml
 
 
@@ -245,7 +249,7 @@ def main(argv=None) -> int:
         x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
         from device_daemons.client import IECore
         ie = IECore(policy="auto")
-        exec_net = ie.load_network(ie.read_network(xml), "CPU")
+        exec_net = ie.load_network(ie.read_network(xml), "CPU", config=F32)
         reference = exec_net.infer({"data": x})["prob"].copy()
 
         ours = Process([sys.executable, "-m", "cli", "serve", "--model_repository", repo, "--http-port", "0",
@@ -286,7 +290,7 @@ def main(argv=None) -> int:
         for batch in (1, args.max_batch):
             net = ie.read_network(xml)
             net.batch_size = batch
-            batched = ie.load_network(net, "CPU")
+            batched = ie.load_network(net, "CPU", config=F32)
             xb = np.repeat(x, batch, axis=0)
             ceiling[batch] = batch * throughput(lambda: (lambda: batched.infer({"data": xb})), 1, args.seconds)
             batched.close()

@@ -212,9 +212,14 @@ class Dnnl:
         # where sleeping threads cost a futex wake per region (MobileNetV3Small 4.4 -> 0.75 ms
         # on 2 quiet cores, GoogLeNet bf16 12.0 -> 8.7), while libgomp's own default spin
         # (300000) kept the thread a busy machine's cores were needed for off its core
-        # (GoogLeNet 5-7x slower). Read by libgomp when libdnnl loads it; OMP_WAIT_POLICY or
-        # GOMP_SPINCOUNT in the environment decide instead (passive: sleep at once).
+        # (GoogLeNet 5-7x slower). The policy "active" because libgomp spins only 100 times
+        # (1000 when active) once a process has more team threads than CPUs - a daemon
+        # serving several connections, each running requests on a thread of its own
+        # (MobileNetV3Small 5.9 -> 2.2 ms then). Read by libgomp when libdnnl loads it;
+        # OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment decide instead (passive:
+        # sleep at once).
         if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+            os.environ["OMP_WAIT_POLICY"] = "ACTIVE"
             os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
         self.ffi = cffi.FFI()
         self.ffi.cdef(decls)
