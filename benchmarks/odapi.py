@@ -10,8 +10,8 @@ once, cached). Same frozen graph, pipeline.config and support JSON for every too
 - latency (batch 1, f32, the fixed image of the tests): the CPU daemon on our IR v2,
   the OpenVINO runtime of this venv on mo's IR (its input stays NHWC: fed the same
   image in that layout) and on our IR v11 (LATENCY hint, f32); rounds interleaved,
-  medians. Our and mo's IR must find the same detections
-  above 0.3 (benchmarks/odapi_exports.py: unpaired).
+  each engine alone in a process of its own per round, medians. Our and mo's IR must
+  find the same detections above 0.3 (benchmarks/odapi_exports.py: unpaired).
 
 The goals of issue 23: convert in <= 1/10 of mo's time; latency <= 1.0x OpenVINO on
 mo's IR. The machine load is printed with the figures.
@@ -69,16 +69,23 @@ def commands(exports, model: str, out: str) -> list:
                                         "--compress_to_fp16=False", "--silent"] + shape)]
 
 
-def latency(out: str, image, iterations: int, rounds: int) -> dict:
+ENGINES = ("OpenVINO runtime on mo's IR", "OpenVINO runtime on our IR v11", "mo-core CPU daemon (IR v2)")
+
+
+def run_engine(name: str, out: str, iterations: int) -> None:
+    """One engine alone in this process (another engine's threads - OpenVINO's spin after
+    its requests - would take the cores from the next one's): its warm-up, its detections
+    saved beside the IRs, then the mean ms of `iterations` runs as JSON."""
+    import json
+
     import numpy as np
-    import openvino as ov
-    from device_daemons.client import IECore
+    image = np.load(os.path.join(out, "image.npy"))
     nchw = np.ascontiguousarray(image.astype(np.float32).transpose(0, 3, 1, 2))
-    core = ov.Core()
-    engines = {}
-    for name, xml in (("OpenVINO runtime on mo's IR", os.path.join(out, "mo", "model.xml")),
-                      ("OpenVINO runtime on our IR v11", os.path.join(out, "v11", "model.xml"))):
-        compiled = core.compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"})
+    if name.startswith("OpenVINO"):
+        import openvino as ov
+        xml = os.path.join(out, "mo" if "mo's" in name else "v11", "model.xml")
+        compiled = ov.Core().compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32",
+                                                        "PERFORMANCE_HINT": "LATENCY"})
         request = compiled.create_infer_request()
         feed = {}
         for port in compiled.inputs:
@@ -87,31 +94,49 @@ def latency(out: str, image, iterations: int, rounds: int) -> dict:
                 feed[port] = np.array([[image.shape[1], image.shape[2], 1]], np.float32)
             else:                 # mo 2024 keeps the image NHWC
                 feed[port] = np.ascontiguousarray(image.astype(np.float32)) if shape[-1] == 3 else nchw
-        engines[name] = (lambda r=request, f=feed: r.infer(f), lambda r=request: list(r.results.values()))
-    ie = IECore()
-    net = ie.read_network(model=os.path.join(out, "v2", "model.xml"))
-    exec_net = ie.load_network(net, "CPU", config={"INFERENCE_PRECISION_HINT": "f32"})  # f32 as OpenVINO's rows
-    engines["mo-core CPU daemon (IR v2)"] = (lambda: exec_net.infer({"image_tensor": nchw}), None)
-    times = {name: [] for name in engines}
-    outputs = {}
+        run, result, close = (lambda: request.infer(feed)), (lambda: list(request.results.values())[0]), None
+    else:
+        from device_daemons.client import IECore
+        ie = IECore()
+        exec_net = ie.load_network(ie.read_network(model=os.path.join(out, "v2", "model.xml")), "CPU",
+                                   config={"INFERENCE_PRECISION_HINT": "f32"})  # f32 as OpenVINO's rows
+        outputs = {}
+        run = lambda: outputs.update(exec_net.infer({"image_tensor": nchw}))  # noqa: E731
+        result, close = (lambda: list(outputs.values())[0]), (lambda: (exec_net.close(), ie.close()))
     try:
-        for name, (run, _) in engines.items():  # warm-up, and the detections to compare
-            result = run()
-            outputs[name] = list(result.values())[0] if isinstance(result, dict) else None
-        for _ in range(rounds):
-            for name, (run, _) in engines.items():
-                start = time.perf_counter()
-                for _ in range(iterations):
-                    run()
-                times[name].append((time.perf_counter() - start) / iterations * 1000)
+        run()
+        np.save(os.path.join(out, "detections-{}.npy".format(ENGINES.index(name))), np.asarray(result()))
+        start = time.perf_counter()
+        for _ in range(iterations):
+            run()
+        print(json.dumps({"ms": (time.perf_counter() - start) / iterations * 1000}))
     finally:
-        exec_net.close()
-        ie.close()
-    ours = outputs["mo-core CPU daemon (IR v2)"]
-    for name in ("OpenVINO runtime on mo's IR", "OpenVINO runtime on our IR v11"):
-        engines[name][0]()
-        theirs = engines[name][1]()[0]
-        problems = unpaired(ir_detections(ours), ir_detections(np.asarray(theirs)))
+        if close is not None:
+            close()
+
+
+def latency(out: str, image, iterations: int, rounds: int) -> dict:
+    """Median ms per engine: `rounds` rounds, each engine in a process of its own per round."""
+    import json
+
+    import numpy as np
+    np.save(os.path.join(out, "image.npy"), image)
+    times = {name: [] for name in ENGINES}
+    # a private daemon of this tree's code (a user's daemon may run other code), stopped after each run
+    env = dict(os.environ, PYTHONPATH=REPO, MO_CORE_RUNTIME_DIR=os.path.join(out, "rt"))
+    for _ in range(rounds):
+        for name in ENGINES:
+            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--engine", name, "--out", out,
+                                   "--iterations", str(iterations)], capture_output=True, text=True, cwd=REPO, env=env)
+            subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True,
+                           cwd=REPO)
+            if proc.returncode != 0:
+                raise SystemExit("{} failed:\n{}".format(name, (proc.stdout + proc.stderr)[-3000:]))
+            times[name].append(json.loads(proc.stdout.strip().splitlines()[-1])["ms"])
+    ours = np.load(os.path.join(out, "detections-2.npy"))
+    for i, name in enumerate(ENGINES[:2]):
+        theirs = np.load(os.path.join(out, "detections-{}.npy".format(i)))
+        problems = unpaired(ir_detections(ours), ir_detections(theirs))
         if problems:
             print("[ WARNING ] {} finds other detections than the CPU daemon: {}".format(name, problems[:3]))
     return {name: statistics.median(v) for name, v in times.items()}
@@ -152,7 +177,12 @@ def main():
     parser.add_argument("--models", default="ssd_mobilenet_v2,faster_rcnn_inception_v2")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)  # (one engine, in a child process)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.engine:
+        run_engine(args.engine, args.out, args.iterations)
+        return
     exports = built(("2.8",))["2.8"]
     for model in args.models.split(","):
         bench(exports, model, args.runs, args.iterations)

@@ -92,34 +92,57 @@ def roi_bilinear(feat, rois, count, pooled_h, pooled_w, batch_index):
     """ROIPooling method=bilinear (OpenVINO's; TensorFlow's crop_and_resize): ROIs
     [batch, x1, y1, x2, y2] normalized to [0, 1]; the output grid spans the ROI corner
     to corner over the map's H - 1 x W - 1 pixel distances (the centre for a 1-pixel
-    side); samples outside the map are 0; rows from `count` on (the end marker) are 0."""
+    side); samples outside the map are 0; rows from `count` on (the end marker) are 0.
+    In float32 on the map itself, as TensorFlow computes it. A map small next to the
+    output (Faster R-CNN's 4x5 crops to 14x14) is resampled by two matrix products per
+    ROI, a larger one by gathering the four neighbours of each output pixel."""
     n, c, h, w = feat.shape
     out = np.zeros((len(rois), c, pooled_h, pooled_w), np.float32)
-
-    def grid(start, end, size, pooled):
-        if pooled > 1:
-            return start * (size - 1) + np.arange(pooled) * ((end - start) * (size - 1) / (pooled - 1))
-        return np.array([0.5 * (start + end) * (size - 1)])
-
+    feat = np.asarray(feat, np.float32)
+    by_products = h * pooled_w * (w + pooled_h) < 10 * pooled_h * pooled_w  # (element operations per channel)
     for r in range(count):
-        b = batch_index(rois[r, 0], n)
+        plane = feat[batch_index(rois[r, 0], n)]
         x1, y1, x2, y2 = (float(v) for v in rois[r, 1:])
-        ys, xs = grid(y1, y2, h, pooled_h), grid(x1, x2, w, pooled_w)
+        ys, xs = _grid(y1, y2, h, pooled_h), _grid(x1, x2, w, pooled_w)
+        if by_products:
+            # rows: (c*h, w) @ (w, pw); then columns: (ph, h) @ (h, c*pw)
+            across = (plane.reshape(c * h, w) @ _lerp_matrix(xs, w).T).reshape(c, h, pooled_w)
+            down = _lerp_matrix(ys, h) @ across.transpose(1, 0, 2).reshape(h, c * pooled_w)
+            out[r] = down.reshape(pooled_h, c, pooled_w).transpose(1, 0, 2)
+            continue
         y_ok = (ys >= 0) & (ys <= h - 1)
         x_ok = (xs >= 0) & (xs <= w - 1)
         top, left = np.floor(ys).astype(int), np.floor(xs).astype(int)
         bottom, right = np.ceil(ys).astype(int), np.ceil(xs).astype(int)
-        dy, dx = (ys - top)[:, None], (xs - left)[None, :]
-        top, bottom = np.clip(top, 0, h - 1), np.clip(bottom, 0, h - 1)
-        left, right = np.clip(left, 0, w - 1), np.clip(right, 0, w - 1)
-        plane = feat[b].astype(np.float64)
-        tl, tr = plane[:, top][:, :, left], plane[:, top][:, :, right]
-        bl, br = plane[:, bottom][:, :, left], plane[:, bottom][:, :, right]
+        dy, dx = (ys - top).astype(np.float32)[:, None], (xs - left).astype(np.float32)[None, :]
+        top, bottom = np.clip(top, 0, h - 1)[:, None], np.clip(bottom, 0, h - 1)[:, None]
+        left, right = np.clip(left, 0, w - 1)[None, :], np.clip(right, 0, w - 1)[None, :]
+        tl, tr = plane[:, top, left], plane[:, top, right]  # (c, pooled_h, pooled_w) each, one gather
+        bl, br = plane[:, bottom, left], plane[:, bottom, right]
         upper = tl + (tr - tl) * dx
         lower = bl + (br - bl) * dx
         value = upper + (lower - upper) * dy
-        out[r] = np.where(y_ok[:, None] & x_ok[None, :], value, 0.0)
+        out[r] = np.where(y_ok[:, None] & x_ok[None, :], value, np.float32(0))
     return out
+
+
+def _grid(start, end, size, pooled):
+    """The sample positions of one ROI side, in map pixels."""
+    if pooled > 1:
+        return start * (size - 1) + np.arange(pooled) * ((end - start) * (size - 1) / (pooled - 1))
+    return np.array([0.5 * (start + end) * (size - 1)])
+
+
+def _lerp_matrix(pos, size) -> np.ndarray:
+    """(len(pos), size) float32: row i takes pos[i] from a line of `size` pixels by linear
+    interpolation of its two neighbours; zero where pos is outside the line."""
+    m = np.zeros((len(pos), size), np.float32)
+    ok = np.flatnonzero((pos >= 0) & (pos <= size - 1))
+    low = np.floor(pos[ok]).astype(int)
+    d = (pos[ok] - low).astype(np.float32)
+    np.add.at(m, (ok, low), 1 - d)
+    np.add.at(m, (ok, np.minimum(low + 1, size - 1)), d)  # (d is 0 where pos is a whole pixel)
+    return m
 
 
 @register("PSROIPooling")
