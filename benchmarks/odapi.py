@@ -69,13 +69,14 @@ def commands(exports, model: str, out: str) -> list:
                                         "--compress_to_fp16=False", "--silent"] + shape)]
 
 
+WARMUP = 5  # untimed runs of each engine in its process
 ENGINES = ("OpenVINO runtime on mo's IR", "OpenVINO runtime on our IR v11", "mo-core CPU daemon (IR v2)")
 
 
 def run_engine(name: str, out: str, iterations: int) -> None:
     """One engine alone in this process (another engine's threads - OpenVINO's spin after
     its requests - would take the cores from the next one's): its warm-up, its detections
-    saved beside the IRs, then the mean ms of `iterations` runs as JSON."""
+    saved beside the IRs, WARMUP runs, then the mean ms of `iterations` runs as JSON."""
     import json
 
     import numpy as np
@@ -106,6 +107,8 @@ def run_engine(name: str, out: str, iterations: int) -> None:
     try:
         run()
         np.save(os.path.join(out, "detections-{}.npy".format(ENGINES.index(name))), np.asarray(result()))
+        for _ in range(WARMUP - 1):  # (every engine alike: first-run costs, the client learning the daemon's time)
+            run()
         start = time.perf_counter()
         for _ in range(iterations):
             run()
