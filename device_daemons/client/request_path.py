@@ -110,7 +110,10 @@ def _fallback(net: LoadedNetwork, inputs: dict, deadline: float) -> tuple[dict, 
                 continue
             raise remote_error(exc, link.device) from None
         try:
-            return contract.check_infer_result(result), contract.check_perf(result) or []
+            outputs = contract.check_infer_result(result)
+            # the caller owns its outputs, as on the carrier: frames decode read-only (protocol.py)
+            outputs = {name: value if value.flags.writeable else value.copy() for name, value in outputs.items()}
+            return outputs, contract.check_perf(result) or []
         except ProtocolError as exc:
             raise DaemonError(f"the {link.device} daemon broke the contract: {exc}") from None
 
