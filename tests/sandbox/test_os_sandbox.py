@@ -53,8 +53,9 @@ def test_it_sees_only_its_view(escaper):
         assert attempt(worker, "read", path=path)["ok"] is False, path
     # beside the checkout only what the view needs (the checkout, the interpreter's roots), not its siblings
     parent = os.path.dirname(REPO)
-    needed = {os.path.relpath(root, parent).split(os.sep)[0]
-              for root in [REPO, *python_roots(sys.executable)] if root.startswith(parent + os.sep)}
+    # (with the checkout in /tmp, the view's private /tmp holds the model's and the worker's directories too)
+    shown = [REPO, *python_roots(sys.executable), str(model), os.path.dirname(worker.endpoint[len("ipc://"):])]
+    needed = {os.path.relpath(root, parent).split(os.sep)[0] for root in shown if root.startswith(parent + os.sep)}
     seen = attempt(worker, "listdir", path=parent)["result"]
     assert set(seen) <= needed, (seen, needed)
     hidden = [name for name in os.listdir(parent) if name not in needed]

@@ -13,6 +13,7 @@ import base64
 import os
 import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -108,6 +109,7 @@ def test_kill_during_inference_quarantines_the_graph_and_others_run(ie, offload_
     run_on_daemon(ie, xml, feeds)  # the daemon's worker runs it once: it is warm
     runtime = os.environ["MO_CORE_RUNTIME_DIR"]
     before = tf_workers(runtime)
+    wait_idle(before)  # (a pool worker still starting - importing TensorFlow - would look busy)
     thread, box = in_thread(lambda: run_on_daemon(ie, xml, feeds))
     busy = wait_busy(before)
     os.kill(busy, signal.SIGKILL)
@@ -123,6 +125,15 @@ def test_kill_during_inference_quarantines_the_graph_and_others_run(ie, offload_
     _, out = run_on_daemon(ie, other, {"x": einsum["in1/x"]})
     np.testing.assert_allclose(next(iter(out.values())), einsum["out1/0"], rtol=1e-4, atol=1e-5)
     assert busy not in tf_workers(runtime)
+
+
+def wait_idle(pids: list[int], quiet: float = 0.5, timeout: float = 120) -> None:
+    """Until none of these pids uses CPU time for `quiet` seconds."""
+    def still():
+        start = {pid: cpu_seconds(pid) for pid in pids}
+        time.sleep(quiet)
+        return all(cpu_seconds(pid) - start[pid] < 0.05 for pid in pids)
+    assert wait_until(still, timeout), "the TF workers did not settle"
 
 
 def wait_busy(pids: list[int], seconds: float = 1.0, timeout: float = 120) -> int:
