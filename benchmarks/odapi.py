@@ -95,18 +95,24 @@ def run_engine(name: str, out: str, iterations: int) -> None:
                 feed[port] = np.array([[image.shape[1], image.shape[2], 1]], np.float32)
             else:                 # mo 2024 keeps the image NHWC
                 feed[port] = np.ascontiguousarray(image.astype(np.float32)) if shape[-1] == 3 else nchw
-        run, result, close = (lambda: request.infer(feed)), (lambda: list(request.results.values())[0]), None
+        close = None
+
+        def run():  # -> the first output (the detections)
+            return next(iter(request.infer(feed).values()))
     else:
         from device_daemons.client import IECore
         ie = IECore()
         exec_net = ie.load_network(ie.read_network(model=os.path.join(out, "v2", "model.xml")), "CPU",
                                    config={"INFERENCE_PRECISION_HINT": "f32"})  # f32 as OpenVINO's rows
-        outputs = {}
-        run = lambda: outputs.update(exec_net.infer({"image_tensor": nchw}))  # noqa: E731
-        result, close = (lambda: list(outputs.values())[0]), (lambda: (exec_net.close(), ie.close()))
+
+        def run():
+            return next(iter(exec_net.infer({"image_tensor": nchw}).values()))
+
+        def close():
+            exec_net.close()
+            ie.close()
     try:
-        run()
-        np.save(os.path.join(out, "detections-{}.npy".format(ENGINES.index(name))), np.asarray(result()))
+        np.save(os.path.join(out, "detections-{}.npy".format(ENGINES.index(name))), np.asarray(run()))
         for _ in range(WARMUP - 1):  # (every engine alike: first-run costs, the client learning the daemon's time)
             run()
         start = time.perf_counter()
