@@ -4,7 +4,12 @@ A daemon writes `runtime_dir()/daemon-<device>.json` once it has bound its endpo
 (service/record.py) and removes it when it exits cleanly:
 
     {"device": "CPU", "pid": 1234, "endpoint": "ipc://...", "started": 1700000000.0,
-     "version": "0.1.0", "protocol": 1, "key_file": null, "log": ".../daemon-cpu.log"}
+     "version": "0.1.0", "build": "3f2a...", "protocol": 1, "key_file": null,
+     "log": ".../daemon-cpu.log"}
+
+`build` says which code the daemon runs (`build_id`): a daemon is long-lived, so
+after an upgrade or a change to a checkout the one running may still be the old
+code; clients compare it with their own (client/daemon.py replaces an idle one).
 
 Files are written atomically (temporary file + rename) with mode 0600 inside the
 0700 runtime directory. Readers never trust a record blindly: one whose pid is dead,
@@ -21,6 +26,7 @@ import contextlib
 import errno
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import re
@@ -56,6 +62,29 @@ def package_version() -> str:
         return version("mo-core")
     except Exception:  # not installed (running from a checkout)
         return "0+unknown"
+
+
+# The code a daemon runs: its packages' sources (kernels included), by content, so a
+# fresh checkout of the same commit (new mtimes) is the same build.
+_BUILD_PACKAGES = ("core", "ir", "device_daemons", "fallback_workers")
+_BUILD_SUFFIXES = (".py", ".cl", ".c", ".h", ".json", ".proto")
+
+
+@functools.lru_cache(maxsize=1)
+def build_id() -> str:
+    """A short digest of the sources this process runs (computed once: ~5 ms)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = hashlib.sha256(package_version().encode())
+    for package in _BUILD_PACKAGES:
+        for directory, dirs, files in os.walk(os.path.join(root, package)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(f for f in files if f.endswith(_BUILD_SUFFIXES)):
+                path = os.path.join(directory, name)
+                digest.update(os.path.relpath(path, root).encode() + b"\0")
+                with contextlib.suppress(OSError):
+                    with open(path, "rb") as f:
+                        digest.update(hashlib.sha256(f.read()).digest())
+    return digest.hexdigest()[:16]
 
 
 # --------------------------------------------------------------------------- processes

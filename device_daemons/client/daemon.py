@@ -14,6 +14,9 @@ The detached policy over the launcher (core/microkernel/launcher.py):
   watching the process, so a daemon that fails at start is reported at once with
   its log lines. The daemon writes its own record (registry.py) before it answers.
   No restarts here: a client's next request starts a new daemon ("auto" policy).
+  A running daemon of another build (its record's `build` is not this code's:
+  registry.build_id) is replaced when `replace_other_build` is set and it holds no
+  network; one that does is left serving, and the caller is told (`Launch.other_build`).
 * stop: launcher.stop - `shutdown` request (in-flight requests get a short grace),
   then SIGTERM, then SIGKILL, re-checking before each signal that the pid is still
   our daemon; the record and a left-over ipc socket file are removed.
@@ -23,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 import time
 from dataclasses import dataclass
 
@@ -93,6 +97,7 @@ class Launch:
     started: bool  # False: one was running already
     proc: Process | None = None  # set when this process spawned it
     info: dict | None = None  # its hello reply, when this process spawned it
+    other_build: bool = False  # a daemon of another build, left running (it holds networks)
 
 
 def daemon_process(pid: int, popen=None) -> Process:
@@ -103,9 +108,11 @@ def daemon_process(pid: int, popen=None) -> Process:
 
 def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | None = None,
            threads: int | None = None, startup_timeout: float = 60.0, caffe_fallback: bool = False,
-           python_path: list[str] | None = None) -> Launch:
+           python_path: list[str] | None = None, replace_other_build: bool = False) -> Launch:
     """Start the daemon of `device` unless one runs; returns its record.
-    `python_path`: directories the Caffe worker may import `Python` layers from."""
+    `python_path`: directories the Caffe worker may import `Python` layers from.
+    `replace_other_build`: a running daemon of other code is stopped and a new one
+    started when it holds no network (see the module's docstring)."""
     device = normalize_device(device)
     if caffe_fallback and device != "CPU":
         raise DaemonError(f"--caffe-fallback is an option of the CPU daemon, not of {device}")
@@ -127,6 +134,14 @@ def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | 
         raise DaemonError(f"cannot start the {device} daemon: {exc}") from None
     try:
         record = registry.read_record(device, holding_lock=True)
+        if record is not None and replace_other_build and is_other_build(record):
+            if _holds_networks(record):
+                return Launch(record, False, other_build=True)
+            print(f"[ INFO ] the {device} daemon (pid {record['pid']}) runs another build of mo-core "
+                  f"(build {record.get('build') or 'unknown'}, this is {registry.build_id()}) and holds "
+                  f"no network: replacing it", file=sys.stderr, flush=True)
+            _stop_record(device, record, grace=3.0)
+            record = None
         if record is not None:
             return Launch(record, False)
         return _spawn(device, endpoint, key_file, key, args, startup_timeout)
@@ -164,6 +179,21 @@ def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes |
     return Launch(record, True, proc, info)
 
 
+def is_other_build(record: dict) -> bool:
+    """Whether a daemon's record says it runs other code than this process."""
+    return record.get("build") != registry.build_id()
+
+
+def _holds_networks(record: dict, timeout: float = 5.0) -> bool:
+    """Whether the daemon has networks loaded (True also when it does not say)."""
+    try:
+        with Client(record["endpoint"], timeout=timeout, key=load_key(record.get("key_file"))) as client:
+            result, _ = client.call("status", timeout=timeout)
+    except (MicrokernelError, DaemonError):
+        return True
+    return not isinstance(result, dict) or result.get("networks") != []
+
+
 def _start_failed(device: str, proc: Launched, exc: StartFailure) -> DaemonError:
     if exc.reason == "exited":
         tail = proc.log_tail(20)
@@ -198,6 +228,10 @@ def stop(device: str, *, grace: float = 3.0, proc: Process | None = None) -> dic
     record = registry.read_record(device)
     if record is None:
         return None
+    return _stop_record(device, record, grace, proc)
+
+
+def _stop_record(device: str, record: dict, grace: float, proc: Process | None = None) -> dict:
     pid = record["pid"]
     target = proc if proc is not None and proc.pid == pid else daemon_process(pid)
 

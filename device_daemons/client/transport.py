@@ -25,6 +25,7 @@ deadline is DaemonTimeout (the daemon is shared, so it is not killed).
 """
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -107,6 +108,23 @@ class Connection:
             self.carrier.close()
 
 
+_warned_other_build: set = set()
+
+
+def _warn_other_build(device: str, record: dict, policy: str) -> None:
+    """Once per daemon: it runs other code than this client (an upgrade or a changed
+    checkout since it started) and was not replaced."""
+    if record["pid"] in _warned_other_build:
+        return
+    _warned_other_build.add(record["pid"])
+    why = "it holds networks" if policy == "auto" else f"the policy is '{policy}'"
+    print(f"[ WARNING ] the {device} daemon (pid {record['pid']}) runs another build of mo-core than this "
+          f"client (build {record.get('build') or 'unknown'}, this is {registry.build_id()}); it was not "
+          f"replaced because {why}, so its results follow its own code. Restart it to use this one: "
+          f"'mo-core daemon stop --device {device}' then 'mo-core daemon start --device {device}'",
+          file=sys.stderr, flush=True)
+
+
 class Link:
     """An IECore's way to the daemon of one device: connects, starts, reconnects."""
 
@@ -141,14 +159,18 @@ class Link:
             endpoint, key_file, pid, log = st.endpoint, st.key_file, None, None
         else:
             record = registry.read_record(self.device)
-            if record is None:
-                if st.policy != "auto":
-                    raise DaemonNotRunning(
-                        f"no {self.device} daemon is running and the policy is '{st.policy}'; "
-                        f"start one with 'mo-core daemon start --device {self.device}' (or allow "
-                        f"starting one: IECore(policy='auto'), no --no-auto-start)")
-                launch = _daemon.launch(self.device, startup_timeout=st.startup_timeout)
+            if record is None and st.policy != "auto":
+                raise DaemonNotRunning(
+                    f"no {self.device} daemon is running and the policy is '{st.policy}'; "
+                    f"start one with 'mo-core daemon start --device {self.device}' (or allow "
+                    f"starting one: IECore(policy='auto'), no --no-auto-start)")
+            if st.policy == "auto" and (record is None or _daemon.is_other_build(record)):
+                # (a daemon of other code that holds no network is replaced: daemon.launch)
+                launch = _daemon.launch(self.device, startup_timeout=st.startup_timeout,
+                                        replace_other_build=True)
                 record, process, info = launch.record, launch.proc, launch.info
+            if _daemon.is_other_build(record):
+                _warn_other_build(self.device, record, st.policy)
             endpoint, key_file = record["endpoint"], record.get("key_file")
             pid, log = record["pid"], record.get("log")
             if process is None:

@@ -455,7 +455,7 @@ class DeviceDaemon:
                      "requests": h.requests, "instances": h.pool.instances} for h in handles]
         result = {"device": self.DEVICE, "pid": os.getpid(), "started": self.started,
                   "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
-                  "version": registry.package_version(), "threads": self.threads,
+                  "version": registry.package_version(), "build": registry.build_id(), "threads": self.threads,
                   "requests": requests, "local_requests": self.local_requests, "networks": networks,
                   "cached_plans": cached, "plans_built": self.plans_built, "extensions": extensions,
                   "shm_slots": len(self.shm), "bindings": len(self.bindings)}

@@ -10,7 +10,7 @@ import time
 
 from core.microkernel import PROTOCOL_VERSION
 
-from ..registry import package_version, record_path
+from ..registry import build_id, package_version, record_path
 
 
 def write_record(device: str, pid: int, endpoint: str, *, key_file: str | None = None,
@@ -18,7 +18,7 @@ def write_record(device: str, pid: int, endpoint: str, *, key_file: str | None =
     """Atomically write (or replace) the record of `device`'s daemon."""
     record = {"device": device.upper(), "pid": pid, "endpoint": endpoint,
               "started": time.time() if started is None else started,
-              "version": package_version(), "protocol": PROTOCOL_VERSION,
+              "version": package_version(), "build": build_id(), "protocol": PROTOCOL_VERSION,
               "key_file": key_file, "log": log}
     path = record_path(device)
     directory = os.path.dirname(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -11,7 +12,8 @@ import sys
 import numpy as np
 import pytest
 
-from tests.daemon.conftest import F32, daemon_processes, run_mo, wait_until
+from tests.daemon.conftest import F32, assert_close, daemon_processes, run_mo, wait_until
+from tests.support import REPO
 
 
 def _record(runtime):
@@ -203,3 +205,74 @@ def test_concurrent_auto_starts_make_one_daemon(fresh_runtime, tiny):
         pids.add(int(out.split()[-1]))
     assert len(pids) == 1
     assert daemon_processes(fresh_runtime) == [pids.pop()]
+
+
+@pytest.fixture(scope="module")
+def other_build(tmp_path_factory):
+    """A copy of this checkout's code with one line added: another build of mo-core
+    (as a checkout changed, or an upgrade, after a daemon started)."""
+    root = tmp_path_factory.mktemp("other-build")
+    for package in ("cli", "core", "ir", "device_daemons", "fallback_workers"):
+        shutil.copytree(os.path.join(REPO, package), root / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    with open(root / "device_daemons" / "cpu" / "__init__.py", "a") as f:
+        f.write("# another build\n")
+    return str(root)
+
+
+def _start_from(checkout: str) -> int:
+    """`mo-core daemon start` run by the code of `checkout`: the daemon's pid."""
+    proc = subprocess.run([sys.executable, "-m", "cli", "daemon", "start"], capture_output=True, text=True,
+                          cwd=checkout, env=dict(os.environ, PYTHONPATH=checkout), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return int(re.search(r"pid (\d+)", proc.stdout).group(1))
+
+
+@pytest.mark.timeout(180)
+def test_an_idle_daemon_of_another_build_is_replaced(fresh_runtime, tiny, other_build, capfd):
+    from device_daemons import registry
+    from device_daemons.client import IECore
+    old = _start_from(other_build)
+    rec = _record(fresh_runtime)
+    assert rec["pid"] == old and rec["build"] != registry.build_id()
+    status = run_mo("daemon", "status")
+    assert f"CPU daemon (pid {old}) runs another build" in status.stdout
+    again = run_mo("daemon", "start")
+    assert f"already running: pid {old}" in again.stdout and "another build" in again.stdout
+
+    ie = IECore()  # "auto": the old daemon holds no network, so it is replaced
+    try:
+        x = tiny.input(0)
+        assert_close(ie.load_network(ie.read_network(tiny.xml), "CPU", config=F32).infer({"data": x})["prob"],
+                     tiny.reference(x))
+        new = ie.daemon_pid()
+    finally:
+        ie.close()
+    assert new != old
+    assert _record(fresh_runtime)["build"] == registry.build_id()
+    assert wait_until(lambda: daemon_processes(fresh_runtime) == [new], 10)
+    assert f"CPU daemon (pid {old}) runs another build of mo-core" in capfd.readouterr().err
+
+
+@pytest.mark.timeout(180)
+def test_a_busy_daemon_of_another_build_keeps_serving_with_a_warning(fresh_runtime, tiny, other_build,
+                                                                     capfd):
+    from device_daemons.client import IECore
+    old = _start_from(other_build)
+    ie = IECore(policy="existing")  # never replaces: it uses the one that runs, and says so
+    try:
+        ie.load_network(ie.read_network(tiny.xml), "CPU").infer({"data": tiny.input(0)})
+        assert ie.daemon_pid() == old
+        assert "the policy is 'existing'" in capfd.readouterr().err
+        # an "auto" client now finds it holding a network: it is left serving, with a warning
+        script = ("from device_daemons.client import IECore\n"
+                  "ie = IECore()\n"
+                  "print(ie.daemon_pid())\n")
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=90,
+                              env=dict(os.environ, PYTHONPATH=REPO))
+        assert proc.returncode == 0, proc.stderr
+        assert int(proc.stdout.split()[-1]) == old
+        assert "[ WARNING ]" in proc.stderr and "because it holds networks" in proc.stderr
+    finally:
+        ie.close()
+    assert daemon_processes(fresh_runtime) == [old]
