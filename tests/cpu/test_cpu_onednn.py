@@ -337,6 +337,42 @@ def test_residual_sums_are_fused_into_the_convolution_when_safe(tmp_path):
     assert_close(ours["out"], numpy_out, 1e-4, "numpy backend")
 
 
+
+# SSD heads as their exports have them: a convolution (blocked output) read through Permutes and
+# Reshapes that split its channel blocks; a Permute that is a network output; one of a numpy array
+TRANSPOSES = (conv("c1", "data", "c1", 24) + layer("ReLU", "r1", "c1", "c1")
+              + layer("Permute", "nhwc", "c1", "nhwc", "permute_param { order: 0 order: 2 order: 3 order: 1 }")
+              + layer("Flatten", "flat", "nhwc", "flat")
+              + layer("Reshape", "split_blocks", "c1", "split_blocks",
+                      "reshape_param { shape { dim: 0 dim: 6 dim: 4 dim: -1 } }")
+              + layer("Permute", "back", "split_blocks", "back",
+                      "permute_param { order: 0 order: 3 order: 1 order: 2 }")
+              + conv("c2", "c1", "c2", 5, "kernel_size: 1")
+              + layer("Permute", "swap", "c2", "swap", "permute_param { order: 1 order: 0 order: 3 order: 2 }")
+              + layer("PReLU", "p1", "c1", "p1")
+              + layer("Permute", "of_numpy", "p1", "of_numpy", "permute_param { order: 0 order: 3 order: 1 order: 2 }"))
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_permutes_and_block_splitting_reshapes_stay_on_onednn(tmp_path, precision):
+    c = caffe_case(tmp_path, TRANSPOSES, {"data": (2, 3, 7, 5)}, scale=0.4, extra_outputs=["flat", "back", "swap"])
+    _, ref = c.run()
+    plan = ExecutionPlan(c.network, extra_outputs=["flat", "back", "swap"], backend="onednn", precision=precision)
+    rows = perf_rows(plan, c.inputs)
+    # a Permute is one reorder from the convolution's blocked layout; a Reshape that splits the
+    # channel blocks reads the tensor plain (one reorder) and is a view of it
+    assert {n: rows[n].backend for n in ("nhwc", "back", "swap", "split_blocks", "flat")} == dict.fromkeys(
+        ("nhwc", "back", "swap", "split_blocks", "flat"), "onednn")
+    assert rows["split_blocks"].status == rows["flat"].status == "not_run"
+    reorders = {n: r.note for n, r in rows.items() if r.type == "Reorder"}
+    assert any("Reshape split_blocks reads abcd" in note for note in reorders.values()), reorders
+    assert rows["of_numpy"].backend == "numpy" and "numpy array" in rows["of_numpy"].note
+    out = plan.infer(c.inputs)
+    tol = 1e-4 if precision == "f32" else 2e-2
+    for key in ("flat", "back", "swap", "of_numpy"):
+        assert_close(out[key], ref[key], tol, f"{key} ({precision})")
+
+
 LOAD_THEN_RUN_ELSEWHERE = """
     import os, tempfile, threading
     import numpy as np

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..kernels import KERNELS
 from ..program import NumpyStep, Program
-from . import concat, convolution, eltwise, fully_connected, normalization, pooling, reshape  # noqa: F401  (OPS)
+from . import concat, convolution, eltwise, fully_connected, normalization, permute, pooling, reshape  # noqa: F401  (OPS)
 from . import patterns
 from .arena import place
 from .eltwise import ActivationOp, EltwiseOp, unary_post_ops
@@ -504,7 +504,8 @@ class _Compiler:
                     and self.exclusive(first, i)):
                 out = ins[0]
                 self.inplace.append(step.layer.name)
-            elif slot in self.outputs and outs[0] == Desc.plain(self.d, self.shapes[slot]):
+            elif (slot in self.outputs and outs[0] == Desc.plain(self.d, self.shapes[slot])
+                    and op.dst_view is None):
                 # written where the caller wants the output: no Export reorder
                 out = BoundOutput(self.d, outs[0], slot, self.output_name[slot], self.shapes[slot])
                 self.bound_outputs.append(out)
@@ -512,6 +513,10 @@ class _Compiler:
             else:
                 out = self.new_tensor(outs[0])
             self.tensor_of[slot] = out
+            if op.dst_view is not None:  # it writes its output described otherwise
+                view = AliasTensor(self.d, op.dst_view, out)
+                self.aliases.append(view)
+                op.dst_view_memory = view.memory
             prims = op.bind([t.memory for t in ins], [out.memory], self.scratch)
             layers = (step.layer,) + tuple(steps[j].layer for j, into in fused.items() if into == i)
             self.final.append(NativeStep(step.layer.name, step.layer.type, prims, self.stream, layers, op.precision))

@@ -112,6 +112,17 @@ class Desc:
                      f"reshaping a memory desc to {list(dims)}")
         return Desc(self.d, md[0], dims)
 
+    def permuted(self, permutation):
+        """The same memory described with axis i moved to axis permutation[i]."""
+        md = self.d.ffi.new("dnnl_memory_desc_t *")
+        perm = self.d.ffi.new("int[]", [int(p) for p in permutation])
+        self.d.check(self.d.lib.dnnl_memory_desc_permute_axes(md, self.md, perm),
+                     f"permuting the axes of a memory desc by {list(permutation)}")
+        dims = [0] * len(self.dims)
+        for i, p in enumerate(permutation):
+            dims[p] = self.dims[i]
+        return Desc(self.d, md[0], tuple(dims))
+
     @property
     def size(self) -> int:
         return int(self.d.lib.dnnl_memory_desc_get_size(self.md))

@@ -1,0 +1,26 @@
+"""Permute (a transpose) on oneDNN: one reorder from the input's layout, blocked or
+plain, straight into the output's plain layout - the output's memory described with
+the input's axes (its strides permuted: dst_view) - so the Reorder to numpy, numpy's
+copy and the Import after it (SSD heads: a convolution, Permute, Reshape, Concat)
+become one primitive and what follows stays on oneDNN."""
+from __future__ import annotations
+
+from .op import NativeOp, Unsupported, register
+from .primitives import Attr, Desc, reorder_pd
+
+
+@register("Permute")
+class PermuteOp(NativeOp):
+    def create(self, in_descs, in_shapes, out_shapes):
+        if in_descs[0] is None:
+            raise Unsupported("its input is a numpy array: numpy transposes it")
+        src = self.follow(in_descs[0], in_shapes[0])
+        order = self.kernel._order(len(in_shapes[0]))
+        out = Desc.plain(self.d, out_shapes[0], self.out_dt())
+        self.dst_view = out.permuted(order)  # output axis i is input axis order[i]
+        self.pd = reorder_pd(self.d, Attr(self.d), src, self.dst_view)
+        return [src], [out]
+
+    def bind(self, ins, outs, scratch):
+        # the compiler gave the output tensor's memory described as dst_view (dst_view_memory)
+        return [self.primitive(self.pd, {"DNNL_ARG_FROM": ins[0], "DNNL_ARG_TO": self.dst_view_memory}, scratch)]
