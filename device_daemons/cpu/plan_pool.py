@@ -66,11 +66,15 @@ class PlanPool:
         ran side by side within the last SIDE_BY_SIDE_S (see there)."""
         busy = self.busy
         peak, until = self._side_by_side
-        now = time.monotonic()
-        peak = max(busy, peak) if now < until else busy
-        if busy > 1:  # (racing updates: either is right)
-            self._side_by_side = (peak, now + SIDE_BY_SIDE_S)
-        return peak
+        return max(busy, peak) if time.monotonic() < until else busy
+
+    def _note_side_by_side(self) -> None:
+        """While requests run side by side (when one starts or ends), the window in which
+        `concurrent` still counts them starts anew (call with _cond held)."""
+        if self.busy > 1:
+            peak, until = self._side_by_side
+            now = time.monotonic()
+            self._side_by_side = (max(self.busy, peak) if now < until else self.busy, now + SIDE_BY_SIDE_S)
 
     @property
     def small(self) -> bool:
@@ -95,6 +99,7 @@ class PlanPool:
                 if self._idle:
                     plan = self._idle.pop()
                     self.busy += 1
+                    self._note_side_by_side()
                     break
                 if self._count < self._max:
                     self._count += 1
@@ -110,10 +115,12 @@ class PlanPool:
                 raise
             with self._cond:
                 self.busy += 1
+                self._note_side_by_side()
         try:
             yield plan
         finally:
             with self._cond:
+                self._note_side_by_side()
                 self.busy -= 1
                 self._idle.append(plan)
                 self._cond.notify()

@@ -169,6 +169,15 @@ SIBLING_TILES = [None, {"kernel": "tiled", "tm": 16, "tn": 16, "tk": 8, "wm": 2,
                  {"kernel": "tiled", "tm": 32, "tn": 16, "tk": 16, "wm": 4, "wn": 2, "ks": 1}]
 
 
+def merged_steps(tmp_path, gpu_device, shape, layers, rng, precision, style, config):
+    """The plan of `layers` (checked against the CPU plan), its steps by layer name and
+    the names of the layers merged into another's launch."""
+    plan = compare_plans(graph_ir(tmp_path, shape, layers, precision), gpu_device, {"data": rand(rng, *shape)},
+                         precision, style=style, config=config)
+    s = steps(plan)
+    return plan, s, {name for name, st in s.items() if st.merged_into}
+
+
 @pytest.mark.parametrize("precision", ["FP32", "FP16"])
 @pytest.mark.parametrize("style,config", [("simt", c) for c in SIBLING_TILES] + [("simd", None)],
                          ids=["simt", "simt_ks3", "simt_32x16", "simd"])
@@ -196,10 +205,7 @@ def test_sibling_convolutions_run_as_one_gemm(tmp_path, gpu_device, style, confi
               conv("b4", "data", rng, c, 3, shape), relu("b4r", "b4", 3),
               conv("b5", "data", rng, c, 2, shape, k=1, pad=0), relu("b5r", "b5", 2, {"negative_slope": 0.0}),
               ("cat", "Concat", {"axis": 1}, None, ["b1r", "b2r", "b3r", "b4r", "b5r"], (n, 16, h, w))]
-    plan = compare_plans(graph_ir(tmp_path, shape, layers, precision), gpu_device, {"data": rand(rng, *shape)},
-                         precision, style=style, config=config)
-    s = steps(plan)
-    merged = {name for name, st in s.items() if st.merged_into}
+    plan, s, merged = merged_steps(tmp_path, gpu_device, shape, layers, rng, precision, style, config)
     if style == "simd":
         assert merged == set() and not s["b1"].kernel.siblings
         return
@@ -269,10 +275,7 @@ def test_a_max_pooling_is_read_through_by_the_1x1_convolution_after_it(tmp_path,
               conv("t2", "twice", rng, c, 2, shape, k=3, pad=1),
               pool("strided", "data", 3, (1, 1), stride=2, out=half), conv("ps", "strided", rng, c, 2, half, k=1, pad=0),
               ("cat", "Concat", {"axis": 1}, None, ["proj3r", "proj2", "proja", "t1", "t2"], (n, 13, h, w))]
-    plan = compare_plans(graph_ir(tmp_path, shape, layers, precision), gpu_device, {"data": rand(rng, *shape)},
-                         precision, style=style, config=config)
-    s = steps(plan)
-    merged = {name for name, st in s.items() if st.merged_into}
+    plan, s, merged = merged_steps(tmp_path, gpu_device, shape, layers, rng, precision, style, config)
     if style == "simd":
         assert merged == set()
         return
