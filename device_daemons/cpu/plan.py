@@ -7,7 +7,8 @@
     outputs = plan.infer({"data": image})        # {output layer name: array}
     plan.reshape({"data": (2, 3, 224, 224)})     # another batch: shapes re-inferred
 
-Compilation: layers in topological order (layers without inputs first: Input and
+Compilation: the strides of 1x1 convolutions pulled up the graph where that saves
+work (strides.py: ResNet's stage transitions); layers in topological order (layers without inputs first: Input and
 the reading Memory layers, so a state is read before it is written in a call);
 one kernel per layer (a custom kernel for a type replaces the built-in one); every
 (layer, output port) is a slot; a slot is dropped as soon as its last consumer
@@ -63,6 +64,7 @@ from .backends import build_program, requested_backend
 from .kernels import KERNELS, KernelError
 from .kernels.base import describe
 from .precision import CPUS, resolve_precision, resolve_threads
+from .strides import pull_strides
 
 _SOURCE_TYPES = ("Input",)
 _allocator_tuned = False
@@ -180,10 +182,12 @@ class ExecutionPlan(PlanShapes):
         self.custom_kernels.update(custom_kernels or {})
         self.states: dict = {}
         self.warnings: list[str] = []
-        order = execution_order(network)
+        # (what the steps run; `network` stays the key of the weights oneDNN keeps per network)
+        graph = pull_strides(network, keep=extra_outputs or (), skip_types=self.custom_kernels)
+        order = execution_order(graph)
 
         producer = {}  # (to_layer, to_port) -> (from_layer, from_port)
-        for e in network.edges:
+        for e in graph.edges:
             producer[(e.to_layer, e.to_port)] = (e.from_layer, e.from_port)
 
         self._slot_of: dict[tuple[int, int], int] = {}
@@ -223,7 +227,7 @@ class ExecutionPlan(PlanShapes):
 
         # network outputs: unconsumed output ports
         self._outputs: list[tuple[str, int]] = [(key, self._slot_of[(layer.id, port.id)]) for key, layer, port in
-                         output_ports(network, extra_outputs)]
+                         output_ports(graph, extra_outputs)]
         output_slots = {s for _, s in self._outputs}
 
         # reference counts -> the step after which each slot can be dropped
