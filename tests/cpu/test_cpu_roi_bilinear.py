@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from device_daemons.cpu.kernels.roi_pooling import roi_bilinear
+from device_daemons.cpu.native import roi_bilinear as native
 
 CASES = [(576, 4, 5, 14, 14), (8, 1, 1, 3, 3), (64, 38, 50, 14, 14), (16, 7, 9, 2, 5), (16, 7, 9, 1, 1)]
 
@@ -46,8 +47,30 @@ def test_bilinear_roi_pooling_equals_tensorflow_crop_and_resize(tmp_path, c, h, 
     assert proc.returncode == 0, proc.stderr[-2000:]
     ref = np.load(tmp_path / "ref.npy")
     rois = np.concatenate([index[:, None].astype(np.float32), boxes[:, [1, 0, 3, 2]]], 1)
-    ours = roi_bilinear(feat, rois, n, ph, pw, lambda v, _n: int(v))
-    # TensorFlow places the samples in float32, we in float64: 1e-5 of the map's range
-    assert np.abs(ours - ref).max() <= 1e-5 * np.abs(feat).max(), np.abs(ours - ref).max()
-    if min(h, w, ph, pw) > 1:  # a corner sample outside the map is zero (TensorFlow's extrapolation_value)
-        assert (ours[[i for i in range(n) if y1[i] < 0 or x1[i] < 0]][..., 0, 0] == 0).all()
+    rois = np.concatenate([rois, np.full((2, 5), -1, np.float32)])  # the end marker, then a row after it
+    native.load()
+    for impl in (roi_bilinear, native.roi_bilinear):  # numpy's, and the C one the fast backend runs
+        ours = impl(feat, rois, n, ph, pw, lambda v, _n: int(v))
+        assert ours.shape == (n + 2, c, ph, pw) and (ours[n:] == 0).all(), impl.__module__
+        ours = ours[:n]
+        # TensorFlow places the samples in float32, we in float64: 1e-5 of the map's range
+        assert np.abs(ours - ref).max() <= 1e-5 * np.abs(feat).max(), (impl.__module__, np.abs(ours - ref).max())
+        if min(h, w, ph, pw) > 1:  # a corner sample outside the map is zero (TensorFlow's extrapolation_value)
+            assert (ours[[i for i in range(n) if y1[i] < 0 or x1[i] < 0]][..., 0, 0] == 0).all()
+
+
+def test_the_fast_backend_runs_the_bilinear_method_in_c(tmp_path):
+    from tests.cpu.cpu_helpers import single_layer_ir
+    from device_daemons.cpu import ExecutionPlan
+    for method, backend in (("bilinear", "native"), ("max", "numpy")):
+        network = single_layer_ir(tmp_path, "ROIPooling", {"pooled_h": 3, "pooled_w": 2, "spatial_scale": 1,
+                                                           "method": method},
+                                  [(1, 4, 5, 6), (2, 5)], [(2, 4, 3, 2)], name=f"roi_{method}")
+        plan = ExecutionPlan(network, backend="onednn", precision="f32")
+        (step,) = [s for s in plan.program.steps if s.type == "ROIPooling"]
+        assert step.backend == backend
+        feat = np.random.default_rng(0).standard_normal((1, 4, 5, 6)).astype(np.float32)
+        rois = np.array([[0, 0.1, 0.2, 0.9, 0.7], [0, 1, 1, 4, 3]], np.float32)
+        got = next(iter(plan.infer({"in0": feat, "in1": rois}).values()))
+        want = next(iter(ExecutionPlan(network, backend="numpy").infer({"in0": feat, "in1": rois}).values()))
+        assert np.array_equal(got, want), method

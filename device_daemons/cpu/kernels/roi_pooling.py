@@ -52,6 +52,16 @@ class ROIPooling(_RoiBase):
         a = self.attrs
         self.pooled_h, self.pooled_w, self.spatial_scale = a["pooled_h"], a["pooled_w"], a["spatial_scale"]
         self.method = a["method"]
+        self._bilinear = roi_bilinear
+
+    def accelerate(self):
+        """Its C variant (native/roi_bilinear.c), for the bilinear method."""
+        if self.method != "bilinear":
+            return None
+        from ..native import roi_bilinear as native
+        native.load()
+        self._bilinear = native.roi_bilinear
+        return "native"
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         r = self._check(input_shapes)
@@ -60,7 +70,8 @@ class ROIPooling(_RoiBase):
     def forward(self, inputs):
         if self.method == "bilinear":
             rois = self._rois(inputs[1])
-            return [roi_bilinear(inputs[0], rois, self._real(rois), self.pooled_h, self.pooled_w, self._batch_index)]
+            return [self._bilinear(inputs[0], rois, self._real(rois), self.pooled_h, self.pooled_w,
+                                   self._batch_index)]
         feat, rois = inputs[0], self._rois(inputs[1])
         n, c, h, w = feat.shape
         ph_n, pw_n = self.pooled_h, self.pooled_w
