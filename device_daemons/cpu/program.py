@@ -106,6 +106,8 @@ class Program:
             for step in self.steps:
                 start = clock()
                 step.run(slots)
+                if getattr(step, "hidden", False):
+                    continue
                 perf.append(PerfRow(step.name, step.type, step.backend, "executed", (clock() - start) * 1e3,
                                     step.precision, step.note))
                 precision[step.name] = step.precision

@@ -63,12 +63,15 @@ def test_each_layer_runs_on_its_backend_and_the_net_matches_pycaffe(tmp_path):
         n: "onednn" for n in ("c1", "c2", "pool", "cat", "lrn", "fc", "prob")}
     assert rows["r1"].status == rows["r2"].status == "fused"
     # reorders where numpy and oneDNN meet: into numpy for PReLU, Normalize and the blocked concat output, back
-    # for c2 / concat; none for the network input: c1 takes its plain layout, so it reads the caller's array
-    # where it is; none for fc and prob either: they write plain layout, straight into the output array
+    # for c2; none for the network input: c1 takes its plain layout, so it reads the caller's array where it
+    # is; none for Normalize's output either: the concat reads it plain, where numpy left it (a Bind step, no
+    # -pc row); none for fc and prob: they write plain layout, straight into the output array
     reorders = sorted(n for n, r in rows.items() if r.type == "Reorder")
     # (named after the slot: layer.port; c1 writes r1's slot, the ReLU being fused into it)
-    assert reorders == ["cat.2/to_output", "l2.2/to_onednn", "p1.2/to_onednn", "pool.1/to_numpy",
-                        "r1.1/to_numpy"], reorders
+    assert reorders == ["cat.2/to_output", "p1.2/to_onednn", "pool.1/to_numpy", "r1.1/to_numpy"], reorders
+    assert [s.name for s in plan.program.steps if s.type == "Bind"] == ["l2.2/bind"]
+    assert not any(r.type == "Bind" for r in rows.values())
+    assert all(memory.buffer is None for memory in plan.program.late_bound)  # not kept past the run
     assert [slot for slot, _ in plan.program.bound] == [plan._input_slots["data"]]
     assert sorted(o.name for o in plan.program.bound_outputs) == ["fc", "prob"]
     # written where run(out=...) says (the daemon's shared-memory slot), else into new arrays each run

@@ -137,6 +137,30 @@ class BoundInput:
         pass  # not in the arena: the caller's array lives through the run
 
 
+class BindStep:
+    """A numpy layer's output that oneDNN layers read where it is (they want its plain
+    f32 layout): its array is bound to their memory object as the run reaches it, in
+    place of an Import copy; the memory keeps the array alive until the run ends."""
+    backend = BACKEND
+    type = "Bind"
+    layers = ()
+    precision = "f32"
+    hidden = True  # (no -pc row: nothing is computed or copied)
+    note = ""
+
+    def __init__(self, name, slot, memory: Memory):
+        self.name, self.slot, self.memory = name, slot, memory
+        self.free = ()
+
+    def run(self, slots):
+        x = slots[self.slot]
+        if x.dtype != np.float32 or not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x, np.float32)
+        self.memory.set_buffer(x)
+        for s in self.free:
+            slots[s] = None
+
+
 class BoundOutput(BoundInput):
     """A network output its oneDNN producer writes in plain layout: written where the
     caller wants it (run(out=...): the daemon's shared-memory slot) or into a new array,
@@ -197,6 +221,7 @@ class NativeProgram(Program):
         self.fallbacks = fallbacks
         self.threads = threads  # OpenMP threads its primitives were made for (None: all)
         self.bound: list[tuple[int, Memory]] = []  # (input slot, memory read where its array is)
+        self.late_bound: list[Memory] = []  # numpy layers' outputs read where they are (BindStep)
         self.bound_outputs: list[BoundOutput] = []
 
     def _run(self, values, perf):
@@ -214,6 +239,8 @@ class NativeProgram(Program):
                 self.d.set_threads(None)
             for _, memory in self.bound:
                 memory.buffer = None  # the caller's array is not kept past the run
+            for memory in self.late_bound:
+                memory.buffer = None
             for output in self.bound_outputs:
                 output.memory.buffer = None
 
@@ -247,6 +274,7 @@ class _Compiler:
         self.fallbacks: dict[str, str] = {}
         self.inplace: list[str] = []  # layers that overwrite their input
         self.bound: list[tuple[int, Memory]] = []
+        self.late_bound: list[Memory] = []  # numpy outputs read where they are (BindStep)
         self.bound_outputs: list[BoundOutput] = []
         self.aliases: list[AliasTensor] = []
         self.viewed: set[int] = set()  # slots whose memory a view shares: never written in place
@@ -423,6 +451,11 @@ class _Compiler:
         if primary is None and slot in self.network_inputs and want == Desc.plain(self.d, self.shapes[slot]):
             t = BoundInput(self.d, want)
             self.bound.append((slot, t.memory))
+        elif primary is None and want == Desc.plain(self.d, self.shapes[slot]):  # a numpy layer's output
+            t = BoundInput(self.d, want)
+            self.final.append(BindStep(f"{name}/bind", slot, t.memory))
+            self.late_bound.append(t.memory)
+            self.viewed.add(slot)  # (its array: never overwritten in place)
         elif isinstance(primary, (Tensor, AliasTensor)) and primary.desc.same_bytes(want):  # read as they are
             t = AliasTensor(self.d, want, primary if isinstance(primary, Tensor) else primary.base)
             self.aliases.append(t)
@@ -531,6 +564,7 @@ class _Compiler:
         program.views = self.views
         program.inplace = self.inplace
         program.bound = self.bound
+        program.late_bound = self.late_bound
         program.bound_outputs = self.bound_outputs
         for step in self.final:
             if isinstance(step, ExportStep):
@@ -574,7 +608,7 @@ class _Compiler:
             if isinstance(step, NumpyStep):
                 for s in step.in_slots:
                     last[s] = k
-            elif isinstance(step, ImportStep):
+            elif isinstance(step, (ImportStep, BindStep)):
                 last[step.slot] = k
         frees: dict[int, list] = {}
         for s, k in last.items():
