@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -30,6 +31,8 @@ class NativeUnavailable(RuntimeError):
 # no -ffast-math: results must be IEEE's, as numpy's; -fno-trapping-math only lets
 # the compiler evaluate a division whose result a select then drops (vectorizing)
 FLAGS = ("-O3", "-std=c99", "-shared", "-fPIC", "-fno-math-errno", "-fno-trapping-math")
+LIBS = ("-lm",)
+_INCLUDE = re.compile(rb'^#include "([A-Za-z0-9_]+\.[ch])"', re.M)
 _LOCK = threading.Lock()
 _LOADED: dict[str, tuple | NativeUnavailable] = {}  # a failure too: not rebuilt by every plan
 
@@ -48,13 +51,22 @@ def _compiler() -> str:
                             "(apt-get install gcc)")
 
 
+def _source_text(source: str) -> bytes:
+    """The source with the local files it includes (#include "x.c" beside it): what a
+    build depends on."""
+    with open(source, "rb") as f:
+        text = f.read()
+    for name in _INCLUDE.findall(text):
+        text += b"\0" + _source_text(os.path.join(os.path.dirname(source), name.decode()))
+    return text
+
+
 def _build(name: str, source: str) -> str:
     cc = _compiler()
     real = os.path.realpath(cc)
     st = os.stat(real)  # the compiler itself, without running it: a cached build costs no process
-    with open(source, "rb") as f:
-        text = f.read()
-    digest = hashlib.sha256(text + "\0".join(FLAGS + (real, str(st.st_size), str(st.st_mtime_ns))).encode()
+    text = _source_text(source)
+    digest = hashlib.sha256(text + "\0".join(FLAGS + LIBS + (real, str(st.st_size), str(st.st_mtime_ns))).encode()
                             ).hexdigest()[:16]
     cache = _cache_dir()
     path = os.path.join(cache, f"{name}-{digest}.so")
@@ -64,7 +76,7 @@ def _build(name: str, source: str) -> str:
     fd, tmp = tempfile.mkstemp(dir=cache, prefix=f".{name}-", suffix=".so")
     os.close(fd)
     try:
-        done = subprocess.run([cc, *FLAGS, "-o", tmp, source], capture_output=True, text=True, timeout=300)
+        done = subprocess.run([cc, *FLAGS, "-o", tmp, source, *LIBS], capture_output=True, text=True, timeout=300)
         if done.returncode:
             raise NativeUnavailable(f"building {os.path.basename(source)} failed: {done.stderr.strip()[-500:]}")
         os.replace(tmp, path)

@@ -3,7 +3,8 @@ ranks at a time) and the fast backend's C version (device_daemons/cpu/native/nms
 built here with the real compiler) give exactly what the sequential ApplyNMSFast rule
 (nms_fast) gives, on random boxes, ties, degenerate boxes, every top_k form and
 adaptive eta; and the SSD head with hundreds of candidates per class split over many
-blocks against pycaffe, on both backends."""
+blocks against pycaffe, on both backends. The fast backend's whole DetectionOutput in C
+(native/detection_output.c, which includes nms.c) gives the numpy kernel's rows."""
 from __future__ import annotations
 
 import numpy as np
@@ -146,7 +147,7 @@ def _no_compiler_run(*args, **kwargs):
 
 def test_detection_output_without_the_native_build_runs_numpy(tmp_path, monkeypatch):
     monkeypatch.setenv("MO_CORE_CPU_BACKEND", "onednn")
-    monkeypatch.setattr(native_build, "_LOADED", {"nms": NativeUnavailable("no compiler here (test)")})
+    monkeypatch.setattr(native_build, "_LOADED", {"detection_output": NativeUnavailable("no compiler here (test)")})
     c = caffe_case(tmp_path, SSD_MANY, {"data": (1, 3, 32, 32)}, scale=0.3)
     perf = []
     ours, ref = c.run()
@@ -155,3 +156,56 @@ def test_detection_output_without_the_native_build_runs_numpy(tmp_path, monkeypa
     assert "no compiler here" in c.plan.program.fallbacks["det"]
     kept = ref["det"].shape[2]
     assert_close(ours["det"][:, :, :kept], ref["det"], 1e-4, "detections")
+
+
+def _detection_kernel(rng, classes, priors, n):
+    """A DetectionOutput kernel with random attributes, and inputs for it."""
+    from device_daemons.cpu.kernels import KERNELS
+    from ir import Layer, Port
+    share = bool(rng.random() < 0.6)
+    loc_classes = 1 if share else classes
+    attrs = {"num_classes": classes, "share_location": int(share),
+             "background_label_id": int(rng.choice([0, -1, classes - 1])),
+             "nms_threshold": float(rng.choice([0.3, 0.5, 0.7])), "top_k": int(rng.choice([-1, 5, 50, 400])),
+             "eta": float(rng.choice([1.0, 1.0, 0.9])),
+             "code_type": str(rng.choice(["caffe.PriorBoxParameter.CORNER", "caffe.PriorBoxParameter.CENTER_SIZE",
+                                          "caffe.PriorBoxParameter.CORNER_SIZE"])),
+             "variance_encoded_in_target": int(rng.random() < 0.3), "keep_top_k": int(rng.choice([-1, 0, 7, 60])),
+             "confidence_threshold": float(rng.choice([0.0, 0.2, 0.6])),
+             "clip_before_nms": int(rng.random() < 0.3), "clip_after_nms": int(rng.random() < 0.5)}
+    if attrs["keep_top_k"] == -1 and attrs["top_k"] == -1:
+        attrs["keep_top_k"] = 100
+    layer = Layer(1, "det", "DetectionOutput", data={k: str(v) for k, v in attrs.items()},
+                  inputs=[Port(0, (n, priors * loc_classes * 4)), Port(1, (n, priors * classes)),
+                          Port(2, (1, 2, priors * 4))], outputs=[Port(3, (1, 1, 1, 7))])
+    kernel = KERNELS["DetectionOutput"](layer)
+    xy = rng.random((priors, 2))
+    prior = np.concatenate([np.concatenate([xy, xy + rng.random((priors, 2)) * 0.4], 1).reshape(-1),
+                            np.tile([0.1, 0.1, 0.2, 0.2], priors)]).astype(np.float32).reshape(1, 2, -1)
+    loc = (rng.standard_normal((n, priors * loc_classes * 4)) * 0.5).astype(np.float32)
+    conf = rng.random((n, priors * classes)).astype(np.float32)
+    if rng.random() < 0.3:
+        conf = np.round(conf * 4) / 4  # ties
+    return kernel, [loc, conf, prior]
+
+
+def test_native_detection_output_gives_the_numpy_kernels_rows():
+    """The fast backend's C DetectionOutput (decoding, NMS, keep_top_k, rows) against the
+    numpy kernel on random attributes and inputs: the same rows in the same order."""
+    from device_daemons.cpu.native import detection_output as native
+    native.load()
+    rng = np.random.default_rng(7)
+    detections = 0
+    for case in range(200):
+        n = int(rng.integers(1, 3))
+        kernel, inputs = _detection_kernel(rng, int(rng.integers(2, 7)), int(rng.integers(1, 120)), n)
+        (shape,) = kernel.getMemoryShapes([x.shape for x in inputs])
+        want = kernel.forward(inputs)[0]
+        assert kernel.accelerate() == "native"
+        got = kernel.forward(inputs)[0]
+        kernel._native = None
+        assert got.shape == want.shape == shape, case
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, err_msg=f"case {case}")
+        assert np.array_equal(got[..., :3], want[..., :3]), case  # image, label, score: exact
+        detections += int((want[0, 0, :, 0] >= 0).sum())
+    assert detections > 1000

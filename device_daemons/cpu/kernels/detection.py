@@ -266,19 +266,17 @@ class DetectionOutput(Kernel):
             [a["input_width"], a["input_height"], a["input_width"], a["input_height"]], np.float64)
         if not 0 < self.eta <= 1:
             raise self.error(f"eta {self.eta} must be in (0, 1]")
-        self._native_nms = None
+        self._native = None
 
     def accelerate(self):
-        from ..native import nms
-        nms.load()
-        self._native_nms = nms.nms_classes
+        """Its C variant (native/detection_output.c: decoding, NMS and the rows)."""
+        from ..native import detection_output
+        detection_output.load()
+        self._native = detection_output.detection_output
         return "native"
 
     def _nms(self, boxes, scores):
         """Per class (row of scores) the kept prior indices, best first."""
-        if self._native_nms is not None:
-            return self._native_nms(boxes, scores, self.confidence_threshold, self.nms_threshold, self.eta,
-                                    self.top_k)
         if self.eta >= 1:
             return nms_classes(boxes, scores, self.confidence_threshold, self.nms_threshold, self.top_k)
         return [np.asarray(nms_fast(boxes[r if len(boxes) > 1 else 0], scores[r], self.confidence_threshold,
@@ -343,12 +341,17 @@ class DetectionOutput(Kernel):
             variances = np.ones((priors, 4))
         else:
             raise self.error("the prior input has no variances and variance_encoded_in_target is 0")
+        keep_rows = self._keep(priors)
+        labels = np.array([label for label in range(c) if label != self.background], np.int64)
+        if self._native is not None:
+            if self.variance_in_target:
+                variances = np.ones((priors, 4))
+            return [self._native(loc_in.reshape(n, priors, loc_classes, 4), conf_in.reshape(n, priors, c),
+                                 prior_boxes, variances, labels, n * keep_rows, self)]
         loc = loc_in.reshape(n, priors, loc_classes, 4).astype(np.float64)
         conf = conf_in.reshape(n, priors, c)
-        keep_rows = self._keep(priors)
         out = np.zeros((1, 1, n * keep_rows, 7), np.float32)
         rows = []
-        labels = np.array([label for label in range(c) if label != self.background], np.int64)
         for i in range(n):
             decoded = self._decode(loc[i].transpose(1, 0, 2), prior_boxes, variances).astype(np.float32)
             if self.clip_before_nms:
