@@ -10,7 +10,8 @@ once, cached). Same frozen graph, pipeline.config and support JSON for every too
 - latency (batch 1, f32, the fixed image of the tests): the CPU daemon on our IR v2,
   the OpenVINO runtime of this venv on mo's IR (its input stays NHWC: fed the same
   image in that layout) and on our IR v11 (LATENCY hint, f32); rounds interleaved,
-  each engine alone in a process of its own per round, medians. Our and mo's IR must
+  each engine alone in a process of its own per round (the median of its `iterations`
+  runs), medians over the rounds. Our and mo's IR must
   find the same detections above 0.3 (benchmarks/odapi_exports.py: unpaired).
 
 The goals of issue 23: convert in <= 1/10 of mo's time; latency <= 1.0x OpenVINO on
@@ -32,6 +33,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 from benchmarks.references import OPENVINO_VENV, openvino_mo  # noqa: E402
 from benchmarks.odapi_exports import MODELS, built, ir_detections, unpaired  # noqa: E402
+from benchmarks.timing import measure  # noqa: E402
 
 JSON = {"ssd": "ssd_support_api_v1.15.json", "faster_rcnn": "faster_rcnn_support_api_v1.15.json"}
 
@@ -76,7 +78,7 @@ ENGINES = ("OpenVINO runtime on mo's IR", "OpenVINO runtime on our IR v11", "mo-
 def run_engine(name: str, out: str, iterations: int) -> None:
     """One engine alone in this process (another engine's threads - OpenVINO's spin after
     its requests - would take the cores from the next one's): its warm-up, its detections
-    saved beside the IRs, WARMUP runs, then the mean ms of `iterations` runs as JSON."""
+    saved beside the IRs, WARMUP runs, then the median ms of `iterations` runs as JSON."""
     import json
 
     import numpy as np
@@ -113,12 +115,9 @@ def run_engine(name: str, out: str, iterations: int) -> None:
             ie.close()
     try:
         np.save(os.path.join(out, "detections-{}.npy".format(ENGINES.index(name))), np.asarray(run()))
-        for _ in range(WARMUP - 1):  # (every engine alike: first-run costs, the client learning the daemon's time)
-            run()
-        start = time.perf_counter()
-        for _ in range(iterations):
-            run()
-        print(json.dumps({"ms": (time.perf_counter() - start) / iterations * 1000}))
+        # (WARMUP untimed runs, every engine alike: first-run costs, the client learning the daemon's time)
+        median, _ = measure(run, iterations, warmup=WARMUP - 1)
+        print(json.dumps({"ms": median * 1000}))
     finally:
         if close is not None:
             close()
