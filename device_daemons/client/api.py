@@ -74,7 +74,7 @@ from .. import contract
 from ..plan_io import output_ports
 from ..shm_protocol import align
 from . import daemon as _daemon
-from . import request_path
+from . import reaper, request_path
 from .bound_client import BoundRequests
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
 from .errors import InferenceError, remote_error
@@ -298,7 +298,9 @@ class ExecutableNetwork:
         self.compute_us: float | None = None  # the daemon's compute time (moving average; request_path)
         self.loaded(time.monotonic() + core.timeout)
         self.requests = [InferRequest(self, i) for i in range(max(1, int(num_requests)))]
-        self._finalizer = weakref.finalize(self, ExecutableNetwork._unload_quietly, self._box)
+        # (collected: the unload runs on the reaper's thread, never inside the collection)
+        self._finalizer = weakref.finalize(self, reaper.later, ExecutableNetwork._unload_quietly, self._box)
+        reaper.start()
 
     @property
     def device(self) -> str:

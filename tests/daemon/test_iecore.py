@@ -227,3 +227,49 @@ def test_world_writable_kernel_file_is_refused(ie, tmp_path, slow_model):
     with pytest.raises(InferenceError, match="not writable by group or others"):
         ie.add_extension(str(path))
 
+
+
+COLLECTED_WHILE_LOCKED = """
+import gc, sys, time
+import numpy as np
+from device_daemons.client import IECore, daemon
+ie = IECore()
+net = ie.load_network(ie.read_network(sys.argv[1]), "CPU", config={"INFERENCE_PRECISION_HINT": "f32"})
+net.infer({"data": np.zeros((1, 3, 16, 16), np.float32)})  # its bound requests hold slots of the connection
+conn = net.loaded(time.monotonic() + 30)[0]
+net.cycle = net  # only the collector frees it
+del net
+with conn.slots._lock:  # as a request taking a slot holds it when a collection starts on its thread
+    gc.collect()        # the finalizer must not wait for this thread
+print("collected", flush=True)
+deadline = time.monotonic() + 30
+while time.monotonic() < deadline:  # the unload happens on the reaper's thread
+    if all(not e.get("networks") for e in daemon.status()):
+        print("unloaded", flush=True)
+        break
+    time.sleep(0.05)
+ie.close()
+"""
+
+
+@pytest.mark.timeout(180)
+def test_a_collected_network_is_cleaned_up_off_the_collecting_thread(tiny, tmp_path):
+    """A collection can start on a thread that holds the connection's slot lock; the
+    finalizer of an ExecutableNetwork nobody references any more gives its slots back
+    under that lock: it hands the work to the reaper's thread instead of deadlocking."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.support import REPO
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    env = dict(os.environ, PYTHONPATH=REPO, MO_CORE_RUNTIME_DIR=str(runtime))
+    try:
+        proc = subprocess.run([sys.executable, "-c", COLLECTED_WHILE_LOCKED, tiny.xml], capture_output=True,
+                              text=True, timeout=120, env=env)
+    finally:
+        subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, cwd=REPO,
+                       capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["collected", "unloaded"], (proc.stdout, proc.stderr[-2000:])
