@@ -72,7 +72,8 @@ def commands(exports, model: str, out: str) -> list:
 
 
 WARMUP = 5  # untimed runs of each engine in its process
-ENGINES = ("OpenVINO runtime on mo's IR", "OpenVINO runtime on our IR v11", "mo-core CPU daemon (IR v2)")
+DAEMON = "mo-core CPU daemon (IR v2)"
+ENGINES = ("OpenVINO runtime on mo's IR", "OpenVINO runtime on our IR v11", DAEMON)
 
 
 def run_engine(name: str, out: str, iterations: int) -> None:
@@ -141,7 +142,7 @@ def latency(out: str, image, iterations: int, rounds: int) -> dict:
             if proc.returncode != 0:
                 raise SystemExit("{} failed:\n{}".format(name, (proc.stdout + proc.stderr)[-3000:]))
             times[name].append(json.loads(proc.stdout.strip().splitlines()[-1])["ms"])
-    ours = np.load(os.path.join(out, "detections-2.npy"))
+    ours = np.load(os.path.join(out, "detections-{}.npy".format(ENGINES.index(DAEMON))))
     for i, name in enumerate(ENGINES[:2]):
         theirs = np.load(os.path.join(out, "detections-{}.npy".format(i)))
         problems = unpaired(ir_detections(ours), ir_detections(theirs))
@@ -175,7 +176,7 @@ def bench(exports, model: str, runs: int, iterations: int) -> None:
     print("{:<32}{:>12}".format("engine (batch 1, f32)", "median ms"))
     for name, ms in lat.items():
         print("{:<32}{:>12.2f}".format(name, ms))
-    ratio = lat["mo-core CPU daemon (IR v2)"] / lat["OpenVINO runtime on mo's IR"]
+    ratio = lat[DAEMON] / lat["OpenVINO runtime on mo's IR"]
     print("ratio CPU daemon / OpenVINO on mo's IR: {:.2f}x (goal <= 1.0x: {}), load average now {:.2f}".format(
         ratio, "met" if ratio <= 1.0 else "NOT met", os.getloadavg()[0]))
 

@@ -91,9 +91,9 @@ def run_start(args) -> int:
             print("(not moved to {}: stop it first with 'mo-core daemon stop --device {}')".format(
                 args.endpoint, rec["device"]))
         if daemon.is_other_build(rec):
-            print("[ WARNING ]  it runs another build of mo-core than this command (an upgrade or a "
-                  "changed checkout since it started); restart it to run this one: 'mo-core daemon "
-                  "stop --device {}' then start it again".format(rec["device"]))
+            print("[ WARNING ]  {} (an upgrade or a changed checkout since it started); restart it to run "
+                  "this one: 'mo-core daemon stop --device {}' then start it again".format(
+                      daemon.other_build(rec["device"], rec), rec["device"]))
     return 0
 
 
@@ -141,8 +141,7 @@ def run_status(args) -> int:
         if "error" in e:
             print("[ WARNING ]  {} daemon (pid {}) is {}".format(e.get("device"), e["pid"], e["error"]))
         elif daemon.is_other_build(e):
-            print("[ WARNING ]  {} daemon (pid {}) runs another build of mo-core than this command; "
-                  "restart it to run this one".format(e.get("device"), e["pid"]))
+            print("[ WARNING ]  {}; restart it to run this one".format(daemon.other_build(e.get("device"), e)))
         for n in e.get("networks", []):
             print("  {} handle {}: {} {} ({} requests)".format(
                 e.get("device"), n.get("handle"), n.get("name"),

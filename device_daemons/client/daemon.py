@@ -16,7 +16,7 @@ The detached policy over the launcher (core/microkernel/launcher.py):
   No restarts here: a client's next request starts a new daemon ("auto" policy).
   A running daemon of another build (its record's `build` is not this code's:
   registry.build_id) is replaced when `replace_other_build` is set and it holds no
-  network; one that does is left serving, and the caller is told (`Launch.other_build`).
+  network; one that does is left serving (its record still says so: is_other_build).
 * stop: launcher.stop - `shutdown` request (in-flight requests get a short grace),
   then SIGTERM, then SIGKILL, re-checking before each signal that the pid is still
   our daemon; the record and a left-over ipc socket file are removed.
@@ -97,7 +97,6 @@ class Launch:
     started: bool  # False: one was running already
     proc: Process | None = None  # set when this process spawned it
     info: dict | None = None  # its hello reply, when this process spawned it
-    other_build: bool = False  # a daemon of another build, left running (it holds networks)
 
 
 def daemon_process(pid: int, popen=None) -> Process:
@@ -135,13 +134,11 @@ def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | 
     try:
         record = registry.read_record(device, holding_lock=True)
         if record is not None and replace_other_build and is_other_build(record):
-            if _holds_networks(record):
-                return Launch(record, False, other_build=True)
-            print(f"[ INFO ] the {device} daemon (pid {record['pid']}) runs another build of mo-core "
-                  f"(build {record.get('build') or 'unknown'}, this is {registry.build_id()}) and holds "
-                  f"no network: replacing it", file=sys.stderr, flush=True)
-            _stop_record(device, record, grace=3.0)
-            record = None
+            if not _holds_networks(record):
+                print(f"[ INFO ] {other_build(device, record)} and holds no network: replacing it",
+                      file=sys.stderr, flush=True)
+                _stop_record(device, record, grace=3.0)
+                record = None
         if record is not None:
             return Launch(record, False)
         return _spawn(device, endpoint, key_file, key, args, startup_timeout)
@@ -182,6 +179,12 @@ def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes |
 def is_other_build(record: dict) -> bool:
     """Whether a daemon's record says it runs other code than this process."""
     return record.get("build") != registry.build_id()
+
+
+def other_build(device: str, record: dict) -> str:
+    """What every message about a daemon of another build starts with."""
+    return (f"the {device} daemon (pid {record['pid']}) runs another build of mo-core (build "
+            f"{record.get('build') or 'unknown'}, this is {registry.build_id()})")
 
 
 def _holds_networks(record: dict, timeout: float = 5.0) -> bool:

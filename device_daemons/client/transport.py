@@ -118,8 +118,7 @@ def _warn_other_build(device: str, record: dict, policy: str) -> None:
         return
     _warned_other_build.add(record["pid"])
     why = "it holds networks" if policy == "auto" else f"the policy is '{policy}'"
-    print(f"[ WARNING ] the {device} daemon (pid {record['pid']}) runs another build of mo-core than this "
-          f"client (build {record.get('build') or 'unknown'}, this is {registry.build_id()}); it was not "
+    print(f"[ WARNING ] {_daemon.other_build(device, record)}; it was not "
           f"replaced because {why}, so its results follow its own code. Restart it to use this one: "
           f"'mo-core daemon stop --device {device}' then 'mo-core daemon start --device {device}'",
           file=sys.stderr, flush=True)

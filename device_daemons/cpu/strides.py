@@ -37,19 +37,6 @@ def _attrs(layer: Layer) -> dict:
     return schema.read(layer) if schema is not None else {}
 
 
-def _pointwise_1x1(layer: Layer, skip_types) -> tuple[int, int] | None:
-    """The stride of a 1x1, unpadded Convolution with a stride above 1, else None."""
-    if layer.type != "Convolution" or layer.type in skip_types:
-        return None
-    try:
-        a = _attrs(layer)
-    except Exception:  # noqa: BLE001 - a malformed layer: its kernel reports it, nothing to pull
-        return None
-    if a["kernel"] != (1, 1) or a["pad"] != (0, 0) or a["pad_end"] != (0, 0) or a["stride"] == (1, 1):
-        return None
-    return tuple(a["stride"])
-
-
 def _shrunk(dims: tuple, stride: tuple[int, int]) -> tuple:
     n, c, h, w = dims
     return (n, c, (h - 1) // stride[0] + 1, (w - 1) // stride[1] + 1)
@@ -81,6 +68,26 @@ class _Graph:
                 self.protected.update((layer.id, port.id) for port in layer.outputs)
         self.skip_types = frozenset(skip_types)
         self.taken: set[int] = set()  # layers some pull already changes
+        self._attrs: dict[int, dict | None] = {}
+
+    def attrs(self, layer: Layer) -> dict | None:
+        """Its typed attributes (read once), None for a malformed layer (its kernel reports it)."""
+        if layer.id not in self._attrs:
+            try:
+                self._attrs[layer.id] = _attrs(layer)
+            except Exception:  # noqa: BLE001 - nothing to pull there
+                self._attrs[layer.id] = None
+        return self._attrs[layer.id]
+
+    def strided_1x1(self, layer: Layer) -> tuple[int, int] | None:
+        """The stride of a 1x1, unpadded Convolution with a stride above 1, else None."""
+        if layer.type != "Convolution" or layer.type in self.skip_types:
+            return None
+        a = self.attrs(layer)
+        if a is None or a["kernel"] != (1, 1) or a["pad"] != (0, 0) or a["pad_end"] != (0, 0) \
+                or a["stride"] == (1, 1):
+            return None
+        return tuple(a["stride"])
 
     def only_reader(self, tensor, layer_id) -> bool:
         edges = self.readers.get(tensor, [])
@@ -88,6 +95,10 @@ class _Graph:
 
     def rank4(self, layer: Layer) -> bool:
         return all(len(p.dims) == 4 for p in layer.inputs + layer.outputs)
+
+    def follows(self, e: Edge) -> bool:
+        """Can the pull go on up this input edge (its tensor read by this layer alone)?"""
+        return self.only_reader((e.from_layer, e.from_port), e.to_layer) and self.pullable(self.layers[e.from_layer])
 
     def pullable(self, layer: Layer) -> bool:
         """Can `layer` give its output subsampled (a convolution or a per-element layer)?"""
@@ -105,21 +116,19 @@ class _Graph:
         stack = [tensor[0]]
         while stack:
             layer = self.layers[stack.pop()]
+            inputs = self.into.get(layer.id, [])
             if layer.type == "Convolution":
-                try:
-                    a = _attrs(layer)
-                except Exception:  # noqa: BLE001 - malformed: its kernel reports it
+                a = self.attrs(layer)
+                if a is None:
                     return None
-                inputs = self.into.get(layer.id, [])
-                src = (inputs[0].from_layer, inputs[0].from_port) if len(inputs) == 1 else None
                 if not (a["kernel"] == (1, 1) and a["pad"] == a["pad_end"] == (0, 0) and a["stride"] == (1, 1)
-                        and src is not None and self.only_reader(src, layer.id) and self.pullable(self.layers[src[0]])):
+                        and len(inputs) == 1 and self.follows(inputs[0])):
                     plan.strided[layer.id] = tuple(s * k for s, k in zip(a["stride"], stride))
                     continue
                 # a 1x1 convolution reads each position alone: it runs at stride 1 on its input subsampled
             plan.subsampled.add(layer.id)
-            for e in self.into.get(layer.id, []):
-                if self.only_reader((e.from_layer, e.from_port), layer.id) and self.pullable(self.layers[e.from_layer]):
+            for e in inputs:
+                if self.follows(e):
                     stack.append(e.from_layer)
                 else:
                     plan.taps.append(e)
@@ -131,8 +140,8 @@ def pull_strides(network: Network, keep=(), skip_types=()) -> Network:
     object when nothing applies."""
     g = _Graph(network, set(keep), skip_types)
     pulls: list[_Pull] = []
-    for layer in network.topological_order():
-        stride = _pointwise_1x1(layer, g.skip_types)
+    for layer in network.layers:  # (any order: each pull checks what earlier ones took)
+        stride = g.strided_1x1(layer)
         if stride is None or layer.id in g.taken:
             continue
         edges = g.into.get(layer.id, [])
@@ -140,8 +149,8 @@ def pull_strides(network: Network, keep=(), skip_types=()) -> Network:
             continue
         tensor = (edges[0].from_layer, edges[0].from_port)
         readers = g.readers.get(tensor, [])
-        if tensor in g.protected or any(_pointwise_1x1(g.layers[e.to_layer], g.skip_types) != stride
-                                        or e.to_layer in g.taken for e in readers):
+        if tensor in g.protected or any(g.strided_1x1(g.layers[e.to_layer]) != stride or e.to_layer in g.taken
+                                        for e in readers):
             continue
         plan = g.pull(tensor, stride)
         if plan is None:

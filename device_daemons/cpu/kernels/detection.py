@@ -307,8 +307,7 @@ class DetectionOutput(Kernel):
 
     def _decode(self, loc, prior_boxes, variances):
         """loc (..., P, 4) offsets -> corner boxes, Caffe DecodeBBox."""
-        p = prior_boxes
-        var = np.ones_like(variances) if self.variance_in_target else variances
+        p, var = prior_boxes, variances
         if self.code_type == "corner":
             return p + var * loc
         pw = p[:, 2] - p[:, 0]
@@ -335,17 +334,15 @@ class DetectionOutput(Kernel):
         prior_boxes = prior_flat[:priors * size].reshape(priors, size)[:, size - 4:].astype(np.float64)
         if self.pixel_scale is not None:
             prior_boxes = prior_boxes / self.pixel_scale  # decoded boxes come out normalized
-        if prior_flat.size >= priors * (size + 4):
-            variances = prior_flat[priors * size:priors * (size + 4)].reshape(priors, 4).astype(np.float64)
-        elif self.variance_in_target:
+        if self.variance_in_target:  # (the offsets come scaled: whatever the prior input holds is not used)
             variances = np.ones((priors, 4))
+        elif prior_flat.size >= priors * (size + 4):
+            variances = prior_flat[priors * size:priors * (size + 4)].reshape(priors, 4).astype(np.float64)
         else:
             raise self.error("the prior input has no variances and variance_encoded_in_target is 0")
         keep_rows = self._keep(priors)
         labels = np.array([label for label in range(c) if label != self.background], np.int64)
         if self._native is not None:
-            if self.variance_in_target:
-                variances = np.ones((priors, 4))
             return [self._native(loc_in.reshape(n, priors, loc_classes, 4), conf_in.reshape(n, priors, c),
                                  prior_boxes, variances, labels, n * keep_rows, self)]
         loc = loc_in.reshape(n, priors, loc_classes, 4).astype(np.float64)

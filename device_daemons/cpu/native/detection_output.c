@@ -42,13 +42,15 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
                             float *out, int64_t out_rows)
 {
     int64_t cap = top_k < 0 || top_k > priors ? priors : top_k;
+    int64_t per_label = cap > 0 ? cap : 1;  /* kept: per_label entries a label (mo_nms_classes) */
+    int64_t labels_n = n_labels ? n_labels : 1;  /* (at least one: malloc(0) may give NULL) */
     int64_t groups = loc_classes > 1 ? n_labels : 1;
     float *decoded = malloc(sizeof(float) * loc_classes * priors * 4);
     float *boxes = malloc(sizeof(float) * groups * priors * 4);
-    float *scores = malloc(sizeof(float) * (n_labels ? n_labels : 1) * priors);
-    int32_t *kept = malloc(sizeof(int32_t) * (n_labels ? n_labels : 1) * (cap > 0 ? cap : 1));
-    int64_t *counts = malloc(sizeof(int64_t) * (n_labels ? n_labels : 1));
-    int64_t *pos = malloc(sizeof(int64_t) * ((n_labels ? n_labels : 1) * (cap > 0 ? cap : 1) + 1));
+    float *scores = malloc(sizeof(float) * labels_n * priors);
+    int32_t *kept = malloc(sizeof(int32_t) * labels_n * per_label);
+    int64_t *counts = malloc(sizeof(int64_t) * labels_n);
+    int64_t *pos = malloc(sizeof(int64_t) * (labels_n * per_label + 1));
     if (!decoded || !boxes || !scores || !kept || !counts || !pos) {
         free(decoded); free(boxes); free(scores); free(kept); free(counts); free(pos);
         return -1;
@@ -101,14 +103,14 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
         int64_t total = 0;
         for (int64_t k = 0; k < n_labels; ++k)
             for (int64_t j = 0; j < counts[k]; ++j)
-                pos[total++] = k * (cap > 0 ? cap : 1) + j;
+                pos[total++] = k * per_label + j;
         int64_t take = total;
         if (keep_top_k > -1 && keep_top_k < total) {
             /* the best keep_top_k by score, ties the earlier: sorted, then back in position order */
             struct ranked *r = malloc(sizeof(struct ranked) * total);
             if (!r) { written = -1; break; }
             for (int64_t q = 0; q < total; ++q) {
-                int64_t k = pos[q] / (cap > 0 ? cap : 1);
+                int64_t k = pos[q] / per_label;
                 r[q].score = scores[k * priors + kept[pos[q]]];
                 r[q].q = q;
             }
@@ -122,7 +124,7 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
             take = keep_top_k;
         }
         for (int64_t q = 0; q < take && written < out_rows; ++q) {
-            int64_t k = pos[q] / (cap > 0 ? cap : 1);
+            int64_t k = pos[q] / per_label;
             int64_t p = kept[pos[q]];
             const float *b = boxes + ((groups > 1 ? k : 0) * priors + p) * 4;
             float *row = out + written * 7;

@@ -1,6 +1,7 @@
-"""DetectionOutput's candidate selection and NMS in C (nms.c): the same result as
-kernels/detection.py's nms_classes / nms_fast, a few times faster on SSD-sized
-heads (hundreds of candidates for each of tens of classes)."""
+"""DetectionOutput's candidate selection and NMS in C (nms.c) on its own: the same
+result as kernels/detection.py's nms_classes / nms_fast, a few times faster on
+SSD-sized heads. The fast backend runs it inside detection_output.c (which includes
+nms.c); this face of it is what tests/cpu/test_cpu_nms.py holds to the numpy rule."""
 from __future__ import annotations
 
 import os

@@ -221,7 +221,8 @@ class NativeProgram(Program):
         self.fallbacks = fallbacks
         self.threads = threads  # OpenMP threads its primitives were made for (None: all)
         self.bound: list[tuple[int, Memory]] = []  # (input slot, memory read where its array is)
-        self.late_bound: list[Memory] = []  # numpy layers' outputs read where they are (BindStep)
+        # numpy layers' outputs read where they are: released after each run, as the inputs
+        self.late_bound: list[Memory] = [s.memory for s in self.steps if isinstance(s, BindStep)]
         self.bound_outputs: list[BoundOutput] = []
 
     def _run(self, values, perf):
@@ -274,7 +275,6 @@ class _Compiler:
         self.fallbacks: dict[str, str] = {}
         self.inplace: list[str] = []  # layers that overwrite their input
         self.bound: list[tuple[int, Memory]] = []
-        self.late_bound: list[Memory] = []  # numpy outputs read where they are (BindStep)
         self.bound_outputs: list[BoundOutput] = []
         self.aliases: list[AliasTensor] = []
         self.viewed: set[int] = set()  # slots whose memory a view shares: never written in place
@@ -454,7 +454,6 @@ class _Compiler:
         elif primary is None and want == Desc.plain(self.d, self.shapes[slot]):  # a numpy layer's output
             t = BoundInput(self.d, want)
             self.final.append(BindStep(f"{name}/bind", slot, t.memory))
-            self.late_bound.append(t.memory)
             self.viewed.add(slot)  # (its array: never overwritten in place)
         elif isinstance(primary, (Tensor, AliasTensor)) and primary.desc.same_bytes(want):  # read as they are
             t = AliasTensor(self.d, want, primary if isinstance(primary, Tensor) else primary.base)
@@ -546,11 +545,12 @@ class _Compiler:
             else:
                 out = self.new_tensor(outs[0])
             self.tensor_of[slot] = out
+            written = out.memory
             if op.dst_view is not None:  # it writes its output described otherwise
                 view = AliasTensor(self.d, op.dst_view, out)
                 self.aliases.append(view)
-                op.dst_view_memory = view.memory
-            prims = op.bind([t.memory for t in ins], [out.memory], self.scratch)
+                written = view.memory
+            prims = op.bind([t.memory for t in ins], [written], self.scratch)
             layers = (step.layer,) + tuple(steps[j].layer for j, into in fused.items() if into == i)
             self.final.append(NativeStep(step.layer.name, step.layer.type, prims, self.stream, layers, op.precision))
             if isinstance(out, BoundOutput):
@@ -564,7 +564,6 @@ class _Compiler:
         program.views = self.views
         program.inplace = self.inplace
         program.bound = self.bound
-        program.late_bound = self.late_bound
         program.bound_outputs = self.bound_outputs
         for step in self.final:
             if isinstance(step, ExportStep):

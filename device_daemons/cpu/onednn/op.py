@@ -52,7 +52,7 @@ class NativeOp:
     accepts_sum = False  # may add its result into an existing tensor (a sum post-op, dst_hint its layout)
     inplace = False  # the output may overwrite input 0 (same layout) when nobody else reads it
     dst_hint = None
-    dst_view = None  # a Desc: its primitive writes the output's memory described so (PermuteOp)
+    dst_view = None  # a Desc: bind gets the output's memory described so (PermuteOp)
     dt = "f32"  # the type it computes in (set by the compiler)
     out_f32 = False  # its output is a network output
 

@@ -22,5 +22,5 @@ class PermuteOp(NativeOp):
         return [src], [out]
 
     def bind(self, ins, outs, scratch):
-        # the compiler gave the output tensor's memory described as dst_view (dst_view_memory)
-        return [self.primitive(self.pd, {"DNNL_ARG_FROM": ins[0], "DNNL_ARG_TO": self.dst_view_memory}, scratch)]
+        # (outs[0]: the output tensor's memory described as dst_view - the compiler's alias)
+        return [self.primitive(self.pd, {"DNNL_ARG_FROM": ins[0], "DNNL_ARG_TO": outs[0]}, scratch)]
