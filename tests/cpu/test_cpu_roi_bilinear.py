@@ -5,6 +5,7 @@ matrix-product path, Faster R-CNN's 4x5 crops to 14x14) and a larger one (the
 gather path), boxes reaching outside the map (zeros there) and 1-pixel sides."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -30,6 +31,14 @@ TF_SCRIPT = """
 """
 
 
+def channels_last(feat, rois, count, ph, pw, batch_index):
+    """native.roi_bilinear_nhwc with roi_bilinear's arguments and result (NCHW)."""
+    out = np.full((len(rois), ph, pw, feat.shape[1]), np.nan, np.float32)  # (every value must be written)
+    batch = np.array([batch_index(rois[r, 0], len(feat)) for r in range(count)], np.int64)
+    native.roi_bilinear_nhwc(np.ascontiguousarray(feat.transpose(0, 2, 3, 1)), rois, count, batch, out)
+    return out.transpose(0, 3, 1, 2)
+
+
 @pytest.mark.parametrize("c,h,w,ph,pw", CASES)
 def test_bilinear_roi_pooling_equals_tensorflow_crop_and_resize(tmp_path, c, h, w, ph, pw):
     rng = np.random.default_rng(c + h + w)
@@ -49,7 +58,8 @@ def test_bilinear_roi_pooling_equals_tensorflow_crop_and_resize(tmp_path, c, h, 
     rois = np.concatenate([index[:, None].astype(np.float32), boxes[:, [1, 0, 3, 2]]], 1)
     rois = np.concatenate([rois, np.full((2, 5), -1, np.float32)])  # the end marker, then a row after it
     native.load()
-    for impl in (roi_bilinear, native.roi_bilinear):  # numpy's, and the C one the fast backend runs
+    # numpy's, the C one on NCHW arrays and the C one channels last (the oneDNN backend's)
+    for impl in (roi_bilinear, native.roi_bilinear, channels_last):
         ours = impl(feat, rois, n, ph, pw, lambda v, _n: int(v))
         assert ours.shape == (n + 2, c, ph, pw) and (ours[n:] == 0).all(), impl.__module__
         ours = ours[:n]
@@ -74,3 +84,61 @@ def test_the_fast_backend_runs_the_bilinear_method_in_c(tmp_path):
         got = next(iter(plan.infer({"in0": feat, "in1": rois}).values()))
         want = next(iter(ExecutionPlan(network, backend="numpy").infer({"in0": feat, "in1": rois}).values()))
         assert np.array_equal(got, want), method
+
+
+def crop_then_pool_ir(tmp_path, rois: int):
+    """in0 -> 1x1 Convolution (a blocked oneDNN tensor) -> ROIPooling bilinear (ROIs: in1)
+    -> 2x2 max Pooling: Faster R-CNN's second stage entry."""
+    from ir import Edge, Layer, Network, Port, read_ir, write_ir
+    rng = np.random.default_rng(3)
+    c, mid, h, w, ph, pw = 5, 24, 4, 5, 6, 4
+    conv = {"kernel-x": "1", "kernel-y": "1", "output": str(mid), "group": "1"}
+    roi = {"pooled_h": str(ph), "pooled_w": str(pw), "spatial_scale": "1", "method": "bilinear"}
+    pool = {"kernel-x": "2", "kernel-y": "2", "stride-x": "2", "stride-y": "2", "pool-method": "max",
+            "rounding_type": "floor"}
+    layers = [Layer(0, "map", "Input", outputs=[Port(0, (1, c, h, w))]),
+              Layer(1, "rois", "Input", outputs=[Port(0, (rois, 5))]),
+              Layer(2, "conv", "Convolution", data=conv, inputs=[Port(0, (1, c, h, w))],
+                    outputs=[Port(1, (1, mid, h, w))],
+                    blobs={"weights": rng.standard_normal(mid * c).astype(np.float32),
+                           "biases": rng.standard_normal(mid).astype(np.float32)}),
+              Layer(3, "crop", "ROIPooling", data=roi, inputs=[Port(0, (1, mid, h, w)), Port(1, (rois, 5))],
+                    outputs=[Port(2, (rois, mid, ph, pw))]),
+              Layer(4, "pool", "Pooling", data=pool, inputs=[Port(0, (rois, mid, ph, pw))],
+                    outputs=[Port(1, (rois, mid, ph // 2, pw // 2))])]
+    edges = [Edge(0, 0, 2, 0), Edge(2, 1, 3, 0), Edge(1, 0, 3, 1), Edge(3, 2, 4, 0)]
+    xml = os.path.join(str(tmp_path), "crop_pool.xml")
+    write_ir(Network("crop_pool", layers, edges), xml)
+    return read_ir(xml)
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_the_onednn_backend_crops_channels_last_between_its_layers(tmp_path, precision):
+    """The crop reads the convolution's output channels last (f32; reordered only where
+    the convolution wrote another layout or type) and writes channels last; the max pooling
+    reads that as it is (no reorder between them, nothing on numpy); the result is the
+    numpy backend's, end-marker rows zero."""
+    from device_daemons.cpu import ExecutionPlan
+    network = crop_then_pool_ir(tmp_path, 4)
+    plan = ExecutionPlan(network, backend="onednn", precision=precision)
+    steps = plan.program.steps
+    names = [s.name for s in steps]
+    crop = names.index("crop")
+    assert steps[crop].backend == "native" and steps[crop].precision == "f32"
+    assert steps[crop + 1].name == "pool" and steps[crop + 1].backend == "onednn"
+    assert all(s.backend in ("onednn", "native") and "to_numpy" not in s.name for s in steps), names
+    reorders = [s.note for s in steps if s.type == "Reorder" and "crop" in s.note]
+    assert all("ROIPooling crop reads acdb f32" in note for note in reorders), reorders  # (bf16: the conv's type)
+    rng = np.random.default_rng(4)
+    feat = rng.standard_normal((1, 5, 4, 5)).astype(np.float32)
+    rois = np.array([[0, 0.1, 0.2, 0.9, 0.7], [0, -0.2, 0.3, 0.5, 1.2], [0, 0.4, 0.4, 0.4, 0.6],
+                     [-1, 0, 0, 0, 0]], np.float32)
+    got = plan.infer({"map": feat, "rois": rois})["pool"]
+    want = ExecutionPlan(network, backend="numpy").infer({"map": feat, "rois": rois})["pool"]
+    assert (got[3] == 0).all()
+    # (the convolutions differ in their last bits, in bf16 by its rounding)
+    assert np.abs(got - want).max() <= (1e-5 if precision == "f32" else 2e-2) * np.abs(want).max()
+    bad = rois.copy()
+    bad[1, 0] = 1  # a batch index beyond the batch of 1: the numpy kernel's error, not a crash
+    with pytest.raises(Exception, match="ROI batch index 1 is out of range for a batch of 1"):
+        plan.infer({"map": feat, "rois": bad})

@@ -1,6 +1,10 @@
 /* ROIPooling method=bilinear (TensorFlow's crop_and_resize) for the fast CPU backend:
  * kernels/roi_pooling.py's roi_bilinear is the reference (and runs where no compiler is);
- * tests/cpu/test_cpu_roi_bilinear.py checks both against TensorFlow. Per ROI and channel
+ * tests/cpu/test_cpu_roi_bilinear.py checks both against TensorFlow.
+ * mo_roi_bilinear_nhwc works on channels-last tensors (the oneDNN op of
+ * onednn/roi_crop.py): each output pixel is the same interpolation of four pixel vectors,
+ * contiguous over the channels (vectorized), and the max pooling after it reads its
+ * output as it is. mo_roi_bilinear works on NCHW numpy arrays: per ROI and channel
  * the map's rows are first interpolated across (each row the output needs, at the output
  * columns), then each output row between two of them: the float32 operations and their
  * order are TensorFlow's (top = tl + (tr - tl) * dx, bottom likewise, top + (bottom - top)
@@ -92,5 +96,57 @@ int mo_roi_bilinear(const float *feat, int64_t c, int64_t h, int64_t w, const fl
     free(dyx);
     free(oks);
     free(across);
+    return 0;
+}
+
+/* The same sampling, channels last: feat (n, h, w, c), out (rois_total, ph, pw, c), every
+ * value written (zeros outside the map and from `count` on). The float32 operations per
+ * value are mo_roi_bilinear's (TensorFlow's). Returns 0, or -1 when scratch memory cannot
+ * be had. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+int mo_roi_bilinear_nhwc(const float *feat, int64_t c, int64_t h, int64_t w, const float *rois,
+                         const int64_t *batch, int64_t count, int64_t rois_total, int64_t ph, int64_t pw,
+                         float *out)
+{
+    int64_t *ylo = malloc(sizeof(int64_t) * (2 * ph + 2 * pw));
+    float *dyx = malloc(sizeof(float) * (ph + pw));
+    unsigned char *oks = malloc(ph + pw);
+    if (!ylo || !dyx || !oks) { free(ylo); free(dyx); free(oks); return -1; }
+    int64_t *yhi = ylo + ph, *xlo = ylo + 2 * ph, *xhi = xlo + pw;
+    float *dy = dyx, *dx = dyx + ph;
+    unsigned char *yok = oks, *xok = oks + ph;
+    for (int64_t r = 0; r < rois_total; ++r) {
+        float *o = out + r * ph * pw * c;
+        if (r >= count) {
+            memset(o, 0, sizeof(float) * ph * pw * c);  /* after the end marker */
+            continue;
+        }
+        const float *roi = rois + r * 5;
+        grid(roi[2], roi[4], h, ph, ylo, yhi, dy, yok);
+        grid(roi[1], roi[3], w, pw, xlo, xhi, dx, xok);
+        const float *map = feat + batch[r] * h * w * c;
+        for (int64_t i = 0; i < ph; ++i) {
+            const float *t = map + ylo[i] * w * c, *b = map + yhi[i] * w * c;
+            float di = dy[i];
+            for (int64_t j = 0; j < pw; ++j, o += c) {
+                if (!yok[i] || !xok[j]) {
+                    memset(o, 0, sizeof(float) * c);
+                    continue;
+                }
+                const float *tl = t + xlo[j] * c, *tr = t + xhi[j] * c, *bl = b + xlo[j] * c, *br = b + xhi[j] * c;
+                float dj = dx[j];
+                for (int64_t k = 0; k < c; ++k) {
+                    float top = tl[k] + (tr[k] - tl[k]) * dj;
+                    float bottom = bl[k] + (br[k] - bl[k]) * dj;
+                    o[k] = top + (bottom - top) * di;
+                }
+            }
+        }
+    }
+    free(ylo);
+    free(dyx);
+    free(oks);
     return 0;
 }

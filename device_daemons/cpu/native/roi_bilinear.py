@@ -1,6 +1,7 @@
 """ROIPooling method=bilinear in C (roi_bilinear.c): the result of
 kernels/roi_pooling.py's roi_bilinear (the same float32 operations), several times
-faster on Faster R-CNN's crops (hundreds of channels, 14x14 samples per ROI)."""
+faster on Faster R-CNN's crops (hundreds of channels, 14x14 samples per ROI); on NCHW
+arrays (the numpy kernel's variant) and channels last (onednn/roi_crop.py's)."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,9 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "roi_bilinear.
 CDEF = """
 int mo_roi_bilinear(const float *feat, int64_t c, int64_t h, int64_t w, const float *rois, const int64_t *batch,
                     int64_t count, int64_t rois_total, int64_t ph, int64_t pw, float *out);
+int mo_roi_bilinear_nhwc(const float *feat, int64_t c, int64_t h, int64_t w, const float *rois,
+                         const int64_t *batch, int64_t count, int64_t rois_total, int64_t ph, int64_t pw,
+                         float *out);
 """
 
 
@@ -36,3 +40,19 @@ def roi_bilinear(feat, rois, count, pooled_h, pooled_w, batch_index) -> np.ndarr
         if status:
             raise MemoryError("ROIPooling's bilinear sampling could not allocate its scratch memory")
     return out
+
+
+def roi_bilinear_nhwc(feat, rois, count, batch, out) -> None:
+    """The same crops channels last, written into `out`: feat (n, h, w, c) and out
+    (len(rois), ph, pw, c) C-contiguous float32 arrays; batch: the checked batch
+    index of each of the first `count` ROIs."""
+    ffi, lib = load_native(SOURCE, CDEF)
+    n, h, w, c = feat.shape
+    total, ph, pw, _ = out.shape
+    batch = np.ascontiguousarray(batch[:count] if count else np.zeros(1), np.int64)
+    status = lib.mo_roi_bilinear_nhwc(ffi.from_buffer("float[]", feat), c, h, w,
+                                      ffi.from_buffer("float[]", np.ascontiguousarray(rois, np.float32)),
+                                      ffi.from_buffer("int64_t[]", batch), count, total, ph, pw,
+                                      ffi.from_buffer("float[]", out, require_writable=True))
+    if status:
+        raise MemoryError("ROIPooling's bilinear sampling could not allocate its scratch memory")

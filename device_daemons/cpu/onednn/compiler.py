@@ -31,7 +31,8 @@ import numpy as np
 
 from ..kernels import KERNELS
 from ..program import NumpyStep, Program
-from . import concat, convolution, eltwise, fully_connected, normalization, permute, pooling, reshape  # noqa: F401  (OPS)
+from . import (concat, convolution, eltwise, fully_connected, normalization, permute, pooling, reshape,  # noqa: F401
+               roi_crop)  # (OPS)
 from . import patterns
 from .arena import place
 from .eltwise import ActivationOp, EltwiseOp, unary_post_ops
@@ -553,6 +554,8 @@ class _Compiler:
             prims = op.bind([t.memory for t in ins], [written], self.scratch)
             layers = (step.layer,) + tuple(steps[j].layer for j, into in fused.items() if into == i)
             self.final.append(NativeStep(step.layer.name, step.layer.type, prims, self.stream, layers, op.precision))
+            if op.step_backend:
+                self.final[-1].backend = op.step_backend
             if isinstance(out, BoundOutput):
                 self.final[-1].writes = out
             if slot in self.outputs:

@@ -55,6 +55,7 @@ class NativeOp:
     dst_view = None  # a Desc: bind gets the output's memory described so (PermuteOp)
     dt = "f32"  # the type it computes in (set by the compiler)
     out_f32 = False  # its output is a network output
+    step_backend = None  # what -pc names as its step's backend when not oneDNN (our C kernel: "native")
 
     def __init__(self, step, kernel, d, network):
         self.step, self.kernel, self.d, self.network = step, kernel, d, network
