@@ -246,6 +246,13 @@ def remove_dead_code(ctx):
     cutting.remove_dead(ctx.graph)
 
 
+def fold_shuffles(ctx):
+    """A Split + Concat that only reorders the last axis (the OD API's box coder swap) folded into the weights
+    of the layers producing the tensor (core/middle/shuffle_fold.py)."""
+    from core.middle.shuffle_fold import fold_shuffles as run
+    run(ctx.graph)
+
+
 def set_precision(ctx):
     from core.middle.precision import set_precision as run
     run(ctx.graph, ctx.options.data_type, ctx.warnings)
@@ -313,6 +320,7 @@ PIPELINE = [
     leftover_linear,
     constant_folding,
     remove_dead_code,
+    fold_shuffles,
     check_framework_tensors,
     set_precision,
     keep_caffe_definitions,

@@ -94,6 +94,12 @@ def record_framework_tensors(graph, framework: str, known_names=None):
     graph.graph["fw_outputs"] = outputs
 
 
+def forget_framework_tensor(data) -> None:
+    """A pass changed what this tensor holds: --validate does not compare it."""
+    data.attrs.pop(TENSOR, None)
+    data.attrs.pop(_SIGNATURE, None)
+
+
 def check_framework_tensors(graph):
     """Forgets the tensors whose producer an optimization changed since recording."""
     for data in graph.data_nodes():
@@ -102,7 +108,7 @@ def check_framework_tensors(graph):
             continue
         producer = data.producer()
         if producer is None or (producer.id, _signature(producer)) != recorded:
-            data.attrs.pop(TENSOR, None)
+            forget_framework_tensor(data)
         data.attrs.pop(_SIGNATURE, None)
 
 

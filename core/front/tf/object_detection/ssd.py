@@ -3,7 +3,9 @@
 becomes one DetectionOutput, as the reference converted it:
 
 - locations: the box predictor's encodings [1, A, 4] in the OD API's (ty, tx, th,
-  tw) order, swapped to DetectionOutput's (tx, ty, tw, th) by a Split + Concat;
+  tw) order, swapped to DetectionOutput's (tx, ty, tw, th) by a Split + Concat
+  (which core/middle/shuffle_fold.py later folds into the predictors' weights, as
+  the reference swapped them);
 - confidences: the class logits [1, A, C + 1] divided by logit_scale, through the
   score converter (SIGMOID, SOFTMAX or IDENTITY);
 - priors: the anchors the export computes from constants ([1, A, 4], ymin xmin
