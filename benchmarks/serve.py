@@ -422,7 +422,8 @@ def main(argv=None) -> int:
             over = by[name][1] - direct
             floor_ms = by[floors[name]][1] if floors[name] in by else None
             beyond = (f"; the bare library's round trip with the same bytes takes {floor_ms:.2f} ms here, so "
-                      f"{over - floor_ms:+.2f} ms is this server's own" if floor_ms is not None else "")
+                      f"{over - floor_ms:+.2f} ms is tritonclient's, the server's and its hop to the daemon"
+                      if floor_ms is not None else "")
             print(f"goal: {name} p50 overhead over the direct daemon {over:+.2f} ms (<= 1 ms): "
                   f"{'met' if over <= 1.0 else 'NOT met'}{beyond}{caveat}")
         if 16 in levels:
