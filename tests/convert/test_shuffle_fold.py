@@ -12,10 +12,11 @@ from tests.cpu.cpu_helpers import caffe_case
 CONV = """layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
   convolution_param { num_output: 12 kernel_size: 1 } }
 """
-PERMUTE = """layer { name: "perm" type: "Permute" bottom: "BOTTOM" top: "perm" permute_param { order: 0 order: 2 order: 3
-  order: 1 } }
+PERMUTE = """layer { name: "perm" type: "Permute" bottom: "BOTTOM" top: "perm"
+  permute_param { order: 0 order: 2 order: 3 order: 1 } }
 """
-SWAP = """layer { name: "flat" type: "Reshape" bottom: "BOTTOM" top: "flat" reshape_param { shape { dim: 0 dim: -1 dim: 4 } } }
+SWAP = """layer { name: "flat" type: "Reshape" bottom: "BOTTOM" top: "flat"
+  reshape_param { shape { dim: 0 dim: -1 dim: 4 } } }
 layer { name: "slice" type: "Slice" bottom: "flat" top: "s0" top: "s1" top: "s2" top: "s3" slice_param { axis: 2 } }
 layer { name: "swap" type: "Concat" bottom: "s1" bottom: "s0" bottom: "s3" bottom: "s2" top: "swap"
   concat_param { axis: 2 } }
