@@ -86,16 +86,16 @@ def test_the_fast_backend_runs_the_bilinear_method_in_c(tmp_path):
         assert np.array_equal(got, want), method
 
 
-def crop_then_pool_ir(tmp_path, rois: int):
-    """in0 -> 1x1 Convolution (a blocked oneDNN tensor) -> ROIPooling bilinear (ROIs: in1)
-    -> 2x2 max Pooling: Faster R-CNN's second stage entry."""
+def crop_then_pool_ir(tmp_path, rois: int, pool: dict):
+    """in0 -> 1x1 Convolution (a oneDNN tensor) -> ROIPooling bilinear (ROIs: in1) ->
+    Pooling `pool`: Faster R-CNN's second stage entry."""
     from ir import Edge, Layer, Network, Port, read_ir, write_ir
     rng = np.random.default_rng(3)
     c, mid, h, w, ph, pw = 5, 24, 4, 5, 6, 4
     conv = {"kernel-x": "1", "kernel-y": "1", "output": str(mid), "group": "1"}
     roi = {"pooled_h": str(ph), "pooled_w": str(pw), "spatial_scale": "1", "method": "bilinear"}
-    pool = {"kernel-x": "2", "kernel-y": "2", "stride-x": "2", "stride-y": "2", "pool-method": "max",
-            "rounding_type": "floor"}
+    k, s = int(pool["kernel-x"]), int(pool["stride-x"])
+    pooled = (rois, mid, (ph - k) // s + 1, (pw - k) // s + 1)
     layers = [Layer(0, "map", "Input", outputs=[Port(0, (1, c, h, w))]),
               Layer(1, "rois", "Input", outputs=[Port(0, (rois, 5))]),
               Layer(2, "conv", "Convolution", data=conv, inputs=[Port(0, (1, c, h, w))],
@@ -104,28 +104,41 @@ def crop_then_pool_ir(tmp_path, rois: int):
                            "biases": rng.standard_normal(mid).astype(np.float32)}),
               Layer(3, "crop", "ROIPooling", data=roi, inputs=[Port(0, (1, mid, h, w)), Port(1, (rois, 5))],
                     outputs=[Port(2, (rois, mid, ph, pw))]),
-              Layer(4, "pool", "Pooling", data=pool, inputs=[Port(0, (rois, mid, ph, pw))],
-                    outputs=[Port(1, (rois, mid, ph // 2, pw // 2))])]
+              Layer(4, "pool", "Pooling", data=pool, inputs=[Port(0, (rois, mid, ph, pw))], outputs=[Port(1, pooled)])]
     edges = [Edge(0, 0, 2, 0), Edge(2, 1, 3, 0), Edge(1, 0, 3, 1), Edge(3, 2, 4, 0)]
     xml = os.path.join(str(tmp_path), "crop_pool.xml")
     write_ir(Network("crop_pool", layers, edges), xml)
     return read_ir(xml)
 
 
+MAX_2X2 = {"kernel-x": "2", "kernel-y": "2", "stride-x": "2", "stride-y": "2", "pool-method": "max",
+           "rounding_type": "floor"}
+POOLS = {"max 2x2 (taken in)": MAX_2X2,
+         "max 3x3 stride 1": dict(MAX_2X2, **{"kernel-x": "3", "kernel-y": "3", "stride-x": "1", "stride-y": "1"}),
+         "avg 2x2": dict(MAX_2X2, **{"pool-method": "avg", "exclude-pad": "true"})}
+
+
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
-def test_the_onednn_backend_crops_channels_last_between_its_layers(tmp_path, precision):
+@pytest.mark.parametrize("pool", sorted(POOLS))
+def test_the_onednn_backend_crops_channels_last_between_its_layers(tmp_path, precision, pool):
     """The crop reads the convolution's output channels last (f32; reordered only where
-    the convolution wrote another layout or type) and writes channels last; the max pooling
-    reads that as it is (no reorder between them, nothing on numpy); the result is the
-    numpy backend's, end-marker rows zero."""
+    the convolution wrote another layout or type) and writes channels last; a max
+    pooling of kernel = stride is computed in the same C call (no pooling step, the
+    crops never in memory), any other pooling reads the crops as they are (no reorder
+    between them); nothing on numpy; the result is the numpy backend's, end-marker rows
+    zero."""
     from device_daemons.cpu import ExecutionPlan
-    network = crop_then_pool_ir(tmp_path, 4)
+    network = crop_then_pool_ir(tmp_path, 4, POOLS[pool])
     plan = ExecutionPlan(network, backend="onednn", precision=precision)
     steps = plan.program.steps
     names = [s.name for s in steps]
     crop = names.index("crop")
     assert steps[crop].backend == "native" and steps[crop].precision == "f32"
-    assert steps[crop + 1].name == "pool" and steps[crop + 1].backend == "onednn"
+    taken_in = pool.endswith("(taken in)")
+    assert ("pool" not in names) == taken_in, names
+    assert (("pool", "crop") in [(layer.name, host) for layer, host in plan.program.fused]) == taken_in
+    if not taken_in:
+        assert steps[crop + 1].name == "pool" and steps[crop + 1].backend == "onednn"
     assert all(s.backend in ("onednn", "native") and "to_numpy" not in s.name for s in steps), names
     reorders = [s.note for s in steps if s.type == "Reorder" and "crop" in s.note]
     assert all("ROIPooling crop reads acdb f32" in note for note in reorders), reorders  # (bf16: the conv's type)
@@ -135,10 +148,28 @@ def test_the_onednn_backend_crops_channels_last_between_its_layers(tmp_path, pre
                      [-1, 0, 0, 0, 0]], np.float32)
     got = plan.infer({"map": feat, "rois": rois})["pool"]
     want = ExecutionPlan(network, backend="numpy").infer({"map": feat, "rois": rois})["pool"]
-    assert (got[3] == 0).all()
+    assert got.shape == want.shape and (got[3] == 0).all()
     # (the convolutions differ in their last bits, in bf16 by its rounding)
     assert np.abs(got - want).max() <= (1e-5 if precision == "f32" else 2e-2) * np.abs(want).max()
     bad = rois.copy()
     bad[1, 0] = 1  # a batch index beyond the batch of 1: the numpy kernel's error, not a crash
     with pytest.raises(Exception, match="ROI batch index 1 is out of range for a batch of 1"):
         plan.infer({"map": feat, "rois": bad})
+
+
+def test_the_pooled_crop_is_the_crop_then_its_max_pooling():
+    """The C call with a pooling taken in gives exactly the crop's C result max-pooled
+    (odd crop sizes: the floor drops the last row and column; samples off the map)."""
+    rng = np.random.default_rng(9)
+    feat = rng.standard_normal((2, 7, 9, 16)).astype(np.float32)  # (n, h, w, c)
+    rois = np.array([[1, -0.3, 0.1, 0.6, 1.3], [0, 0.2, 0.2, 0.9, 0.8], [0, 0.5, 0.5, 0.5, 0.5],
+                     [-1, 0, 0, 0, 0]], np.float32)
+    batch = np.array([1, 0, 0], np.int64)
+    for ph, pw, kh, kw in ((14, 14, 2, 2), (7, 5, 2, 2), (6, 9, 3, 3), (4, 6, 1, 2)):
+        crops = np.full((4, ph, pw, 16), np.nan, np.float32)
+        native.roi_bilinear_nhwc(feat, rois, 3, batch, crops)
+        oh, ow = ph // kh, pw // kw
+        want = crops[:, :oh * kh, :ow * kw].reshape(4, oh, kh, ow, kw, 16).max(axis=(2, 4))
+        got = np.full((4, oh, ow, 16), np.nan, np.float32)
+        native.roi_bilinear_nhwc(feat, rois, 3, batch, got, (ph, pw), (kh, kw))
+        assert np.array_equal(got, want), (ph, pw, kh, kw)

@@ -99,16 +99,19 @@ int mo_roi_bilinear(const float *feat, int64_t c, int64_t h, int64_t w, const fl
     return 0;
 }
 
-/* The same sampling, channels last: feat (n, h, w, c), out (rois_total, ph, pw, c), every
- * value written (zeros outside the map and from `count` on). The float32 operations per
- * value are mo_roi_bilinear's (TensorFlow's). Returns 0, or -1 when scratch memory cannot
- * be had. */
+/* The same sampling, channels last: feat (n, h, w, c), every value of out written (zeros
+ * outside the map and from `count` on). With a kh x kw max pooling after it (stride the
+ * kernel, no padding: kh = kw = 1 for none), out is the pooled crops (rois_total, ph / kh,
+ * pw / kw, c), each the maximum of its window's samples - the values the crop would have
+ * written, so the result is the unfused pair's, without the crops ever in memory. The
+ * float32 operations per sample are mo_roi_bilinear's (TensorFlow's). Returns 0, or -1
+ * when scratch memory cannot be had. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 int mo_roi_bilinear_nhwc(const float *feat, int64_t c, int64_t h, int64_t w, const float *rois,
                          const int64_t *batch, int64_t count, int64_t rois_total, int64_t ph, int64_t pw,
-                         float *out)
+                         int64_t kh, int64_t kw, float *out)
 {
     int64_t *ylo = malloc(sizeof(int64_t) * (2 * ph + 2 * pw));
     float *dyx = malloc(sizeof(float) * (ph + pw));
@@ -117,30 +120,38 @@ int mo_roi_bilinear_nhwc(const float *feat, int64_t c, int64_t h, int64_t w, con
     int64_t *yhi = ylo + ph, *xlo = ylo + 2 * ph, *xhi = xlo + pw;
     float *dy = dyx, *dx = dyx + ph;
     unsigned char *yok = oks, *xok = oks + ph;
+    int64_t oh = ph / kh, ow = pw / kw;
     for (int64_t r = 0; r < rois_total; ++r) {
-        float *o = out + r * ph * pw * c;
+        float *o = out + r * oh * ow * c;
         if (r >= count) {
-            memset(o, 0, sizeof(float) * ph * pw * c);  /* after the end marker */
+            memset(o, 0, sizeof(float) * oh * ow * c);  /* after the end marker */
             continue;
         }
         const float *roi = rois + r * 5;
         grid(roi[2], roi[4], h, ph, ylo, yhi, dy, yok);
         grid(roi[1], roi[3], w, pw, xlo, xhi, dx, xok);
         const float *map = feat + batch[r] * h * w * c;
-        for (int64_t i = 0; i < ph; ++i) {
-            const float *t = map + ylo[i] * w * c, *b = map + yhi[i] * w * c;
-            float di = dy[i];
-            for (int64_t j = 0; j < pw; ++j, o += c) {
-                if (!yok[i] || !xok[j]) {
-                    memset(o, 0, sizeof(float) * c);
-                    continue;
-                }
-                const float *tl = t + xlo[j] * c, *tr = t + xhi[j] * c, *bl = b + xlo[j] * c, *br = b + xhi[j] * c;
-                float dj = dx[j];
-                for (int64_t k = 0; k < c; ++k) {
-                    float top = tl[k] + (tr[k] - tl[k]) * dj;
-                    float bottom = bl[k] + (br[k] - bl[k]) * dj;
-                    o[k] = top + (bottom - top) * di;
+        for (int64_t oi = 0; oi < oh; ++oi) {
+            for (int64_t oj = 0; oj < ow; ++oj, o += c) {
+                for (int64_t s = 0; s < kh * kw; ++s) {  /* the window's samples, the first written as it is */
+                    int64_t i = oi * kh + s / kw, j = oj * kw + s % kw;
+                    if (!yok[i] || !xok[j]) {  /* a sample off the map is 0 */
+                        if (s == 0)
+                            memset(o, 0, sizeof(float) * c);
+                        else
+                            for (int64_t k = 0; k < c; ++k)
+                                o[k] = o[k] > 0.0f ? o[k] : 0.0f;
+                        continue;
+                    }
+                    const float *t = map + ylo[i] * w * c, *b = map + yhi[i] * w * c;
+                    const float *tl = t + xlo[j] * c, *tr = t + xhi[j] * c, *bl = b + xlo[j] * c, *br = b + xhi[j] * c;
+                    float di = dy[i], dj = dx[j];
+                    for (int64_t k = 0; k < c; ++k) {
+                        float top = tl[k] + (tr[k] - tl[k]) * dj;
+                        float bottom = bl[k] + (br[k] - bl[k]) * dj;
+                        float v = top + (bottom - top) * di;
+                        o[k] = s == 0 || v > o[k] ? v : o[k];
+                    }
                 }
             }
         }

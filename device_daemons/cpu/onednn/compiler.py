@@ -317,9 +317,17 @@ class _Compiler:
     def fuse(self, ops):
         """{activation step: step it is fused into}, {step: the slot it finally writes}."""
         fused, out_slot = {}, {}
+        for i, op in ops.items():  # a step an op computes too (the crop's max pooling), before activations
+            slot = self.steps[i].out_slots[0]
+            readers = self.consumers.get(slot, ())
+            if slot not in self.outputs and len(readers) == 1 and readers[0] in ops and readers[0] not in fused:
+                j = readers[0]
+                if op.absorbs(self.steps[j], self.shapes[slot], self.shapes[self.steps[j].out_slots[0]]):
+                    fused[j] = i
+                    out_slot[i] = self.steps[j].out_slots[0]
         for i, op in ops.items():
             if op.accepts_post_ops and i not in fused:
-                out_slot[i] = self.activation_chain(op, i, self.steps[i].out_slots[0], ops, fused)
+                out_slot[i] = self.activation_chain(op, i, out_slot.get(i, self.steps[i].out_slots[0]), ops, fused)
         return fused, out_slot
 
     def post_ops_of(self, j, ops) -> list | None:

@@ -83,6 +83,11 @@ class NativeOp:
         self.post_ops.append(post_op)
         return True
 
+    def absorbs(self, step, in_shape, out_shape) -> bool:
+        """Takes in `step`, the one reader of its output (of in_shape; the step's output
+        out_shape), computing it too (the compiler then skips it)? Only an op that says so."""
+        return False
+
     def all_post_ops(self) -> list:
         """The post-ops of its primitive (an op may put some of its own first)."""
         return self.post_ops
