@@ -10,5 +10,6 @@ roi_crop.py    ROIPooling bilinear (CropAndResize): our C kernel among the oneDN
                channels last
 patterns.py    sub-graphs run as one step (hard-swish, swish, broadcast Eltwise over Tile)
 compiler.py    plan -> program: per-layer choice, fusing, layouts, reorders
+sequence.py    runs of consecutive oneDNN steps executed by one C call
 arena.py       static memory planning of the tensors
 """

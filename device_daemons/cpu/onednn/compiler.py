@@ -33,7 +33,7 @@ from ..kernels import KERNELS
 from ..program import NumpyStep, Program
 from . import (concat, convolution, eltwise, fully_connected, normalization, permute, pooling, reshape,  # noqa: F401
                roi_crop)  # (OPS)
-from . import patterns
+from . import patterns, sequence
 from .arena import place
 from .eltwise import ActivationOp, EltwiseOp, unary_post_ops
 from .library import DnnlError, NativeUnavailable, load
@@ -572,6 +572,7 @@ class _Compiler:
         arena = self.allocate()
         program = NativeProgram(self.final, plan._n_slots, plan._outputs, self.fused_rows(fused), self.d, self.stream,
                                 *arena, self.fallbacks, self.threads, self.precision)
+        program.schedule = sequence.schedule(self.d, self.stream, self.final, (NativeStep, ReorderStep))
         program.views = self.views
         program.inplace = self.inplace
         program.bound = self.bound
