@@ -413,12 +413,11 @@ def main(argv=None) -> int:
         # the throughput rows load the machine themselves (16 callers, the servers): only the load before the
         # run shows other work; the latency rounds run one request at a time, so their load shows it too
         cpus = os.cpu_count()
-        busy_lat, busy_start = max(load_lat), start_load
-        caveat_lat = (f" - but the load average reached {busy_lat:.1f} on {cpus} CPUs during the latency rounds: "
-                      f"other processes took most of the machine, these figures do not decide the goal"
-                      if busy_lat > cpus else "")
-        caveat_tp = (f" - but the load average was {busy_start:.1f} on {cpus} CPUs before the run: other processes "
-                  f"took most of the machine, these figures do not decide the goal" if busy_start > cpus else "")
+        void = "other processes took most of the machine, these figures do not decide the goal"
+        caveat_lat = (f" - but the load average reached {max(load_lat):.1f} on {cpus} CPUs during the latency "
+                      f"rounds: {void}" if max(load_lat) > cpus else "")
+        caveat_tp = (f" - but the load average was {start_load:.1f} on {cpus} CPUs before the run: {void}"
+                     if start_load > cpus else "")
         print(f"the daemon alone (direct, one caller): batch 1 {ceiling[1]:.1f} images/s, batch {args.max_batch} "
               f"{ceiling[args.max_batch]:.1f} images/s (load {ceiling['load']:.2f}): what merging into batches "
               f"can gain at most here")

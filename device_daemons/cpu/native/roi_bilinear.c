@@ -3,8 +3,8 @@
  * tests/cpu/test_cpu_roi_bilinear.py checks both against TensorFlow.
  * mo_roi_bilinear_nhwc works on channels-last tensors (the oneDNN op of
  * onednn/roi_crop.py): each output pixel is the same interpolation of four pixel vectors,
- * contiguous over the channels (vectorized), and the max pooling after it reads its
- * output as it is. mo_roi_bilinear works on NCHW numpy arrays: per ROI and channel
+ * contiguous over the channels (vectorized), optionally max-pooled in the same pass.
+ * mo_roi_bilinear works on NCHW numpy arrays: per ROI and channel
  * the map's rows are first interpolated across (each row the output needs, at the output
  * columns), then each output row between two of them: the float32 operations and their
  * order are TensorFlow's (top = tl + (tr - tl) * dx, bottom likewise, top + (bottom - top)

@@ -1,8 +1,5 @@
 /* A run of oneDNN primitives executed back to back from C (onednn/sequence.py): one
- * call from Python for the whole run instead of one per primitive. Between two
- * primitives Python costs ~1-2 us warm, and 10-70 us after a layer whose weights
- * streamed through the caches and took the interpreter's working set with them
- * (measured here: 3.4 -> 42.5 us for one cffi call after 32 MB were copied).
+ * call from Python for the whole run instead of one per primitive (why: see there).
  * `execute` is libdnnl's dnnl_primitive_execute, passed in by address: this file
  * links nothing. */
 #include <stdint.h>

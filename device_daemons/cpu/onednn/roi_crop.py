@@ -58,7 +58,6 @@ class CropAndResizeOp(NativeOp):
         except NativeUnavailable as err:
             raise Unsupported(str(err)) from None
         self.map_shape = tuple(in_shapes[0])
-        self.rois_total = out_shapes[0][0]
         self.out_shape = tuple(out_shapes[0])  # (pooled, when a pooling was taken in)
         feat = Desc.tagged(self.d, in_shapes[0], CHANNELS_LAST)
         return [feat, Desc.plain(self.d, in_shapes[1])], [Desc.tagged(self.d, out_shapes[0], CHANNELS_LAST)]
@@ -76,7 +75,7 @@ class _Crop:
     def run(self, stream):
         op, k = self.op, self.op.kernel
         n, c, h, w = op.map_shape
-        total = op.rois_total
+        total, _, oh, ow = op.out_shape
         rois = np.frombuffer(self.rois.buffer, np.float32, count=total * 5).reshape(total, 5)
         count = k._real(rois)
         batch = rois[:count, 0].astype(np.int64)  # (toward zero, as the numpy kernel's int())
@@ -84,6 +83,5 @@ class _Crop:
         if bad.size:
             k._batch_index(rois[bad[0], 0], n)  # raises the numpy kernel's error
         feat = np.frombuffer(self.feat.buffer, np.float32, count=n * h * w * c).reshape(n, h, w, c)
-        _, _, oh, ow = op.out_shape
         out = np.frombuffer(self.out.buffer, np.float32, count=total * oh * ow * c).reshape(total, oh, ow, c)
         roi_bilinear.roi_bilinear_nhwc(feat, rois, count, batch, out, (k.pooled_h, k.pooled_w), op.pool)

@@ -1,9 +1,10 @@
 """Runs of oneDNN steps executed by one C call (native/sequence.c): the compiler
 groups consecutive steps that are nothing but bound primitives, and a run without
-per-layer counters executes each group with one call from Python - between two
-primitives Python's work cost ~1-2 us, and several times that after a layer whose
-weights streamed through the caches (the interpreter's code and data evicted with
-them). With counters (-pc) every step still runs and is timed on its own."""
+per-layer counters executes each group with one call from Python. Python between two
+primitives cost about 2 us a step on average (MobileNetV3Small: 0.16 ms over 75 steps),
+and tens of us after a layer whose weights streamed through the caches and evicted the
+interpreter's code and data (one cffi call: 3.4 -> 42.5 us after 32 MB were copied).
+With counters (-pc) every step still runs and is timed on its own."""
 from __future__ import annotations
 
 from ..native import sequence as native
@@ -20,7 +21,6 @@ class PrimitiveSequence:
         self.steps = steps
         self.prims = [p for step in steps for p in step.prims]
         ffi, self.lib = native.library()
-        self.ffi = ffi
         dffi = d.ffi
         address = lambda cdata: int(dffi.cast("uintptr_t", cdata))  # noqa: E731
         self._execute = address(dffi.addressof(d.lib, "dnnl_primitive_execute"))
