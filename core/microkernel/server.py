@@ -155,6 +155,19 @@ class _DirectPeer:
                 pass
 
 
+def spin_deadline(spin: float, start: float, end: float, replied: float | None) -> float:
+    """Until when a carrier connection polls for its next request after one that ran
+    from `start` to `end` (0.0: it sleeps at once): `spin` seconds after short work (a
+    stream of short requests), and after any work that came within `spin` of the
+    previous reply (`replied`): a client sending back to back, whose next request is
+    as near. A client that pauses between requests gets no spinning thread."""
+    if not spin:
+        return 0.0
+    if end - start < spin or (replied is not None and start - replied < spin):
+        return end + spin
+    return 0.0
+
+
 class Server:
     """A ROUTER-socket request server.
 
@@ -174,9 +187,10 @@ class Server:
     `direct: {path, ops, raw}`), with raw verbs (handle_raw). Each of its
     connections has a thread of its own that receives, runs the handler and
     replies with no hand-off, so a long request holds only its own connection;
-    after a request that took less than `spin` seconds it polls for the next one
-    that long before sleeping (not while the CPUs are contended: spin.py), so a
-    client's next short request skips the ~0.1 ms wake-up of a sleeping thread. A
+    after a request that took less than `spin` seconds, or came less than `spin`
+    after the previous reply, it polls for the next one that long before sleeping
+    (not while the CPUs are contended: spin.py), so a client's next request skips
+    the ~0.1 ms wake-up of a sleeping thread (spin_deadline). A
     verb a client may also send over ZeroMQ (a message too large for a datagram, a
     client the carrier refused) is registered on the main lane too.
     """
@@ -406,6 +420,7 @@ class Server:
         conn = peer.conn
         fd = conn.fileno()
         spin_until = 0.0
+        replied = None  # when the previous reply went out
         try:
             while not self._closed and self._stop_reason is None:
                 got = self._next_datagram(conn, spin_until)
@@ -428,10 +443,9 @@ class Server:
                 finally:
                     with self._peers_lock:
                         self._local_busy -= 1
-                # poll for the next request only after short work (a stream of short requests)
-                spin = spin_for(self._spin)
                 end = time.perf_counter()
-                spin_until = end + spin if spin and end - start < spin else 0.0
+                spin_until = spin_deadline(spin_for(self._spin), start, end, replied)
+                replied = end
         except (OSError, ProtocolError) as exc:  # a reply it does not read, a malformed datagram
             self._log_drop(f"direct carrier: {exc}", _DirectIdent.bytes)
         except Exception:  # a bug here must not take the service down

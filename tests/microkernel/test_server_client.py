@@ -336,3 +336,16 @@ def test_spinning_stops_while_the_cpus_are_contended(tmp_path, monkeypatch):
     monkeypatch.setattr(spin.contended, "__defaults__", (str(idle),))
     monkeypatch.setitem(spin._state, "next", 0.0)
     assert spin.spin_for(0.0005) == 0.0005
+
+
+def test_a_carrier_connection_polls_for_a_client_that_sends_back_to_back():
+    """After short work, or after any work when the request came soon after the previous
+    reply (a client sending back to back), the connection polls `spin` s for the next
+    request; a client that paused gets a sleeping thread (server.spin_deadline)."""
+    from core.microkernel.server import spin_deadline
+    spin = 0.0005
+    assert spin_deadline(spin, 10.0, 10.0002, None) == 10.0002 + spin  # short work
+    assert spin_deadline(spin, 10.0, 10.02, None) == 0.0  # long work, the first request
+    assert spin_deadline(spin, 10.0, 10.02, 9.9999) == 10.02 + spin  # long work, came 0.1 ms after the reply
+    assert spin_deadline(spin, 10.0, 10.02, 9.99) == 0.0  # long work after a 10 ms pause
+    assert spin_deadline(0.0, 10.0, 10.0002, 9.9999) == 0.0  # spinning off (or the CPUs contended)
