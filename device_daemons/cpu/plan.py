@@ -8,7 +8,8 @@
     plan.reshape({"data": (2, 3, 224, 224)})     # another batch: shapes re-inferred
 
 Compilation: the strides of 1x1 convolutions pulled up the graph where that saves
-work (strides.py: ResNet's stage transitions); layers in topological order (layers without inputs first: Input and
+work (strides.py: ResNet's stage transitions); per input shapes, the layers whose
+outputs cannot change computed once (folding.py: prior boxes); layers in topological order (layers without inputs first: Input and
 the reading Memory layers, so a state is read before it is written in a call);
 one kernel per layer (a custom kernel for a type replaces the built-in one); every
 (layer, output port) is a slot; a slot is dropped as soon as its last consumer
@@ -61,6 +62,7 @@ from ir import IRError, Network
 
 from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, output_ports
 from .backends import build_program, requested_backend
+from .folding import fold
 from .kernels import KERNELS, KernelError
 from .kernels.base import describe
 from .precision import CPUS, resolve_precision, resolve_threads
@@ -328,7 +330,9 @@ class ExecutionPlan(PlanShapes):
                     raise KernelError(step.layer, f"finalize failed: {type(err).__name__}: {err}") from err
         self.shapes = shapes
         self.states.clear()
-        # per shape: oneDNN primitives are made for these shapes (and threads, when fewer than all)
+        # per shape: the layers whose outputs cannot change folded (folding.py), oneDNN primitives
+        # made for these shapes (and threads, when fewer than all)
+        self.run_steps, self.folded = fold(self.steps, shapes, {s for _, s in self._outputs})
         self.program = build_program(self, self.threads if self.threads < CPUS else None)
         self._shared_programs: dict[int, object] = {}  # threads -> program (see infer's `concurrent`)
 

@@ -17,6 +17,7 @@ import numpy as np
 from ir import IRError
 
 from ..contract import PerfRow
+from .folding import Folded
 from .kernels import KernelError
 
 
@@ -35,6 +36,8 @@ class NumpyStep:
         self.free = tuple(free)
         if step.is_custom:
             self.backend = "custom"
+        if isinstance(step.kernel, Folded):
+            self.note = Folded.note
 
     def run(self, slots):
         try:
@@ -69,6 +72,7 @@ class Program:
         self.precision = precision  # the inference precision it was made for
         self.fused = list(fused)  # (layer, step name it was fused into)
         self.views: list = []  # (layer, precision): layers whose output is a view of their input (no step)
+        self.folded: list = []  # layers folded away (folding.py: constants for these shapes, no step)
         self.dests: dict = {}  # run(out=...) while it runs: steps that write outputs look here
         self.lent_outputs = _lent_outputs(self.steps, self.outputs)
 
@@ -118,6 +122,8 @@ class Program:
             for layer, dt in self.views:
                 perf.append(PerfRow(layer.name, layer.type, self.backend, "not_run", 0.0, dt,
                                     "a view of its input: nothing to compute"))
+            for layer in self.folded:
+                perf.append(PerfRow(layer.name, layer.type, "numpy", "not_run", 0.0, "f32", Folded.note))
         self.finish()
         return {name: slots[s] for name, s in self.outputs}
 
@@ -141,5 +147,7 @@ def _lent_outputs(steps, outputs) -> list[str]:
 
 
 def numpy_program(plan) -> Program:
-    steps = [NumpyStep(step, plan.shapes, step.free) for step in plan.steps]
-    return Program(steps, plan._n_slots, plan._outputs, "numpy")
+    steps = [NumpyStep(step, plan.shapes, step.free) for step in plan.run_steps]
+    program = Program(steps, plan._n_slots, plan._outputs, "numpy")
+    program.folded = list(plan.folded)
+    return program

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from device_daemons.cpu import folding
 from tests.cpu.cpu_helpers import assert_close, caffe_case
 from tests.support import assert_detection_padding
 
@@ -360,6 +361,40 @@ def test_ssd_head_plan_reshape_to_batch_3(tmp_path):
     kept = ref["det"].shape[2]
     assert kept == 120
     assert_close(ours["det"], ref["det"], 1e-4, "detections")
+
+
+def test_ssd_priors_are_computed_once_per_shape(tmp_path):
+    """The prior boxes read only shapes: computed when the plan is made (folding.py), not
+    per call - no step of theirs, no feature map exported to numpy for them."""
+    c = caffe_case(tmp_path, SSD_HEAD, {"data": (1, 3, 32, 32)}, scale=0.3)
+    rows = []
+    ours = c.plan.infer(c.inputs, rows)
+    _, ref = c.run()
+    kept = ref["det"].shape[2]
+    assert_close(ours["det"][:, :, :kept], ref["det"], 1e-4, "detections")
+    status = {r.name: (r.status, r.note) for r in rows}
+    assert status["prior0"] == status["prior1"] == ("not_run", folding.NOTE)
+    assert status["prior"] == ("executed", folding.NOTE)  # the constant DetectionOutput reads
+    assert not [r for r in rows if "PriorBox" in r.note], rows  # nothing exported to numpy for them
+
+
+def test_folded_priors_follow_a_reshape(tmp_path):
+    """Folded values belong to the input shapes: a reshape to another image size computes
+    them again (here the network's output), against pycaffe at both sizes."""
+    net = conv("f1", "data", "f1", "num_output: 4 kernel_size: 3 stride: 2 pad: 1") + (
+        'layer { name: "prior0" type: "PriorBox" bottom: "f1" bottom: "data" top: "prior0" prior_box_param { '
+        'min_size: 6 max_size: 12 aspect_ratio: 2 flip: true clip: true '
+        'variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2 } }\n')
+    c = caffe_case(tmp_path, net, {"data": (1, 3, 32, 32)})
+    for shape in ((1, 3, 32, 32), (1, 3, 40, 48)):
+        c.plan.reshape({"data": shape})
+        c.net.blobs["data"].reshape(*shape)
+        c.net.reshape()
+        x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+        ours, ref = c.run({"data": x})
+        assert ours["prior0"].shape == ref["prior0"].shape
+        assert_close(ours["prior0"], ref["prior0"], 1e-6, f"priors at {shape}")
+        assert "prior0" not in [layer.name for layer in c.plan.folded]  # an output: handed out each call
 
 
 FCN_HEAD = (conv("score", "data", "score", "num_output: 4 kernel_size: 3 stride: 2")

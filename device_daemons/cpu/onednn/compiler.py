@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..folding import Folded
 from ..kernels import KERNELS
 from ..program import NumpyStep, Program
 from . import (concat, convolution, eltwise, fully_connected, normalization, permute, pooling, reshape,  # noqa: F401
@@ -261,10 +262,10 @@ class _Compiler:
         self.stream = self.d.new_stream()
         self.shapes = plan.shapes
         self.outputs = {s for _, s in plan._outputs}
-        self.consumers = self.readers(plan.steps, ())
+        self.consumers = self.readers(plan.run_steps, ())
         # the steps as the compiler runs them: patterns.py gives some other inputs
-        self.steps, self.rewrite = (patterns.find(plan.steps, self.shapes, self.outputs, self.consumers)
-                                    if use_patterns else (list(plan.steps), patterns.Rewrite({}, {})))
+        self.steps, self.rewrite = (patterns.find(plan.run_steps, self.shapes, self.outputs, self.consumers)
+                                    if use_patterns else (list(plan.run_steps), patterns.Rewrite({}, {})))
         self.consumers = self.readers(self.steps, self.rewrite.absorbed)
         self.final: list = []
         self.tensors: list[Tensor] = []
@@ -574,6 +575,7 @@ class _Compiler:
                                 *arena, self.fallbacks, self.threads, self.precision)
         program.schedule = sequence.schedule(self.d, self.stream, self.final, (NativeStep, ReorderStep))
         program.views = self.views
+        program.folded = list(plan.folded)
         program.inplace = self.inplace
         program.bound = self.bound
         program.bound_outputs = self.bound_outputs
@@ -601,7 +603,8 @@ class _Compiler:
         """A layer oneDNN does not run: its Python kernel, switched to the kernel's
         native variant where it has one (e.g. DetectionOutput's NMS in C)."""
         out = NumpyStep(step, self.shapes, ())
-        out.note = self.fallbacks.get(step.layer.name, "" if step.is_custom else "no oneDNN op for this layer type")
+        if not isinstance(step.kernel, Folded):
+            out.note = self.fallbacks.get(step.layer.name, "" if step.is_custom else "no oneDNN op for this layer type")
         if step.is_custom:
             return out
         try:
