@@ -34,12 +34,13 @@ def perf_rows(plan, inputs):
     return {row.name: row for row in perf}
 
 
-# conv -> relu -> PReLU (numpy only) -> conv -> pool -> concat(pool, Normalize (numpy) of it) -> LRN -> fc
+# conv -> relu -> PReLU (numpy only) -> conv -> pool -> concat(pool, Normalize across_spatial (numpy) of it)
+# -> LRN -> fc
 MIXED = (conv("c1", "data", "c1", 16) + layer("ReLU", "r1", "c1", "c1")
          + layer("PReLU", "p1", "c1", "p1")
          + conv("c2", "p1", "c2", 16) + layer("ReLU", "r2", "c2", "c2")
          + layer("Pooling", "pool", "c2", "pool", "pooling_param { pool: MAX kernel_size: 3 stride: 2 }")
-         + layer("Normalize", "l2", "pool", "l2", "norm_param { across_spatial: false channel_shared: false }")
+         + layer("Normalize", "l2", "pool", "l2", "norm_param { across_spatial: true channel_shared: false }")
          + layer("Concat", "cat", ["pool", "l2"], "cat")
          + layer("LRN", "lrn", "cat", "lrn", "lrn_param { local_size: 5 alpha: 0.001 beta: 0.75 }")
          + layer("InnerProduct", "fc", "lrn", "fc", "inner_product_param { num_output: 10 }")
@@ -143,6 +144,32 @@ def test_lrn_regions_match_pycaffe(tmp_path, region):
     assert_backend(c.plan, "onednn", ("Norm",))
     ours, ref = c.run()
     assert_close(ours["n"], ref["n"], 1e-4, region)
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+@pytest.mark.parametrize("params,channels", [("channel_shared: false", 13), ("channel_shared: true eps: 0.01", 16),
+                                             ("channel_shared: false", 24)])
+def test_normalize_across_channels_runs_native_between_the_convolutions(tmp_path, params, channels, precision):
+    """Normalize (across the channels) by our C kernel on the convolution's tensor channels last
+    (onednn/normalization.py): no export to numpy and back, pycaffe's result (channel counts
+    that are and are not a multiple of the kernel's 8 partial sums); across_spatial stays numpy."""
+    layers = (conv("c1", "data", "c1", channels)
+              + layer("Normalize", "n", "c1", "n", f"norm_param {{ across_spatial: false {params} }}")
+              + conv("c2", "n", "c2", 8))
+    c = caffe_case(tmp_path, layers, {"data": (2, 3, 9, 7)}, scale=0.5, extra_outputs=["n"])
+    _, ref = c.run()
+    plan = ExecutionPlan(c.network, extra_outputs=["n"], backend="onednn", precision=precision)
+    rows = perf_rows(plan, c.inputs)
+    assert rows["n"].backend == "native" and rows["n"].precision == "f32"
+    assert not [r for r in rows.values() if r.type == "Reorder" and "numpy" in r.note], rows
+    out = plan.infer(c.inputs)
+    tol = 1e-4 if precision == "f32" else 2e-2
+    for key in ("n", "c2"):
+        assert_close(out[key], ref[key], tol, f"{key} ({precision})")
+    (tmp_path / "s").mkdir()
+    across = caffe_case(tmp_path / "s", layers.replace("across_spatial: false", "across_spatial: true"),
+                        {"data": (1, 3, 9, 7)}, scale=0.5)
+    assert perf_rows(across.plan, across.inputs)["n"].backend == "numpy"
 
 
 def test_batch_reshape_makes_new_primitives(tmp_path):

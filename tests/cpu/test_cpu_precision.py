@@ -71,7 +71,7 @@ def test_bf16_runs_what_onednn_has_in_bf16_and_the_rest_in_f32(tmp_path):
     assert np.array_equal(np.argmax(ref["prob"], 1), np.argmax(ours["prob"], 1))
     steps = {layer.name: step for step in bf16.program.steps for layer in step.layers}
     assert {steps[n].precision for n in ("c1", "c2", "pool", "fc")} == {"bf16"}
-    # PReLU and Normalize have no oneDNN op: f32 on numpy, with the conversions around them
+    # PReLU and Normalize across_spatial have no oneDNN op: f32 on numpy, with the conversions around them
     assert steps["p1"].backend == steps["l2"].backend == "numpy"
     assert steps["p1"].precision == steps["l2"].precision == "f32"
     conversions = [s for s in bf16.program.steps if s.type == "Reorder" and ">" in s.precision]

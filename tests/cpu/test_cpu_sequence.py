@@ -27,7 +27,8 @@ def test_runs_of_onednn_steps_are_one_call_with_the_same_result(tmp_path):
     c = caffe_case(tmp_path, LAYERS, {"data": (1, 3, 12, 12)}, positive=("n",))
     program = c.plan.program
     runs = [item for item in program.schedule if isinstance(item, sequence.PrimitiveSequence)]
-    # (the Normalize on numpy splits them: c1 p1 c2 | export, n, import | c3 fc)
+    # (a step whose run is Python splits them - the Normalize's C kernel, called with the tensors'
+    # buffers: c1 p1 c2 | n | c3 fc)
     assert len(runs) == 2 and len(program.schedule) < len(program.steps), [type(s).__name__ for s in program.schedule]
     grouped = [s for run in runs for s in run.steps]
     assert all(s.backend == "onednn" for s in grouped)

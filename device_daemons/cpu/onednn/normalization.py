@@ -1,12 +1,22 @@
-"""LRN (IR Norm) and SoftMax on oneDNN.
+"""LRN (IR Norm) and SoftMax on oneDNN, Normalize (across the channels) by our C kernel
+among the oneDNN steps.
 
 LRN across channels is Caffe's formula as it is; within a channel, Caffe's
-1 + alpha/n^2 * sum is oneDNN's within-channel mode with k = 1."""
+1 + alpha/n^2 * sum is oneDNN's within-channel mode with k = 1. oneDNN has no
+L2 normalization: Normalize's "primitive" is one C call (native/normalize.c) on the
+tensors channels last, made by NativeStep between the primitives around it (CPU
+primitives run synchronously), where the numpy kernel needed its input exported and
+its output imported again (SSD's conv4_3_norm)."""
 from __future__ import annotations
 
-from .library import DnnlError
-from .op import NativeOp, register
+import numpy as np
+
+from ..native import normalize
+from .library import DnnlError, NativeUnavailable
+from .op import NativeOp, Unsupported, register
 from .primitives import Desc, lrn_pd, softmax_pd
+
+CHANNELS_LAST = "acdb"
 
 
 class _SameLayout(NativeOp):
@@ -51,3 +61,44 @@ class SoftMaxOp(_SameLayout):
                     self.inplace = dst is src
                     return [src], [self.pd.md("dst_md", dims=in_shapes[0])]
         return [src], [self.pd.md("dst_md", dims=in_shapes[0])]
+
+
+@register("Normalize")
+class NormalizeOp(NativeOp):
+    step_backend = "native"
+
+    def create(self, in_descs, in_shapes, out_shapes):
+        k = self.kernel
+        if k.across_spatial:
+            raise Unsupported("Normalize across_spatial runs on numpy")
+        if self.dt != "f32":
+            raise Unsupported("Normalize computes in f32")
+        if len(in_shapes) != 1 or len(in_shapes[0]) != 4:
+            raise Unsupported("Normalize of other than one 4-D input runs on numpy")
+        try:
+            normalize.load()
+        except NativeUnavailable as err:
+            raise Unsupported(str(err)) from None
+        self.shape = tuple(in_shapes[0])
+        self.shared = bool(k.channel_shared or k.scale.size == 1)
+        self.scale = np.ascontiguousarray(k.scale.reshape(-1)[:1] if self.shared else k.scale.reshape(-1), np.float32)
+        return [Desc.tagged(self.d, in_shapes[0], CHANNELS_LAST)], [Desc.tagged(self.d, out_shapes[0], CHANNELS_LAST)]
+
+    def bind(self, ins, outs, scratch):
+        return [_Normalize(self, ins[0], outs[0])]
+
+
+class _Normalize:
+    """The C call as NativeStep runs a primitive: run(stream) on the bound memories (read
+    at each run: a network input or output is bound anew per call)."""
+
+    def __init__(self, op: NormalizeOp, src, dst):
+        self.op, self.src, self.dst = op, src, dst
+        self.count = int(np.prod(op.shape))
+
+    def run(self, stream):
+        op = self.op
+        x = np.frombuffer(self.src.buffer, np.float32, count=self.count)
+        out = np.frombuffer(self.dst.buffer, np.float32, count=self.count)
+        normalize.normalize_nhwc(x.reshape(-1, op.shape[1]), op.scale, op.shared, op.kernel.eps,
+                                 out.reshape(-1, op.shape[1]))
