@@ -12,11 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..native import normalize
-from .library import DnnlError, NativeUnavailable
-from .op import NativeOp, Unsupported, register
+from .library import DnnlError
+from .op import CHANNELS_LAST, NativeOp, Unsupported, need_native, register
 from .primitives import Desc, lrn_pd, softmax_pd
-
-CHANNELS_LAST = "acdb"
 
 
 class _SameLayout(NativeOp):
@@ -75,10 +73,7 @@ class NormalizeOp(NativeOp):
             raise Unsupported("Normalize computes in f32")
         if len(in_shapes) != 1 or len(in_shapes[0]) != 4:
             raise Unsupported("Normalize of other than one 4-D input runs on numpy")
-        try:
-            normalize.load()
-        except NativeUnavailable as err:
-            raise Unsupported(str(err)) from None
+        need_native(normalize)
         self.shape = tuple(in_shapes[0])
         self.shared = bool(k.channel_shared or k.scale.size == 1)
         self.scale = np.ascontiguousarray(k.scale.reshape(-1)[:1] if self.shared else k.scale.reshape(-1), np.float32)

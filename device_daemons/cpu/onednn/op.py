@@ -30,6 +30,7 @@ import weakref
 
 import numpy as np
 
+from .library import NativeUnavailable
 from .primitives import Attr, Desc, Memory, Primitive, reorder_pd
 
 OPS: dict[str, type] = {}
@@ -37,6 +38,18 @@ OPS: dict[str, type] = {}
 
 class Unsupported(Exception):
     """This layer (these attributes or shapes) has no oneDNN primitive here."""
+
+
+CHANNELS_LAST = "acdb"  # (n, h, w, c): the layout our C kernels among the oneDNN steps read and write
+
+
+def need_native(library) -> None:
+    """Our C kernel `library` (a module of cpu/native/) built and loaded, else Unsupported
+    with the reason (the layer's numpy kernel runs)."""
+    try:
+        library.load()
+    except NativeUnavailable as err:
+        raise Unsupported(str(err)) from None
 
 
 def register(*types):

@@ -20,11 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..native import roi_bilinear
-from .library import NativeUnavailable
-from .op import NativeOp, Unsupported, register
+from .op import CHANNELS_LAST, NativeOp, Unsupported, need_native, register
 from .primitives import Desc
-
-CHANNELS_LAST = "acdb"
 
 
 @register("ROIPooling")
@@ -53,10 +50,7 @@ class CropAndResizeOp(NativeOp):
             raise Unsupported("the crop computes in f32")
         if len(in_shapes) != 2 or len(in_shapes[0]) != 4:
             raise Unsupported("a crop of other inputs than a 4-D map and ROIs")
-        try:
-            roi_bilinear.load()
-        except NativeUnavailable as err:
-            raise Unsupported(str(err)) from None
+        need_native(roi_bilinear)
         self.map_shape = tuple(in_shapes[0])
         self.out_shape = tuple(out_shapes[0])  # (pooled, when a pooling was taken in)
         feat = Desc.tagged(self.d, in_shapes[0], CHANNELS_LAST)
