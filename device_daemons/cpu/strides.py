@@ -193,7 +193,6 @@ def _rewrite(network: Network, pulls: list[_Pull]) -> Network:
     next_id = max(layers) + 1
     names = {layer.name for layer in network.layers}
     pooling = layer_schema("Pooling")
-    after: dict[int, list[int]] = {}  # source layer id: the subsampling poolings listed right after it
     for plan in pulls:
         for e in plan.taps:
             src = layers[e.from_layer]
@@ -208,16 +207,8 @@ def _rewrite(network: Network, pulls: list[_Pull]) -> Network:
                                  outputs=[Port(1, _shrunk(dims, plan.stride))])
             edges.remove(e)
             edges += [Edge(e.from_layer, e.from_port, next_id, 0), Edge(next_id, 1, e.to_layer, e.to_port)]
-            after.setdefault(e.from_layer, []).append(next_id)
             next_id += 1
     out = copy.copy(network)
-    # each pooling listed right after its source, so that the (stable) topological order runs it
-    # before the branch beside it: the branch's last convolution can then add its result into the
-    # subsampled shortcut (a sum post-op) instead of a separate Eltwise (Keras ResNet50, f32: the
-    # three stage-end sums, 0.32 ms of 36.8, had no tensor to add into yet)
-    order = []
-    for lid in layers:
-        order += [lid, *after.get(lid, ())]
-    out.layers = [new[lid] for lid in order]
+    out.layers = list(new.values())
     out.edges = edges
     return out

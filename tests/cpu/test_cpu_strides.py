@@ -55,13 +55,6 @@ def test_a_stage_transition_runs_its_3x3_convolution_at_stride_2(tmp_path, backe
     rows = []
     plan.infer(c.inputs, rows)
     assert any(r.name == "sum/subsample0" and r.type == "Pooling" for r in rows)
-    # the pooling runs before the branch beside it, so b3 adds its result into the subsampled
-    # shortcut (a sum post-op), as it would into a shortcut at full size: no Eltwise of its own
-    names = [step.layer.name for step in plan.steps]
-    assert names.index("sum/subsample0") < names.index("b1")
-    if backend == "onednn":
-        fused = {r.name: r.backend for r in rows if r.status == "fused"}
-        assert fused.get("sum") == "fused into b3", rows
 
 
 @pytest.mark.parametrize("case", ["output", "full_size_reader", "custom_relu"])
