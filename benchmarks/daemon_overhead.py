@@ -1,10 +1,12 @@
 """What the CPU daemon costs a synchronous request over the same plan run in-process,
 on real networks and on a one-layer one.
 
-    python benchmarks/daemon_overhead.py [--models relu,bvlc_googlenet,keras_resnet50]
+    python benchmarks/daemon_overhead.py [--models relu,bvlc_googlenet,bvlc_alexnet,ssd_style,keras_resnet50,
+                                                   keras_mobilenet_v2,keras_mobilenet_v3_small]
                                          [--iterations 100] [--rounds 3]
 
-For each network, the IR our converter makes (batch 1) runs
+For each network (default: the one-layer one and every network of benchmarks/infer.py,
+converted as there), the IR our converter makes (batch 1) runs
 - in-process: device_daemons.cpu.plan.ExecutionPlan, the daemon's own default backend
   (oneDNN where it runs a layer), infer() on the calling thread;
 - through the daemon: IECore(...).load_network(net, "CPU").infer() against a private
@@ -35,25 +37,17 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-MODELS = ("relu", "bvlc_googlenet", "keras_resnet50")
-KERAS = {"keras_resnet50": "resnet50"}  # benchmark name -> the graph of tests/tf/keras_apps.py
+from benchmarks import infer  # noqa: E402  (the networks and their conversion)
+
+MODELS = ("relu", *infer.MODELS)
 GOAL_MS, GOAL_SHARE = 0.3, 0.02
 
 
 def make_ir(model: str, out_dir: str) -> str:
     """Our IR of `model` at batch 1 in out_dir."""
     if model == "relu":
-        from benchmarks.infer import trivial_ir
-        return trivial_ir(out_dir)
-    from benchmarks.references import bvlc_model, keras_model
-    if model in KERAS:
-        source = ["--input_model", keras_model(KERAS[model])]
-    else:
-        proto, weights = bvlc_model(model)
-        source = ["--input_model", weights, "--input_proto", proto]
-    subprocess.run([sys.executable, "-m", "cli", "convert", *source, "-b", "1", "--output_dir", out_dir,
-                    "--model_name", model, "--silent"], check=True, cwd=ROOT)
-    return os.path.join(out_dir, model + ".xml")
+        return infer.trivial_ir(out_dir)
+    return infer.convert_ours(model, out_dir, model, 1)
 
 
 def run_pair(xml: str, iterations: int) -> None:
