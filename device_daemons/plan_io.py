@@ -28,6 +28,20 @@ class KernelError(IRError):
         self.layer_type = getattr(layer, "type", None)
 
 
+def frees(reads: list, keep: set) -> list[tuple]:
+    """For each step (`reads`: the slots each step reads, in run order), the slots whose
+    last reader it is, so that the run may drop them after it; none of `keep` (outputs)."""
+    last = {}
+    for i, slots in enumerate(reads):
+        for s in slots:
+            last[s] = i
+    out: list[list] = [[] for _ in reads]
+    for s, i in last.items():
+        if s not in keep:
+            out[i].append(s)
+    return [tuple(slots) for slots in out]
+
+
 def execution_order(network) -> list:
     """Topological order with the sources (Input layers, reading Memory layers)
     first, so that a state is read before it is written in a call."""

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..plan_io import frees
 from .kernels import KERNELS
 
 SHAPE_ONLY = frozenset({"PriorBox", "PriorBoxClustered"})
@@ -78,17 +79,6 @@ def fold(steps: list, shapes: list, outputs: set) -> tuple[list, list]:
             run_steps.append(replace(step, kernel=Folded([values[s] for s in step.out_slots]), in_slots=()))
         else:
             gone.append(step.layer)
-    return _with_frees(run_steps, outputs), gone
-
-
-def _with_frees(steps: list, outputs: set) -> list:
-    """The steps with `free` recounted: folding took readers away."""
-    last = {}
-    for i, step in enumerate(steps):
-        for s in step.in_slots:
-            last[s] = i
-    frees: dict[int, list] = {}
-    for s, i in last.items():
-        if s not in outputs:
-            frees.setdefault(i, []).append(s)
-    return [replace(step, free=tuple(frees.get(i, ()))) for i, step in enumerate(steps)]
+    # (folding took readers away: the drops are counted again)
+    dropped = frees([step.in_slots for step in run_steps], outputs)
+    return [replace(step, free=free) for step, free in zip(run_steps, dropped)], gone

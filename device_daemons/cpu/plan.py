@@ -9,8 +9,8 @@
 
 Compilation: the strides of 1x1 convolutions pulled up the graph where that saves
 work (strides.py: ResNet's stage transitions); per input shapes, the layers whose
-outputs cannot change computed once (folding.py: prior boxes); layers in topological order (layers without inputs first: Input and
-the reading Memory layers, so a state is read before it is written in a call);
+outputs cannot change computed once (folding.py: prior boxes); layers in topological
+order (layers without inputs first: Input and the reading Memory layers, so a state is read before it is written in a call);
 one kernel per layer (a custom kernel for a type replaces the built-in one); every
 (layer, output port) is a slot; a slot is dropped as soon as its last consumer
 ran (reference counts computed once), so numpy can reuse the memory; an
@@ -60,7 +60,7 @@ import numpy as np
 
 from ir import IRError, Network
 
-from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, output_ports
+from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, frees, output_ports
 from .backends import build_program, requested_backend
 from .folding import fold
 from .kernels import KERNELS, KernelError
@@ -232,12 +232,8 @@ class ExecutionPlan(PlanShapes):
                          output_ports(graph, extra_outputs)]
         output_slots = {s for _, s in self._outputs}
 
-        # reference counts -> the step after which each slot can be dropped
-        last_use = {s: max(steps) for s, steps in consumers.items()}
-        frees: dict[int, list[int]] = {}
-        for s, step in last_use.items():
-            if s not in output_slots:
-                frees.setdefault(step, []).append(s)
+        # the step after which each slot can be dropped
+        dropped = frees([in_slots for _, _, in_slots, _, _ in steps_raw], output_slots)
 
         input_slots = set(self._input_slots.values())
 
@@ -260,7 +256,7 @@ class ExecutionPlan(PlanShapes):
         for i, (layer, kernel, in_slots, out_slots, is_custom) in enumerate(steps_raw):
             if getattr(kernel, "supports_inplace", False) and in_slots:
                 kernel.inplace = exclusive(in_slots[0], i)
-            self.steps.append(_Step(layer, kernel, in_slots, out_slots, tuple(frees.get(i, ())), is_custom))
+            self.steps.append(_Step(layer, kernel, in_slots, out_slots, dropped[i], is_custom))
         self._n_slots = len(self._slot_names)
         self.shapes: list[tuple | None] = [None] * self._n_slots
         self._ir_input_shapes = {name: tuple(l.outputs[0].dims) for name, l in self._input_layers.items()}

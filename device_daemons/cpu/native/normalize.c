@@ -1,6 +1,6 @@
 /* Normalize across the channels (Caffe's Normalize with across_spatial false, OpenVINO's
  * NormalizeL2 over axis 1: SSD's conv4_3_norm) for the fast CPU backend, on channels-last
- * tensors (onednn/normalize.py): per pixel, the sum of the squares of its channel vector
+ * tensors (onednn/normalization.py): per pixel, the sum of the squares of its channel vector
  * (contiguous), then each value divided by sqrt(sum + eps) and multiplied by its
  * channel's scale - kernels/normalization.py's operations in its order. The sum runs in
  * eight float partial sums (vectorized) where numpy sums pairwise: the two agree to

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..folding import Folded
+from ...plan_io import frees
 from ..kernels import KERNELS
 from ..program import NumpyStep, Program
 from . import (concat, convolution, eltwise, fully_connected, normalization, permute, pooling, reshape,  # noqa: F401
@@ -603,7 +603,7 @@ class _Compiler:
         """A layer oneDNN does not run: its Python kernel, switched to the kernel's
         native variant where it has one (e.g. DetectionOutput's NMS in C)."""
         out = NumpyStep(step, self.shapes, ())
-        if not isinstance(step.kernel, Folded):
+        if not out.note:  # (a folded layer's says why it runs here)
             out.note = self.fallbacks.get(step.layer.name, "" if step.is_custom else "no oneDNN op for this layer type")
         if step.is_custom:
             return out
@@ -617,19 +617,12 @@ class _Compiler:
         return out
 
     def set_frees(self):
-        last = {}
-        for k, step in enumerate(self.final):
-            if isinstance(step, NumpyStep):
-                for s in step.in_slots:
-                    last[s] = k
-            elif isinstance(step, (ImportStep, BindStep)):
-                last[step.slot] = k
-        frees: dict[int, list] = {}
-        for s, k in last.items():
-            if s not in self.outputs:
-                frees.setdefault(k, []).append(s)
-        for k, slots in frees.items():
-            self.final[k].free = tuple(slots)
+        # the numpy arrays in slots: what numpy steps read, and the callers' arrays Import/Bind steps take
+        reads = [step.in_slots if isinstance(step, NumpyStep) else (step.slot,)
+                 if isinstance(step, (ImportStep, BindStep)) else () for step in self.final]
+        for step, free in zip(self.final, frees(reads, self.outputs)):
+            if free:
+                step.free = free
 
     def allocate(self):
         size = place(self.tensors)
