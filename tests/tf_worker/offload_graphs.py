@@ -101,7 +101,8 @@ def heavy(x, rounds=40):
 
 @case("heavy", (1, 8))
 def _(rng, x):
-    return heavy(x) + x
+    # ~4 CPU seconds: the kill tests must reach it mid-run even when their own thread is starved
+    return heavy(x, rounds=120) + x
 
 
 @case("heavy_where", (1, 8))
