@@ -30,6 +30,7 @@ import itertools
 import os
 import logging
 import socket
+import struct
 import threading
 import time
 import weakref
@@ -50,6 +51,7 @@ from .spin import spin_for
 log = logging.getLogger("mo_core.microkernel.client")
 
 TICK = 0.1  # how often a waiting caller looks at the watched process
+_TIMEVAL = struct.Struct("@ll")  # struct timeval (SO_RCVTIMEO)
 
 
 class Watched(Protocol):
@@ -149,12 +151,30 @@ class _Refused(Exception):
 
 
 class _Unix:
-    """One calling thread's connection to the server's direct carrier (direct.py)."""
+    """One calling thread's connection to the server's direct carrier (direct.py).
+
+    Raw calls wait for their reply in one blocking receive that the kernel ends after
+    a TICK (SO_RCVTIMEO) - one system call that sleeps, where Python's own timeouts
+    poll first and then receive; framed calls use Python's timeouts. Which of the two
+    the socket is set for is remembered, so that a stream of raw calls sets nothing."""
 
     def __init__(self, path: str):
         self.sock = _carrier.connect(path)
         self.ids = itertools.count(1)
         self.answered = False  # a reply came over it (else a reset means the server refused it: direct.py)
+        self.blocking = True  # as connect() made it; False once Python's timeouts are set
+        self.rcvtimeo = 0.0  # SO_RCVTIMEO set on it (0: none)
+
+    def wait_blocking(self, seconds: float) -> None:
+        """Blocking receives that give up after `seconds` (at least 1 ms)."""
+        if not self.blocking:
+            self.sock.settimeout(None)
+            self.blocking = True
+        if seconds != self.rcvtimeo:
+            whole = int(seconds)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                                 _TIMEVAL.pack(whole, max(1000, int((seconds - whole) * 1e6))))
+            self.rcvtimeo = seconds
 
     def close(self) -> None:
         sock, self.sock = self.sock, None
@@ -468,18 +488,10 @@ class Client:
             raise ValueError(f"raw payload of {len(payload)} bytes (at most {_carrier.MAX_RAW_PAYLOAD})")
         req_id = next(chan.ids)
 
-        def open_raw(data):
-            if not _carrier.is_raw(data):
-                return None, None  # a late reply to a framed call of this thread
-            try:
-                word, rid, body = _carrier.unpack_raw(data)
-            except ProtocolError as exc:
-                return req_id, ProtocolError(f"malformed raw reply from {core.endpoint}: {exc}")
-            return rid, (word, body)
         timeout = self.timeout if timeout is None else timeout
         try:
-            word, body = self._unix_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
-                                             req_id, timeout, watch, spin, open_raw, _carrier.fds_message(fds))
+            word, body = self._raw_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
+                                            req_id, timeout, watch, spin, _carrier.fds_message(fds))
         except _Refused:
             return None
         if word == _carrier.RAW_OK:
@@ -489,12 +501,69 @@ class Client:
         message = bytes(body).decode("utf-8", "replace")
         raise RemoteError("raw_failed", f"raw verb {tag} failed at {core.endpoint}: {message}")
 
+    def _raw_exchange(self, chan: _Unix, op: str, bufs: list, req_id: int, timeout: float,
+                      watch: Watched | None, spin: float, ancillary=()) -> tuple[int, memoryview]:
+        """A raw datagram over the calling thread's direct-carrier connection and the
+        (word, payload) of its reply: _unix_exchange's contract, waiting in blocking
+        receives (_Unix) - the path of every bound inference request, kept short."""
+        sock = chan.sock
+        deadline = time.monotonic() + timeout
+        try:
+            chan.wait_blocking(max(0.001, min(TICK if watch is not None else timeout, timeout)))
+            sock.sendmsg(bufs, ancillary, socket.MSG_DONTWAIT)
+        except BlockingIOError:  # the server's queue is full: wait for room as a framed call does
+            return self._unix_exchange(chan, op, bufs, req_id, timeout, watch, spin,
+                                       lambda data: self._open_raw(data, req_id), ancillary)
+        except OSError as exc:
+            raise self._exchange_failed(chan, op, exc, watch, timeout) from None
+        try:
+            spin = spin_for(spin)
+            until = time.perf_counter() + spin if spin else 0.0
+            while True:
+                try:
+                    data = _carrier.receive(sock, socket.MSG_DONTWAIT if until else 0)
+                except BlockingIOError:  # nothing yet (polling), or the receive's TICK passed
+                    data = None
+                    if until and time.perf_counter() >= until:
+                        until = 0.0
+                    elif not until:
+                        if watch is not None and not watch.alive():
+                            raise ServiceGone(f"the process serving {self._core.endpoint} ended during '{op}'")
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            raise MicrokernelTimeout(f"no reply to '{op}' from {self._core.endpoint} within "
+                                                     f"{timeout:g} s (request {req_id})")
+                        chan.wait_blocking(max(0.001, min(TICK if watch is not None else left, left)))
+                if data is not None:
+                    if not data:
+                        raise ConnectionResetError("the server closed its connection")
+                    chan.answered = True
+                    rid, reply = self._open_raw(data, req_id)
+                    if rid == req_id:
+                        if isinstance(reply, ProtocolError):
+                            raise reply
+                        return reply
+        except (MicrokernelError, OSError) as exc:
+            raise self._exchange_failed(chan, op, exc, watch, timeout) from None
+
+    def _open_raw(self, data, req_id: int):
+        """(request id, (word, payload)) of a received raw reply; (None, None) for a late
+        framed one; a malformed one is (req_id, ProtocolError)."""
+        if not _carrier.is_raw(data):
+            return None, None  # a late reply to a framed call of this thread
+        try:
+            word, rid, body = _carrier.unpack_raw(data)
+        except ProtocolError as exc:
+            return req_id, ProtocolError(f"malformed raw reply from {self._core.endpoint}: {exc}")
+        return rid, (word, body)
+
     def _unix_exchange(self, chan: _Unix, op: str, bufs: list, req_id: int, timeout: float,
                        watch: Watched | None, spin: float, open_reply, ancillary=()):
         """Send one datagram over the calling thread's direct-carrier connection and
         wait for the reply to `req_id` (_await_reply with `open_reply`)."""
         core = self._core
         sock = chan.sock
+        chan.blocking = False  # (Python's timeouts from here on)
         deadline = time.monotonic() + timeout
 
         def checked(data):
@@ -523,25 +592,32 @@ class Client:
             sock.settimeout(0.0)
             return _await_reply(core, op, req_id, deadline, timeout, watch, spin, try_receive, receive_within,
                                 open_reply)
-        except MicrokernelError as exc:  # (a timeout is one, and an OSError too)
+        except (MicrokernelError, OSError) as exc:  # (a timeout is a MicrokernelError, and an OSError too)
+            raise self._exchange_failed(chan, op, exc, watch, timeout) from None
+
+    def _exchange_failed(self, chan: _Unix, op: str, exc: Exception, watch: Watched | None,
+                         timeout: float) -> Exception:
+        """What a failed exchange on `chan` raises (the connection given up where the
+        next call must not use it)."""
+        core = self._core
+        if isinstance(exc, MicrokernelError):
             if isinstance(exc, (ProtocolError, MicrokernelTimeout)):
                 # a malformed datagram, or a request the server may still be running on this
                 # connection's thread: the next call gets a connection (and a thread) of its own
                 chan.close()
                 core.local.unix = None
-            raise
-        except OSError as exc:
-            chan.close()
-            core.local.unix = None
-            if isinstance(exc, TimeoutError):  # the send timed out
-                raise MicrokernelTimeout(f"could not send '{op}' to {core.endpoint} within {timeout:g} s") from None
-            if not chan.answered and (watch is None or watch.alive()):
-                # closed before it ever answered: the server refused the connection (its caps, direct.py); this
-                # client uses ZeroMQ from now on
-                log.debug("direct carrier %s refused the connection: ZeroMQ only", core.direct_path)
-                core.direct_path = None
-                raise _Refused() from None
-            raise self._dropped(op, exc, watch) from None
+            return exc
+        chan.close()
+        core.local.unix = None
+        if isinstance(exc, TimeoutError):  # the send timed out
+            return MicrokernelTimeout(f"could not send '{op}' to {core.endpoint} within {timeout:g} s")
+        if not chan.answered and (watch is None or watch.alive()):
+            # closed before it ever answered: the server refused the connection (its caps, direct.py); this
+            # client uses ZeroMQ from now on
+            log.debug("direct carrier %s refused the connection: ZeroMQ only", core.direct_path)
+            core.direct_path = None
+            return _Refused()
+        return self._dropped(op, exc, watch)
 
     def _dropped(self, op: str, exc: OSError, watch: Watched | None) -> MicrokernelError:
         """What a direct-carrier connection that broke during `op` means: the end of a

@@ -45,6 +45,7 @@ def served(request):
     server.handle_raw(7, lambda payload: bytes(payload)[::-1])
     server.handle_raw(8, failing)
     server.handle_raw(9, lambda payload: b"x" * (direct.MAX_RAW_PAYLOAD + 1))
+    server.handle_raw(11, lambda payload: time.sleep(float(bytes(payload))) or b"slept")
     runner = threading.Thread(target=server.serve)
     runner.start()
     try:
@@ -228,7 +229,7 @@ def test_raw_verbs(served):
                 unsigned.call_raw(7, b"abc")
             assert ei.value.kind == "raw_unknown"
         return
-    assert info["direct"]["raw"] == [7, 8, 9]
+    assert info["direct"]["raw"] == [7, 8, 9, 11]
     with Client(server.endpoint, timeout=10, direct_path=path) as local:
         for i in range(5):  # raw and framed calls on one connection, each gets its own reply
             assert local.call_raw(7, b"abc%d" % i, spin=0.0005) == (b"abc%d" % i)[::-1]
@@ -249,6 +250,26 @@ def test_raw_verbs(served):
     assert server.direct_messages == 15
     with Client(server.endpoint, timeout=10) as zmq_only:  # no direct carrier: nothing to send it over
         assert zmq_only.call_raw(7, b"abc") is None
+
+
+def test_raw_calls_wait_across_ticks_and_time_out_as_such(served):
+    """A raw call waits in blocking receives that end every TICK (client.py's _Unix): a
+    reply after several of them is still its reply, a call past its timeout fails with
+    MicrokernelTimeout at that timeout, and the next call gets a connection of its own."""
+    server, info, key = served
+    if key is not None:
+        return  # (no raw verbs with a key: test_raw_verbs)
+    with Client(server.endpoint, timeout=10, direct_path=info["direct"]["path"]) as local:
+        assert local.call_raw(11, b"0.35") == b"slept"  # three TICKs
+        assert local.call("echo", {"framed": 1}, direct=True)[0]["args"] == {"framed": 1}  # (Python's timeouts)
+        assert local.call_raw(11, b"0.01", spin=0.0005) == b"slept"  # (back to blocking receives)
+        t0 = time.monotonic()
+        with pytest.raises(MicrokernelTimeout, match="no reply to 'raw verb 11'"):
+            local.call_raw(11, b"1.5", timeout=0.25)
+        assert 0.2 < time.monotonic() - t0 < 0.6
+        t0 = time.monotonic()  # the slow verb still holds that connection's thread: this one has its own
+        assert local.call_raw(7, b"next") == b"txen"
+        assert time.monotonic() - t0 < 0.5
 
 
 def test_bad_raw_datagrams_cost_the_sender_its_connection(served):
