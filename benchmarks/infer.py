@@ -626,12 +626,12 @@ def summary(rows, accuracy_rows, loads):
     print()
     print("summary (the daemon, batch 1; ratios: ours / OpenVINO, < 1 is faster; bf16 error: max |diff| / max |f32|, "
           "the largest over the accuracy inputs / their mean; top-1!: it changed on one)")
-    print("{:<26}{:>12}{:>16}{:>23}{:>18}{:>18}".format("model", "f32 ratio", "default ratio",
+    print("{:<26}{:>12}{:>16}{:>23}{:>26}{:>26}".format("model", "f32 ratio", "default ratio",
                                                         "1-thread CPU f32/def", "ours default err", "OV default err"))
     for row in rows + accuracy_rows:
         acc = row["acc"]
         ratio, one = row.get("ratio"), row.get("one_thread")
-        print("{:<26}{:>12}{:>16}{:>23}{:>18}{:>18}".format(
+        print("{:<26}{:>12}{:>16}{:>23}{:>26}{:>26}".format(
             row["model"], "{:.2f}".format(ratio["f32"]) if ratio else "-",
             "{:.2f}".format(ratio["default"]) if ratio else "-",
             "{:.2f} / {:.2f}".format(one["f32"], one["default"]) if one else "-",
