@@ -19,8 +19,8 @@ from tests.cpu.test_cpu_caffe_layers import SSD_HEAD
 from tests.support import assert_detection_padding
 
 
-def random_case(rng):
-    classes, priors = int(rng.integers(1, 6)), int(rng.integers(1, 300))
+def random_case(rng, classes=None, priors=None):
+    classes, priors = classes or int(rng.integers(1, 6)), priors or int(rng.integers(1, 300))
     shared = rng.random() < 0.5
     groups = 1 if shared else classes
     xy = rng.random((groups, priors, 2)).astype(np.float32)
@@ -101,6 +101,31 @@ def test_native_nms_is_the_sequential_rule():
             assert list(got[c]) == list(want), (threshold, nms_threshold, eta, top_k)
             kept_total += len(want)
     assert kept_total > 2000
+
+
+def test_native_nms_shares_the_classes_out_over_openmp_threads():
+    """Enough classes x priors for nms.c's parallel loop (PARALLEL_WORK): each class
+    gets exactly nms_fast's result whatever the calling thread's team size (1, 2 or 3
+    threads: the classes then fall to the threads differently)."""
+    import ctypes
+    native_nms.load()
+    gomp = ctypes.CDLL("libgomp.so.1")  # (the runtime nms.c was linked with: the one loaded)
+    rng = np.random.default_rng(11)
+    before = gomp.omp_get_max_threads()
+    try:
+        for shared_scores in (False, True):
+            boxes, scores = random_case(rng, classes=24, priors=1200)
+            if shared_scores:
+                scores = np.round(scores * 5) / 5  # ties
+            want = [detection.nms_fast(boxes[c if boxes.shape[0] > 1 else 0], scores[c], 0.05, 0.45, 1.0, 200)
+                    for c in range(24)]
+            for threads in (1, 2, 3):
+                gomp.omp_set_num_threads(threads)
+                assert gomp.omp_get_max_threads() == threads
+                got = native_nms.nms_classes(boxes, scores, 0.05, 0.45, 1.0, 200)
+                assert [list(g) for g in got] == [list(w) for w in want], threads
+    finally:
+        gomp.omp_set_num_threads(before)
 
 
 @pytest.mark.parametrize("top_k", [-1, 400, 2999, 3000, 5000])
@@ -209,3 +234,27 @@ def test_native_detection_output_gives_the_numpy_kernels_rows():
         assert np.array_equal(got[..., :3], want[..., :3]), case  # image, label, score: exact
         detections += int((want[0, 0, :, 0] >= 0).sum())
     assert detections > 1000
+
+
+def test_native_detection_output_on_large_heads_over_openmp_threads():
+    """Heads large enough for detection_output.c's parallel decoding, score gathering and
+    NMS (PARALLEL_WORK): the numpy kernel's rows whatever the calling thread's team size."""
+    import ctypes
+    from device_daemons.cpu.native import detection_output as native
+    native.load()
+    gomp = ctypes.CDLL("libgomp.so.1")
+    rng = np.random.default_rng(5)
+    before = gomp.omp_get_max_threads()
+    try:
+        for case in range(4):
+            kernel, inputs = _detection_kernel(rng, 21, 1000, 1)
+            want = kernel.forward(inputs)[0]
+            assert kernel.accelerate() == "native"
+            for threads in (1, 2, 3):
+                gomp.omp_set_num_threads(threads)
+                got = kernel.forward(inputs)[0]
+                np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, err_msg=f"case {case}, {threads} threads")
+                assert np.array_equal(got[..., :3], want[..., :3]), (case, threads)
+            kernel._native = None
+    finally:
+        gomp.omp_set_num_threads(before)

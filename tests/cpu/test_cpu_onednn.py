@@ -255,7 +255,7 @@ def test_backend_choice_and_a_missing_library():
 
 
 def test_openmp_threads_spin_briefly_at_barriers_unless_told_otherwise():
-    from device_daemons.cpu.onednn.library import SPIN_COUNT
+    from device_daemons.native_build import SPIN_COUNT
     env = {"MO_CORE_CPU_BACKEND": "onednn", "OMP_DISPLAY_ENV": "VERBOSE"}
     proc = _run_python(PLAN_OF_TINY_IR, OMP_WAIT_POLICY=None, GOMP_SPINCOUNT=None, **env)
     assert proc.returncode == 0 and "GOMP_SPINCOUNT = '{}'".format(SPIN_COUNT) in proc.stderr, proc.stderr

@@ -3,7 +3,10 @@
  * DetectionOutput.forward computes them (its numpy code is the reference: decoding in
  * double, then float32; the same order of operations; tests/cpu/test_cpu_nms.py compares
  * the two). Small SSD and Faster R-CNN heads spent most of their DetectionOutput time in
- * numpy's per-call overhead. Built once per machine by native_build.py, with nms.c. */
+ * numpy's per-call overhead. Built once per machine by native_build.py, with nms.c. The
+ * decoding, the gathering of the scores and the NMS (over the classes) are shared out over
+ * the calling thread's OpenMP team on large heads (PARALLEL_WORK): each element's value
+ * does not depend on the thread that computes it. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -60,6 +63,7 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
     for (int64_t i = 0; i < n && written < out_rows; ++i) {
         const float *l = loc + i * priors * loc_classes * 4;
         const float *c = conf + i * priors * classes;
+        #pragma omp parallel for collapse(2) if (loc_classes * priors >= PARALLEL_WORK)
         for (int64_t g = 0; g < loc_classes; ++g) {
             for (int64_t p = 0; p < priors; ++p) {
                 const double *b = prior + p * 4, *v = var + p * 4;
@@ -90,6 +94,7 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
                 memcpy(boxes + k * priors * 4, decoded + labels[k] * priors * 4, sizeof(float) * priors * 4);
         else
             memcpy(boxes, decoded, sizeof(float) * priors * 4);
+        #pragma omp parallel for if (n_labels * priors >= PARALLEL_WORK)
         for (int64_t k = 0; k < n_labels; ++k)
             for (int64_t p = 0; p < priors; ++p)
                 scores[k * priors + p] = c[p * classes + labels[k]];

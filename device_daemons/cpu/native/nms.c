@@ -74,11 +74,15 @@ static int64_t candidates(const float *scores, int64_t priors, float threshold, 
 }
 
 #define CHUNK 16
+#define PARALLEL_WORK 16384  /* classes x priors from which the classes are shared out over the threads */
 
 /* boxes: (groups, priors, 4) corner boxes, groups 1 (shared by the classes) or classes;
  * scores: (classes, priors). Per class c: kept[c * cap ...] the kept prior indices, best
  * first, kept_count[c] of them; cap = top_k < 0 ? priors : min(top_k, priors).
- * Returns 0, or -1 when scratch memory cannot be had. */
+ * Returns 0, or -1 when scratch memory cannot be had. The classes are independent: on
+ * enough work they are shared out over the calling thread's OpenMP team (the one oneDNN's
+ * primitives run on, omp_set_num_threads), each thread with scratch of its own; every
+ * class's result is the same whatever thread computes it. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx2", "default")))  /* 8-wide where the CPU has it, picked at load */
 #endif
@@ -91,12 +95,17 @@ int mo_nms_classes(const float *boxes, int64_t groups, const float *scores, int6
         for (int64_t c = 0; c < classes; ++c) kept_count[c] = 0;
         return 0;
     }
+    int failed = 0;
+    #pragma omp parallel if (classes > 1 && classes * priors >= PARALLEL_WORK) reduction(|:failed)
+    {
     float *kx1 = malloc(sizeof(float) * cap * 5);
     uint32_t *key = malloc(sizeof(uint32_t) * priors * 2);
     int32_t *ix = malloc(sizeof(int32_t) * priors * 2);
-    if (!kx1 || !key || !ix) { free(kx1); free(key); free(ix); return -1; }
+    failed = !kx1 || !key || !ix;
     float *ky1 = kx1 + cap, *kx2 = kx1 + 2 * cap, *ky2 = kx1 + 3 * cap, *ks = kx1 + 4 * cap;
+    #pragma omp for schedule(dynamic, 1)
     for (int64_t c = 0; c < classes; ++c) {
+        if (failed) continue;  /* (this thread has no scratch: the call fails) */
         const float *b = boxes + (groups > 1 ? c : 0) * priors * 4;
         int64_t n = candidates(scores + c * priors, priors, threshold, cap, key, ix, key + priors, ix + priors);
         int32_t *out = kept + c * cap;
@@ -137,5 +146,6 @@ int mo_nms_classes(const float *boxes, int64_t groups, const float *scores, int6
     free(kx1);
     free(key);
     free(ix);
-    return 0;
+    }
+    return failed ? -1 : 0;
 }

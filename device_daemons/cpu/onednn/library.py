@@ -29,6 +29,7 @@ import tempfile
 import threading
 
 from ...native_build import NativeUnavailable  # noqa: F401  (what load() raises; callers import it here too)
+from ...native_build import openmp_environment
 
 _LOCK = threading.Lock()
 _LOADED = None
@@ -194,9 +195,6 @@ def _cdef_files() -> tuple[str, str]:
     return decls, args
 
 
-SPIN_COUNT = 3000  # pause-instruction spins of an OpenMP thread at a barrier before it sleeps
-
-
 class Dnnl:
     """The loaded library: ffi, lib, one CPU engine, DNNL_ARG_* values, status checks."""
 
@@ -207,20 +205,7 @@ class Dnnl:
             raise NativeUnavailable("the cffi package is not installed: pip install cffi (requirements.txt)") from None
         path = _find_library()
         decls, args = _cdef_files()
-        # OpenMP threads that reach a barrier spin briefly (SPIN_COUNT), then sleep: the
-        # next primitive's region starts within the spin (Python's gap between two steps),
-        # where sleeping threads cost a futex wake per region (MobileNetV3Small 4.4 -> 0.75 ms
-        # on 2 quiet cores, GoogLeNet bf16 12.0 -> 8.7), while libgomp's own default spin
-        # (300000) kept the thread a busy machine's cores were needed for off its core
-        # (GoogLeNet 5-7x slower). The policy "active" because libgomp spins only 100 times
-        # (1000 when active) once a process has more team threads than CPUs - a daemon
-        # serving several connections, each running requests on a thread of its own
-        # (MobileNetV3Small 5.9 -> 2.2 ms then). Read by libgomp when libdnnl loads it;
-        # OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment decide instead (passive:
-        # sleep at once).
-        if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
-            os.environ["OMP_WAIT_POLICY"] = "ACTIVE"
-            os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
+        openmp_environment()  # (read by libgomp when libdnnl loads it)
         self.ffi = cffi.FFI()
         self.ffi.cdef(decls)
         # never unloaded: OpenMP's worker threads outlive the interpreter's teardown, and one
