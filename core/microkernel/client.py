@@ -51,6 +51,7 @@ from .spin import spin_for
 log = logging.getLogger("mo_core.microkernel.client")
 
 TICK = 0.1  # how often a waiting caller looks at the watched process
+REFUSAL_GRACE = 0.5  # s a watched process whose new connection broke has to show its end before that is a refusal
 _TIMEVAL = struct.Struct("@ll")  # struct timeval (SO_RCVTIMEO)
 
 
@@ -340,6 +341,19 @@ class _Core:
         self.outbox.close()
 
 
+def _ends_within(watch: Watched, seconds: float) -> bool:
+    """Does the watched process show its end within `seconds`? A process that dies closes
+    its sockets before its parent can see it gone - longer still inside a sandbox, whose
+    own process outlives it by a moment - so a connection it broke is only a refusal
+    (after which the request would be sent again, and run twice) once it stays alive."""
+    end = time.monotonic() + seconds
+    while watch.alive():
+        if time.monotonic() >= end:
+            return False
+        time.sleep(0.005)
+    return True
+
+
 def _await_reply(core: _Core, op: str, req_id: int, deadline: float, timeout: float, watch: Watched | None,
                  spin: float, try_receive, receive_within, open_reply=None):
     """The reply to request `req_id` on a calling thread's own connection: polls
@@ -611,9 +625,9 @@ class Client:
         core.local.unix = None
         if isinstance(exc, TimeoutError):  # the send timed out
             return MicrokernelTimeout(f"could not send '{op}' to {core.endpoint} within {timeout:g} s")
-        if not chan.answered and (watch is None or watch.alive()):
+        if not chan.answered and (watch is None or not _ends_within(watch, REFUSAL_GRACE)):
             # closed before it ever answered: the server refused the connection (its caps, direct.py); this
-            # client uses ZeroMQ from now on
+            # client uses ZeroMQ from now on (and the caller sends the request there)
             log.debug("direct carrier %s refused the connection: ZeroMQ only", core.direct_path)
             core.direct_path = None
             return _Refused()

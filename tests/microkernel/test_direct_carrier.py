@@ -301,3 +301,24 @@ def test_pack_and_unpack_raw():
         with pytest.raises(ProtocolError):
             direct.unpack_raw(bad)
     assert direct.RAW_MARK > 1025  # never a frame count (protocol.Limits.max_frames)
+
+
+def test_a_broken_new_connection_is_a_refusal_only_while_its_process_stays_alive(monkeypatch):
+    """A process that dies closes its sockets a moment before it shows as ended (inside a
+    sandbox, longer): a new connection it broke is taken for a refusal - after which the
+    request is sent again over ZeroMQ - only once the process stays alive for the grace
+    (tests/tf_worker/test_kill.py: a killed TF worker's request ran again on its successor)."""
+    from core.microkernel import client as client_module
+
+    class Watch:
+        def __init__(self, polls_alive):
+            self.left = polls_alive
+
+        def alive(self):
+            self.left -= 1
+            return self.left >= 0
+    assert client_module._ends_within(Watch(0), 0.05)
+    assert client_module._ends_within(Watch(5), 0.5)  # ends on the 6th look
+    t0 = time.monotonic()
+    assert not client_module._ends_within(Watch(10 ** 6), 0.05)
+    assert 0.05 <= time.monotonic() - t0 < 0.5
