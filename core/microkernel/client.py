@@ -637,12 +637,8 @@ class Client:
         """What a direct-carrier connection that broke during `op` means: the end of a
         watched process (it closes its sockets as it dies: wait the moment until that
         is visible, so the caller reports how it ended), else a failed call."""
-        if watch is not None:
-            end = time.monotonic() + 2.0
-            while watch.alive() and time.monotonic() < end:
-                time.sleep(0.01)
-            if not watch.alive():
-                return ServiceGone(f"the process serving {self._core.endpoint} ended during '{op}'")
+        if watch is not None and _ends_within(watch, 2.0):
+            return ServiceGone(f"the process serving {self._core.endpoint} ended during '{op}'")
         return MicrokernelError(f"'{op}' to {self._core.endpoint} failed: {exc}")
 
     def _call_direct(self, op: str, args, arrays, timeout: float, watch: Watched | None,
