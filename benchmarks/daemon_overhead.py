@@ -18,7 +18,7 @@ change of the machine's load hits both alike:
 - calls: the two called alternately (plan, daemon, plan, ...); the extra time is the
   median of the paired differences (a daemon call minus the plan call before it). Each
   call starts where the other engine's left the cores: its OpenMP threads still spin
-  for a while after a request (libgomp's spin, onednn/library.py) and its data fills
+  for a while after a request (libgomp's spin, native_build.py) and its data fills
   the caches;
 - blocks: BLOCK calls of one, then BLOCK of the other, and so on (the first two of a
   block not counted); the extra time is the median over block pairs of the difference

@@ -175,17 +175,19 @@ def first_output(outputs) -> np.ndarray:
     return np.asarray(next(iter(outputs.values())) if isinstance(outputs, dict) else outputs[0])
 
 
-def _openvino(args, shape, x):
-    """(result fields, infer function, compiled model) of the OpenVINO runtime on `args.ov_model`."""
+def _openvino(args, shape):
+    """(result fields, compiled model, layout) of the OpenVINO runtime on `args.ov_model`;
+    layout(x): one of our inputs as that model takes it."""
     import openvino as ov
     core = ov.Core()
     model = core.read_model(args.ov_model)
     port = model.inputs[0]
     partial = port.get_partial_shape()
     want = list(shape)
+    layout = lambda x: x  # noqa: E731
     if len(want) == 4 and partial.rank.get_length() == 4 and partial[1].is_static and partial[1].get_length() != want[1]:
         want = nhwc(want)  # TensorFlow's layout, kept by its front end: the same values, transposed
-        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        layout = lambda x: np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # noqa: E731
     model.reshape({port.get_any_name(): want})
     mode = args.engine.rsplit("_", 1)[1]
     config = {"PERFORMANCE_HINT": "THROUGHPUT" if mode == "tp" else "LATENCY"}
@@ -198,7 +200,7 @@ def _openvino(args, shape, x):
     result = {"shape": want, "version": ov.__version__.split("-")[0],
               "precision": getattr(precision, "get_type_name", lambda: str(precision))(),
               "threads": int(compiled.get_property("INFERENCE_NUM_THREADS"))}
-    return result, compiled, x
+    return result, compiled, layout
 
 
 def run_engine(args):
@@ -240,7 +242,8 @@ def run_engine(args):
                       numpy_layers=sum(1 for s in steps if s.backend == "numpy"),
                       c_layers=sum(1 for s in steps if s.backend == "native"))
     elif engine.startswith(("openvino", "ov_")):
-        fields, compiled, x = _openvino(args, shape, x)
+        fields, compiled, layout = _openvino(args, shape)
+        x = layout(x)
         result.update(fields)
         if engine == "openvino_tp":
             nireq = int(compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS"))
@@ -249,8 +252,6 @@ def run_engine(args):
         else:
             request = compiled.create_infer_request()
             result["main"] = measure(lambda: request.infer({0: x}), args.iterations)
-            layout = (lambda v: v) if list(fields["shape"]) == list(shape) else \
-                (lambda v: np.ascontiguousarray(v.transpose(0, 2, 3, 1)))  # as _openvino gave it x
             out = lambda v: first_output(request.infer({0: layout(v)}))  # noqa: E731
     elif engine == "gpu_daemon":
         from device_daemons.client import IECore

@@ -502,10 +502,19 @@ class Client:
             raise ValueError(f"raw payload of {len(payload)} bytes (at most {_carrier.MAX_RAW_PAYLOAD})")
         req_id = next(chan.ids)
 
+        def open_raw(data):
+            if not _carrier.is_raw(data):
+                return None, None  # a late reply to a framed call of this thread
+            try:
+                word, rid, body = _carrier.unpack_raw(data)
+            except ProtocolError as exc:
+                return req_id, ProtocolError(f"malformed raw reply from {core.endpoint}: {exc}")
+            return rid, (word, body)
         timeout = self.timeout if timeout is None else timeout
         try:
-            word, body = self._raw_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
-                                            req_id, timeout, watch, spin, _carrier.fds_message(fds))
+            word, body = self._unix_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
+                                             req_id, timeout, watch, spin, open_raw, _carrier.fds_message(fds),
+                                             blocking=True)
         except _Refused:
             return None
         if word == _carrier.RAW_OK:
@@ -515,69 +524,14 @@ class Client:
         message = bytes(body).decode("utf-8", "replace")
         raise RemoteError("raw_failed", f"raw verb {tag} failed at {core.endpoint}: {message}")
 
-    def _raw_exchange(self, chan: _Unix, op: str, bufs: list, req_id: int, timeout: float,
-                      watch: Watched | None, spin: float, ancillary=()) -> tuple[int, memoryview]:
-        """A raw datagram over the calling thread's direct-carrier connection and the
-        (word, payload) of its reply: _unix_exchange's contract, waiting in blocking
-        receives (_Unix) - the path of every bound inference request, kept short."""
-        sock = chan.sock
-        deadline = time.monotonic() + timeout
-        try:
-            chan.wait_blocking(max(0.001, min(TICK if watch is not None else timeout, timeout)))
-            sock.sendmsg(bufs, ancillary, socket.MSG_DONTWAIT)
-        except BlockingIOError:  # the server's queue is full: wait for room as a framed call does
-            return self._unix_exchange(chan, op, bufs, req_id, timeout, watch, spin,
-                                       lambda data: self._open_raw(data, req_id), ancillary)
-        except OSError as exc:
-            raise self._exchange_failed(chan, op, exc, watch, timeout) from None
-        try:
-            spin = spin_for(spin)
-            until = time.perf_counter() + spin if spin else 0.0
-            while True:
-                try:
-                    data = _carrier.receive(sock, socket.MSG_DONTWAIT if until else 0)
-                except BlockingIOError:  # nothing yet (polling), or the receive's TICK passed
-                    data = None
-                    if until and time.perf_counter() >= until:
-                        until = 0.0
-                    elif not until:
-                        if watch is not None and not watch.alive():
-                            raise ServiceGone(f"the process serving {self._core.endpoint} ended during '{op}'")
-                        left = deadline - time.monotonic()
-                        if left <= 0:
-                            raise MicrokernelTimeout(f"no reply to '{op}' from {self._core.endpoint} within "
-                                                     f"{timeout:g} s (request {req_id})")
-                        chan.wait_blocking(max(0.001, min(TICK if watch is not None else left, left)))
-                if data is not None:
-                    if not data:
-                        raise ConnectionResetError("the server closed its connection")
-                    chan.answered = True
-                    rid, reply = self._open_raw(data, req_id)
-                    if rid == req_id:
-                        if isinstance(reply, ProtocolError):
-                            raise reply
-                        return reply
-        except (MicrokernelError, OSError) as exc:
-            raise self._exchange_failed(chan, op, exc, watch, timeout) from None
-
-    def _open_raw(self, data, req_id: int):
-        """(request id, (word, payload)) of a received raw reply; (None, None) for a late
-        framed one; a malformed one is (req_id, ProtocolError)."""
-        if not _carrier.is_raw(data):
-            return None, None  # a late reply to a framed call of this thread
-        try:
-            word, rid, body = _carrier.unpack_raw(data)
-        except ProtocolError as exc:
-            return req_id, ProtocolError(f"malformed raw reply from {self._core.endpoint}: {exc}")
-        return rid, (word, body)
-
     def _unix_exchange(self, chan: _Unix, op: str, bufs: list, req_id: int, timeout: float,
-                       watch: Watched | None, spin: float, open_reply, ancillary=()):
+                       watch: Watched | None, spin: float, open_reply, ancillary=(), blocking: bool = False):
         """Send one datagram over the calling thread's direct-carrier connection and
-        wait for the reply to `req_id` (_await_reply with `open_reply`)."""
+        wait for the reply to `req_id` (_await_reply with `open_reply`). `blocking` (raw
+        calls: every bound inference request): sent without waiting and waited for in
+        blocking receives (_Unix), two system calls a request; else Python's timeouts."""
         core = self._core
         sock = chan.sock
-        chan.blocking = False  # (Python's timeouts from here on)
         deadline = time.monotonic() + timeout
 
         def checked(data):
@@ -593,17 +547,27 @@ class Client:
                 return None
 
         def receive_within(seconds):
-            sock.settimeout(seconds)
+            if blocking:
+                chan.wait_blocking(seconds)  # (a BlockingIOError when it passed)
+            else:
+                sock.settimeout(seconds)
             try:
                 return checked(_carrier.receive(sock))
             except (socket.timeout, BlockingIOError):
                 return None
         try:
-            sock.settimeout(timeout)  # a server that reads nothing cannot hold the send longer
-            sock.sendmsg(bufs, ancillary)
-            # non-blocking while polling: a socket with a timeout would wait in every try_receive (Python
-            # polls for readability before the recvmsg, MSG_DONTWAIT or not) - for the whole timeout
-            sock.settimeout(0.0)
+            if blocking:
+                try:
+                    sock.sendmsg(bufs, ancillary, socket.MSG_DONTWAIT)
+                except BlockingIOError:  # the server's queue is full: wait for room with Python's timeouts
+                    blocking = False
+            if not blocking:
+                chan.blocking = False
+                sock.settimeout(timeout)  # a server that reads nothing cannot hold the send longer
+                sock.sendmsg(bufs, ancillary)
+                # non-blocking while polling: a socket with a timeout would wait in every try_receive (Python
+                # polls for readability before the recvmsg, MSG_DONTWAIT or not) - for the whole timeout
+                sock.settimeout(0.0)
             return _await_reply(core, op, req_id, deadline, timeout, watch, spin, try_receive, receive_within,
                                 open_reply)
         except (MicrokernelError, OSError) as exc:  # (a timeout is a MicrokernelError, and an OSError too)

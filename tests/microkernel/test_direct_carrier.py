@@ -303,7 +303,7 @@ def test_pack_and_unpack_raw():
     assert direct.RAW_MARK > 1025  # never a frame count (protocol.Limits.max_frames)
 
 
-def test_a_broken_new_connection_is_a_refusal_only_while_its_process_stays_alive(monkeypatch):
+def test_a_broken_new_connection_is_a_refusal_only_while_its_process_stays_alive():
     """A process that dies closes its sockets a moment before it shows as ended (inside a
     sandbox, longer): a new connection it broke is taken for a refusal - after which the
     request is sent again over ZeroMQ - only once the process stays alive for the grace
