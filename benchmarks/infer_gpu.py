@@ -121,7 +121,7 @@ def ir_file(model: str, precision: str, ir_dir: str | None) -> str:
 # ----------------------------------------------------------------------------- engines (child processes)
 def _device_facts(device) -> dict:
     return {"device": device.name, "platform": device.platform, "driver": device.cl_device.driver_version.strip(),
-            "gpu": device.is_gpu, "fp16_arithmetic": device.has_fp16}
+            "gpu": device.is_gpu, "fp16_arithmetic": device.has_fp16, "tensor_cores": device.tensor_cores}
 
 
 def head_inputs(network) -> list[str]:

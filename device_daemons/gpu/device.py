@@ -58,6 +58,8 @@ class Device:
         self.compute_units = int(cl_device.max_compute_units)
         self.local_memory = int(cl_device.local_mem_size)
         self.driver = cl_device.driver_version.strip()
+        # tensor cores through inline PTX mma.sync.m16n8k16 (tiled.cl's conv_mma): NVIDIA, compute capability 8+
+        self.tensor_cores = _nv_compute_capability(cl_device, extensions) >= 8
         self.version = cl_device.version.strip()
         self._programs: dict = {}
         self._lock = threading.Lock()
@@ -68,9 +70,19 @@ class Device:
 
     def describe(self) -> dict:
         return {"name": self.name, "platform": self.platform, "index": self.index, "gpu": self.is_gpu,
-                "fp16": self.has_fp16, "compute_units": self.compute_units,
+                "fp16": self.has_fp16, "tensor_cores": self.tensor_cores, "compute_units": self.compute_units,
                 "global_memory_mb": self.global_memory >> 20, "max_work_group": self.max_work_group,
                 "driver": self.driver, "version": self.version}
+
+
+def _nv_compute_capability(cl_device, extensions) -> int:
+    """The major compute capability of an NVIDIA device (cl_nv_device_attribute_query), else 0."""
+    if "cl_nv_device_attribute_query" not in extensions:
+        return 0
+    try:
+        return int(cl_device.compute_capability_major_nv)
+    except (cl.Error, AttributeError, TypeError, ValueError):
+        return 0
 
 
 def list_devices() -> list:

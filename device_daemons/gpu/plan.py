@@ -62,6 +62,7 @@ def network_precision(network) -> str:
 STYLES = ("simt", "simd")
 ENV_MERGE = "MO_CORE_GPU_MERGE"  # 0: no sibling convolutions in one GEMM, no pooling read through
 ENV_STYLE = "MO_CORE_GPU_STYLE"  # forces a style (e.g. the GPU kernels on PoCL, to test them there)
+ENV_MMA = "MO_CORE_GPU_MMA"  # 0: no tensor-core kernels; emulate: their emulation on any device (tests)
 
 
 class EngineContext:
@@ -79,6 +80,14 @@ class EngineContext:
             raise IRError(f"kernel style {self.style!r} (the GPU plan's style argument or {ENV_STYLE}) is not one "
                           f"of {', '.join(STYLES)}")
         self.dtype = np.dtype(np.float16 if half else np.float32)
+        # tensor-core convolutions (half plans of the "simt" style): "nv" on a device with them, "emulate"
+        # (their register layout in plain OpenCL, slow: tests) when MO_CORE_GPU_MMA says so, else ""
+        mma = os.environ.get(ENV_MMA, "").strip().lower()
+        if mma not in ("", "0", "1", "emulate"):
+            raise IRError(f"{ENV_MMA}={mma!r}: use 0, 1 or emulate")
+        usable = half and self.style == "simt"
+        self.mma = "emulate" if usable and mma == "emulate" else \
+            "nv" if usable and mma != "0" and device.tensor_cores else ""
         self._ints: dict[bytes, cl.Buffer] = {}
         self._group_limits: dict = {}
         self.dummy = self.upload(np.zeros(1, np.float32))

@@ -178,6 +178,20 @@ class TuneCache:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+def _agree(outputs, reference) -> bool:
+    """Results of two kernel configurations on the same inputs: equal up to the
+    storage type's rounding and the order of summation (a wrong kernel is off by
+    the values' own size)."""
+    for got, want in zip(outputs, reference):
+        if not np.array_equal(np.isnan(got), np.isnan(want)):
+            return False
+        finite = ~np.isnan(want)
+        scale = float(np.max(np.abs(want[finite]), initial=0.0))
+        if np.max(np.abs(got[finite] - want[finite]), initial=0.0) > 2e-2 * scale + 1e-3:
+            return False
+    return True
+
+
 class Tuner:
     """Picks each tunable kernel's configuration for a plan (see the module doc).
     pinned: a configuration every kernel that can run it uses (tests, `mo-core
@@ -195,6 +209,7 @@ class Tuner:
         self.report: list[dict] = []  # one row per kernel: layer, key, config, how, us
         self._queue = None
         self._buffers: dict = {}
+        self._timed_outs: list = []
         self._failures: list[str] = []
 
     @property
@@ -255,6 +270,9 @@ class Tuner:
     def _search(self, kernel, key, candidates) -> float:
         start = time.perf_counter()
         best, best_us = None, float("inf")
+        reference = None  # the outputs of the first trusted configuration that ran
+        # trusted configurations first: the ones to verify are compared with them
+        candidates = sorted(candidates, key=kernel.verify)
         try:
             for config in candidates:
                 if time.perf_counter() - start + self.spent_s > self.budget_s and best is not None:
@@ -262,10 +280,18 @@ class Tuner:
                 try:
                     kernel.use(config, keep_others=True)
                     us = self._time(kernel, best_us)
+                    if kernel.verify(config) or reference is None:
+                        outputs = self._outputs(kernel)
                 except ConfigRejected:
                     continue
                 except (BuildError, cl.Error) as exc:
                     self._failed(config, exc)
+                    continue
+                if not kernel.verify(config):
+                    reference = outputs if reference is None else reference
+                elif reference is None or not _agree(outputs, reference):
+                    self._failed(config, "its results differ from the other kernels'" if reference is not None
+                                 else "no trusted kernel ran to check its results against")
                     continue
                 if us < best_us:
                     best, best_us = config, us
@@ -278,9 +304,20 @@ class Tuner:
         self.cache.put(key, best, best_us)
         return best_us
 
+    def _outputs(self, kernel) -> list:
+        """The outputs of the kernel's last timed run, on the host."""
+        dtype = kernel.ctx.dtype
+        result = []
+        for buffer, shape in zip(self._timed_outs, kernel.out_shapes):
+            host = np.empty(int(np.prod(shape)), dtype)
+            cl.enqueue_copy(self._queue, host, buffer)
+            result.append(host.astype(np.float32))
+        return result
+
     def release(self):
         """Frees the timing buffers and queue (after a plan's shapes are tuned)."""
         self._buffers = {}
+        self._timed_outs = []
         self._queue = None
 
     # --- timing ------------------------------------------------------------------------
@@ -329,6 +366,7 @@ class Tuner:
                       for k, launch in objects]
             events[-1].wait()
             return (events[-1].profile.end - events[0].profile.start) / 1e3
+        self._timed_outs = outs
         run()  # a first launch may load the program on the device: never timed
         first = run()
         if first > SLOW * best_us:

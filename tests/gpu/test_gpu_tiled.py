@@ -3,13 +3,16 @@
 of tile configurations of the tiled implicit GEMM (tiles.py) on convolutions
 whose sizes are no multiple of the tiles (groups, strides, dilation, padding,
 1x1, depthwise), K cut into slices, FullyConnected as a work-group GEMV and as
-the tiled GEMM, FP32 and FP16 (half storage)."""
+the tiled GEMM and the skinny-GEMM block, FP32 and FP16 (half storage); the
+tensor-core GEMM of half plans (conv_mma) on a device that has them, else in its
+emulation (MO_CORE_GPU_MMA=emulate: the PTX fragments' register layout computed
+in plain OpenCL)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from device_daemons.gpu.kernels.tiles import gemv_config, tile_config
+from device_daemons.gpu.kernels.tiles import block_config, gemv_config, mma_config, tile_config
 from tests.gpu.gpu_helpers import compare_layer, rand
 
 PRECISIONS = ["FP32", "FP16"]
@@ -59,6 +62,52 @@ def test_tiled_convolution(tmp_path, gpu_device, case, config, precision):
     assert [launch.name for launch in launches] == ["conv_tiled"] + ["splitk_sum"] * (config["ks"] > 1)
 
 
+# warp blocks 32x32 and 64x32, one to four warps along a side, K slices (3: unequal and empty slices)
+MMA_TILES = [mma_config(64, 64, 32, 32), mma_config(32, 64, 32, 32, ks=3), mma_config(64, 32, 32, 32),
+             mma_config(128, 64, 64, 32)]
+MMA_IDS = ["{tm}x{tn}_{wtm}x{wtn}_ks{ks}".format(**c) for c in MMA_TILES]
+
+
+@pytest.fixture
+def mma(gpu_device, monkeypatch):
+    """Tensor cores where the device has them, else their emulation."""
+    if not gpu_device.tensor_cores:
+        monkeypatch.setenv("MO_CORE_GPU_MMA", "emulate")
+
+
+@pytest.mark.parametrize("config", MMA_TILES, ids=MMA_IDS)
+@pytest.mark.parametrize("case", sorted(set(CONVS) - {"depthwise"}))
+def test_tensor_core_convolution(tmp_path, gpu_device, mma, case, config):
+    rng = np.random.default_rng(len(case))
+    data, inputs, outs, blobs = conv_case(rng, *CONVS[case])
+    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, "FP16", style="simt",
+                            config=config)
+    kernel = plan.steps[0].kernel
+    assert kernel.variant == "conv_mma" and kernel.config == config and plan.ctx.mma
+    launches = kernel.launches([plan.ctx.dummy], [plan.ctx.dummy], [plan.ctx.dummy])
+    assert [launch.name for launch in launches] == ["conv_mma"] + ["splitk_sum"] * (config["ks"] > 1)
+
+
+def test_tensor_cores_only_for_half_plans_and_only_after_a_search(tmp_path, gpu_device, mma, monkeypatch):
+    """An FP32 plan never offers the tensor-core kernel (TF32 would change its
+    numbers); a half plan offers it to the search, not as the heuristic's guess
+    (the search checks its results first); MO_CORE_GPU_MMA=0 turns it off."""
+    rng = np.random.default_rng(3)
+    data, inputs, outs, blobs = conv_case(rng, *CONVS["3x3_padded"])
+    _, fp32 = compare_layer(tmp_path / "a", gpu_device, "Convolution", data, inputs, outs, blobs, "FP32",
+                            style="simt")
+    assert not fp32.ctx.mma and all(c["kernel"] != "mma" for c in fp32.steps[0].kernel.configs("full"))
+    _, fp16 = compare_layer(tmp_path / "b", gpu_device, "Convolution", data, inputs, outs, blobs, "FP16",
+                            style="simt")
+    kernel = fp16.steps[0].kernel
+    assert any(c["kernel"] == "mma" for c in kernel.configs("1"))
+    assert kernel.configs("default")[0]["kernel"] == "tiled"
+    monkeypatch.setenv("MO_CORE_GPU_MMA", "0")
+    _, off = compare_layer(tmp_path / "c", gpu_device, "Convolution", data, inputs, outs, blobs, "FP16",
+                           style="simt")
+    assert not off.ctx.mma and all(c["kernel"] != "mma" for c in off.steps[0].kernel.configs("full"))
+
+
 def test_a_convolution_without_bias_on_the_heuristic_tile(tmp_path, gpu_device):
     rng = np.random.default_rng(5)
     data, inputs, outs, blobs = conv_case(rng, *CONVS["3x3_padded"])
@@ -68,8 +117,10 @@ def test_a_convolution_without_bias_on_the_heuristic_tile(tmp_path, gpu_device):
 
 FC_CONFIGS = [gemv_config(32, 1, 1), gemv_config(64, 2, 2), gemv_config(16, 4, 8), gemv_config(128, 1, 4),
               tile_config(32, 32, 16, 4, 4), tile_config(16, 16, 16, 2, 2, ks=3), tile_config(64, 16, 8, 4, 2),
+              block_config(4, 4, 8, kc=128), block_config(2, 3, 2, kc=128), block_config(8, 1, 1, kc=256),
               {"kernel": "direct"}]
 FC_IDS = ["gemv_{lx}x{opw}_rb{rb}".format(**c) if c["kernel"] == "gemv" else
+          "block_{ny}x{opt}_rb{rb}_kc{kc}".format(**c) if c["kernel"] == "block" else
           "tiled_{tm}x{tn}x{tk}_ks{ks}".format(**c) if c["kernel"] == "tiled" else c["kernel"] for c in FC_CONFIGS]
 
 
@@ -85,11 +136,12 @@ def test_fully_connected_variants(tmp_path, gpu_device, rows, size, out, config,
                             style="simt", config=config)
     kernel = plan.steps[0].kernel
     assert kernel.config == config
-    assert kernel.variant == {"gemv": "fc_gemv", "tiled": "conv_tiled", "direct": "fully_connected"}[config["kernel"]]
+    assert kernel.variant == {"gemv": "fc_gemv", "tiled": "conv_tiled", "direct": "fully_connected",
+                              "block": "fc_block"}[config["kernel"]]
 
 
-@pytest.mark.parametrize("rows,expected", [(1, "fc_gemv"), (8, "fc_gemv"), (9, "conv_tiled")])
-def test_fully_connected_heuristic_gemv_at_small_batches_gemm_above(tmp_path, gpu_device, rows, expected):
+@pytest.mark.parametrize("rows,expected", [(1, "fc_gemv"), (2, "fc_block"), (8, "fc_block"), (9, "conv_tiled")])
+def test_fully_connected_heuristic_gemv_at_batch_1_block_to_8_gemm_above(tmp_path, gpu_device, rows, expected):
     rng = np.random.default_rng(rows)
     _, plan = compare_layer(tmp_path, gpu_device, "FullyConnected", {"out-size": 10}, [rand(rng, rows, 40)],
                             [(rows, 10)], {"weights": rand(rng, 10, 40), "biases": rand(rng, 10)}, style="simt")

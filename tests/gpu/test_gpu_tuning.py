@@ -216,3 +216,36 @@ def test_the_short_search_offers_two_work_groups_per_compute_unit_for_batch_1_la
         assert max(_groups(c, m, n, 1) * c["ks"] for c in short) >= 2 * H200.compute_units, (m, n, k)
         first = tile_candidates(m, n, k, 1, H200, "default")[0]
         assert _groups(first, m, n, 1) * first["ks"] >= H200.compute_units, (m, n, k)
+
+
+def test_a_tensor_core_kernel_with_wrong_results_is_skipped_with_a_warning(home, tmp_path, gpu_device, monkeypatch):
+    """The search runs the trusted kernels first and compares each tensor-core
+    configuration's outputs with theirs before timing counts (a device whose PTX
+    behaves otherwise than the ISA says): here every comparison fails, so each is
+    reported and the layer takes one of the others."""
+    from device_daemons.gpu import GpuPlan, tuning
+    if not gpu_device.tensor_cores:
+        monkeypatch.setenv("MO_CORE_GPU_MMA", "emulate")
+    rng = np.random.default_rng(0)
+    layers = [("a", "Convolution", dict(CONV, output=4), {"weights": rand(rng, 4, 3, 3, 3)}, (1, 4, 6, 5))]
+    network = chain_ir(tmp_path, (1, 3, 6, 5), layers, "FP16")
+    checked = []
+
+    def disagree(outputs, reference):
+        checked.append(len(outputs))
+        return False
+    monkeypatch.setattr(tuning, "_agree", disagree)
+    plan = GpuPlan(network, gpu_device, tune="1")
+    assert checked and plan.tuner.report[0]["config"]["kernel"] != "mma"
+    assert plan.warnings and all("differ from the other kernels'" in w for w in plan.warnings)
+
+
+def test_results_agree_up_to_rounding_not_beyond():
+    from device_daemons.gpu.tuning import _agree
+    want = np.linspace(-50, 50, 101, dtype=np.float32)
+    assert _agree([want + 0.5], [want])            # 1% of the largest value
+    assert not _agree([want + 2.0], [want])
+    assert not _agree([want[::-1].copy()], [want])  # the right values in the wrong places
+    nan = want.copy()
+    nan[3] = np.nan
+    assert _agree([nan], [nan]) and not _agree([nan], [want]) and not _agree([want], [nan])

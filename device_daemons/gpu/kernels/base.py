@@ -203,6 +203,11 @@ class Tunable(GpuKernel):
     def configs(self, mode: str) -> list[dict]:
         raise NotImplementedError
 
+    def verify(self, config) -> bool:
+        """Whether the tuner compares this configuration's results with a trusted
+        configuration's before taking it (a kernel that relies on device-specific code)."""
+        return False
+
     def use(self, config: dict, keep_others: bool = False):
         """Applies `config` (ConfigRejected if the device cannot run it); the device
         weights of other packings are dropped unless keep_others (while tuning)."""

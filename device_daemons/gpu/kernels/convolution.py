@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import ConfigRejected, GpuKernel, Tunable, i32, register, round_up
-from .tiles import tile_candidates
+from .tiles import MMA_K, mma_candidates, mma_defines, mma_threads, mma_valid, tile_candidates
 
 OCB = 8  # output channels per work item of the "direct" kernels (convolution.cl)
 MR = 4   # output channels per work item of conv_gemm (16 pixels each)
@@ -147,7 +147,15 @@ class Convolution(Tunable, _Windowed):
             return [{"kernel": "gemm"}]
         m, n, k, g = self._problem()
         tiled = tile_candidates(m, n, k, g, self.ctx.device, mode)
-        return tiled + ([{"kernel": "direct"}] if mode != "default" and not (self.siblings or self.pooled) else [])
+        mma = mma_candidates(m, n, k, g, self.ctx.device, mode) if self.ctx.mma and not self.pooled else []
+        if mode == "default":  # the tensor-core kernel only after a search has checked its results
+            return tiled[:1]
+        return tiled + mma + ([{"kernel": "direct"}] if not (self.siblings or self.pooled) else [])
+
+    def verify(self, config) -> bool:
+        """Whether the tuner checks a configuration's results against a trusted one
+        before taking it: the tensor-core kernel depends on a device's PTX."""
+        return config["kernel"] == "mma"
 
     @property
     def variant(self) -> str:
@@ -155,14 +163,14 @@ class Convolution(Tunable, _Windowed):
         kind = self.config["kernel"]
         if kind == "direct":
             return "conv_1x1" if self.direct_1x1 else "conv_direct"
-        return {"depthwise": "conv_depthwise", "gemm": "conv_gemm", "tiled": "conv_tiled"}[kind]
+        return {"depthwise": "conv_depthwise", "gemm": "conv_gemm", "tiled": "conv_tiled", "mma": "conv_mma"}[kind]
 
     def _apply(self, config):
         kind = config["kernel"]
         g, ocg, icg, kh, kw = self.w.shape
-        if (self.siblings or self.pooled) and kind != "tiled":
-            raise ConfigRejected(f"{config}: sibling convolutions and a pooling read through run in the tiled GEMM "
-                                 "only")
+        if (self.siblings and kind not in ("tiled", "mma")) or (self.pooled and kind != "tiled"):
+            raise ConfigRejected(f"{config}: sibling convolutions run in the tiled GEMMs only, a pooling read "
+                                 "through in conv_tiled only")
         if kind == "depthwise":
             self.weights = self._pack("depthwise", lambda: self.ctx.upload(self.w.reshape(ocg * g, kh * kw)))
         elif kind == "gemm":
@@ -171,24 +179,46 @@ class Convolution(Tunable, _Windowed):
         elif kind == "direct":
             packed, self.blocks = pack_blocks(self.w)
             self.weights = self._pack("direct", lambda: self.ctx.upload(packed))
+        elif kind == "mma":
+            self._program = self._mma_program(config)
+            w = np.concatenate([self.w] + [s.w for s in self.siblings], axis=1) if self.siblings else self.w
+            packed, self.kp, self.mp = pack_tiles(w.reshape(w.shape[0], w.shape[1], -1), config["tm"], MMA_K)
+            packed = np.ascontiguousarray(packed.transpose(0, 2, 1))  # [G][Mp][Kp]: K contiguous
+            self.weights = self._pack(("mma", config["tm"], bool(self.siblings)), lambda: self.ctx.upload(packed))
+            if self.siblings:
+                self.bias = self._siblings_bias()
         elif kind == "tiled" and self.siblings:
             self._program = self._tiled_program(config, ("-DSIBLINGS",))
             w = np.concatenate([self.w] + [s.w for s in self.siblings], axis=1)
             packed, self.kp, self.mp = pack_tiles(w.reshape(1, w.shape[1], -1), config["tm"], config["tk"])
             self.weights = self._pack(("siblings", config["tm"], config["tk"]), lambda: self.ctx.upload(packed))
-            if getattr(self, "_sibling_bias", None) is None:
-                parts = [k.ref.blob("biases", required=False, size=k.ref.output) for k in (self,) + self.siblings]
-                self.has_bias = int(any(b is not None for b in parts))
-                self._sibling_bias = self.ctx.upload(np.concatenate(
-                    [np.zeros(k.ref.output, np.float32) if b is None else b
-                     for k, b in zip((self,) + self.siblings, parts)])) if self.has_bias else self.ctx.dummy
-            self.bias = self._sibling_bias
+            self.bias = self._siblings_bias()
         elif kind == "tiled":
             self._program = self._tiled_program(config, ("-DPOOLED",) if self.pooled else ())
             packed, self.kp, self.mp = pack_tiles(self.w.reshape(g, ocg, -1), config["tm"], config["tk"])
             self.weights = self._pack(("tiled", config["tm"], config["tk"]), lambda: self.ctx.upload(packed))
         else:
             raise ValueError(f"unknown convolution configuration {config}")
+
+    def _siblings_bias(self):
+        """The biases of this layer and its siblings, concatenated (made once)."""
+        if getattr(self, "_sibling_bias", None) is None:
+            parts = [k.ref.blob("biases", required=False, size=k.ref.output) for k in (self,) + self.siblings]
+            self.has_bias = int(any(b is not None for b in parts))
+            self._sibling_bias = self.ctx.upload(np.concatenate(
+                [np.zeros(k.ref.output, np.float32) if b is None else b
+                 for k, b in zip((self,) + self.siblings, parts)])) if self.has_bias else self.ctx.dummy
+        return self._sibling_bias
+
+    def _mma_program(self, config):
+        """tiled.cl's conv_mma built for a configuration (ConfigRejected where it cannot run)."""
+        if not mma_valid(config, self.ctx.device) or not 1 <= config["ks"] <= 64 or not self.ctx.mma:
+            raise ConfigRejected(f"{config} is not a tensor-core configuration this plan can run")
+        extra = ("-DSIBLINGS",) if self.siblings else ()
+        program = self.ctx.program("tiled.cl", defines=mma_defines(config, self.ctx.mma == "emulate") + extra)
+        if self.ctx.max_group(program, "conv_mma") < mma_threads(config):
+            raise ConfigRejected(f"a work group of {mma_threads(config)} is more than the device allows for {config}")
+        return program
 
     def scratch_bytes(self):
         """The im2col columns of the GEMM variant (all images); the partial sums of
@@ -199,7 +229,7 @@ class Convolution(Tunable, _Windowed):
             _, _, oh, ow = self.out_shapes[0]
             kh, kw = self.ref.kernel
             return [n * c * kh * kw * oh * ow * self.ctx.dtype.itemsize]
-        if kind == "tiled" and self.config["ks"] > 1:
+        if kind in ("tiled", "mma") and self.config["ks"] > 1:
             n, _, oh, ow = self.out_shapes[0]
             return [4 * self.config["ks"] * self._channels() * n * oh * ow]
         return []
@@ -214,7 +244,7 @@ class Convolution(Tunable, _Windowed):
         if self.absorbed_by:
             return []  # computed by the first of its siblings
         kind = self.config["kernel"]
-        if kind == "tiled":
+        if kind in ("tiled", "mma"):
             return self._tiled_launches(ins, outs, scratch)
         ref = self.ref
         n, c, h, w = self.in_shapes[0]
@@ -292,9 +322,14 @@ class Convolution(Tunable, _Windowed):
             i32(c, h, w, c // g, ow, oh * ow, ntot, g, m, k, self.kp, self.mp, sh, sw, ph, pw, int(self.one), ks) + \
             [offset, image] + i32(self.has_bias, has_res) + self.act_args() + self._sibling_args(outs) + \
             (i32(*self.pooled) if self.pooled else [])
-        rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
-        gemm = self.launch("conv_tiled", args, (-(-ntot // cfg["tn"]) * rn, -(-m // cfg["tm"]) * rm, g * ks),
-                           (rn, rm, 1), program=self._program)
+        if cfg["kernel"] == "mma":
+            threads = mma_threads(cfg)
+            gemm = self.launch("conv_mma", args, (-(-ntot // cfg["tn"]) * threads, -(-m // cfg["tm"]), g * ks),
+                               (threads, 1, 1), program=self._program)
+        else:
+            rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
+            gemm = self.launch("conv_tiled", args, (-(-ntot // cfg["tn"]) * rn, -(-m // cfg["tm"]) * rm, g * ks),
+                               (rn, rm, 1), program=self._program)
         if ks == 1:
             return [gemm]
         args = [part, self.bias, res, outs[0]] + i32(ks, o, oh * ow, ntot) + [offset, image] + \

@@ -108,3 +108,83 @@ __kernel void fc_gemv(__global const T* x, __global const T* w, __global const T
         for (int j = 0; j < rows; ++j) ST(out, (r0 + j) * O + o, activate(mine[j * LX] + b, act, act_a, act_b));
     }
 }
+
+// GPUs at batch 2 to 64: a skinny GEMM that reads the batch's rows once per work
+// group instead of once per output (fc_gemv with GRB rows reads all of x for each
+// output: AlexNet's fc6 at batch 8 moved 1.2 GB through the cache, 7x its weights'
+// bytes). A work group is LX x NY work items; each row of LX (a warp on NVIDIA)
+// computes OPT outputs for GRB rows of the batch, its lanes taking 4-value chunks
+// of the weight rows (coalesced); a chunk of KC values of the GRB rows of x is
+// staged in __local memory and shared by the group's NY * OPT outputs; a row's
+// partial sums are added across its lanes at the end.
+// -D GRB=.. -D OPT=.. -D KC=..; global: (LX, ceil(O / (NY * OPT)) * NY, ceil(R / GRB)),
+// local: (LX, NY, 1); xs: max(GRB * KC, NY * OPT * GRB * (LX + 1)) floats of __local memory
+#ifndef OPT
+#define OPT 4
+#endif
+#ifndef KC
+#define KC 512
+#endif
+__kernel void fc_block(__global const T* x, __global const T* w, __global const T* bias, __global T* out,
+                       int R, int I, int O, int has_bias, int act, float act_a, float act_b, __local float* xs)
+{
+    int lx = get_local_id(0), ly = get_local_id(1), LX = get_local_size(0), NY = get_local_size(1);
+    int tid = ly * LX + lx, nt = LX * NY;
+    int o0 = (get_group_id(1) * NY + ly) * OPT, r0 = get_group_id(2) * GRB;
+    int rows = min(GRB, R - r0);
+    float acc[OPT][GRB];
+#pragma unroll
+    for (int p = 0; p < OPT; ++p)
+#pragma unroll
+        for (int j = 0; j < GRB; ++j) acc[p][j] = 0.0f;
+    __global const T* xr = x + (size_t)r0 * I;
+    for (int c0 = 0; c0 < I; c0 += KC) {
+        int kc = min(KC, I - c0), kc4 = kc & ~3;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int e = tid; e < GRB * KC; e += nt) {
+            int j = e / KC, i = e - j * KC;
+            xs[e] = (j < rows && i < kc) ? LD(xr, (size_t)j * I + c0 + i) : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int i = lx * 4; i < kc4; i += LX * 4) {
+            float4 xv[GRB];
+#pragma unroll
+            for (int j = 0; j < GRB; ++j) xv[j] = vload4(0, xs + j * KC + i);
+#pragma unroll
+            for (int p = 0; p < OPT; ++p) {
+                if (o0 + p < O) {
+                    float4 wv = LD4(w, (size_t)(o0 + p) * I + c0 + i);
+#pragma unroll
+                    for (int j = 0; j < GRB; ++j) acc[p][j] += dot(wv, xv[j]);
+                }
+            }
+        }
+        int i = kc4 + lx;
+        if (i < kc) {
+#pragma unroll
+            for (int p = 0; p < OPT; ++p) {
+                if (o0 + p < O) {
+                    float wv = LD(w, (size_t)(o0 + p) * I + c0 + i);
+#pragma unroll
+                    for (int j = 0; j < GRB; ++j) acc[p][j] = mad(wv, xs[j * KC + i], acc[p][j]);
+                }
+            }
+        }
+    }
+    // the lanes' partial sums: one row of LX + 1 (no bank conflicts) per (ly, p, j)
+    barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+    for (int p = 0; p < OPT; ++p)
+#pragma unroll
+        for (int j = 0; j < GRB; ++j) xs[((ly * OPT + p) * GRB + j) * (LX + 1) + lx] = acc[p][j];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int q = tid; q < NY * OPT * GRB; q += nt) {
+        int j = q % GRB, p = (q / GRB) % OPT, y = q / (GRB * OPT);
+        int o = (get_group_id(1) * NY + y) * OPT + p;
+        if (o >= O || j >= rows) continue;
+        float s = 0.0f;
+        for (int l = 0; l < LX; ++l) s += xs[q * (LX + 1) + l];
+        float b = has_bias ? LD(bias, o) : 0.0f;
+        ST(out, (size_t)(r0 + j) * O + o, activate(s + b, act, act_a, act_b));
+    }
+}

@@ -3,7 +3,10 @@
 Variants (configurations of kernels/tiles.py, picked per shape by the plan's
 tuner): on GPUs ("simt"), "gemv" - a work-group reduction per output, weights in
 their IR layout (O, I) read as coalesced 4-value chunks, up to 8 rows of the
-batch a pass over the weights (batch 1: a GEMV) - or "tiled", the tiled GEMM of
+batch a pass over the weights (batch 1: a GEMV) - or "block", a skinny GEMM
+whose work group shares the batch's rows of x (staged in __local memory)
+between its outputs (batch 2 and up: x read once a work group, not once an
+output) - or "tiled", the tiled GEMM of
 tiled.cl with the batch as its N (x is a batch of 1x1 images of I channels), or
 "direct", the kernel before tiling (a work item per output column, weights
 transposed to (I, O)). On CPU-like OpenCL devices ("simd"): "rows", a work item
@@ -14,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .base import Tunable, i32, register, round_up
+from .base import ConfigRejected, Tunable, i32, register, round_up
 from .convolution import pack_tiles
-from .tiles import gemv_candidates, tile_candidates
+from .tiles import BLOCK_LX, block_candidates, block_local_floats, block_valid, gemv_candidates, \
+    tile_candidates
 
 RB = 4  # rows per work item of fully_connected / fully_connected_rows (fully_connected.cl)
 
@@ -43,22 +47,28 @@ class FullyConnected(Tunable):
             return [{"kernel": "rows"}]
         rows, i, o = self._rows(), self.ref.in_size, self.ref.out_size
         gemv = gemv_candidates(rows, i, o, self.ctx.device, mode) if rows <= 64 else []
+        block = block_candidates(rows, i, o, self.ctx.device, mode) if 2 <= rows <= 64 else []
         tiled = tile_candidates(o, rows, i, 1, self.ctx.device, mode)
         if mode == "default":
-            return (gemv if rows <= 8 else tiled)[:1]
-        return gemv + tiled + [{"kernel": "direct"}]
+            return ((block or gemv) if rows <= 8 else tiled)[:1]
+        return block + gemv + tiled + [{"kernel": "direct"}]
 
     @property
     def variant(self) -> str:
         return {"rows": "fully_connected_rows", "direct": "fully_connected", "gemv": "fc_gemv",
-                "tiled": "conv_tiled"}[self.config["kernel"]]
+                "block": "fc_block", "tiled": "conv_tiled"}[self.config["kernel"]]
 
     def _apply(self, config):
         kind, ref = config["kernel"], self.ref
-        if kind in ("rows", "gemv"):  # the IR layout (O, I)
+        if kind in ("rows", "gemv", "block"):  # the IR layout (O, I)
             self.weights = self._pack("rows", lambda: self.ctx.upload(ref.weights_t.T))
             if kind == "gemv":
                 self._program = self.ctx.program(self.program, defines=(f"-DGRB={config['rb']}",))
+            elif kind == "block":
+                if not block_valid(config, self.ctx.device):
+                    raise ConfigRejected(f"{config} is not a configuration the device can run")
+                self._program = self.ctx.program(self.program, defines=(
+                    f"-DGRB={config['rb']}", f"-DOPT={config['opt']}", f"-DKC={config['kc']}"))
         elif kind == "direct":
             self.weights = self._pack("direct", lambda: self.ctx.upload(ref.weights_t))
         elif kind == "tiled":
@@ -96,6 +106,11 @@ class FullyConnected(Tunable):
             lx, opw, rb = cfg["lx"], cfg["opw"], cfg["rb"]
             return [self.launch("fc_gemv", args + [cl.LocalMemory(4 * lx * opw * rb)],
                                 (lx, round_up(o, opw), -(-rows // rb)), (lx, opw, 1), program=self._program)]
+        if kind == "block":
+            ny, per_group = cfg["ny"], cfg["ny"] * cfg["opt"]
+            return [self.launch("fc_block", args + [cl.LocalMemory(4 * block_local_floats(cfg))],
+                                (BLOCK_LX, -(-o // per_group) * ny, -(-rows // cfg["rb"])), (BLOCK_LX, ny, 1),
+                                program=self._program)]
         if kind == "rows":
             return [self.launch("fully_connected_rows", args, (o, -(-rows // RB)))]
         return [self.launch("fully_connected", args, (round_up(o, 8), -(-rows // RB)))]

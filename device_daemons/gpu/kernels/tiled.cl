@@ -85,6 +85,7 @@
 // writing into its slice of a Concat's buffer has its offset and image stride);
 // res (has_res): an Eltwise sum's other input, added before the activation.
 // global: (ceil(NTOT/TN) * RN, ceil(M/TM) * RM, G * ks), local: (RN, RM, 1)
+#ifndef MMA
 __kernel __attribute__((reqd_work_group_size(RN, RM, 1)))
 void conv_tiled(__global const T* x, __global const T* w, __global const T* bias, __global const T* res,
                 __global T* out, __global float* part, __global const int* koff, __global const int* kyx,
@@ -243,6 +244,218 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
         }
     }
 }
+
+#endif  // MMA
+
+#ifdef MMA
+// The same GEMM on NVIDIA's tensor cores (half plans only, -DMMA): each warp of
+// the work group computes a WTM x WTN block of the TM x TN tile with PTX
+// `mma.sync.m16n8k16` (half inputs, float accumulators: f16 products summed in
+// f32, as cuDNN's FP16 convolutions do), reached from OpenCL through inline PTX
+// (NVIDIA's OpenCL compiler takes `asm`; it reports no cl_khr_fp16, so half math
+// is out of reach otherwise). A stage stages MK = 32 values of K: the weights
+// (packed [G][Mp][Kp], K contiguous, loaded 8 halves at a time) and the input (the
+// implicit GEMM's B, two K rows of a column a work item) as pairs of halves in
+// 32-bit words, a row of MKW words per output channel or pixel - K contiguous,
+// so that a fragment register is one __local word; MKW = 20 puts the eight rows
+// and four words a fragment reads into 32 different banks. The next stage's
+// global loads are in flight while the tensor cores work on this one.
+// -DMMA_EMULATE computes each mma.sync from the same registers in plain OpenCL
+// (the warp's fragments exchanged through __local memory): the register layout of
+// the PTX ISA, checked on any OpenCL device (the tests run it on PoCL).
+#ifndef MO_HALF
+#error "conv_mma reads half tensors"
+#endif
+#define MK 32
+#define MKW (MK / 2 + 4)
+#define WGM (TM / WTM)             // warps along M
+#define WGN (TN / WTN)             // warps along N
+#define MT (WGM * WGN * 32)        // work items of a group
+#define MI (WTM / 16)              // m16 tiles a warp
+#define NI (WTN / 8)               // n8 tiles a warp
+#define AQ (TM * 4 / MT)           // 8-half weight loads a work item a stage
+#define BP (MK / 2 * TN / MT)      // pairs of input values a work item a stage
+
+#ifdef MMA_EMULATE
+inline float half_bits(uint h) {
+    uint sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) return as_float(sign) + (sign ? -1.0f : 1.0f) * (float)m * 0x1.0p-24f;
+    if (e == 31) return as_float(sign | 0x7f800000u | (m << 13));
+    return as_float(sign | ((e + 112) << 23) | (m << 13));
+}
+
+// d += A (16x16, row) * B (16x8, col) as mma.sync.m16n8k16 with the PTX ISA's
+// fragments: lane = 4 * group + t; A's registers: (row group, cols 2t..2t+1),
+// (group + 8, 2t..), (group, 2t + 8..), (group + 8, 2t + 8..); B's: (rows 2t..2t+1,
+// col group), (2t + 8.., group); d: (group, cols 2t, 2t + 1), (group + 8, the same);
+// the lower half of a register is the lower index
+inline void mma_16816(float* d, uint4 a, uint2 b, __local uint* ex, int lane) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    vstore4(a, 0, ex + lane * 6);
+    vstore2(b, 0, ex + lane * 6 + 4);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int grp = lane >> 2, t = lane & 3;
+    for (int e = 0; e < 4; ++e) {
+        int r = grp + 8 * (e >> 1), c = 2 * t + (e & 1);
+        float sum = 0.0f;
+        for (int k = 0; k < 16; ++k) {
+            uint aw = ex[((r & 7) * 4 + ((k & 7) >> 1)) * 6 + (r >> 3) + 2 * (k >> 3)];
+            uint bw = ex[(c * 4 + ((k & 7) >> 1)) * 6 + 4 + (k >> 3)];
+            int sh = 16 * (k & 1);
+            sum = fma(half_bits((aw >> sh) & 0xffffu), half_bits((bw >> sh) & 0xffffu), sum);
+        }
+        d[e] += sum;
+    }
+}
+#define MMA_16816(d, a, b) mma_16816((d), (a), (b), ex, lane)
+#else
+#ifndef MMA_ASM
+#define MMA_ASM asm  // NVIDIA's OpenCL compiler takes GNU inline assembly of PTX
+#endif
+#define MMA_16816(d, a, b) \
+    MMA_ASM volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+                 "{%0,%1,%2,%3};" : "+f"((d)[0]), "+f"((d)[1]), "+f"((d)[2]), "+f"((d)[3]) \
+                 : "r"((a).x), "r"((a).y), "r"((a).z), "r"((a).w), "r"((b).x), "r"((b).y))
+#endif
+
+// The arguments of conv_tiled (without a pooling read through); weights packed
+// [G][Mp][Kp] (Kp a multiple of MK). global: (ceil(NTOT/TN) * MT, ceil(M/TM), G * ks), local: (MT, 1, 1)
+__kernel __attribute__((reqd_work_group_size(MT, 1, 1)))
+void conv_mma(__global const T* x_, __global const T* w_, __global const T* bias, __global const T* res,
+              __global T* out, __global float* part, __global const int* koff, __global const int* kyx,
+              int C, int H, int W, int ICg, int OW, int P, int NTOT, int G, int M, int K, int Kp, int Mp,
+              int SH, int SW, int PH, int PW, int one, int ks, int out_offset, int out_image,
+              int has_bias, int has_res, int act, float act_a, float act_b DEST_ARGS)
+{
+    __global const ushort* x = (__global const ushort*)x_;
+    __local uint As[TM * MKW];
+    __local uint Bs[TN * MKW];
+    int tid = get_local_id(0), lane = tid & 31, warp = tid >> 5;
+#ifdef MMA_EMULATE
+    __local uint exchange[MT * 6];
+    __local uint* ex = exchange + warp * 32 * 6;
+#endif
+    int wm0 = (warp % WGM) * WTM, wn0 = (warp / WGM) * WTN;
+    int grp = lane >> 2, tq = lane & 3;
+    int n0 = get_group_id(0) * TN, m0 = get_group_id(1) * TM;
+    int g = get_group_id(2) % G, s = get_group_id(2) / G;
+    int span = (Kp / MK + ks - 1) / ks * MK;
+    int k_begin = s * span, k_end = min(Kp, k_begin + span);
+    int HW = H * W;
+
+    // weight loads: 8 halves q = tid + r * MT of the tile, row q / 4, quarter q % 4
+    __global const uint4* wa = (__global const uint4*)((__global const ushort*)w_ + ((size_t)g * Mp + m0) * Kp);
+    int kq = Kp / 8;
+    // input loads: column bn of the tile, pair rows bk + r * (MT / TN)
+    int bn = tid % TN, bk = tid / TN;
+    int n = n0 + bn;
+    int image = n / P, p = n - image * P, oy = p / OW, ox = p - oy * OW;
+    int col_y = n < NTOT ? oy * SH - PH : -(1 << 24);  // a column past the end reads zeros
+    int col_x = ox * SW - PW;
+    int col_base = n < NTOT ? (image * C + g * ICg) * HW + col_y * W + col_x : 0;
+
+    float acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    uint4 ra[AQ];
+    uint rb[BP];
+    for (int kt = k_begin; kt < k_end + MK; kt += MK) {
+        if (kt > k_begin) {  // the stage loaded last pass: registers -> __local
+            barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll
+            for (int r = 0; r < AQ; ++r) {
+                int q = tid + r * MT;
+                vstore4(ra[r], 0, As + (q >> 2) * MKW + (q & 3) * 4);
+            }
+#pragma unroll
+            for (int r = 0; r < BP; ++r) Bs[bn * MKW + bk + r * (MT / TN)] = rb[r];
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+        if (kt < k_end) {  // the next stage's global loads
+#pragma unroll
+            for (int r = 0; r < AQ; ++r) {
+                int q = tid + r * MT;
+                ra[r] = wa[(size_t)(q >> 2) * kq + kt / 8 + (q & 3)];
+            }
+#pragma unroll
+            for (int r = 0; r < BP; ++r) {
+                int k = kt + 2 * (bk + r * (MT / TN));
+                uint v[2];
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    int kk = k + h;
+                    bool kv = kk < K;
+                    if (one) {
+                        v[h] = (kv && col_y >= 0) ? x[col_base + kk * HW] : 0u;
+                    } else {
+                        int off = kv ? koff[kk] : 0, yx = kv ? kyx[kk] : 0;
+                        int iy = col_y + (yx >> 16), ix = col_x + (yx & 0xffff);
+                        v[h] = (kv && iy >= 0 && iy < H && ix >= 0 && ix < W) ? x[col_base + off] : 0u;
+                    }
+                }
+                rb[r] = v[0] | (v[1] << 16);
+            }
+        }
+        if (kt > k_begin) {  // the tensor cores on the staged values
+#pragma unroll
+            for (int kw = 0; kw < MK / 2; kw += 8) {
+                uint4 a[MI];
+                uint2 b[NI];
+#pragma unroll
+                for (int i = 0; i < MI; ++i) {
+                    __local const uint* row = As + (wm0 + i * 16 + grp) * MKW + kw + tq;
+                    a[i] = (uint4)(row[0], row[8 * MKW], row[4], row[8 * MKW + 4]);
+                }
+#pragma unroll
+                for (int j = 0; j < NI; ++j) {
+                    __local const uint* col = Bs + (wn0 + j * 8 + grp) * MKW + kw + tq;
+                    b[j] = (uint2)(col[0], col[4]);
+                }
+#pragma unroll
+                for (int i = 0; i < MI; ++i)
+#pragma unroll
+                    for (int j = 0; j < NI; ++j) MMA_16816(acc[i][j], a[i], b[j]);
+            }
+        }
+    }
+
+    // epilogue: tiled.cl's, for the four values of each m16n8 tile a work item holds
+    int O = G * M;
+#pragma unroll
+    for (int i = 0; i < MI; ++i) {
+#pragma unroll
+        for (int e2 = 0; e2 < 2; ++e2) {
+            int m = m0 + wm0 + i * 16 + grp + 8 * e2;
+            if (m >= M) continue;
+            int oc = g * M + m;
+            float bv = has_bias ? LD(bias, oc) : 0.0f;
+            DEST(oc, out, out_offset, out_image, dst, ch)
+#pragma unroll
+            for (int j = 0; j < NI; ++j) {
+#pragma unroll
+                for (int e1 = 0; e1 < 2; ++e1) {
+                    int nn = n0 + wn0 + j * 8 + 2 * tq + e1;
+                    if (nn >= NTOT) continue;
+                    float v = acc[i][j][2 * e2 + e1];
+                    if (ks > 1) {
+                        part[((size_t)s * O + oc) * NTOT + nn] = v;
+                        continue;
+                    }
+                    int im = nn / P, px = nn - im * P;
+                    v += bv;
+                    if (has_res) v += LD(res, (im * O + oc) * P + px);
+                    ST(dst, off_ + im * img_ + ch * P + px, activate(v, act, act_a, act_b));
+                }
+            }
+        }
+    }
+}
+#endif  // MMA
 
 // The sum of the ks partial results and the epilogue.
 // global: (NTOT rounded up, O), O = G * M

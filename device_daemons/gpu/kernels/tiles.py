@@ -10,6 +10,13 @@ A configuration is a small JSON-able dict (it goes into the tuning cache):
   {"kernel": "gemv", "lx": 64, "opw": 2, "rb": 1}
       FullyConnected: lx work items reduce one output's dot product, opw outputs
       a work group, rb rows of the batch a pass over the weights;
+  {"kernel": "block", "ny": 4, "opt": 4, "rb": 8, "kc": 512}
+      FullyConnected at batch 2 and up: rows of 32 work items, ny a work group,
+      each row opt outputs for rb rows of the batch, kc values of those rows of x
+      staged in __local memory and shared by the group's outputs;
+  {"kernel": "mma", "tm": 64, "tn": 64, "wtm": 32, "wtn": 32, "ks": 1}
+      half plans on NVIDIA tensor cores (tiled.cl's conv_mma): a TM x TN tile a
+      work group, a WTM x WTN block a warp, K cut into ks slices;
   {"kernel": "direct"}
       the kernels of the plugin before tiling (convolution.cl's conv_direct /
       conv_1x1, fully_connected.cl's fully_connected): a candidate of its own, so
@@ -128,6 +135,96 @@ def gemv_candidates(rows, inputs, outputs, device, mode: str) -> list[dict]:
     rbs = [v for v in (1, 2, 4, 8) if v <= rb] if mode == "full" else [rb]
     configs = [gemv_config(lx, opw, r) for lx, opw in grid for r in rbs]
     return configs[:1] if mode == "default" else configs
+
+
+MMA_K = 32  # K values a stage of conv_mma (tiled.cl's MK)
+# (tm, tn, wtm, wtn) of conv_mma: 2 to 8 warps, each 32x32 to 64x64
+MMA_TILES = [(64, 64, 32, 32), (128, 64, 64, 32), (64, 128, 32, 64), (128, 128, 64, 64), (32, 64, 32, 32),
+             (64, 32, 32, 32), (128, 128, 64, 32), (128, 64, 32, 32)]
+
+
+def mma_config(tm, tn, wtm, wtn, ks=1) -> dict:
+    return {"kernel": "mma", "tm": tm, "tn": tn, "wtm": wtm, "wtn": wtn, "ks": ks}
+
+
+def mma_threads(config) -> int:
+    return (config["tm"] // config["wtm"]) * (config["tn"] // config["wtn"]) * 32
+
+
+def mma_valid(config, device) -> bool:
+    """Warp blocks of whole m16n8 tiles, and the loads of a stage spread evenly:
+    each work item one input column (threads a multiple of TN) and whole 8-half
+    weight loads (4 * TM a multiple of the threads)."""
+    tm, tn, wtm, wtn = (config[k] for k in ("tm", "tn", "wtm", "wtn"))
+    if min(tm, tn, wtm, wtn) <= 0 or tm % wtm or tn % wtn or wtm % 16 or wtn % 8:
+        return False
+    threads = mma_threads(config)
+    return (threads % tn == 0 and threads <= 16 * tn and (4 * tm) % threads == 0
+            and threads <= min(1024, device.max_work_group) and 4 * (MMA_K // 2 + 4) * (tm + tn) <= device.local_memory)
+
+
+def mma_defines(config, emulate: bool) -> tuple:
+    return ("-DMMA",) + tuple(f"-D{k.upper()}={config[k]}" for k in ("tm", "tn", "wtm", "wtn")) + \
+        (("-DMMA_EMULATE",) if emulate else ())
+
+
+def mma_candidates(m, n, k, g, device, mode: str) -> list[dict]:
+    """conv_mma configurations, best-scored first (the tiled GEMM's score: padding
+    waste, work groups for the device; K slices as split_for gives them)."""
+    configs = []
+    for tm, tn, wtm, wtn in MMA_TILES:
+        base = mma_config(tm, tn, wtm, wtn)
+        if not mma_valid(base, device):
+            continue
+        ks = split_for(dict(base, tk=MMA_K), m, n, k, g, device)
+        configs.append(dict(base, ks=ks))
+        if mode == "full":
+            configs += [dict(base, ks=s) for s in (1, 2, 4, 8) if s != ks and k // s >= 2 * MMA_K]
+
+    def score(c):
+        waste = (-(-m // c["tm"]) * c["tm"] * -(-n // c["tn"]) * c["tn"]) / float(m * n)
+        fill = min(1.0, _groups(c, m, n, g) * c["ks"] / float(2 * device.compute_units))
+        return fill / waste
+    configs.sort(key=lambda c: -score(c))
+    if mode == "1":
+        return _unique(configs[:3] + [dict(c, ks=1) for c in configs[:2] if c["ks"] > 1])
+    return _unique(configs)[:1 if mode == "default" else FULL_MAX]
+
+
+BLOCK_LX = 32  # the lanes of a row of fc_block (a warp on NVIDIA)
+
+
+def block_config(ny, opt, rb, kc=512) -> dict:
+    return {"kernel": "block", "ny": ny, "opt": opt, "rb": rb, "kc": kc}
+
+
+def block_local_floats(config) -> int:
+    """fc_block's __local floats: the staged chunk of x, then the lanes' partial sums."""
+    return max(config["rb"] * config["kc"], config["ny"] * config["opt"] * config["rb"] * (BLOCK_LX + 1))
+
+
+def block_valid(config, device) -> bool:
+    ny, opt, rb, kc = (config[k] for k in ("ny", "opt", "rb", "kc"))
+    return (ny in (1, 2, 4, 8, 16) and 1 <= opt <= 16 and 1 <= rb <= 8 and kc in (128, 256, 512, 1024)
+            and BLOCK_LX * ny <= min(256, device.max_work_group)
+            and 4 * block_local_floats(config) <= device.local_memory)
+
+
+def block_candidates(rows, inputs, outputs, device, mode: str) -> list[dict]:
+    """fc_block configurations, heuristic first: up to 8 rows of the batch a pass
+    over the weights, enough work groups for the device's compute units."""
+    rb = 1
+    while rb < min(rows, 8):
+        rb *= 2
+    grid = [(ny, opt) for ny in (4, 8, 2) for opt in (4, 2, 8, 1)]
+    # the work groups a candidate makes, against two per compute unit
+    fill = [min(1.0, -(-outputs // (ny * opt)) / (2.0 * device.compute_units)) for ny, opt in grid]
+    order = sorted(range(len(grid)), key=lambda i: (-fill[i], -grid[i][0] * grid[i][1]))
+    configs = [block_config(*grid[i], rb) for i in order]
+    configs = [c for c in configs if block_valid(c, device)]
+    if mode == "full":
+        configs += [dict(c, kc=kc) for c in configs for kc in (256, 1024) if block_valid(dict(c, kc=kc), device)]
+    return configs[:1] if mode == "default" else configs[:4] if mode == "1" else configs
 
 
 def _unique(configs):
