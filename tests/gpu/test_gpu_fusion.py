@@ -166,7 +166,8 @@ def test_ssd_heads_permute_through_flatten_into_the_concat(tmp_path, gpu_device)
 
 
 SIBLING_TILES = [None, {"kernel": "tiled", "tm": 16, "tn": 16, "tk": 8, "wm": 2, "wn": 2, "ks": 3},
-                 {"kernel": "tiled", "tm": 32, "tn": 16, "tk": 16, "wm": 4, "wn": 2, "ks": 1}]
+                 {"kernel": "tiled", "tm": 32, "tn": 16, "tk": 16, "wm": 4, "wn": 2, "ks": 1},
+                 {"kernel": "tiled", "tm": 32, "tn": 16, "tk": 16, "wm": 4, "wn": 4, "ks": 2, "vec": 1}]
 
 
 def merged_steps(tmp_path, gpu_device, shape, layers, rng, precision, style, config):
@@ -180,7 +181,7 @@ def merged_steps(tmp_path, gpu_device, shape, layers, rng, precision, style, con
 
 @pytest.mark.parametrize("precision", ["FP32", "FP16"])
 @pytest.mark.parametrize("style,config", [("simt", c) for c in SIBLING_TILES] + [("simd", None)],
-                         ids=["simt", "simt_ks3", "simt_32x16", "simd"])
+                         ids=["simt", "simt_ks3", "simt_32x16", "simt_vec_ks2", "simd"])
 def test_sibling_convolutions_run_as_one_gemm(tmp_path, gpu_device, style, config, precision):
     """An inception block's 1x1 convolutions of one input (b1 into the Concat,
     b2a and b3a into the 3x3 / 5x5 after them; b3a without bias, its ReLU leaky
@@ -252,7 +253,7 @@ def test_siblings_come_four_a_launch_and_can_be_turned_off(tmp_path, gpu_device,
 
 @pytest.mark.parametrize("precision", ["FP32", "FP16"])
 @pytest.mark.parametrize("style,config", [("simt", c) for c in SIBLING_TILES] + [("simd", None)],
-                         ids=["simt", "simt_ks3", "simt_32x16", "simd"])
+                         ids=["simt", "simt_ks3", "simt_32x16", "simt_vec_ks2", "simd"])
 def test_a_max_pooling_is_read_through_by_the_1x1_convolution_after_it(tmp_path, gpu_device, style, config,
                                                                        precision):
     """GoogLeNet's pool -> pool_proj (3x3, stride 1, padding 1) and a 2x2 one padded

@@ -24,8 +24,11 @@ PRECISIONS = ["FP32", "FP16"]
 TILES = [tile_config(64, 64, 16, 4, 4), tile_config(32, 32, 16, 4, 4), tile_config(16, 64, 16, 2, 4),
          tile_config(64, 16, 16, 4, 2), tile_config(128, 64, 16, 8, 4), tile_config(32, 32, 8, 2, 2),
          tile_config(16, 16, 32, 2, 2), tile_config(64, 32, 16, 8, 2), tile_config(32, 32, 16, 4, 4, ks=3),
-         tile_config(16, 64, 8, 2, 4, ks=2), tile_config(16, 16, 16, 2, 2, ks=16)]
-TILE_IDS = ["{tm}x{tn}x{tk}_{wm}x{wn}_ks{ks}".format(**c) for c in TILES]
+         tile_config(16, 64, 8, 2, 4, ks=2), tile_config(16, 16, 16, 2, 2, ks=16),
+         # float4 __local reads: square, 8x4 and 4x8 blocks, K slices
+         tile_config(64, 64, 16, 4, 4, vec=True), tile_config(128, 64, 16, 8, 4, ks=3, vec=True),
+         tile_config(32, 128, 8, 4, 8, vec=True)]
+TILE_IDS = ["{tm}x{tn}x{tk}_{wm}x{wn}_ks{ks}".format(**c) + "_vec" * c.get("vec", 0) for c in TILES]
 
 # (n, c, h, w, o, kernel (kh, kw), stride, dilation, pads_begin, pads_end, group)
 CONVS = {
@@ -117,11 +120,13 @@ def test_a_convolution_without_bias_on_the_heuristic_tile(tmp_path, gpu_device):
 
 FC_CONFIGS = [gemv_config(32, 1, 1), gemv_config(64, 2, 2), gemv_config(16, 4, 8), gemv_config(128, 1, 4),
               tile_config(32, 32, 16, 4, 4), tile_config(16, 16, 16, 2, 2, ks=3), tile_config(64, 16, 8, 4, 2),
+              tile_config(64, 16, 16, 4, 4, ks=2, vec=True),
               block_config(4, 4, 8, kc=128), block_config(2, 3, 2, kc=128), block_config(8, 1, 1, kc=256),
               {"kernel": "direct"}]
 FC_IDS = ["gemv_{lx}x{opw}_rb{rb}".format(**c) if c["kernel"] == "gemv" else
           "block_{ny}x{opt}_rb{rb}_kc{kc}".format(**c) if c["kernel"] == "block" else
-          "tiled_{tm}x{tn}x{tk}_ks{ks}".format(**c) if c["kernel"] == "tiled" else c["kernel"] for c in FC_CONFIGS]
+          "tiled_{tm}x{tn}x{tk}_ks{ks}".format(**c) + "_vec" * c.get("vec", 0) if c["kernel"] == "tiled" else
+          c["kernel"] for c in FC_CONFIGS]
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)

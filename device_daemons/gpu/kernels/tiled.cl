@@ -78,6 +78,19 @@
 #define CA (TM / LMA)
 #define PA ((TK + LKA - 1) / LKA)
 
+// The rows and columns of a work item's register block within the tile: strided
+// by the work items along them (neighbouring work items read neighbouring __local
+// words); with -DVEC (WM and WN multiples of 4) quads of 4 neighbouring rows or
+// columns, 4 * RM (4 * RN) apart, read as one float4 each (a quarter of the
+// __local load instructions a multiply-add step)
+#ifdef VEC
+#define ROW(i) (((i) >> 2) * (4 * RM) + ty * 4 + ((i) & 3))
+#define COL(j) (((j) >> 2) * (4 * RN) + tx * 4 + ((j) & 3))
+#else
+#define ROW(i) (ty + (i) * RM)
+#define COL(j) (tx + (j) * RN)
+#endif
+
 // Any window, stride, padding, dilation and group; `one` (1x1 window, stride 1,
 // no padding: B[k][n] is input channel k at pixel n) skips the window arithmetic,
 // and also serves FullyConnected (H = W = 1: a row of x is an image).
@@ -93,8 +106,8 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
                 int SH, int SW, int PH, int PW, int one, int ks, int out_offset, int out_image,
                 int has_bias, int has_res, int act, float act_a, float act_b DEST_ARGS POOL_ARGS)
 {
-    __local float As[TK][TM];
-    __local float Bs[TK][TN];
+    __local float As[TK][TM] __attribute__((aligned(16)));
+    __local float Bs[TK][TN] __attribute__((aligned(16)));
     int tx = get_local_id(0), ty = get_local_id(1), tid = ty * RN + tx;
     int n0 = get_group_id(0) * TN, m0 = get_group_id(1) * TM;
     int g = get_group_id(2) % G, s = get_group_id(2) / G;
@@ -197,10 +210,17 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
 #pragma unroll
             for (int kk = 0; kk < TK; ++kk) {
                 float a[WM], b[WN];
+#ifdef VEC
 #pragma unroll
-                for (int i = 0; i < WM; ++i) a[i] = As[kk][ty + i * RM];
+                for (int q = 0; q < WM / 4; ++q) vstore4(*(__local const float4*)&As[kk][ROW(4 * q)], q, a);
 #pragma unroll
-                for (int j = 0; j < WN; ++j) b[j] = Bs[kk][tx + j * RN];
+                for (int q = 0; q < WN / 4; ++q) vstore4(*(__local const float4*)&Bs[kk][COL(4 * q)], q, b);
+#else
+#pragma unroll
+                for (int i = 0; i < WM; ++i) a[i] = As[kk][ROW(i)];
+#pragma unroll
+                for (int j = 0; j < WN; ++j) b[j] = Bs[kk][COL(j)];
+#endif
 #pragma unroll
                 for (int i = 0; i < WM; ++i)
 #pragma unroll
@@ -215,19 +235,19 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
     int img[WN], pix[WN];
 #pragma unroll
     for (int j = 0; j < WN; ++j) {
-        int n = n0 + tx + j * RN;
+        int n = n0 + COL(j);
         img[j] = n / P;
         pix[j] = n - img[j] * P;
     }
 #pragma unroll
     for (int i = 0; i < WM; ++i) {
-        int m = m0 + ty + i * RM;
+        int m = m0 + ROW(i);
         if (m >= M) continue;
         int oc = g * M + m;
         if (ks > 1) {
 #pragma unroll
             for (int j = 0; j < WN; ++j) {
-                int n = n0 + tx + j * RN;
+                int n = n0 + COL(j);
                 if (n < NTOT) part[((size_t)s * O + oc) * NTOT + n] = acc[i][j];
             }
             continue;
@@ -236,7 +256,7 @@ void conv_tiled(__global const T* x, __global const T* w, __global const T* bias
         DEST(oc, out, out_offset, out_image, dst, ch)
 #pragma unroll
         for (int j = 0; j < WN; ++j) {
-            int n = n0 + tx + j * RN;
+            int n = n0 + COL(j);
             if (n >= NTOT) continue;
             float v = acc[i][j] + bv;
             if (has_res) v += LD(res, (img[j] * O + oc) * P + pix[j]);

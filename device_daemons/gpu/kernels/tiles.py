@@ -6,7 +6,9 @@ used without tuning.
 A configuration is a small JSON-able dict (it goes into the tuning cache):
   {"kernel": "tiled", "tm": 64, "tn": 64, "tk": 16, "wm": 4, "wn": 4, "ks": 1}
       a TM x TN output tile a work group, TK rows of K staged in __local memory a
-      step, a WM x WN register block a work item, K cut into ks slices;
+      step, a WM x WN register block a work item, K cut into ks slices; with
+      "vec": 1 (WM and WN multiples of 4) the block's rows and columns are quads
+      read from __local memory as float4s (tiled.cl's VEC);
   {"kernel": "gemv", "lx": 64, "opw": 2, "rb": 1}
       FullyConnected: lx work items reduce one output's dot product, opw outputs
       a work group, rb rows of the batch a pass over the weights;
@@ -37,8 +39,13 @@ BASE_TILES = [
 MAX_SPLIT = 8
 
 
-def tile_config(tm, tn, tk, wm, wn, ks=1) -> dict:
-    return {"kernel": "tiled", "tm": tm, "tn": tn, "tk": tk, "wm": wm, "wn": wn, "ks": ks}
+def tile_config(tm, tn, tk, wm, wn, ks=1, vec=False) -> dict:
+    config = {"kernel": "tiled", "tm": tm, "tn": tn, "tk": tk, "wm": wm, "wn": wn, "ks": ks}
+    return dict(config, vec=1) if vec else config
+
+
+def _vec_ok(config) -> bool:
+    return config["wm"] % 4 == 0 and config["wn"] % 4 == 0
 
 
 def tile_threads(config) -> int:
@@ -50,13 +57,16 @@ def tile_valid(config, device) -> bool:
     tm, tn, tk, wm, wn = (config[k] for k in ("tm", "tn", "tk", "wm", "wn"))
     if any(v <= 0 or v & (v - 1) for v in (tm, tn, tk, wm, wn)) or tm % wm or tn % wn:
         return False
+    if config.get("vec", 0) not in (0, 1) or (config.get("vec") and not _vec_ok(config)):
+        return False
     threads = tile_threads(config)
     local_bytes = 4 * tk * (tm + tn)
     return 16 <= threads <= min(256, device.max_work_group) and local_bytes <= device.local_memory
 
 
 def tile_defines(config) -> tuple:
-    return tuple(f"-D{k.upper()}={config[k]}" for k in ("tm", "tn", "tk", "wm", "wn"))
+    return tuple(f"-D{k.upper()}={config[k]}" for k in ("tm", "tn", "tk", "wm", "wn")) + \
+        (("-DVEC",) if config.get("vec") else ())
 
 
 def _groups(config, m, n, g):
@@ -101,6 +111,8 @@ def tile_candidates(m, n, k, g, device, mode: str) -> list[dict]:
         if mode == "full":
             configs += [dict(base, ks=s) for s in (1, 2, 4, 8) if s != configs[-1]["ks"] and k // s >= 2 * shape[2]]
     configs.sort(key=lambda c: -_score(c, m, n, g, device))
+    if mode == "full":  # each block with its float4 twin next to it
+        configs = [v for c in configs for v in ([c, dict(c, vec=1)] if _vec_ok(c) else [c])]
     if mode == "default":
         return configs[:1]
     if mode == "1":
@@ -111,6 +123,8 @@ def tile_candidates(m, n, k, g, device, mode: str) -> list[dict]:
         # filled an H200's 132 SMs with one or two groups each)
         chosen += [dict(c, ks=c["ks"] * 2) for c in chosen[:2]
                    if c["ks"] * 2 <= 2 * MAX_SPLIT and k // (c["ks"] * 2) >= 2 * c["tk"]]
+        # the float4 __local reads of the best three blocks that have them
+        chosen += [dict(c, vec=1) for c in [c for c in chosen if _vec_ok(c)][:3]]
         return _unique(chosen)
     return _unique(configs)[:FULL_MAX]
 
