@@ -141,9 +141,15 @@ __kernel void fc_block(__global const T* x, __global const T* w, __global const 
     for (int c0 = 0; c0 < I; c0 += KC) {
         int kc = min(KC, I - c0), kc4 = kc & ~3;
         barrier(CLK_LOCAL_MEM_FENCE);
-        for (int e = tid; e < GRB * KC; e += nt) {
+        for (int e = tid * 4; e < GRB * KC; e += nt * 4) {  // 4 values a load where a row has them
             int j = e / KC, i = e - j * KC;
-            xs[e] = (j < rows && i < kc) ? LD(xr, (size_t)j * I + c0 + i) : 0.0f;
+            size_t at = (size_t)j * I + c0 + i;
+            float4 v = 0.0f;
+            if (j < rows && i + 3 < kc)
+                v = LD4(xr, at);
+            else if (j < rows)
+                for (int t = 0; t < 4 && i + t < kc; ++t) ((float*)&v)[t] = LD(xr, at + t);
+            vstore4(v, 0, xs + e);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int i = lx * 4; i < kc4; i += LX * 4) {

@@ -236,9 +236,12 @@ def block_candidates(rows, inputs, outputs, device, mode: str) -> list[dict]:
     order = sorted(range(len(grid)), key=lambda i: (-fill[i], -grid[i][0] * grid[i][1]))
     configs = [block_config(*grid[i], rb) for i in order]
     configs = [c for c in configs if block_valid(c, device)]
+    if mode == "1":  # the two that fill the device best, the two that share x between the most outputs
+        shared = sorted(configs, key=lambda c: -c["ny"] * c["opt"])
+        return _unique(configs[:2] + shared[:2])
     if mode == "full":
         configs += [dict(c, kc=kc) for c in configs for kc in (256, 1024) if block_valid(dict(c, kc=kc), device)]
-    return configs[:1] if mode == "default" else configs[:4] if mode == "1" else configs
+    return configs[:1] if mode == "default" else configs
 
 
 def _unique(configs):
