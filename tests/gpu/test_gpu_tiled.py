@@ -91,6 +91,20 @@ def test_tensor_core_convolution(tmp_path, gpu_device, mma, case, config):
     assert [launch.name for launch in launches] == ["conv_mma"] + ["splitk_sum"] * (config["ks"] > 1)
 
 
+@pytest.mark.parametrize("config", [mma_config(64, 32, 32, 32), mma_config(32, 64, 32, 32, ks=3)],
+                         ids=["64x32", "32x64_ks3"])
+@pytest.mark.parametrize("rows,size,out", [(3, 64, 33), (9, 130, 7), (11, 5, 70)])
+def test_fully_connected_on_tensor_cores(tmp_path, gpu_device, mma, rows, size, out, config):
+    """The batch as the GEMM's N (1x1 images), inputs not a multiple of a stage
+    (32) nor of 8 halves, outputs not a multiple of a tile, K slices."""
+    rng = np.random.default_rng(rows)
+    _, plan = compare_layer(tmp_path, gpu_device, "FullyConnected", {"out-size": out}, [rand(rng, rows, size)],
+                            [(rows, out)], {"weights": rand(rng, out, size), "biases": rand(rng, out)}, "FP16",
+                            style="simt", config=config)
+    kernel = plan.steps[0].kernel
+    assert kernel.config == config and kernel.variant == "conv_mma"
+
+
 def test_tensor_cores_only_for_half_plans_and_only_after_a_search(tmp_path, gpu_device, mma, monkeypatch):
     """An FP32 plan never offers the tensor-core kernel (TF32 would change its
     numbers); a half plan offers it to the search, not as the heuristic's guess

@@ -43,7 +43,7 @@ from device_daemons.cpu.kernels import KERNELS as CPU_KERNELS
 from device_daemons.cpu.kernels import KernelError
 from device_daemons.cpu.kernels.base import registrar
 
-from .tiles import tile_defines, tile_threads, tile_valid
+from .tiles import mma_defines, mma_threads, mma_valid, tile_defines, tile_threads, tile_valid
 
 # IR type -> GPU kernel class. Filled by the @register decorator of each family module.
 GPU_KERNELS: dict[str, type] = {}
@@ -205,8 +205,9 @@ class Tunable(GpuKernel):
 
     def verify(self, config) -> bool:
         """Whether the tuner compares this configuration's results with a trusted
-        configuration's before taking it (a kernel that relies on device-specific code)."""
-        return False
+        configuration's before taking it: the tensor-core GEMM, which relies on
+        the device's PTX."""
+        return config["kernel"] == "mma"
 
     def use(self, config: dict, keep_others: bool = False):
         """Applies `config` (ConfigRejected if the device cannot run it); the device
@@ -225,6 +226,15 @@ class Tunable(GpuKernel):
         if key not in self._packs:
             self._packs[key] = make()
         return self._packs[key]
+
+    def _mma_program(self, config, extra: tuple = ()):
+        """tiled.cl's conv_mma built for a configuration (ConfigRejected where this plan cannot run it)."""
+        if not mma_valid(config, self.ctx.device) or not 1 <= config["ks"] <= 64 or not self.ctx.mma:
+            raise ConfigRejected(f"{config} is not a tensor-core configuration this plan can run")
+        program = self.ctx.program("tiled.cl", defines=mma_defines(config, self.ctx.mma == "emulate") + extra)
+        if self.ctx.max_group(program, "conv_mma") < mma_threads(config):
+            raise ConfigRejected(f"a work group of {mma_threads(config)} is more than the device allows for {config}")
+        return program
 
     def _tiled_program(self, config, extra: tuple = ()):
         """tiled.cl built for a "tiled" configuration's tile sizes (and `extra` -D options)."""

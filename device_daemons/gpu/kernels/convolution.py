@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import ConfigRejected, GpuKernel, Tunable, i32, register, round_up
-from .tiles import MMA_K, mma_candidates, mma_defines, mma_threads, mma_valid, tile_candidates
+from .tiles import MMA_K, mma_candidates, mma_threads, tile_candidates
 
 OCB = 8  # output channels per work item of the "direct" kernels (convolution.cl)
 MR = 4   # output channels per work item of conv_gemm (16 pixels each)
@@ -152,11 +152,6 @@ class Convolution(Tunable, _Windowed):
             return tiled[:1]
         return tiled + mma + ([{"kernel": "direct"}] if not (self.siblings or self.pooled) else [])
 
-    def verify(self, config) -> bool:
-        """Whether the tuner checks a configuration's results against a trusted one
-        before taking it: the tensor-core kernel depends on a device's PTX."""
-        return config["kernel"] == "mma"
-
     @property
     def variant(self) -> str:
         """The OpenCL kernel that computes the layer (tests and the profile read it)."""
@@ -180,7 +175,7 @@ class Convolution(Tunable, _Windowed):
             packed, self.blocks = pack_blocks(self.w)
             self.weights = self._pack("direct", lambda: self.ctx.upload(packed))
         elif kind == "mma":
-            self._program = self._mma_program(config)
+            self._program = self._mma_program(config, ("-DSIBLINGS",) if self.siblings else ())
             w = np.concatenate([self.w] + [s.w for s in self.siblings], axis=1) if self.siblings else self.w
             packed, self.kp, self.mp = pack_tiles(w.reshape(w.shape[0], w.shape[1], -1), config["tm"], MMA_K)
             packed = np.ascontiguousarray(packed.transpose(0, 2, 1))  # [G][Mp][Kp]: K contiguous
@@ -209,16 +204,6 @@ class Convolution(Tunable, _Windowed):
                 [np.zeros(k.ref.output, np.float32) if b is None else b
                  for k, b in zip((self,) + self.siblings, parts)])) if self.has_bias else self.ctx.dummy
         return self._sibling_bias
-
-    def _mma_program(self, config):
-        """tiled.cl's conv_mma built for a configuration (ConfigRejected where it cannot run)."""
-        if not mma_valid(config, self.ctx.device) or not 1 <= config["ks"] <= 64 or not self.ctx.mma:
-            raise ConfigRejected(f"{config} is not a tensor-core configuration this plan can run")
-        extra = ("-DSIBLINGS",) if self.siblings else ()
-        program = self.ctx.program("tiled.cl", defines=mma_defines(config, self.ctx.mma == "emulate") + extra)
-        if self.ctx.max_group(program, "conv_mma") < mma_threads(config):
-            raise ConfigRejected(f"a work group of {mma_threads(config)} is more than the device allows for {config}")
-        return program
 
     def scratch_bytes(self):
         """The im2col columns of the GEMM variant (all images); the partial sums of

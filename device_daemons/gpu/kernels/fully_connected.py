@@ -6,9 +6,9 @@ their IR layout (O, I) read as coalesced 4-value chunks, up to 8 rows of the
 batch a pass over the weights (batch 1: a GEMV) - or "block", a skinny GEMM
 whose work group shares the batch's rows of x (staged in __local memory)
 between its outputs (batch 2 and up: x read once a work group, not once an
-output) - or "tiled", the tiled GEMM of
-tiled.cl with the batch as its N (x is a batch of 1x1 images of I channels), or
-"direct", the kernel before tiling (a work item per output column, weights
+output) - or "tiled", the tiled GEMM of tiled.cl with the batch as its N (x is
+a batch of 1x1 images of I channels), in a half plan on tensor cores also
+"mma" (tiled.cl's conv_mma, batch 2 and up), or "direct", the kernel before tiling (a work item per output column, weights
 transposed to (I, O)). On CPU-like OpenCL devices ("simd"): "rows", a work item
 runs 8-wide dot products along weight rows (the IR layout).
 """
@@ -19,8 +19,8 @@ import pyopencl as cl
 
 from .base import ConfigRejected, Tunable, i32, register, round_up
 from .convolution import pack_tiles
-from .tiles import BLOCK_LX, block_candidates, block_local_floats, block_valid, gemv_candidates, \
-    tile_candidates
+from .tiles import BLOCK_LX, MMA_K, block_candidates, block_local_floats, block_valid, gemv_candidates, \
+    mma_candidates, mma_threads, tile_candidates
 
 RB = 4  # rows per work item of fully_connected / fully_connected_rows (fully_connected.cl)
 
@@ -51,12 +51,13 @@ class FullyConnected(Tunable):
         tiled = tile_candidates(o, rows, i, 1, self.ctx.device, mode)
         if mode == "default":
             return ((block or gemv) if rows <= 8 else tiled)[:1]
-        return block + gemv + tiled + [{"kernel": "direct"}]
+        mma = mma_candidates(o, rows, i, 1, self.ctx.device, mode) if self.ctx.mma and rows >= 2 else []
+        return block + gemv + tiled + mma + [{"kernel": "direct"}]
 
     @property
     def variant(self) -> str:
         return {"rows": "fully_connected_rows", "direct": "fully_connected", "gemv": "fc_gemv",
-                "block": "fc_block", "tiled": "conv_tiled"}[self.config["kernel"]]
+                "block": "fc_block", "tiled": "conv_tiled", "mma": "conv_mma"}[self.config["kernel"]]
 
     def _apply(self, config):
         kind, ref = config["kernel"], self.ref
@@ -75,11 +76,16 @@ class FullyConnected(Tunable):
             self._program = self._tiled_program(config)
             packed, self.kp, self.mp = pack_tiles(ref.weights_t.T[None], config["tm"], config["tk"])
             self.weights = self._pack(("tiled", config["tm"], config["tk"]), lambda: self.ctx.upload(packed))
+        elif kind == "mma":  # weights [1][Mp][Kp]: the IR layout (O, I) padded
+            self._program = self._mma_program(config)
+            packed, self.kp, self.mp = pack_tiles(ref.weights_t.T[None], config["tm"], MMA_K)
+            self.weights = self._pack(("mma", config["tm"]),
+                                      lambda: self.ctx.upload(np.ascontiguousarray(packed.transpose(0, 2, 1))))
         else:
             raise ValueError(f"unknown fully connected configuration {config}")
 
     def scratch_bytes(self):
-        if self.config["kernel"] == "tiled" and self.config["ks"] > 1:
+        if self.config["kernel"] in ("tiled", "mma") and self.config["ks"] > 1:
             return [4 * self.config["ks"] * self._rows() * self.ref.out_size]
         return []
 
@@ -87,16 +93,23 @@ class FullyConnected(Tunable):
         ref, cfg = self.ref, self.config
         rows, i, o = self._rows(), ref.in_size, ref.out_size
         kind = cfg["kernel"]
-        if kind == "tiled":
+        if kind in ("tiled", "mma"):  # a batch of 1x1 images of i channels
             ks = cfg["ks"]
             part = scratch[0] if ks > 1 else self.ctx.dummy
             tail = i32(self.has_bias, 0) + self.act_args()
             args = [ins[0], self.weights, self.bias, self.ctx.dummy, outs[0], part, self.ctx.dummy_ints,
                     self.ctx.dummy_ints] + i32(i, 1, 1, i, 1, 1, rows, 1, o, i, self.kp, self.mp, 1, 1, 0, 0, 1,
                                                ks, 0, o) + tail
-            rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
-            result = [self.launch("conv_tiled", args, (-(-rows // cfg["tn"]) * rn, -(-o // cfg["tm"]) * rm, ks),
-                                  (rn, rm, 1), program=self._program)]
+            columns = -(-rows // cfg["tn"])
+            if kind == "mma":
+                threads = mma_threads(cfg)
+                gemm = self.launch("conv_mma", args, (columns * threads, -(-o // cfg["tm"]), ks), (threads, 1, 1),
+                                   program=self._program)
+            else:
+                rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
+                gemm = self.launch("conv_tiled", args, (columns * rn, -(-o // cfg["tm"]) * rm, ks), (rn, rm, 1),
+                                   program=self._program)
+            result = [gemm]
             if ks > 1:
                 args = [part, self.bias, self.ctx.dummy, outs[0]] + i32(ks, o, 1, rows, 0, o) + tail
                 result.append(self.launch("splitk_sum", args, (round_up(rows, 32), o), program=self._program))
