@@ -344,6 +344,9 @@ class Tuner:
         if getattr(kernel, "residual", False):
             ins.append(self._buffer("residual", size(kernel.out_shapes[0]), dtype))
         outs = [self._buffer(("out", i), size(s), dtype) for i, s in enumerate(kernel.out_shapes)]
+        if kernel.verify(kernel.config):  # NaN where the kernel writes nothing: the check sees it
+            for buffer in outs:
+                cl.enqueue_fill_buffer(self._queue, buffer, dtype.type(np.nan), 0, buffer.size)
         scratch = [self._buffer(("scratch", i), n, np.dtype(np.float32))
                    for i, n in enumerate(getattr(kernel, "scratch_bytes", lambda: [])())]
         placed = [(k, k.place) for k in (kernel,) + tuple(getattr(kernel, "siblings", ()))

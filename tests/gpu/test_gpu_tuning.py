@@ -249,3 +249,25 @@ def test_results_agree_up_to_rounding_not_beyond():
     nan = want.copy()
     nan[3] = np.nan
     assert _agree([nan], [nan]) and not _agree([nan], [want]) and not _agree([want], [nan])
+
+
+def test_a_tensor_core_kernel_that_leaves_outputs_unwritten_is_skipped(home, tmp_path, gpu_device, monkeypatch):
+    """The outputs a checked configuration is timed into start as NaN, so that one
+    writing only part of them (here: its launch cut to one work group) cannot pass
+    on the values a trusted configuration left there."""
+    from device_daemons.gpu import GpuPlan
+    from device_daemons.gpu.kernels import convolution
+    from device_daemons.gpu.kernels.base import Launch
+    if not gpu_device.tensor_cores:
+        monkeypatch.setenv("MO_CORE_GPU_MMA", "emulate")
+    launches = convolution.Convolution._tiled_launches
+
+    def one_group(self, *args):
+        return [Launch(x.program, x.name, x.args, x.local_size, x.local_size) if x.name == "conv_mma" else x
+                for x in launches(self, *args)]
+    monkeypatch.setattr(convolution.Convolution, "_tiled_launches", one_group)
+    rng = np.random.default_rng(0)
+    layers = [("a", "Convolution", dict(CONV, output=70), {"weights": rand(rng, 70, 3, 3, 3)}, (1, 70, 12, 11))]
+    plan = GpuPlan(chain_ir(tmp_path, (1, 3, 12, 11), layers, "FP16"), gpu_device, tune="1")
+    assert plan.tuner.report[0]["config"]["kernel"] != "mma"
+    assert plan.warnings and all("differ from the other kernels'" in w for w in plan.warnings)
