@@ -214,6 +214,10 @@ def engine_plan(args) -> list[dict]:
                 for r in perf:
                     by_type[r.type] = by_type.get(r.type, 0.0) + float(r.ms)
                 row["profile_ms_by_type"] = {k: round(v, 3) for k, v in sorted(by_type.items(), key=lambda kv: -kv[1])}
+                # the slowest layers with the configuration the search gave each (synchronized after every step)
+                configs = {r["layer"]: r["config"] for r in getattr(getattr(plan, "tuner", None), "report", [])}
+                row["profile_top"] = [[r.name, r.type, round(float(r.ms), 3), configs.get(r.name)]
+                                      for r in sorted(perf, key=lambda r: -float(r.ms))[:12]]
             if plan.warnings:
                 row["warnings"] = plan.warnings[:5]
             if hasattr(plan, "tuner"):
@@ -444,7 +448,8 @@ def main():
     parser.add_argument("--label", help=argparse.SUPPRESS)
     parser.add_argument("--tree", help=argparse.SUPPRESS)  # another checkout's plan (a baseline)
     parser.add_argument("--check", action="store_true", help="plan: compare with the CPU plan")
-    parser.add_argument("--profile", action="store_true", help="plan: per-layer-type times")
+    parser.add_argument("--profile", action="store_true",
+                        help="plan: per-layer-type times and the 12 slowest layers with their configurations")
     opts = parser.parse_args()
     opts.batches = [int(b) for b in opts.batches.split(",") if b]
     opts.precisions = [p for p in opts.precisions.split(",") if p]
