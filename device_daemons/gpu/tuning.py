@@ -14,6 +14,11 @@ seconds there and its "simd" kernels have a single configuration anyway).
 A search is bounded: BUDGET_S per plan (MO_CORE_GPU_TUNE_S overrides it; later
 problems take the heuristic, not cached, so a later load goes on), a candidate
 whose warm-up run is 20x slower than the best so far is not repeated.
+A configuration that relies on device-specific code (Tunable.verify: the
+tensor-core GEMM's PTX) is timed after the trusted ones, into outputs filled
+with NaN first, and its results must agree with the first trusted one's on the
+same inputs (_agree) before its time counts; one that does not is skipped with
+a warning.
 
 Results are cached in $MO_CORE_HOME/gpu-tune/<device>.json, keyed by problem
 (layer family, shapes, attributes, precision, style): identical layers of one

@@ -8,9 +8,10 @@ whose work group shares the batch's rows of x (staged in __local memory)
 between its outputs (batch 2 and up: x read once a work group, not once an
 output) - or "tiled", the tiled GEMM of tiled.cl with the batch as its N (x is
 a batch of 1x1 images of I channels), in a half plan on tensor cores also
-"mma" (tiled.cl's conv_mma, batch 2 and up), or "direct", the kernel before tiling (a work item per output column, weights
-transposed to (I, O)). On CPU-like OpenCL devices ("simd"): "rows", a work item
-runs 8-wide dot products along weight rows (the IR layout).
+"mma" (tiled.cl's conv_mma, batch 2 and up), or "direct", the kernel before
+tiling (a work item per output column, weights transposed to (I, O)). On
+CPU-like OpenCL devices ("simd"): "rows", a work item runs 8-wide dot products
+along weight rows (the IR layout).
 """
 from __future__ import annotations
 
