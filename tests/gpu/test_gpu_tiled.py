@@ -105,6 +105,37 @@ def test_fully_connected_on_tensor_cores(tmp_path, gpu_device, mma, rows, size, 
     assert kernel.config == config and kernel.variant == "conv_mma"
 
 
+# 1x1 stride-1 layers of 4k-pixel images: the input loaded 4 columns at a time (ONE4); K odd (a pair
+# half past the end), a partial tile of columns, groups
+QUAD_CONVS = {"pointwise_24px": (2, 19, 4, 6, 21, (1, 1), (1, 1), (1, 1), (0, 0), (0, 0), 1),
+              "pointwise_grouped": (1, 12, 4, 4, 9, (1, 1), (1, 1), (1, 1), (0, 0), (0, 0), 3)}
+
+
+@pytest.mark.parametrize("config", [mma_config(64, 64, 32, 32), mma_config(128, 64, 32, 32, ks=3),
+                                    mma_config(32, 64, 32, 32)], ids=["64x64", "128x64_ks3", "32x64"])
+@pytest.mark.parametrize("case", sorted(QUAD_CONVS))
+def test_tensor_core_pointwise_convolution_four_columns_a_load(tmp_path, gpu_device, mma, case, config):
+    config = dict(config, v4=1)
+    rng = np.random.default_rng(len(case))
+    data, inputs, outs, blobs = conv_case(rng, *QUAD_CONVS[case])
+    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, "FP16", style="simt",
+                            config=config)
+    kernel = plan.steps[0].kernel
+    assert kernel.config == config and kernel.variant == "conv_mma"
+    assert any(c.get("v4") for c in kernel.configs("1"))
+
+
+def test_four_columns_a_load_only_where_a_quad_is_one_images(tmp_path, gpu_device, mma):
+    """35-pixel images (and 3x3 windows) never take ONE4: not offered, and refused when pinned."""
+    rng = np.random.default_rng(2)
+    data, inputs, outs, blobs = conv_case(rng, *CONVS["pointwise"])
+    config = dict(mma_config(64, 64, 32, 32), v4=1)
+    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, "FP16", style="simt",
+                            config=config)
+    kernel = plan.steps[0].kernel
+    assert kernel.config != config and not any(c.get("v4") for c in kernel.configs("full"))
+
+
 def test_tensor_cores_only_for_half_plans_and_only_after_a_search(tmp_path, gpu_device, mma, monkeypatch):
     """An FP32 plan never offers the tensor-core kernel (TF32 would change its
     numbers); a half plan offers it to the search, not as the heuristic's guess

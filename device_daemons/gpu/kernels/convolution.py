@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import ConfigRejected, GpuKernel, Tunable, i32, register, round_up
-from .tiles import MMA_K, mma_candidates, mma_threads, tile_candidates
+from .tiles import MMA_K, mma_candidates, mma_threads, mma_valid, tile_candidates
 
 OCB = 8  # output channels per work item of the "direct" kernels (convolution.cl)
 MR = 4   # output channels per work item of conv_gemm (16 pixels each)
@@ -148,6 +148,8 @@ class Convolution(Tunable, _Windowed):
         m, n, k, g = self._problem()
         tiled = tile_candidates(m, n, k, g, self.ctx.device, mode)
         mma = mma_candidates(m, n, k, g, self.ctx.device, mode) if self.ctx.mma and not self.pooled else []
+        if self._quads():  # each with 4 columns a load too
+            mma = [v for c in mma for v in (c, dict(c, v4=1)) if mma_valid(v, self.ctx.device)]
         if mode == "default":  # the tensor-core kernel only after a search has checked its results
             return tiled[:1]
         return tiled + mma + ([{"kernel": "direct"}] if not (self.siblings or self.pooled) else [])
@@ -175,6 +177,8 @@ class Convolution(Tunable, _Windowed):
             packed, self.blocks = pack_blocks(self.w)
             self.weights = self._pack("direct", lambda: self.ctx.upload(packed))
         elif kind == "mma":
+            if config.get("v4") and not self._quads():
+                raise ConfigRejected(f"{config}: 4 columns a load only for 1x1 stride-1 layers of 4k-pixel images")
             self._program = self._mma_program(config, ("-DSIBLINGS",) if self.siblings else ())
             w = np.concatenate([self.w] + [s.w for s in self.siblings], axis=1) if self.siblings else self.w
             packed, self.kp, self.mp = pack_tiles(w.reshape(w.shape[0], w.shape[1], -1), config["tm"], MMA_K)
@@ -194,6 +198,13 @@ class Convolution(Tunable, _Windowed):
             self.weights = self._pack(("tiled", config["tm"], config["tk"]), lambda: self.ctx.upload(packed))
         else:
             raise ValueError(f"unknown convolution configuration {config}")
+
+    def _quads(self) -> bool:
+        """Can conv_mma load the input 4 columns at a time (ONE4): a 1x1 stride-1
+        layer whose images hold a multiple of 4 pixels (so 4 aligned columns are one
+        image's, contiguous)."""
+        _, _, oh, ow = self.out_shapes[0]
+        return self.one and (oh * ow) % 4 == 0
 
     def _siblings_bias(self):
         """The biases of this layer and its siblings, concatenated (made once)."""

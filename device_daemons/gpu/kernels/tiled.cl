@@ -366,6 +366,15 @@ void conv_mma(__global const T* x_, __global const T* w_, __global const T* bias
     // weight loads: 8 halves q = tid + r * MT of the tile, row q / 4, quarter q % 4
     __global const uint4* wa = (__global const uint4*)((__global const ushort*)w_ + ((size_t)g * Mp + m0) * Kp);
     int kq = Kp / 8;
+#ifdef ONE4
+    // a 1x1 stride-1 layer whose images hold a multiple of 4 pixels (-DONE4): a work item
+    // loads 4 neighbouring columns (one image's) of two K rows as two 8-byte loads, a
+    // quarter of the load instructions; quad cq of the tile, pair rows bk + r * (MT / (TN / 4))
+    int cq = tid % (TN / 4), bk = tid / (TN / 4);
+    int n = n0 + 4 * cq;
+    int image = n / P;
+    int col_base = n < NTOT ? (image * C + g * ICg) * HW + (n - image * P) : -1;  // -1: past the end
+#else
     // input loads: column bn of the tile, pair rows bk + r * (MT / TN)
     int bn = tid % TN, bk = tid / TN;
     int n = n0 + bn;
@@ -373,6 +382,7 @@ void conv_mma(__global const T* x_, __global const T* w_, __global const T* bias
     int col_y = n < NTOT ? oy * SH - PH : -(1 << 24);  // a column past the end reads zeros
     int col_x = ox * SW - PW;
     int col_base = n < NTOT ? (image * C + g * ICg) * HW + col_y * W + col_x : 0;
+#endif
 
     float acc[MI][NI][4];
 #pragma unroll
@@ -383,7 +393,12 @@ void conv_mma(__global const T* x_, __global const T* w_, __global const T* bias
             for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
 
     uint4 ra[AQ];
+#ifdef ONE4
+#define BQ (MK / 2 * TN / 4 / MT)  // quads of pairs a work item a stage
+    uint4 rb[BQ];
+#else
     uint rb[BP];
+#endif
     for (int kt = k_begin; kt < k_end + MK; kt += MK) {
         if (kt > k_begin) {  // the stage loaded last pass: registers -> __local
             barrier(CLK_LOCAL_MEM_FENCE);
@@ -392,8 +407,19 @@ void conv_mma(__global const T* x_, __global const T* w_, __global const T* bias
                 int q = tid + r * MT;
                 vstore4(ra[r], 0, As + (q >> 2) * MKW + (q & 3) * 4);
             }
+#ifdef ONE4
+#pragma unroll
+            for (int r = 0; r < BQ; ++r) {
+                __local uint* col = Bs + 4 * cq * MKW + bk + r * (MT / (TN / 4));
+                col[0] = rb[r].s0;
+                col[MKW] = rb[r].s1;
+                col[2 * MKW] = rb[r].s2;
+                col[3 * MKW] = rb[r].s3;
+            }
+#else
 #pragma unroll
             for (int r = 0; r < BP; ++r) Bs[bn * MKW + bk + r * (MT / TN)] = rb[r];
+#endif
             barrier(CLK_LOCAL_MEM_FENCE);
         }
         if (kt < k_end) {  // the next stage's global loads
@@ -402,6 +428,17 @@ void conv_mma(__global const T* x_, __global const T* w_, __global const T* bias
                 int q = tid + r * MT;
                 ra[r] = wa[(size_t)(q >> 2) * kq + kt / 8 + (q & 3)];
             }
+#ifdef ONE4
+#pragma unroll
+            for (int r = 0; r < BQ; ++r) {
+                int k = kt + 2 * (bk + r * (MT / (TN / 4)));
+                uint4 lo = 0u, hi = 0u;
+                if (col_base >= 0 && k < K) lo = convert_uint4(*(__global const ushort4*)(x + col_base + k * HW));
+                if (col_base >= 0 && k + 1 < K)
+                    hi = convert_uint4(*(__global const ushort4*)(x + col_base + (k + 1) * HW));
+                rb[r] = lo | (hi << 16);
+            }
+#else
 #pragma unroll
             for (int r = 0; r < BP; ++r) {
                 int k = kt + 2 * (bk + r * (MT / TN));
@@ -420,6 +457,7 @@ void conv_mma(__global const T* x_, __global const T* w_, __global const T* bias
                 }
                 rb[r] = v[0] | (v[1] << 16);
             }
+#endif
         }
         if (kt > k_begin) {  // the tensor cores on the staged values
 #pragma unroll

@@ -18,7 +18,9 @@ A configuration is a small JSON-able dict (it goes into the tuning cache):
       staged in __local memory and shared by the group's outputs;
   {"kernel": "mma", "tm": 64, "tn": 64, "wtm": 32, "wtn": 32, "ks": 1}
       half plans on NVIDIA tensor cores (tiled.cl's conv_mma): a TM x TN tile a
-      work group, a WTM x WTN block a warp, K cut into ks slices;
+      work group, a WTM x WTN block a warp, K cut into ks slices; "v4": 1 (1x1
+      stride-1 convolutions of images of a multiple of 4 pixels) loads the input
+      4 columns at a time (tiled.cl's ONE4);
   {"kernel": "direct"}
       the kernels of the plugin before tiling (convolution.cl's conv_direct /
       conv_1x1, fully_connected.cl's fully_connected): a candidate of its own, so
@@ -173,13 +175,15 @@ def mma_valid(config, device) -> bool:
     if min(tm, tn, wtm, wtn) <= 0 or tm % wtm or tn % wtn or wtm % 16 or wtn % 8:
         return False
     threads = mma_threads(config)
+    if config.get("v4", 0) not in (0, 1) or (config.get("v4") and (threads > 4 * tn or threads % (tn // 4))):
+        return False  # ONE4: whole quads of pairs a work item
     return (threads % tn == 0 and threads <= 16 * tn and (4 * tm) % threads == 0
             and threads <= min(1024, device.max_work_group) and 4 * (MMA_K // 2 + 4) * (tm + tn) <= device.local_memory)
 
 
 def mma_defines(config, emulate: bool) -> tuple:
     return ("-DMMA",) + tuple(f"-D{k.upper()}={config[k]}" for k in ("tm", "tn", "wtm", "wtn")) + \
-        (("-DMMA_EMULATE",) if emulate else ())
+        (("-DONE4",) if config.get("v4") else ()) + (("-DMMA_EMULATE",) if emulate else ())
 
 
 def mma_candidates(m, n, k, g, device, mode: str) -> list[dict]:
