@@ -13,8 +13,9 @@ from tests.gpu.gpu_helpers import compare_plans, graph_ir, rand
 
 # (style, pinned configuration): each kernel family of a convolution
 FAMILIES = [("simt", None), ("simt", {"kernel": "direct"}), ("simd", None),
-            ("simt", {"kernel": "tiled", "tm": 16, "tn": 32, "tk": 8, "wm": 2, "wn": 4, "ks": 2})]
-FAMILY_IDS = ["tiled", "direct", "simd_gemm", "tiled_ks2"]
+            ("simt", {"kernel": "tiled", "tm": 16, "tn": 32, "tk": 8, "wm": 2, "wn": 4, "ks": 2}),
+            ("simt", {"kernel": "wino", "tm": 16, "tn": 32, "tk": 8, "wm": 2, "wn": 4, "ks": 1})]
+FAMILY_IDS = ["tiled", "direct", "simd_gemm", "tiled_ks2", "winograd"]  # (winograd: the 3x3 layers)
 
 
 def conv(name, source, rng, c, o, shape, k=3, pad=1, group=1):
@@ -59,6 +60,8 @@ def test_residual_blocks_fuse_the_sum_and_its_activation(tmp_path, gpu_device, s
     assert [s[n].residual for n in ("b", "proj", "dw")] == [s["a"].out_slots[0], s["main"].out_slots[0],
                                                             s["relu2"].out_slots[0]]
     assert all(s[n].kernel.residual for n in ("b", "proj", "dw"))
+    if config and config["kernel"] == "wino":  # the sum in Winograd's output transform
+        assert s["b"].kernel.variant == s["main"].kernel.variant == "winograd"
 
 
 def test_sums_that_cannot_run_in_an_epilogue_stay_layers(tmp_path, gpu_device):
@@ -109,6 +112,8 @@ def test_convolutions_write_into_their_concat_slice(tmp_path, gpu_device, style,
                                                                      (8 * inner, 14 * inner), (10 * inner, 14 * inner)]
     assert s["cat"].kernel.skip == {0, 1, 2, 3}
     assert s["cat"].kernel.launches([plan.ctx.dummy] * 4, [plan.ctx.dummy]) == []  # no copy at all
+    if config and config["kernel"] == "wino":  # b2 (3x3) writes its slice from Winograd's output transform
+        assert s["b2"].kernel.variant == "winograd"
     g = plan._groups
     assert len({g.find(s[n].out_slots[0]) for n in ("b1", "b1r", "b2", "b4r", "cat")}) == 1
     # b2a is read by b2, not by the Concat: a buffer of its own

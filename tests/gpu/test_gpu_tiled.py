@@ -136,6 +136,18 @@ def test_four_columns_a_load_only_where_a_quad_is_one_images(tmp_path, gpu_devic
     assert kernel.config != config and not any(c.get("v4") for c in kernel.configs("full"))
 
 
+@pytest.mark.parametrize("case", ["3x3_padded", "batch3_wide"])
+def test_winograd_on_tensor_cores(tmp_path, gpu_device, mma, case):
+    rng = np.random.default_rng(len(case))
+    data, inputs, outs, blobs = conv_case(rng, *WINO_CONVS[case])
+    config = dict(mma_config(32, 64, 32, 32, ks=2), kernel="wino_mma")
+    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, "FP16", style="simt",
+                            config=config)
+    kernel = plan.steps[0].kernel
+    assert kernel.variant == "winograd" and kernel.config == config and kernel.verify(config)
+    assert any(c["kernel"] == "wino_mma" for c in kernel.configs("1"))
+
+
 def test_tensor_cores_only_for_half_plans_and_only_after_a_search(tmp_path, gpu_device, mma, monkeypatch):
     """An FP32 plan never offers the tensor-core kernel (TF32 would change its
     numbers); a half plan offers it to the search, not as the heuristic's guess
@@ -154,6 +166,42 @@ def test_tensor_cores_only_for_half_plans_and_only_after_a_search(tmp_path, gpu_
     _, off = compare_layer(tmp_path / "c", gpu_device, "Convolution", data, inputs, outs, blobs, "FP16",
                            style="simt")
     assert not off.ctx.mma and all(c["kernel"] != "mma" for c in off.steps[0].kernel.configs("full"))
+
+
+# Winograd F(2x2, 3x3): odd output sizes (a half tile at the edges), asymmetric padding, no padding,
+# batches; the GEMM of the transformed tiles on tiled configurations (K slices, float4 reads)
+WINO_CONVS = {"3x3_padded": CONVS["3x3_padded"],
+              "odd_unpadded": (1, 5, 8, 7, 6, (3, 3), (1, 1), (1, 1), (0, 0), (0, 0), 1),
+              "batch3_wide": (3, 3, 5, 13, 9, (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1)}
+WINO_TILES = [dict(tile_config(16, 32, 8, 2, 4), kernel="wino"), dict(tile_config(32, 16, 8, 4, 2, ks=3), kernel="wino"),
+              dict(tile_config(32, 32, 16, 4, 4, vec=True), kernel="wino")]
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("config", WINO_TILES, ids=["16x32", "32x16_ks3", "32x32_vec"])
+@pytest.mark.parametrize("case", sorted(WINO_CONVS))
+def test_winograd_convolution(tmp_path, gpu_device, case, config, precision):
+    rng = np.random.default_rng(len(case))
+    data, inputs, outs, blobs = conv_case(rng, *WINO_CONVS[case])
+    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, precision, style="simt",
+                            config=config)
+    kernel = plan.steps[0].kernel
+    assert kernel.variant == "winograd" and kernel.config == config
+    launches = kernel.launches([plan.ctx.dummy], [plan.ctx.dummy], [plan.ctx.dummy] * 3)
+    assert [x.name for x in launches] == ["wino_in", "conv_tiled"] + ["splitk_sum"] * (config["ks"] > 1) + \
+        ["wino_out"]
+
+
+@pytest.mark.parametrize("case", sorted(set(CONVS) - {"3x3_padded"}))
+def test_winograd_only_for_3x3_stride_1_group_1(tmp_path, gpu_device, case):
+    """Other windows, strides, dilations and groups are neither offered Winograd nor take it pinned."""
+    rng = np.random.default_rng(1)
+    data, inputs, outs, blobs = conv_case(rng, *CONVS[case])
+    config = WINO_TILES[0]
+    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, style="simt",
+                            config=config)
+    kernel = plan.steps[0].kernel
+    assert kernel.config != config and not any(c["kernel"].startswith("wino") for c in kernel.configs("full"))
 
 
 def test_a_convolution_without_bias_on_the_heuristic_tile(tmp_path, gpu_device):

@@ -207,7 +207,7 @@ class Tunable(GpuKernel):
         """Whether the tuner compares this configuration's results with a trusted
         configuration's before taking it: the tensor-core GEMM, which relies on
         the device's PTX."""
-        return config["kernel"] == "mma"
+        return config["kernel"] in ("mma", "wino_mma")
 
     def use(self, config: dict, keep_others: bool = False):
         """Applies `config` (ConfigRejected if the device cannot run it); the device

@@ -152,7 +152,32 @@ class Convolution(Tunable, _Windowed):
             mma = [v for c in mma for v in (c, dict(c, v4=1)) if mma_valid(v, self.ctx.device)]
         if mode == "default":  # the tensor-core kernel only after a search has checked its results
             return tiled[:1]
-        return tiled + mma + ([{"kernel": "direct"}] if not (self.siblings or self.pooled) else [])
+        return tiled + mma + self._winograd_configs(mode) + \
+            ([{"kernel": "direct"}] if not (self.siblings or self.pooled) else [])
+
+    # ----------------------------------------------------------------- Winograd F(2x2, 3x3)
+    def _winograd_ok(self) -> bool:
+        ref = self.ref
+        return (tuple(ref.kernel) == (3, 3) and tuple(ref.stride) == (1, 1) and tuple(ref.dilation) == (1, 1)
+                and ref.group == 1 and not self.siblings and not self.pooled)
+
+    def _tiles(self) -> tuple[int, int, int]:
+        """Winograd's 2x2 output tiles: (all of them, tiles down, tiles across)."""
+        n, _, oh, ow = self.out_shapes[0]
+        th, tw = -(-oh // 2), -(-ow // 2)
+        return n * th * tw, th, tw
+
+    def _winograd_configs(self, mode: str) -> list[dict]:
+        """The GEMM of the transformed tiles (16 groups of M x C x tiles) on the
+        tiled kernel ("wino") and, in a half plan on tensor cores, on conv_mma
+        ("wino_mma"): its tiles as a GEMM of that size would get them."""
+        if not self._winograd_ok():
+            return []
+        m, c, (t, _, _) = int(self.out_shapes[0][1]), self.ref.in_per_group, self._tiles()
+        configs = [dict(cfg, kernel="wino") for cfg in tile_candidates(m, t, c, 16, self.ctx.device, mode)[:6]]
+        if self.ctx.mma:
+            configs += [dict(cfg, kernel="wino_mma") for cfg in mma_candidates(m, t, c, 16, self.ctx.device, mode)[:4]]
+        return configs
 
     @property
     def variant(self) -> str:
@@ -160,7 +185,8 @@ class Convolution(Tunable, _Windowed):
         kind = self.config["kernel"]
         if kind == "direct":
             return "conv_1x1" if self.direct_1x1 else "conv_direct"
-        return {"depthwise": "conv_depthwise", "gemm": "conv_gemm", "tiled": "conv_tiled", "mma": "conv_mma"}[kind]
+        return {"depthwise": "conv_depthwise", "gemm": "conv_gemm", "tiled": "conv_tiled", "mma": "conv_mma",
+                "wino": "winograd", "wino_mma": "winograd"}[kind]
 
     def _apply(self, config):
         kind = config["kernel"]
@@ -168,7 +194,18 @@ class Convolution(Tunable, _Windowed):
         if (self.siblings and kind not in ("tiled", "mma")) or (self.pooled and kind != "tiled"):
             raise ConfigRejected(f"{config}: sibling convolutions run in the tiled GEMMs only, a pooling read "
                                  "through in conv_tiled only")
-        if kind == "depthwise":
+        if kind in ("wino", "wino_mma"):
+            if not self._winograd_ok():
+                raise ConfigRejected(f"{config}: Winograd F(2x2, 3x3) is for 3x3 stride-1 convolutions of group 1")
+            gemm = dict(config, kernel="tiled" if kind == "wino" else "mma")
+            self._program = self._tiled_program(gemm) if kind == "wino" else self._mma_program(gemm)
+            self._transforms = self.ctx.program("winograd.cl")
+            tk = config["tk"] if kind == "wino" else MMA_K
+            packed, self.kp, self.mp = pack_tiles(winograd_weights(self.w[0]), config["tm"], tk)
+            if kind == "wino_mma":
+                packed = np.ascontiguousarray(packed.transpose(0, 2, 1))
+            self.weights = self._pack((kind, config["tm"], tk), lambda: self.ctx.upload(packed))
+        elif kind == "depthwise":
             self.weights = self._pack("depthwise", lambda: self.ctx.upload(self.w.reshape(ocg * g, kh * kw)))
         elif kind == "gemm":
             packed, self.blocks = pack_rows(self.w.reshape(g, ocg, -1))
@@ -228,6 +265,11 @@ class Convolution(Tunable, _Windowed):
         if kind in ("tiled", "mma") and self.config["ks"] > 1:
             n, _, oh, ow = self.out_shapes[0]
             return [4 * self.config["ks"] * self._channels() * n * oh * ow]
+        if kind in ("wino", "wino_mma"):  # the transformed input, the 16 products, the K slices' sums
+            t, size = self._tiles()[0], self.ctx.dtype.itemsize
+            m, c = int(self.out_shapes[0][1]), self.ref.in_per_group
+            return [16 * c * t * size, 16 * m * t * size] + ([4 * self.config["ks"] * 16 * m * t]
+                                                             if self.config["ks"] > 1 else [])
         return []
 
     def _out_args(self, ins):
@@ -242,6 +284,8 @@ class Convolution(Tunable, _Windowed):
         kind = self.config["kernel"]
         if kind in ("tiled", "mma"):
             return self._tiled_launches(ins, outs, scratch)
+        if kind in ("wino", "wino_mma"):
+            return self._winograd_launches(ins, outs, scratch)
         ref = self.ref
         n, c, h, w = self.in_shapes[0]
         _, o, oh, ow = self.out_shapes[0]
@@ -331,6 +375,46 @@ class Convolution(Tunable, _Windowed):
         args = [part, self.bias, res, outs[0]] + i32(ks, o, oh * ow, ntot) + [offset, image] + \
             i32(self.has_bias, has_res) + self.act_args() + self._sibling_args(outs)
         return [gemm, self.launch("splitk_sum", args, (round_up(ntot, 32), o), program=self._program)]
+
+    def _winograd_launches(self, ins, outs, scratch):
+        cfg = self.config
+        n, c, h, w = self.in_shapes[0]
+        _, o, oh, ow = self.out_shapes[0]
+        ph, pw = self.ref.pad
+        t, th, tw = self._tiles()
+        v, products = scratch[0], scratch[1]
+        ks = cfg["ks"]
+        part = scratch[2] if ks > 1 else self.ctx.dummy
+        transform = self.launch("wino_in", [ins[0], v] + i32(c, h, w, ph, pw, th, tw, t), (round_up(t, 64), c),
+                                program=self._transforms)
+        # the GEMM: one "image" of 16 * c channels of t pixels, 16 groups, no epilogue
+        args = [v, self.weights, self.ctx.dummy, self.ctx.dummy, products, part, self.ctx.dummy_ints,
+                self.ctx.dummy_ints] + i32(16 * c, 1, t, c, t, t, t, 16, o, c, self.kp, self.mp, 1, 1, 0, 0, 1, ks,
+                                           0, 16 * o * t, 0, 0) + i32(0) + [np.float32(0), np.float32(0)]
+        columns = -(-t // cfg["tn"])
+        if cfg["kernel"] == "wino_mma":
+            threads = mma_threads(cfg)
+            gemm = [self.launch("conv_mma", args, (columns * threads, -(-o // cfg["tm"]), 16 * ks), (threads, 1, 1),
+                                program=self._program)]
+        else:
+            rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
+            gemm = [self.launch("conv_tiled", args, (columns * rn, -(-o // cfg["tm"]) * rm, 16 * ks), (rn, rm, 1),
+                                program=self._program)]
+        if ks > 1:
+            sums = [part, self.ctx.dummy, self.ctx.dummy, products] + i32(ks, 16 * o, t, t, 0, 16 * o * t, 0, 0) + \
+                i32(0) + [np.float32(0), np.float32(0)]
+            gemm.append(self.launch("splitk_sum", sums, (round_up(t, 32), 16 * o), program=self._program))
+        res, offset, image, has_res = self._out_args(ins)
+        args = [products, self.bias, res, outs[0]] + i32(o, oh, ow, th, tw, t) + [offset, image] + \
+            i32(self.has_bias, has_res) + self.act_args()
+        return [transform] + gemm + [self.launch("wino_out", args, (round_up(t, 64), o), program=self._transforms)]
+
+
+def winograd_weights(w: np.ndarray) -> np.ndarray:
+    """(M, C, 3, 3) -> U (16, M, C): G g G^T of each 3x3 kernel g, element e = 4 * row + column."""
+    g = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+    u = np.einsum("ai,mcij,bj->abmc", g, w.astype(np.float64), g)
+    return np.ascontiguousarray(u.reshape(16, *w.shape[:2]), np.float32)
 
 
 @register("Deconvolution")
