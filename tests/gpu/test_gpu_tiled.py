@@ -50,14 +50,19 @@ def conv_case(rng, n, c, h, w, o, k, s, d, p, pe, g):
     return data, [rand(rng, n, c, h, w)], [(n, o, oh, ow)], blobs
 
 
+def pinned_conv(tmp_path, device, name, spec, config, precision):
+    """The plan of the one convolution `spec` (conv_case's arguments, seeded by the
+    case's name) in the GPU style with `config` pinned, checked against the CPU plan."""
+    data, inputs, outs, blobs = conv_case(np.random.default_rng(len(name)), *spec)
+    return compare_layer(tmp_path, device, "Convolution", data, inputs, outs, blobs, precision, style="simt",
+                         config=config)[1]
+
+
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("config", TILES, ids=TILE_IDS)
 @pytest.mark.parametrize("case", sorted(CONVS))
 def test_tiled_convolution(tmp_path, gpu_device, case, config, precision):
-    rng = np.random.default_rng(len(case))
-    data, inputs, outs, blobs = conv_case(rng, *CONVS[case])
-    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, precision, style="simt",
-                            config=config)
+    plan = pinned_conv(tmp_path, gpu_device, case, CONVS[case], config, precision)
     kernel = plan.steps[0].kernel
     assert kernel.variant == "conv_tiled" and kernel.config == config
     assert kernel.one == (case == "pointwise")  # the 1x1 path without window arithmetic
@@ -81,10 +86,7 @@ def mma(gpu_device, monkeypatch):
 @pytest.mark.parametrize("config", MMA_TILES, ids=MMA_IDS)
 @pytest.mark.parametrize("case", sorted(set(CONVS) - {"depthwise"}))
 def test_tensor_core_convolution(tmp_path, gpu_device, mma, case, config):
-    rng = np.random.default_rng(len(case))
-    data, inputs, outs, blobs = conv_case(rng, *CONVS[case])
-    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, "FP16", style="simt",
-                            config=config)
+    plan = pinned_conv(tmp_path, gpu_device, case, CONVS[case], config, "FP16")
     kernel = plan.steps[0].kernel
     assert kernel.variant == "conv_mma" and kernel.config == config and plan.ctx.mma
     launches = kernel.launches([plan.ctx.dummy], [plan.ctx.dummy], [plan.ctx.dummy])
@@ -116,10 +118,7 @@ QUAD_CONVS = {"pointwise_24px": (2, 19, 4, 6, 21, (1, 1), (1, 1), (1, 1), (0, 0)
 @pytest.mark.parametrize("case", sorted(QUAD_CONVS))
 def test_tensor_core_pointwise_convolution_four_columns_a_load(tmp_path, gpu_device, mma, case, config):
     config = dict(config, v4=1)
-    rng = np.random.default_rng(len(case))
-    data, inputs, outs, blobs = conv_case(rng, *QUAD_CONVS[case])
-    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, "FP16", style="simt",
-                            config=config)
+    plan = pinned_conv(tmp_path, gpu_device, case, QUAD_CONVS[case], config, "FP16")
     kernel = plan.steps[0].kernel
     assert kernel.config == config and kernel.variant == "conv_mma"
     assert any(c.get("v4") for c in kernel.configs("1"))
@@ -138,11 +137,8 @@ def test_four_columns_a_load_only_where_a_quad_is_one_images(tmp_path, gpu_devic
 
 @pytest.mark.parametrize("case", ["3x3_padded", "batch3_wide"])
 def test_winograd_on_tensor_cores(tmp_path, gpu_device, mma, case):
-    rng = np.random.default_rng(len(case))
-    data, inputs, outs, blobs = conv_case(rng, *WINO_CONVS[case])
     config = dict(mma_config(32, 64, 32, 32, ks=2), kernel="wino_mma")
-    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, "FP16", style="simt",
-                            config=config)
+    plan = pinned_conv(tmp_path, gpu_device, case, WINO_CONVS[case], config, "FP16")
     kernel = plan.steps[0].kernel
     assert kernel.variant == "winograd" and kernel.config == config and kernel.verify(config)
     assert any(c["kernel"] == "wino_mma" for c in kernel.configs("1"))
@@ -181,10 +177,7 @@ WINO_TILES = [dict(tile_config(16, 32, 8, 2, 4), kernel="wino"), dict(tile_confi
 @pytest.mark.parametrize("config", WINO_TILES, ids=["16x32", "32x16_ks3", "32x32_vec"])
 @pytest.mark.parametrize("case", sorted(WINO_CONVS))
 def test_winograd_convolution(tmp_path, gpu_device, case, config, precision):
-    rng = np.random.default_rng(len(case))
-    data, inputs, outs, blobs = conv_case(rng, *WINO_CONVS[case])
-    _, plan = compare_layer(tmp_path, gpu_device, "Convolution", data, inputs, outs, blobs, precision, style="simt",
-                            config=config)
+    plan = pinned_conv(tmp_path, gpu_device, case, WINO_CONVS[case], config, precision)
     kernel = plan.steps[0].kernel
     assert kernel.variant == "winograd" and kernel.config == config
     launches = kernel.launches([plan.ctx.dummy], [plan.ctx.dummy], [plan.ctx.dummy] * 3)
