@@ -14,6 +14,9 @@ seconds there and its "simd" kernels have a single configuration anyway).
 A search is bounded: BUDGET_S per plan (MO_CORE_GPU_TUNE_S overrides it; later
 problems take the heuristic, not cached, so a later load goes on), a candidate
 whose warm-up run is 20x slower than the best so far is not repeated.
+MO_CORE_GPU_SKIP (comma-separated families: tiled, vec, mma, v4, wino,
+wino_mma, gemv, block, direct) leaves families out of the search, and such a
+search is not cached: a device check's A/B of one family in one run.
 A configuration that relies on device-specific code (Tunable.verify: the
 tensor-core GEMM's PTX) is timed after the trusted ones, into outputs filled
 with NaN first, and its results must agree with the first trusted one's on the
@@ -51,6 +54,8 @@ from .programs import KERNEL_DIR, BuildError
 
 ENV_TUNE = "MO_CORE_GPU_TUNE"
 ENV_BUDGET = "MO_CORE_GPU_TUNE_S"
+ENV_SKIP = "MO_CORE_GPU_SKIP"  # kernel families the search leaves out (a device check's A/B of one family)
+FAMILIES = ("tiled", "vec", "mma", "v4", "wino", "wino_mma", "gemv", "block", "direct")
 MODES = ("0", "1", "full")
 BUDGET_S = {"1": 90.0, "full": 900.0}
 REPEATS = {"1": 3, "full": 5}
@@ -72,6 +77,20 @@ def tune_mode(device, mode: str | None = None) -> str:
         raise IRError(f"{ENV_TUNE}={text!r} is not one of 0 (heuristic kernel choice), 1 (a short search per layer "
                       "shape, cached) or full (a wide search, cached)")
     return text
+
+
+def family(config: dict) -> str:
+    """The family of a configuration that MO_CORE_GPU_SKIP names: its kernel, or
+    "vec" / "v4" for the tiled and tensor-core GEMMs' load variants."""
+    return "vec" if config.get("vec") else "v4" if config.get("v4") else str(config.get("kernel"))
+
+
+def skipped_families() -> frozenset:
+    names = frozenset(v.strip().lower() for v in os.environ.get(ENV_SKIP, "").split(",") if v.strip())
+    unknown = sorted(names - set(FAMILIES))
+    if unknown:
+        raise IRError(f"{ENV_SKIP} names {', '.join(unknown)}: kernel families are {', '.join(FAMILIES)}")
+    return names
 
 
 def _env_budget(default: float) -> float:
@@ -208,6 +227,7 @@ class Tuner:
         self.mode = tune_mode(device, mode)
         self.cache = cache if cache is not None else (TuneCache(device) if self.mode != "0" else None)
         self.pinned = dict(pinned) if pinned else None
+        self.skip = skipped_families()
         self.budget_s = budget_s if budget_s is not None else _env_budget(BUDGET_S.get(self.mode, 0.0))
         self.spent_s = 0.0       # seconds spent searching (builds and timed runs)
         self.searched = 0        # problems searched
@@ -226,6 +246,8 @@ class Tuner:
         how, us = "heuristic", None
         key = f"{precision}:{kernel.ctx.style}:{kernel.tune_key()}"
         candidates = kernel.configs("default" if self.mode == "0" else self.mode)
+        if self.skip:  # (never all of them: a layer keeps a kernel)
+            candidates = [c for c in candidates if family(c) not in self.skip] or candidates
         if self.pinned is not None and self._try(kernel, self.pinned):
             how = "pinned"
         elif self.mode == "0":
@@ -234,7 +256,7 @@ class Tuner:
             how = "only"
         else:
             cached = self.cache.get(key)
-            if cached is not None and self._try(kernel, cached):
+            if cached is not None and family(cached) not in self.skip and self._try(kernel, cached):
                 how, us = "cached", self.cache.entries[key]["us"]
             elif self.spent_s >= self.budget_s:
                 self._first(kernel, kernel.configs("default"))
@@ -306,7 +328,8 @@ class Tuner:
             raise IRError(f"layer {kernel.layer.name!r}: no kernel configuration runs on {self.device.full_name}")
         kernel.use(best)
         self.searched += 1
-        self.cache.put(key, best, best_us)
+        if not self.skip:  # a search without some families is not the device's best: not kept
+            self.cache.put(key, best, best_us)
         return best_us
 
     def _outputs(self, kernel) -> list:

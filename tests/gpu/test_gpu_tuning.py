@@ -271,3 +271,24 @@ def test_a_tensor_core_kernel_that_leaves_outputs_unwritten_is_skipped(home, tmp
     plan = GpuPlan(chain_ir(tmp_path, (1, 3, 12, 11), layers, "FP16"), gpu_device, tune="1")
     assert plan.tuner.report[0]["config"]["kernel"] != "mma"
     assert plan.warnings and all("differ from the other kernels'" in w for w in plan.warnings)
+
+
+def test_kernel_families_left_out_of_the_search_and_not_cached(home, net, gpu_device, monkeypatch):
+    """MO_CORE_GPU_SKIP: the search times no configuration of the named families
+    (a layer that has nothing else keeps its candidates), keeps nothing in the
+    cache, and reads no cached choice of a skipped family; an unknown name is an
+    error that lists the families."""
+    from device_daemons.gpu.tuning import family
+    monkeypatch.setenv("MO_CORE_GPU_SKIP", "tiled, vec")
+    plan = plan_of(net, gpu_device, tune="1")
+    assert {family(r["config"]) for r in plan.tuner.report} & {"tiled", "vec"} == set()
+    assert not (home / "gpu-tune").exists()
+    monkeypatch.delenv("MO_CORE_GPU_SKIP")
+    plan = plan_of(net, gpu_device, tune="1")  # searched and cached
+    first = family(plan.tuner.report[0]["config"])  # layer a's choice
+    monkeypatch.setenv("MO_CORE_GPU_SKIP", first)
+    again = plan_of(net, gpu_device, tune="1")
+    assert again.tuner.report[0]["how"] == "searched" and family(again.tuner.report[0]["config"]) != first
+    monkeypatch.setenv("MO_CORE_GPU_SKIP", "winograd")
+    with pytest.raises(IRError, match="MO_CORE_GPU_SKIP names winograd: kernel families are tiled, vec"):
+        plan_of(net, gpu_device, tune="1")
