@@ -395,6 +395,12 @@ def print_table(rows, extra_rows=()):
         if "error" in r:
             print("[ {} {} ] {}".format(r.get("engine"), r.get("model"), r["error"].strip().splitlines()[-1][:300]
                                         if r["error"].strip() else "failed"))
+    for r in rows:  # labelled plans (a device check's variants, e.g. MO_CORE_GPU_SKIP) against the plan
+        if r.get("engine", "plan") not in ENGINES and "median_ms" in r:
+            base = _find(rows, "plan", r["model"], r["precision"], r["batch"])
+            print("{} {} b{} {}: {}{}".format(r["engine"], r["model"], r["batch"], r["precision"], _ms(r),
+                                              "" if base is None else ", {:.2f}x the plan's".format(
+                                                  r["median_ms"] / base["median_ms"])))
     for r in extra_rows:
         if "median_ms" in r:
             print("(measured elsewhere) {} {} b{} {} on {}: {}".format(r.get("engine"), r.get("model"), r.get("batch"),
@@ -474,7 +480,7 @@ def main():
     rows = []
     for model in opts.models.split(","):
         for engine in opts.engines.split(","):
-            rows += run_child(engine, model, opts)
+            rows += run_child(engine, model, opts, label=opts.label)
             if opts.json:
                 with open(opts.json, "w") as f:
                     json.dump(rows, f, indent=1)
