@@ -15,7 +15,7 @@ A search is bounded: BUDGET_S per plan (MO_CORE_GPU_TUNE_S overrides it; later
 problems take the heuristic, not cached, so a later load goes on), a candidate
 whose warm-up run is 20x slower than the best so far is not repeated.
 MO_CORE_GPU_SKIP (comma-separated families: tiled, vec, mma, v4, wino,
-wino_mma, gemv, block, direct) leaves families out of the search, and such a
+wino_mma, wino4, gemv, block, direct) leaves families out of the search, and such a
 search is not cached: a device check's A/B of one family in one run.
 A configuration that relies on device-specific code (Tunable.verify: the
 tensor-core GEMM's PTX) is timed after the trusted ones, into outputs filled
@@ -55,7 +55,7 @@ from .programs import KERNEL_DIR, BuildError
 ENV_TUNE = "MO_CORE_GPU_TUNE"
 ENV_BUDGET = "MO_CORE_GPU_TUNE_S"
 ENV_SKIP = "MO_CORE_GPU_SKIP"  # kernel families the search leaves out (a device check's A/B of one family)
-FAMILIES = ("tiled", "vec", "mma", "v4", "wino", "wino_mma", "gemv", "block", "direct")
+FAMILIES = ("tiled", "vec", "mma", "v4", "wino", "wino_mma", "wino4", "gemv", "block", "direct")
 MODES = ("0", "1", "full")
 BUDGET_S = {"1": 90.0, "full": 900.0}
 REPEATS = {"1": 3, "full": 5}
@@ -81,8 +81,11 @@ def tune_mode(device, mode: str | None = None) -> str:
 
 def family(config: dict) -> str:
     """The family of a configuration that MO_CORE_GPU_SKIP names: its kernel, or
-    "vec" / "v4" for the tiled and tensor-core GEMMs' load variants."""
-    return "vec" if config.get("vec") else "v4" if config.get("v4") else str(config.get("kernel"))
+    "vec" / "v4" for the load variants of the tiled and tensor-core GEMMs (a
+    Winograd configuration is of its Winograd family whatever its GEMM reads)."""
+    kernel = str(config.get("kernel"))
+    return "vec" if kernel == "tiled" and config.get("vec") else "v4" if kernel == "mma" and config.get("v4") \
+        else kernel
 
 
 def skipped_families() -> frozenset:

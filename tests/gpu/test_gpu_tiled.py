@@ -164,12 +164,13 @@ def test_tensor_cores_only_for_half_plans_and_only_after_a_search(tmp_path, gpu_
     assert not off.ctx.mma and all(c["kernel"] != "mma" for c in off.steps[0].kernel.configs("full"))
 
 
-# Winograd F(2x2, 3x3): odd output sizes (a half tile at the edges), asymmetric padding, no padding,
-# batches; the GEMM of the transformed tiles on tiled configurations (K slices, float4 reads)
+# Winograd F(2x2, 3x3) and F(4x4, 3x3): odd output sizes (part tiles at the edges), asymmetric padding,
+# no padding, batches; the GEMM of the transformed tiles on tiled configurations (K slices, float4 reads)
 WINO_CONVS = {"3x3_padded": CONVS["3x3_padded"],
               "odd_unpadded": (1, 5, 8, 7, 6, (3, 3), (1, 1), (1, 1), (0, 0), (0, 0), 1),
               "batch3_wide": (3, 3, 5, 13, 9, (3, 3), (1, 1), (1, 1), (1, 1), (1, 1), 1)}
-WINO_TILES = [dict(tile_config(16, 32, 8, 2, 4), kernel="wino"), dict(tile_config(32, 16, 8, 4, 2, ks=3), kernel="wino"),
+WINO_TILES = [dict(tile_config(16, 32, 8, 2, 4), kernel="wino"),
+              dict(tile_config(32, 16, 8, 4, 2, ks=3), kernel="wino"),
               dict(tile_config(32, 32, 16, 4, 4, vec=True), kernel="wino")]
 
 
@@ -183,6 +184,25 @@ def test_winograd_convolution(tmp_path, gpu_device, case, config, precision):
     launches = kernel.launches([plan.ctx.dummy], [plan.ctx.dummy], [plan.ctx.dummy] * 3)
     assert [x.name for x in launches] == ["wino_in", "conv_tiled"] + ["splitk_sum"] * (config["ks"] > 1) + \
         ["wino_out"]
+
+
+@pytest.mark.parametrize("config", [dict(tile_config(16, 32, 8, 2, 4), kernel="wino4"),
+                                    dict(tile_config(32, 32, 16, 4, 4, ks=2, vec=True), kernel="wino4")],
+                         ids=["16x32", "32x32_ks2_vec"])
+@pytest.mark.parametrize("case", sorted(WINO_CONVS))
+def test_winograd_4x4_convolution(tmp_path, gpu_device, case, config):
+    """F(4x4, 3x3): tiles of 4 (3 of the 4 rows or columns past the edge on these sizes), FP32 plans."""
+    plan = pinned_conv(tmp_path, gpu_device, case, WINO_CONVS[case], config, "FP32")
+    kernel = plan.steps[0].kernel
+    assert kernel.variant == "winograd" and kernel.config == config
+    assert any(c["kernel"] == "wino4" for c in kernel.configs("1"))
+
+
+def test_winograd_4x4_not_for_half_plans(tmp_path, gpu_device):
+    config = dict(tile_config(16, 32, 8, 2, 4), kernel="wino4")
+    plan = pinned_conv(tmp_path, gpu_device, "3x3_padded", CONVS["3x3_padded"], config, "FP16")
+    kernel = plan.steps[0].kernel
+    assert kernel.config != config and not any(c["kernel"] == "wino4" for c in kernel.configs("full"))
 
 
 @pytest.mark.parametrize("case", sorted(set(CONVS) - {"3x3_padded"}))

@@ -155,28 +155,33 @@ class Convolution(Tunable, _Windowed):
         return tiled + mma + self._winograd_configs(mode) + \
             ([{"kernel": "direct"}] if not (self.siblings or self.pooled) else [])
 
-    # ----------------------------------------------------------------- Winograd F(2x2, 3x3)
+    # ----------------------------------------------------------------- Winograd F(2x2 / 4x4, 3x3)
     def _winograd_ok(self) -> bool:
         ref = self.ref
         return (tuple(ref.kernel) == (3, 3) and tuple(ref.stride) == (1, 1) and tuple(ref.dilation) == (1, 1)
                 and ref.group == 1 and not self.siblings and not self.pooled)
 
-    def _tiles(self) -> tuple[int, int, int]:
-        """Winograd's 2x2 output tiles: (all of them, tiles down, tiles across)."""
+    def _tiles(self, m: int) -> tuple[int, int, int]:
+        """Winograd's m x m output tiles: (all of them, tiles down, tiles across)."""
         n, _, oh, ow = self.out_shapes[0]
-        th, tw = -(-oh // 2), -(-ow // 2)
+        th, tw = -(-oh // m), -(-ow // m)
         return n * th * tw, th, tw
 
     def _winograd_configs(self, mode: str) -> list[dict]:
-        """The GEMM of the transformed tiles (16 groups of M x C x tiles) on the
-        tiled kernel ("wino") and, in a half plan on tensor cores, on conv_mma
-        ("wino_mma"): its tiles as a GEMM of that size would get them."""
+        """The GEMM of the transformed tiles ((m + 2)^2 groups of output channels x
+        input channels x tiles) for F(2x2, 3x3) on the tiled kernel ("wino") and, in a
+        half plan on tensor cores, on conv_mma ("wino_mma"); for F(4x4, 3x3) on the
+        tiled kernel in FP32 plans ("wino4": its transforms lose more precision than
+        half storage keeps). Each with its tiles as a GEMM of that size would get them."""
         if not self._winograd_ok():
             return []
-        m, c, (t, _, _) = int(self.out_shapes[0][1]), self.ref.in_per_group, self._tiles()
-        configs = [dict(cfg, kernel="wino") for cfg in tile_candidates(m, t, c, 16, self.ctx.device, mode)[:6]]
+        o, c, device = int(self.out_shapes[0][1]), self.ref.in_per_group, self.ctx.device
+        t2, t4 = self._tiles(2)[0], self._tiles(4)[0]
+        configs = [dict(cfg, kernel="wino") for cfg in tile_candidates(o, t2, c, 16, device, mode)[:6]]
         if self.ctx.mma:
-            configs += [dict(cfg, kernel="wino_mma") for cfg in mma_candidates(m, t, c, 16, self.ctx.device, mode)[:4]]
+            configs += [dict(cfg, kernel="wino_mma") for cfg in mma_candidates(o, t2, c, 16, device, mode)[:4]]
+        if not self.ctx.half:
+            configs += [dict(cfg, kernel="wino4") for cfg in tile_candidates(o, t4, c, 36, device, mode)[:6]]
         return configs
 
     @property
@@ -186,7 +191,7 @@ class Convolution(Tunable, _Windowed):
         if kind == "direct":
             return "conv_1x1" if self.direct_1x1 else "conv_direct"
         return {"depthwise": "conv_depthwise", "gemm": "conv_gemm", "tiled": "conv_tiled", "mma": "conv_mma",
-                "wino": "winograd", "wino_mma": "winograd"}[kind]
+                "wino": "winograd", "wino_mma": "winograd", "wino4": "winograd"}[kind]
 
     def _apply(self, config):
         kind = config["kernel"]
@@ -194,14 +199,16 @@ class Convolution(Tunable, _Windowed):
         if (self.siblings and kind not in ("tiled", "mma")) or (self.pooled and kind != "tiled"):
             raise ConfigRejected(f"{config}: sibling convolutions run in the tiled GEMMs only, a pooling read "
                                  "through in conv_tiled only")
-        if kind in ("wino", "wino_mma"):
-            if not self._winograd_ok():
-                raise ConfigRejected(f"{config}: Winograd F(2x2, 3x3) is for 3x3 stride-1 convolutions of group 1")
-            gemm = dict(config, kernel="tiled" if kind == "wino" else "mma")
-            self._program = self._tiled_program(gemm) if kind == "wino" else self._mma_program(gemm)
-            self._transforms = self.ctx.program("winograd.cl")
-            tk = config["tk"] if kind == "wino" else MMA_K
-            packed, self.kp, self.mp = pack_tiles(winograd_weights(self.w[0]), config["tm"], tk)
+        if kind in WINOGRAD:
+            if not self._winograd_ok() or (kind == "wino4" and self.ctx.half):
+                raise ConfigRejected(f"{config}: Winograd is for 3x3 stride-1 convolutions of group 1 (F(4x4, 3x3) "
+                                     "in FP32 plans)")
+            gemm = dict(config, kernel="mma" if kind == "wino_mma" else "tiled")
+            self._program = self._mma_program(gemm) if kind == "wino_mma" else self._tiled_program(gemm)
+            size = WINOGRAD[kind]
+            self._transforms = self.ctx.program("winograd.cl", defines=(f"-DWINO_M={size}",))
+            tk = MMA_K if kind == "wino_mma" else config["tk"]
+            packed, self.kp, self.mp = pack_tiles(winograd_weights(self.w[0], size), config["tm"], tk)
             if kind == "wino_mma":
                 packed = np.ascontiguousarray(packed.transpose(0, 2, 1))
             self.weights = self._pack((kind, config["tm"], tk), lambda: self.ctx.upload(packed))
@@ -265,11 +272,11 @@ class Convolution(Tunable, _Windowed):
         if kind in ("tiled", "mma") and self.config["ks"] > 1:
             n, _, oh, ow = self.out_shapes[0]
             return [4 * self.config["ks"] * self._channels() * n * oh * ow]
-        if kind in ("wino", "wino_mma"):  # the transformed input, the 16 products, the K slices' sums
-            t, size = self._tiles()[0], self.ctx.dtype.itemsize
+        if kind in WINOGRAD:  # the transformed input, the products, the K slices' sums
+            e, t, size = (WINOGRAD[kind] + 2) ** 2, self._tiles(WINOGRAD[kind])[0], self.ctx.dtype.itemsize
             m, c = int(self.out_shapes[0][1]), self.ref.in_per_group
-            return [16 * c * t * size, 16 * m * t * size] + ([4 * self.config["ks"] * 16 * m * t]
-                                                             if self.config["ks"] > 1 else [])
+            return [e * c * t * size, e * m * t * size] + ([4 * self.config["ks"] * e * m * t]
+                                                           if self.config["ks"] > 1 else [])
         return []
 
     def _out_args(self, ins):
@@ -284,7 +291,7 @@ class Convolution(Tunable, _Windowed):
         kind = self.config["kernel"]
         if kind in ("tiled", "mma"):
             return self._tiled_launches(ins, outs, scratch)
-        if kind in ("wino", "wino_mma"):
+        if kind in WINOGRAD:
             return self._winograd_launches(ins, outs, scratch)
         ref = self.ref
         n, c, h, w = self.in_shapes[0]
@@ -381,40 +388,52 @@ class Convolution(Tunable, _Windowed):
         n, c, h, w = self.in_shapes[0]
         _, o, oh, ow = self.out_shapes[0]
         ph, pw = self.ref.pad
-        t, th, tw = self._tiles()
+        size = WINOGRAD[cfg["kernel"]]
+        e = (size + 2) ** 2
+        t, th, tw = self._tiles(size)
         v, products = scratch[0], scratch[1]
         ks = cfg["ks"]
         part = scratch[2] if ks > 1 else self.ctx.dummy
         transform = self.launch("wino_in", [ins[0], v] + i32(c, h, w, ph, pw, th, tw, t), (round_up(t, 64), c),
                                 program=self._transforms)
-        # the GEMM: one "image" of 16 * c channels of t pixels, 16 groups, no epilogue
+        # the GEMM: one "image" of e * c channels of t pixels, e groups, no epilogue
+        no_epilogue = i32(0) + [np.float32(0), np.float32(0)]
         args = [v, self.weights, self.ctx.dummy, self.ctx.dummy, products, part, self.ctx.dummy_ints,
-                self.ctx.dummy_ints] + i32(16 * c, 1, t, c, t, t, t, 16, o, c, self.kp, self.mp, 1, 1, 0, 0, 1, ks,
-                                           0, 16 * o * t, 0, 0) + i32(0) + [np.float32(0), np.float32(0)]
+                self.ctx.dummy_ints] + i32(e * c, 1, t, c, t, t, t, e, o, c, self.kp, self.mp, 1, 1, 0, 0, 1, ks,
+                                           0, e * o * t, 0, 0) + no_epilogue
         columns = -(-t // cfg["tn"])
         if cfg["kernel"] == "wino_mma":
             threads = mma_threads(cfg)
-            gemm = [self.launch("conv_mma", args, (columns * threads, -(-o // cfg["tm"]), 16 * ks), (threads, 1, 1),
+            gemm = [self.launch("conv_mma", args, (columns * threads, -(-o // cfg["tm"]), e * ks), (threads, 1, 1),
                                 program=self._program)]
         else:
             rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
-            gemm = [self.launch("conv_tiled", args, (columns * rn, -(-o // cfg["tm"]) * rm, 16 * ks), (rn, rm, 1),
+            gemm = [self.launch("conv_tiled", args, (columns * rn, -(-o // cfg["tm"]) * rm, e * ks), (rn, rm, 1),
                                 program=self._program)]
         if ks > 1:
-            sums = [part, self.ctx.dummy, self.ctx.dummy, products] + i32(ks, 16 * o, t, t, 0, 16 * o * t, 0, 0) + \
-                i32(0) + [np.float32(0), np.float32(0)]
-            gemm.append(self.launch("splitk_sum", sums, (round_up(t, 32), 16 * o), program=self._program))
+            sums = [part, self.ctx.dummy, self.ctx.dummy, products] + i32(ks, e * o, t, t, 0, e * o * t, 0, 0) + \
+                no_epilogue
+            gemm.append(self.launch("splitk_sum", sums, (round_up(t, 32), e * o), program=self._program))
         res, offset, image, has_res = self._out_args(ins)
         args = [products, self.bias, res, outs[0]] + i32(o, oh, ow, th, tw, t) + [offset, image] + \
             i32(self.has_bias, has_res) + self.act_args()
         return [transform] + gemm + [self.launch("wino_out", args, (round_up(t, 64), o), program=self._transforms)]
 
 
-def winograd_weights(w: np.ndarray) -> np.ndarray:
-    """(M, C, 3, 3) -> U (16, M, C): G g G^T of each 3x3 kernel g, element e = 4 * row + column."""
-    g = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+WINOGRAD = {"wino": 2, "wino_mma": 2, "wino4": 4}  # Winograd configurations: the output tile's size
+
+# G of F(m x m, 3x3) (winograd.cl has its B and A): U = G g G^T
+_WINOGRAD_G = {2: np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]]),
+               4: np.array([[1 / 4, 0.0, 0.0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6],
+                            [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0.0, 0.0, 1.0]])}
+
+
+def winograd_weights(w: np.ndarray, m: int = 2) -> np.ndarray:
+    """(M, C, 3, 3) -> U ((m + 2)^2, M, C): G g G^T of each 3x3 kernel g, element
+    e = (m + 2) * row + column."""
+    g = _WINOGRAD_G[m]
     u = np.einsum("ai,mcij,bj->abmc", g, w.astype(np.float64), g)
-    return np.ascontiguousarray(u.reshape(16, *w.shape[:2]), np.float32)
+    return np.ascontiguousarray(u.reshape((m + 2) ** 2, *w.shape[:2]), np.float32)
 
 
 @register("Deconvolution")

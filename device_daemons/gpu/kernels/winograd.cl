@@ -1,15 +1,35 @@
-// Winograd F(2x2, 3x3) for 3x3 stride-1 convolutions (group 1): each 2x2 block of
-// outputs ("tile") comes from a 4x4 patch of the input with 16 multiplies per
-// input channel instead of 36. Three launches:
-//   wino_in   V[e][c][t] = (B^T d B)[e] for the 4x4 patch d of channel c under tile t
+// Winograd F(WM x WM, 3x3) for 3x3 stride-1 convolutions (group 1), WM = 2 or 4
+// (-DWINO_M): each WM x WM block of outputs ("tile") comes from a WA x WA patch of
+// the input (WA = WM + 2) with WA^2 multiplies per input channel instead of
+// 9 * WM^2 (16 for 36 at WM = 2, 36 for 144 at WM = 4; the larger tile transforms
+// with larger coefficients, so it loses more precision: FP32 plans only).
+// Three launches:
+//   wino_in   V[e][c][t] = (B^T d B)[e] for the patch d of channel c under tile t
 //   GEMM      M[e][m][t] = sum_c U[e][m][c] * V[e][c][t]   (tiled.cl's conv_tiled or
-//             conv_mma with 16 groups: V is one "image" of 16*C channels of T pixels)
-//   wino_out  the 2x2 outputs A^T M A of tile t, channel m, with the epilogue of
+//             conv_mma with WA^2 groups: V is one "image" of WA^2 * C channels of T pixels)
+//   wino_out  the WM x WM outputs A^T M A of tile t, channel m, with the epilogue of
 //             the other convolution kernels (bias, an Eltwise sum's other input,
 //             activation, a place in a Concat's buffer)
-// U = G g G^T is made on the host once. Tiles: t = (image * TH + ty) * TW + tx,
-// TH = ceil(OH / 2), TW = ceil(OW / 2); a tile past the output's edge computes
-// values nobody stores.
+// U = G g G^T is made on the host once (convolution.py's winograd_weights, with the
+// G of these B and A). Tiles: t = (image * TH + ty) * TW + tx, TH = ceil(OH / WM),
+// TW = ceil(OW / WM); a tile past the output's edge computes values nobody stores.
+// The constant matrices are multiplied out by the compiler (zeros and ones vanish).
+#ifndef WINO_M
+#define WINO_M 2
+#endif
+#define WA (WINO_M + 2)
+
+#if WINO_M == 2
+__constant float BT[WA][WA] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+__constant float AT[WINO_M][WA] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+#elif WINO_M == 4
+__constant float BT[WA][WA] = {{4, 0, -5, 0, 1, 0}, {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+                               {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+__constant float AT[WINO_M][WA] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0},
+                                   {0, 1, -1, 8, -8, 1}};
+#else
+#error "WINO_M is 2 or 4"
+#endif
 
 // global: (T rounded up, C)
 __kernel void wino_in(__global const T* x, __global T* v, int C, int H, int W, int PH, int PW, int TH, int TW,
@@ -18,33 +38,36 @@ __kernel void wino_in(__global const T* x, __global T* v, int C, int H, int W, i
     int t = get_global_id(0), c = get_global_id(1);
     if (t >= NT) return;
     int image = t / (TH * TW), r = t - image * TH * TW, ty = r / TW, tx = r - ty * TW;
-    int y0 = 2 * ty - PH, x0 = 2 * tx - PW;
+    int y0 = WINO_M * ty - PH, x0 = WINO_M * tx - PW;
     __global const T* xc = x + ((size_t)image * C + c) * H * W;
-    float d[4][4];
+    float d[WA][WA];
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < WA; ++i)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < WA; ++j) {
             int iy = y0 + i, ix = x0 + j;
             d[i][j] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? LD(xc, iy * W + ix) : 0.0f;
         }
-    // B^T d (rows), then (B^T d) B (columns); B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]
-    float b[4][4];
+    float b[WA][WA];  // B^T d
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        b[0][j] = d[0][j] - d[2][j];
-        b[1][j] = d[1][j] + d[2][j];
-        b[2][j] = d[2][j] - d[1][j];
-        b[3][j] = d[1][j] - d[3][j];
-    }
+    for (int i = 0; i < WA; ++i)
+#pragma unroll
+        for (int j = 0; j < WA; ++j) {
+            float s = 0.0f;
+#pragma unroll
+            for (int k = 0; k < WA; ++k) s += BT[i][k] * d[k][j];
+            b[i][j] = s;
+        }
     size_t plane = (size_t)C * NT, at = (size_t)c * NT + t;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        ST(v, (4 * i + 0) * plane + at, b[i][0] - b[i][2]);
-        ST(v, (4 * i + 1) * plane + at, b[i][1] + b[i][2]);
-        ST(v, (4 * i + 2) * plane + at, b[i][2] - b[i][1]);
-        ST(v, (4 * i + 3) * plane + at, b[i][1] - b[i][3]);
-    }
+    for (int i = 0; i < WA; ++i)
+#pragma unroll
+        for (int j = 0; j < WA; ++j) {  // (B^T d) B
+            float s = 0.0f;
+#pragma unroll
+            for (int k = 0; k < WA; ++k) s += b[i][k] * BT[j][k];
+            ST(v, (WA * i + j) * plane + at, s);
+        }
 }
 
 // global: (T rounded up, O); out index: out_offset + image * out_image + m * OH * OW + pixel
@@ -56,29 +79,33 @@ __kernel void wino_out(__global const T* mo, __global const T* bias, __global co
     if (t >= NT) return;
     int image = t / (TH * TW), r = t - image * TH * TW, ty = r / TW, tx = r - ty * TW;
     size_t plane = (size_t)O * NT, at = (size_t)m * NT + t;
-    float q[4][4];
+    float q[WA][WA];
 #pragma unroll
-    for (int e = 0; e < 16; ++e) q[e / 4][e % 4] = LD(mo, e * plane + at);
-    // A^T q A, A^T = [1 1 1 0; 0 1 -1 -1]
-    float s[2][4];
+    for (int e = 0; e < WA * WA; ++e) q[e / WA][e % WA] = LD(mo, e * plane + at);
+    float s[WINO_M][WA];  // A^T q
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        s[0][j] = q[0][j] + q[1][j] + q[2][j];
-        s[1][j] = q[1][j] - q[2][j] - q[3][j];
-    }
+    for (int i = 0; i < WINO_M; ++i)
+#pragma unroll
+        for (int j = 0; j < WA; ++j) {
+            float a = 0.0f;
+#pragma unroll
+            for (int k = 0; k < WA; ++k) a += AT[i][k] * q[k][j];
+            s[i][j] = a;
+        }
     float bv = has_bias ? LD(bias, m) : 0.0f;
     int P = OH * OW;
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        int oy = 2 * ty + i;
+    for (int i = 0; i < WINO_M; ++i) {
+        int oy = WINO_M * ty + i;
         if (oy >= OH) continue;
-        float y2[2] = {s[i][0] + s[i][1] + s[i][2], s[i][1] - s[i][2] - s[i][3]};
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            int ox = 2 * tx + j;
+        for (int j = 0; j < WINO_M; ++j) {
+            int ox = WINO_M * tx + j;
             if (ox >= OW) continue;
+            float value = bv;  // (A^T q) A
+#pragma unroll
+            for (int k = 0; k < WA; ++k) value += s[i][k] * AT[j][k];
             int pix = oy * OW + ox;
-            float value = y2[j] + bv;
             if (has_res) value += LD(res, ((size_t)image * O + m) * P + pix);
             ST(out, out_offset + image * out_image + m * P + pix, activate(value, act, act_a, act_b));
         }
