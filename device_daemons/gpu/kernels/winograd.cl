@@ -31,6 +31,15 @@ __constant float AT[WINO_M][WA] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0,
 #error "WINO_M is 2 or 4"
 #endif
 
+// OUT (ROWS x WA) = MAT (ROWS x WA, constant) x IN (WA x WA)
+#define LEFT(ROWS, MAT, IN, OUT) \
+    _Pragma("unroll") for (int i_ = 0; i_ < (ROWS); ++i_) \
+        _Pragma("unroll") for (int j_ = 0; j_ < WA; ++j_) { \
+            float sum_ = 0.0f; \
+            _Pragma("unroll") for (int k_ = 0; k_ < WA; ++k_) sum_ += MAT[i_][k_] * IN[k_][j_]; \
+            OUT[i_][j_] = sum_; \
+        }
+
 // global: (T rounded up, C)
 __kernel void wino_in(__global const T* x, __global T* v, int C, int H, int W, int PH, int PW, int TH, int TW,
                       int NT)
@@ -48,16 +57,8 @@ __kernel void wino_in(__global const T* x, __global T* v, int C, int H, int W, i
             int iy = y0 + i, ix = x0 + j;
             d[i][j] = (iy >= 0 && iy < H && ix >= 0 && ix < W) ? LD(xc, iy * W + ix) : 0.0f;
         }
-    float b[WA][WA];  // B^T d
-#pragma unroll
-    for (int i = 0; i < WA; ++i)
-#pragma unroll
-        for (int j = 0; j < WA; ++j) {
-            float s = 0.0f;
-#pragma unroll
-            for (int k = 0; k < WA; ++k) s += BT[i][k] * d[k][j];
-            b[i][j] = s;
-        }
+    float b[WA][WA];
+    LEFT(WA, BT, d, b);  // B^T d
     size_t plane = (size_t)C * NT, at = (size_t)c * NT + t;
 #pragma unroll
     for (int i = 0; i < WA; ++i)
@@ -82,16 +83,8 @@ __kernel void wino_out(__global const T* mo, __global const T* bias, __global co
     float q[WA][WA];
 #pragma unroll
     for (int e = 0; e < WA * WA; ++e) q[e / WA][e % WA] = LD(mo, e * plane + at);
-    float s[WINO_M][WA];  // A^T q
-#pragma unroll
-    for (int i = 0; i < WINO_M; ++i)
-#pragma unroll
-        for (int j = 0; j < WA; ++j) {
-            float a = 0.0f;
-#pragma unroll
-            for (int k = 0; k < WA; ++k) a += AT[i][k] * q[k][j];
-            s[i][j] = a;
-        }
+    float s[WINO_M][WA];
+    LEFT(WINO_M, AT, q, s);  // A^T q
     float bv = has_bias ? LD(bias, m) : 0.0f;
     int P = OH * OW;
 #pragma unroll
