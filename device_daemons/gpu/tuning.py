@@ -237,7 +237,6 @@ class Tuner:
         self.report: list[dict] = []  # one row per kernel: layer, key, config, how, us
         self._queue = None
         self._buffers: dict = {}
-        self._timed_outs: list = []
         self._failures: list[str] = []
 
     @property
@@ -307,17 +306,17 @@ class Tuner:
             for config in candidates:
                 if time.perf_counter() - start + self.spent_s > self.budget_s and best is not None:
                     break
+                checked = kernel.verify(config)
                 try:
                     kernel.use(config, keep_others=True)
-                    us = self._time(kernel, best_us)
-                    if kernel.verify(config) or reference is None:
-                        outputs = self._outputs(kernel)
+                    us, outs = self._time(kernel, best_us, checked)
+                    outputs = self._outputs(kernel, outs) if checked or reference is None else None
                 except ConfigRejected:
                     continue
                 except (BuildError, cl.Error) as exc:
                     self._failed(config, exc)
                     continue
-                if not kernel.verify(config):
+                if not checked:
                     reference = outputs if reference is None else reference
                 elif reference is None or not _agree(outputs, reference):
                     self._failed(config, "its results differ from the other kernels'" if reference is not None
@@ -335,11 +334,11 @@ class Tuner:
             self.cache.put(key, best, best_us)
         return best_us
 
-    def _outputs(self, kernel) -> list:
-        """The outputs of the kernel's last timed run, on the host."""
+    def _outputs(self, kernel, outs) -> list:
+        """The output buffers `outs` of the kernel's last timed run, on the host."""
         dtype = kernel.ctx.dtype
         result = []
-        for buffer, shape in zip(self._timed_outs, kernel.out_shapes):
+        for buffer, shape in zip(outs, kernel.out_shapes):
             host = np.empty(int(np.prod(shape)), dtype)
             cl.enqueue_copy(self._queue, host, buffer)
             result.append(host.astype(np.float32))
@@ -348,7 +347,6 @@ class Tuner:
     def release(self):
         """Frees the timing buffers and queue (after a plan's shapes are tuned)."""
         self._buffers = {}
-        self._timed_outs = []
         self._queue = None
 
     # --- timing ------------------------------------------------------------------------
@@ -362,8 +360,10 @@ class Tuner:
                                            hostbuf=host)
         return self._buffers[key]
 
-    def _time(self, kernel, best_us: float) -> float:
-        """Median microseconds of the kernel's launches (first start to last end)."""
+    def _time(self, kernel, best_us: float, checked: bool = False) -> tuple[float, list]:
+        """Median microseconds of the kernel's launches (first start to last end), and
+        the output buffers they wrote (filled with NaN first when `checked`: where the
+        kernel writes nothing, the check of its results sees it)."""
         if self._queue is None:
             self._queue = cl.CommandQueue(self.device.context,
                                           properties=cl.command_queue_properties.PROFILING_ENABLE)
@@ -375,7 +375,7 @@ class Tuner:
         if getattr(kernel, "residual", False):
             ins.append(self._buffer("residual", size(kernel.out_shapes[0]), dtype))
         outs = [self._buffer(("out", i), size(s), dtype) for i, s in enumerate(kernel.out_shapes)]
-        if kernel.verify(kernel.config):  # NaN where the kernel writes nothing: the check sees it
+        if checked:
             for buffer in outs:
                 cl.enqueue_fill_buffer(self._queue, buffer, dtype.type(np.nan), 0, buffer.size)
         scratch = [self._buffer(("scratch", i), n, np.dtype(np.float32))
@@ -400,9 +400,8 @@ class Tuner:
                       for k, launch in objects]
             events[-1].wait()
             return (events[-1].profile.end - events[0].profile.start) / 1e3
-        self._timed_outs = outs
         run()  # a first launch may load the program on the device: never timed
         first = run()
         if first > SLOW * best_us:
-            return first
-        return statistics.median([first] + [run() for _ in range(REPEATS.get(self.mode, 3) - 1)])
+            return first, outs
+        return statistics.median([first] + [run() for _ in range(REPEATS.get(self.mode, 3) - 1)]), outs

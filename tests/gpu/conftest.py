@@ -21,6 +21,13 @@ def gpu_device():
     return open_device("GPU")
 
 
+@pytest.fixture
+def mma(gpu_device, monkeypatch):
+    """Tensor cores where the device has them, else their emulation (MO_CORE_GPU_MMA=emulate)."""
+    if not gpu_device.tensor_cores:
+        monkeypatch.setenv("MO_CORE_GPU_MMA", "emulate")
+
+
 # the daemon tests of this directory use the daemon tests' private runtime directories,
 # daemon-process lookup and tiny model (tests/daemon/conftest.py)
 from tests.daemon.conftest import fresh_runtime, session_runtime, tiny  # noqa: E402,F401

@@ -320,12 +320,10 @@ def test_a_driver_that_cannot_build_the_merged_kernels_keeps_the_layers_apart(tm
     assert rel_err(plan.infer({"data": x})["cat"], ExecutionPlan(network).infer({"data": x})["cat"]) <= 1e-5
 
 
-def test_sibling_convolutions_on_tensor_cores(tmp_path, gpu_device, monkeypatch):
+def test_sibling_convolutions_on_tensor_cores(tmp_path, gpu_device, mma):
     """Siblings in the tensor-core GEMM of a half plan (its emulation where the
     device has no tensor cores): each channel written to its own layer's buffer,
     b1's at its Concat offset, K cut into slices."""
-    if not gpu_device.tensor_cores:
-        monkeypatch.setenv("MO_CORE_GPU_MMA", "emulate")
     rng = np.random.default_rng(9)
     n, c, h, w = shape = (2, 7, 5, 9)
     layers = [conv("b1", "data", rng, c, 5, shape, k=1, pad=0), conv("b2a", "data", rng, c, 6, shape, k=1, pad=0),

@@ -76,13 +76,6 @@ MMA_TILES = [mma_config(64, 64, 32, 32), mma_config(32, 64, 32, 32, ks=3), mma_c
 MMA_IDS = ["{tm}x{tn}_{wtm}x{wtn}_ks{ks}".format(**c) for c in MMA_TILES]
 
 
-@pytest.fixture
-def mma(gpu_device, monkeypatch):
-    """Tensor cores where the device has them, else their emulation."""
-    if not gpu_device.tensor_cores:
-        monkeypatch.setenv("MO_CORE_GPU_MMA", "emulate")
-
-
 @pytest.mark.parametrize("config", MMA_TILES, ids=MMA_IDS)
 @pytest.mark.parametrize("case", sorted(set(CONVS) - {"depthwise"}))
 def test_tensor_core_convolution(tmp_path, gpu_device, mma, case, config):

@@ -218,14 +218,13 @@ def test_the_short_search_offers_two_work_groups_per_compute_unit_for_batch_1_la
         assert _groups(first, m, n, 1) * first["ks"] >= H200.compute_units, (m, n, k)
 
 
-def test_a_tensor_core_kernel_with_wrong_results_is_skipped_with_a_warning(home, tmp_path, gpu_device, monkeypatch):
+def test_a_tensor_core_kernel_with_wrong_results_is_skipped_with_a_warning(home, tmp_path, gpu_device, mma,
+                                                                            monkeypatch):
     """The search runs the trusted kernels first and compares each tensor-core
     configuration's outputs with theirs before timing counts (a device whose PTX
     behaves otherwise than the ISA says): here every comparison fails, so each is
     reported and the layer takes one of the others."""
     from device_daemons.gpu import GpuPlan, tuning
-    if not gpu_device.tensor_cores:
-        monkeypatch.setenv("MO_CORE_GPU_MMA", "emulate")
     rng = np.random.default_rng(0)
     layers = [("a", "Convolution", dict(CONV, output=4), {"weights": rand(rng, 4, 3, 3, 3)}, (1, 4, 6, 5))]
     network = chain_ir(tmp_path, (1, 3, 6, 5), layers, "FP16")
@@ -251,15 +250,13 @@ def test_results_agree_up_to_rounding_not_beyond():
     assert _agree([nan], [nan]) and not _agree([nan], [want]) and not _agree([want], [nan])
 
 
-def test_a_tensor_core_kernel_that_leaves_outputs_unwritten_is_skipped(home, tmp_path, gpu_device, monkeypatch):
+def test_a_tensor_core_kernel_that_leaves_outputs_unwritten_is_skipped(home, tmp_path, gpu_device, mma, monkeypatch):
     """The outputs a checked configuration is timed into start as NaN, so that one
     writing only part of them (here: its launch cut to one work group) cannot pass
     on the values a trusted configuration left there."""
     from device_daemons.gpu import GpuPlan
     from device_daemons.gpu.kernels import convolution
     from device_daemons.gpu.kernels.base import Launch
-    if not gpu_device.tensor_cores:
-        monkeypatch.setenv("MO_CORE_GPU_MMA", "emulate")
     launches = convolution.Convolution._tiled_launches
 
     def one_group(self, *args):

@@ -45,6 +45,8 @@ from device_daemons.cpu.kernels.base import registrar
 
 from .tiles import mma_defines, mma_threads, mma_valid, tile_defines, tile_threads, tile_valid
 
+MMA_KINDS = ("mma", "wino_mma")  # configurations whose GEMM runs on tensor cores (tiled.cl's conv_mma)
+
 # IR type -> GPU kernel class. Filled by the @register decorator of each family module.
 GPU_KERNELS: dict[str, type] = {}
 
@@ -207,7 +209,7 @@ class Tunable(GpuKernel):
         """Whether the tuner compares this configuration's results with a trusted
         configuration's before taking it: the tensor-core GEMM, which relies on
         the device's PTX."""
-        return config["kernel"] in ("mma", "wino_mma")
+        return config["kernel"] in MMA_KINDS
 
     def use(self, config: dict, keep_others: bool = False):
         """Applies `config` (ConfigRejected if the device cannot run it); the device
@@ -235,6 +237,25 @@ class Tunable(GpuKernel):
         if self.ctx.max_group(program, "conv_mma") < mma_threads(config):
             raise ConfigRejected(f"a work group of {mma_threads(config)} is more than the device allows for {config}")
         return program
+
+    def _gemm(self, args, n: int, m: int, groups: int, sums: list, channels: int) -> list:
+        """tiled.cl's GEMM of the configuration in use (conv_mma for a tensor-core one,
+        else conv_tiled) over n columns, m rows a group and `groups` groups, its K
+        cut into the configuration's ks slices; then, with ks > 1, splitk_sum (`sums`:
+        its arguments) over the n columns of `channels` rows."""
+        cfg = self.config
+        columns, ks = -(-n // cfg["tn"]), cfg["ks"]
+        if cfg["kernel"] in MMA_KINDS:
+            threads = mma_threads(cfg)
+            gemm = self.launch("conv_mma", args, (columns * threads, -(-m // cfg["tm"]), groups * ks),
+                               (threads, 1, 1), program=self._program)
+        else:
+            rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
+            gemm = self.launch("conv_tiled", args, (columns * rn, -(-m // cfg["tm"]) * rm, groups * ks),
+                               (rn, rm, 1), program=self._program)
+        if ks == 1:
+            return [gemm]
+        return [gemm, self.launch("splitk_sum", sums, (round_up(n, 32), channels), program=self._program)]
 
     def _tiled_program(self, config, extra: tuple = ()):
         """tiled.cl built for a "tiled" configuration's tile sizes (and `extra` -D options)."""

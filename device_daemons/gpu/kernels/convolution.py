@@ -40,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import ConfigRejected, GpuKernel, Tunable, i32, register, round_up
-from .tiles import MMA_K, mma_candidates, mma_threads, mma_valid, tile_candidates
+from .tiles import MMA_K, mma_candidates, mma_valid, tile_candidates
 
 OCB = 8  # output channels per work item of the "direct" kernels (convolution.cl)
 MR = 4   # output channels per work item of conv_gemm (16 pixels each)
@@ -369,19 +369,9 @@ class Convolution(Tunable, _Windowed):
             i32(c, h, w, c // g, ow, oh * ow, ntot, g, m, k, self.kp, self.mp, sh, sw, ph, pw, int(self.one), ks) + \
             [offset, image] + i32(self.has_bias, has_res) + self.act_args() + self._sibling_args(outs) + \
             (i32(*self.pooled) if self.pooled else [])
-        if cfg["kernel"] == "mma":
-            threads = mma_threads(cfg)
-            gemm = self.launch("conv_mma", args, (-(-ntot // cfg["tn"]) * threads, -(-m // cfg["tm"]), g * ks),
-                               (threads, 1, 1), program=self._program)
-        else:
-            rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
-            gemm = self.launch("conv_tiled", args, (-(-ntot // cfg["tn"]) * rn, -(-m // cfg["tm"]) * rm, g * ks),
-                               (rn, rm, 1), program=self._program)
-        if ks == 1:
-            return [gemm]
-        args = [part, self.bias, res, outs[0]] + i32(ks, o, oh * ow, ntot) + [offset, image] + \
+        sums = [part, self.bias, res, outs[0]] + i32(ks, o, oh * ow, ntot) + [offset, image] + \
             i32(self.has_bias, has_res) + self.act_args() + self._sibling_args(outs)
-        return [gemm, self.launch("splitk_sum", args, (round_up(ntot, 32), o), program=self._program)]
+        return self._gemm(args, ntot, m, g, sums, o)
 
     def _winograd_launches(self, ins, outs, scratch):
         cfg = self.config
@@ -401,19 +391,9 @@ class Convolution(Tunable, _Windowed):
         args = [v, self.weights, self.ctx.dummy, self.ctx.dummy, products, part, self.ctx.dummy_ints,
                 self.ctx.dummy_ints] + i32(e * c, 1, t, c, t, t, t, e, o, c, self.kp, self.mp, 1, 1, 0, 0, 1, ks,
                                            0, e * o * t, 0, 0) + no_epilogue
-        columns = -(-t // cfg["tn"])
-        if cfg["kernel"] == "wino_mma":
-            threads = mma_threads(cfg)
-            gemm = [self.launch("conv_mma", args, (columns * threads, -(-o // cfg["tm"]), e * ks), (threads, 1, 1),
-                                program=self._program)]
-        else:
-            rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
-            gemm = [self.launch("conv_tiled", args, (columns * rn, -(-o // cfg["tm"]) * rm, e * ks), (rn, rm, 1),
-                                program=self._program)]
-        if ks > 1:
-            sums = [part, self.ctx.dummy, self.ctx.dummy, products] + i32(ks, e * o, t, t, 0, e * o * t, 0, 0) + \
-                no_epilogue
-            gemm.append(self.launch("splitk_sum", sums, (round_up(t, 32), e * o), program=self._program))
+        sums = [part, self.ctx.dummy, self.ctx.dummy, products] + i32(ks, e * o, t, t, 0, e * o * t, 0, 0) + \
+            no_epilogue
+        gemm = self._gemm(args, t, o, e, sums, e * o)
         res, offset, image, has_res = self._out_args(ins)
         args = [products, self.bias, res, outs[0]] + i32(o, oh, ow, th, tw, t) + [offset, image] + \
             i32(self.has_bias, has_res) + self.act_args()

@@ -111,8 +111,8 @@ __kernel void fc_gemv(__global const T* x, __global const T* w, __global const T
 
 // GPUs at batch 2 to 64: a skinny GEMM that reads the batch's rows once per work
 // group instead of once per output (fc_gemv with GRB rows reads all of x for each
-// output: AlexNet's fc6 at batch 8 moved 1.2 GB through the cache, 7x its weights'
-// bytes). A work group is LX x NY work items; each row of LX (a warp on NVIDIA)
+// output: for AlexNet's fc6 at batch 8 that is 1.2 GB through the cache by arithmetic,
+// 8x its weights' bytes). A work group is LX x NY work items; each row of LX (a warp on NVIDIA)
 // computes OPT outputs for GRB rows of the batch, its lanes taking 4-value chunks
 // of the weight rows (coalesced); a chunk of KC values of the GRB rows of x is
 // staged in __local memory and shared by the group's NY * OPT outputs; a row's

@@ -21,7 +21,7 @@ import pyopencl as cl
 from .base import ConfigRejected, Tunable, i32, register, round_up
 from .convolution import pack_tiles
 from .tiles import BLOCK_LX, MMA_K, block_candidates, block_local_floats, block_valid, gemv_candidates, \
-    mma_candidates, mma_threads, tile_candidates
+    mma_candidates, tile_candidates
 
 RB = 4  # rows per work item of fully_connected / fully_connected_rows (fully_connected.cl)
 
@@ -101,20 +101,8 @@ class FullyConnected(Tunable):
             args = [ins[0], self.weights, self.bias, self.ctx.dummy, outs[0], part, self.ctx.dummy_ints,
                     self.ctx.dummy_ints] + i32(i, 1, 1, i, 1, 1, rows, 1, o, i, self.kp, self.mp, 1, 1, 0, 0, 1,
                                                ks, 0, o) + tail
-            columns = -(-rows // cfg["tn"])
-            if kind == "mma":
-                threads = mma_threads(cfg)
-                gemm = self.launch("conv_mma", args, (columns * threads, -(-o // cfg["tm"]), ks), (threads, 1, 1),
-                                   program=self._program)
-            else:
-                rm, rn = cfg["tm"] // cfg["wm"], cfg["tn"] // cfg["wn"]
-                gemm = self.launch("conv_tiled", args, (columns * rn, -(-o // cfg["tm"]) * rm, ks), (rn, rm, 1),
-                                   program=self._program)
-            result = [gemm]
-            if ks > 1:
-                args = [part, self.bias, self.ctx.dummy, outs[0]] + i32(ks, o, 1, rows, 0, o) + tail
-                result.append(self.launch("splitk_sum", args, (round_up(rows, 32), o), program=self._program))
-            return result
+            sums = [part, self.bias, self.ctx.dummy, outs[0]] + i32(ks, o, 1, rows, 0, o) + tail
+            return self._gemm(args, rows, o, 1, sums, o)
         args = [ins[0], self.weights, self.bias, outs[0]] + i32(rows, i, o, self.has_bias) + self.act_args()
         if kind == "gemv":
             lx, opw, rb = cfg["lx"], cfg["opw"], cfg["rb"]

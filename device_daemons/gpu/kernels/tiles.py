@@ -85,14 +85,18 @@ def split_for(config, m, n, k, g, device) -> int:
     return ks
 
 
-def _score(config, m, n, g, device) -> float:
-    """Higher is better: little padding waste, enough work groups for the device,
-    a larger register block (more multiply-adds per __local read)."""
+def _fill_score(config, m, n, g, device) -> float:
+    """Higher is better: little padding waste, enough work groups for the device."""
     tm, tn = config["tm"], config["tn"]
     waste = (-(-m // tm) * tm * -(-n // tn) * tn) / float(m * n)
     fill = min(1.0, _groups(config, m, n, g) * config["ks"] / float(2 * device.compute_units))
+    return fill / waste
+
+
+def _score(config, m, n, g, device) -> float:
+    """_fill_score and a larger register block (more multiply-adds per __local read)."""
     block = config["wm"] * config["wn"] / float(config["wm"] + config["wn"])
-    return fill * block / waste
+    return _fill_score(config, m, n, g, device) * block
 
 
 def tile_candidates(m, n, k, g, device, mode: str) -> list[dict]:
@@ -187,8 +191,8 @@ def mma_defines(config, emulate: bool) -> tuple:
 
 
 def mma_candidates(m, n, k, g, device, mode: str) -> list[dict]:
-    """conv_mma configurations, best-scored first (the tiled GEMM's score: padding
-    waste, work groups for the device; K slices as split_for gives them)."""
+    """conv_mma configurations, best-scored first (_fill_score: padding waste, work
+    groups for the device; K slices as split_for gives them)."""
     configs = []
     for tm, tn, wtm, wtn in MMA_TILES:
         base = mma_config(tm, tn, wtm, wtn)
@@ -198,12 +202,7 @@ def mma_candidates(m, n, k, g, device, mode: str) -> list[dict]:
         configs.append(dict(base, ks=ks))
         if mode == "full":
             configs += [dict(base, ks=s) for s in (1, 2, 4, 8) if s != ks and k // s >= 2 * MMA_K]
-
-    def score(c):
-        waste = (-(-m // c["tm"]) * c["tm"] * -(-n // c["tn"]) * c["tn"]) / float(m * n)
-        fill = min(1.0, _groups(c, m, n, g) * c["ks"] / float(2 * device.compute_units))
-        return fill / waste
-    configs.sort(key=lambda c: -score(c))
+    configs.sort(key=lambda c: -_fill_score(c, m, n, g, device))
     if mode == "1":
         return _unique(configs[:3] + [dict(c, ks=1) for c in configs[:2] if c["ks"] > 1])
     return _unique(configs)[:1 if mode == "default" else FULL_MAX]
