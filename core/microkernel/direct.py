@@ -59,6 +59,12 @@ RAW_HEAD = struct.Struct("<IIQ")
 MAX_RAW_PAYLOAD = 4096
 RAW_OK, RAW_FAILED, RAW_UNKNOWN = 0, 1, 2
 MAX_FDS = 4
+# plain ints: socket's flags are IntFlag members, and an `&` or `|` with one runs enum.py's Python on
+# every datagram (a few us each on a request's path once a network's weights have evicted it from the caches)
+_TRUNC = int(socket.MSG_TRUNC)
+_CUT = int(socket.MSG_TRUNC | socket.MSG_CTRUNC)
+_FDS_SPACE = socket.CMSG_SPACE(MAX_FDS * 4)
+_SOL_SOCKET, _SCM_RIGHTS = int(socket.SOL_SOCKET), int(socket.SCM_RIGHTS)
 
 
 def pack(frames) -> list:
@@ -107,7 +113,7 @@ def pack_raw(word: int, rid: int, payload=b"") -> list:
 def unpack_raw(data) -> tuple[int, int, memoryview]:
     """(word, request id, payload view) of a raw datagram; ProtocolError when it is
     malformed or its payload is above MAX_RAW_PAYLOAD."""
-    buf = frame_buffer(data)
+    buf = memoryview(data) if type(data) is bytes else frame_buffer(data)  # (a received datagram is bytes)
     if buf.nbytes < RAW_HEAD.size:
         raise ProtocolError(f"raw datagram of {buf.nbytes} bytes (its header alone is {RAW_HEAD.size})")
     if buf.nbytes - RAW_HEAD.size > MAX_RAW_PAYLOAD:
@@ -207,7 +213,7 @@ def receive(sock: socket.socket, flags: int = 0):
     """One datagram (bytes), b"" when the peer closed; ProtocolError when it was cut
     (larger than MAX_DATAGRAM)."""
     data, _, msg_flags, _ = sock.recvmsg(MAX_DATAGRAM, 0, flags)
-    if msg_flags & socket.MSG_TRUNC:
+    if msg_flags & _TRUNC:
         raise ProtocolError(f"datagram larger than {MAX_DATAGRAM} bytes")
     return data
 
@@ -216,12 +222,14 @@ def receive_with_fds(sock: socket.socket, flags: int = 0) -> tuple[bytes, list[i
     """receive() that also takes the descriptors a datagram carries (the caller owns
     them: it must close them); ProtocolError (the descriptors closed) when the
     datagram or its descriptors were cut."""
-    data, ancillary, msg_flags, _ = sock.recvmsg(MAX_DATAGRAM, socket.CMSG_SPACE(MAX_FDS * 4), flags)
+    data, ancillary, msg_flags, _ = sock.recvmsg(MAX_DATAGRAM, _FDS_SPACE, flags)
+    if not ancillary and not msg_flags & _CUT:
+        return data, []  # (every request but a slot's hand-over)
     fds = array.array("i")
     for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+        if level == _SOL_SOCKET and kind == _SCM_RIGHTS:
             fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
-    if msg_flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+    if msg_flags & _CUT:
         close_all(fds)
         raise ProtocolError(f"datagram larger than {MAX_DATAGRAM} bytes or with more than {MAX_FDS} descriptors")
     return data, list(fds)

@@ -415,9 +415,12 @@ class ExecutableNetwork:
 
     # ----------------------------------------------------------------- inference
     def _prepare(self, inputs: dict | None) -> dict:
-        if isinstance(inputs, dict) and all(type(v) is np.ndarray and v.dtype == np.float32 and type(k) is str
-                                            for k, v in inputs.items()):
-            return dict(inputs)  # (the common case, checked in one pass)
+        if isinstance(inputs, dict):
+            for k, v in inputs.items():  # the common case, checked in one pass (a loop: no generator's calls)
+                if type(v) is not np.ndarray or v.dtype != np.float32 or type(k) is not str:
+                    break
+            else:
+                return dict(inputs)
         expected = ", ".join(f"'{n}' {s}" for n, s in self.inputs.items())
         if inputs is None:
             raise InferenceError(f"infer: no inputs given; the network's inputs are {expected}", "input")

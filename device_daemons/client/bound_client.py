@@ -70,21 +70,29 @@ class BoundRequests:
         self.closed = False
 
     def serves(self, conn: Connection, handle: int, inputs: dict) -> bool:
-        return (conn is self.conn and handle == self.handle and len(inputs) == len(self.shapes)
-                and all(self.shapes.get(n) == tuple(s) for n, s in inputs.items()))
+        if conn is not self.conn or handle != self.handle or len(inputs) != len(self.shapes):
+            return False
+        for name, shape in inputs.items():  # (loops, not generators: this runs per request)
+            if self.shapes.get(name) != tuple(shape):
+                return False
+        return True
 
     # ----------------------------------------------------------------- requests
     def run(self, inputs: dict, deadline: float, spin: float) -> tuple[dict, int] | None:
         """(outputs, the daemon's compute time in us) of one request, polling for the
         reply for `spin` s; None: run it on the fallback (module doc)."""
-        if len(inputs) != len(self.shapes) or any(self.shapes.get(n) != a.shape for n, a in inputs.items()):
+        shapes = self.shapes
+        if len(inputs) != len(shapes):
             return None
+        for name, arr in inputs.items():
+            if shapes.get(name) != arr.shape:
+                return None
         for _ in range(2):  # a binding the daemon dropped is bound again once
             b = self._take(deadline)
             if b is None:
                 return None
             for name, arr in inputs.items():
-                np.copyto(b.inputs[name], arr)
+                b.inputs[name][...] = arr  # (np.copyto's dispatcher is a Python call more)
             try:
                 reply = self.link.call_raw(self.conn, contract.INFER, bound.RAW_INFER, bound.REQUEST.pack(b.id),
                                            deadline, spin)

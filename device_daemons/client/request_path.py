@@ -67,29 +67,26 @@ def run(net: LoadedNetwork, inputs: dict, deadline: float) -> tuple[dict, list]:
     """(outputs, the daemon's per-layer rows or []) of one request (module doc)."""
     if not net.perf_count:
         conn, handle = net.loaded(deadline)
-        if carrier_usable(conn):
-            done = _bound(net, conn, handle).run(inputs, deadline, _spin(net))
+        b = net.bound
+        if b is None or not b.serves(conn, handle, net.inputs):
+            # (made anew after a reload or a reshape; a carrier that became unusable since makes
+            # b.run return None: the fallback then)
+            b = _bind(net, conn, handle) if carrier_usable(conn) else None
+        if b is not None:
+            avg = net.compute_us
+            done = b.run(inputs, deadline, SPIN_S if avg is not None and avg < SPIN_S * 1e6 else 0.0)
             if done is not None:
                 outputs, compute_us = done
-                avg = net.compute_us
                 net.compute_us = compute_us if avg is None else 0.8 * avg + 0.2 * compute_us
                 return outputs, []
     return _fallback(net, inputs, deadline)
 
 
-def _spin(net: LoadedNetwork) -> float:
-    avg = net.compute_us
-    return SPIN_S if avg is not None and avg < SPIN_S * 1e6 else 0.0
-
-
-def _bound(net: LoadedNetwork, conn: Connection, handle: int) -> BoundRequests:
-    """The network's bound requests on this connection (made anew after a reload or
-    a reshape)."""
-    b = net.bound
-    if b is None or not b.serves(conn, handle, net.inputs):
-        if b is not None:
-            b.close()
-        b = net.bound = BoundRequests(net.link, conn, handle, net.inputs, net.output_bytes)
+def _bind(net: LoadedNetwork, conn: Connection, handle: int) -> BoundRequests:
+    """New bound requests of the network on this connection (the old ones closed)."""
+    if net.bound is not None:
+        net.bound.close()
+    b = net.bound = BoundRequests(net.link, conn, handle, net.inputs, net.output_bytes)
     return b
 
 

@@ -9,7 +9,6 @@ caches the pools and hands out one Handle per load_network.
 """
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 
@@ -50,7 +49,10 @@ class PlanPool:
         self._count = 1
         self.busy = 0  # plans lent out now: requests of this network running side by side
         self._side_by_side = (1, 0.0)  # (most requests at once lately, until when that holds)
-        self._cond = threading.Condition()
+        # (the lock taken directly where nothing waits: a Condition's `with` is Python code, the lock's is not)
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
+        self._waiting = 0  # requests waiting for an instance
         self.refs = 0
         self.last_used = time.monotonic()
         self.avg_us: float | None = None  # moving average of the compute time
@@ -70,7 +72,7 @@ class PlanPool:
 
     def _note_side_by_side(self) -> None:
         """While requests run side by side (when one starts or ends), the window in which
-        `concurrent` still counts them starts anew (call with _cond held)."""
+        `concurrent` still counts them starts anew (call with _lock held)."""
         if self.busy > 1:
             peak, until = self._side_by_side
             now = time.monotonic()
@@ -91,36 +93,61 @@ class PlanPool:
     def instances(self) -> int:
         return self._count
 
-    @contextlib.contextmanager
-    def acquire(self):
-        plan = None
-        with self._cond:
+    def acquire(self) -> "_Lease":
+        """`with pool.acquire() as plan:` an idle instance, one more compiled when every
+        one is busy and fewer than `max_instances` exist, else the first given back."""
+        return _Lease(self)
+
+    def _take(self):
+        with self._lock:
             while True:
                 if self._idle:
                     plan = self._idle.pop()
                     self.busy += 1
-                    self._note_side_by_side()
-                    break
+                    if self.busy > 1:
+                        self._note_side_by_side()
+                    return plan
                 if self._count < self._max:
                     self._count += 1
                     break
-                self._cond.wait()
-        if plan is None:
-            try:
-                plan = self._make()
-            except BaseException:
-                with self._cond:
-                    self._count -= 1
-                    self._cond.notify()
-                raise
-            with self._cond:
-                self.busy += 1
-                self._note_side_by_side()
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
         try:
-            yield plan
-        finally:
-            with self._cond:
-                self._note_side_by_side()
-                self.busy -= 1
-                self._idle.append(plan)
+            plan = self._make()
+        except BaseException:
+            with self._lock:
+                self._count -= 1
                 self._cond.notify()
+            raise
+        with self._lock:
+            self.busy += 1
+            self._note_side_by_side()
+        return plan
+
+    def _give(self, plan) -> None:
+        with self._lock:
+            if self.busy > 1:
+                self._note_side_by_side()
+            self.busy -= 1
+            self._idle.append(plan)
+            if self._waiting:  # (Condition.notify is Python code: not run for nobody)
+                self._cond.notify()
+
+
+class _Lease:
+    """One plan borrowed from a pool for a `with` block (a class, not a generator-based
+    context manager: contextlib's costs a request's path six Python calls)."""
+    __slots__ = ("pool", "plan")
+
+    def __init__(self, pool: PlanPool):
+        self.pool, self.plan = pool, None
+
+    def __enter__(self):
+        self.plan = self.pool._take()
+        return self.plan
+
+    def __exit__(self, *exc) -> None:
+        self.pool._give(self.plan)

@@ -454,3 +454,61 @@ def test_requests_that_ran_side_by_side_keep_sharing_the_cores_a_moment():
     assert concurrent(pool) == 2 and concurrent(pool) == 2  # (reading it changes nothing)
     pool._side_by_side = (2, 0.0)  # SIDE_BY_SIDE_S later
     assert concurrent(pool) == 1
+
+
+def test_plan_pool_lends_waits_and_compiles_up_to_its_limit(tmp_path):
+    """PlanPool.acquire: an idle instance when there is one, one more compiled while fewer
+    than max_instances exist, else a wait for the first given back; a failed compile
+    gives its place back."""
+    from benchmarks.infer import trivial_ir
+    from device_daemons.cpu.plan_pool import PlanPool
+    from ir import read_ir
+    network = read_ir(trivial_ir(str(tmp_path)))
+    pool = PlanPool(("k",), network, {}, None, 2, "test")
+    with pool.acquire() as first:
+        with pool.acquire() as second:  # the one instance is busy: a second one is compiled
+            assert second is not first and pool.instances == 2 and pool.busy == 2
+            got, started = [], threading.Event()
+
+            def third():
+                started.set()
+                with pool.acquire() as plan:  # both busy, at the limit: waits
+                    got.append(plan)
+            t = threading.Thread(target=third)
+            t.start()
+            started.wait()
+            t.join(0.2)
+            assert t.is_alive() and not got and pool.instances == 2
+        t.join(5)  # `second` given back: the waiting request takes it
+        assert got == [second] and pool.busy == 1
+    assert pool.busy == 0 and pool.instances == 2
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    with pool.acquire() as plan:
+        np.testing.assert_array_equal(plan.infer({"data": x})["relu"], np.maximum(x, 0))
+
+    def fail():
+        raise RuntimeError("compile failed")
+    pool._make, pool._max = fail, 3
+    with pool.acquire(), pool.acquire():
+        with pytest.raises(RuntimeError, match="compile failed"):
+            with pool.acquire():
+                pass
+        assert pool.instances == 2  # (the failed one's place given back)
+    assert pool.busy == 0
+
+
+def test_memory_points_at_the_buffer_it_is_given():
+    """Memory.set_buffer (per request, for the network's inputs and outputs): oneDNN's
+    handle is the array's data, contiguous or not (then its first element)."""
+    from device_daemons.cpu.onednn.library import load
+    from device_daemons.cpu.onednn.primitives import Desc, Memory
+    d = load()
+    memory = Memory(d, Desc.plain(d, (2, 3)))
+    handle = d.ffi.new("void **")
+    for buffer in (np.zeros((2, 3), np.float32), np.zeros((4, 6), np.float32)[::2, ::2]):
+        memory.set_buffer(buffer)
+        assert d.lib.dnnl_memory_get_data_handle(memory.mem, handle) == 0
+        assert int(d.ffi.cast("uintptr_t", handle[0])) == buffer.__array_interface__["data"][0]
+        assert memory.buffer is buffer
+    with pytest.raises(ValueError, match="buffer of 8 bytes"):
+        memory.set_buffer(np.zeros(2, np.float32))

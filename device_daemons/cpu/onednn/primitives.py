@@ -145,10 +145,11 @@ class Memory:
     """A dnnl_memory_t over a buffer this object keeps alive (a numpy array or None,
     then set_buffer before use)."""
 
-    __slots__ = ("d", "desc", "mem", "buffer")
+    __slots__ = ("d", "desc", "mem", "buffer", "size")
 
     def __init__(self, d, desc: Desc, buffer: np.ndarray | None = None):
         self.d, self.desc = d, desc
+        self.size = desc.size  # (asked once: set_buffer runs per request for inputs and outputs)
         mem = d.ffi.new("dnnl_memory_t *")
         d.check(d.lib.dnnl_memory_create(mem, desc.md, d.engine, d.ffi.NULL), "creating a memory object")
         self.mem = d.ffi.gc(mem[0], d.lib.dnnl_memory_destroy)
@@ -157,11 +158,18 @@ class Memory:
             self.set_buffer(buffer)
 
     def set_buffer(self, buffer: np.ndarray):
-        if buffer.nbytes < self.desc.size:
-            raise ValueError(f"buffer of {buffer.nbytes} bytes for a tensor of {self.desc.size}")
+        if buffer.nbytes < self.size:
+            raise ValueError(f"buffer of {buffer.nbytes} bytes for a tensor of {self.size}")
+        ffi = self.d.ffi
+        try:
+            # cffi's own view of the buffer runs no Python (numpy's .ctypes.data builds a Python object a call)
+            handle = ffi.from_buffer(buffer)
+        except (BufferError, TypeError, ValueError):  # not one contiguous block: the address of its first element
+            handle = ffi.cast("void *", buffer.ctypes.data)
+        status = self.d.lib.dnnl_memory_set_data_handle(self.mem, handle)
+        if status:
+            raise DnnlError("setting a memory handle", status)
         self.buffer = buffer
-        self.d.check(self.d.lib.dnnl_memory_set_data_handle(self.mem, self.d.ffi.cast("void *", buffer.ctypes.data)),
-                     "setting a memory handle")
 
 
 class Attr:
