@@ -512,3 +512,37 @@ def test_memory_points_at_the_buffer_it_is_given():
         assert memory.buffer is buffer
     with pytest.raises(ValueError, match="buffer of 8 bytes"):
         memory.set_buffer(np.zeros(2, np.float32))
+
+
+# InceptionV2's stem as the OD API exports it: a depthwise 7x7 with channel multiplier 8 (3 -> 24 channels,
+# a tensor oneDNN blocks by 8 on AVX-512, with AVX2 kernels only), then convolutions of 64 channels
+STEM = (conv("dw", "data", "dw", 24, "kernel_size: 7 stride: 2 pad: 3 group: 3")
+        + conv("pw", "dw", "pw", 64, "kernel_size: 1") + layer("ReLU", "r1", "pw", "pw")
+        + conv("c3", "pw", "c3", 64) + layer("ReLU", "r3", "c3", "c3")
+        + layer("Pooling", "pool", "c3", "pool", "pooling_param { pool: MAX kernel_size: 3 stride: 2 }")
+        + conv("c4", "pool", "c4", 64))
+
+
+def test_a_narrow_layer_does_not_keep_the_layers_after_it_on_narrower_kernels(tmp_path):
+    """A convolution reads its producer's layout only where oneDNN has a kernel for it as wide
+    as the one it would pick itself: the 8-channel-blocked 24-channel tensor is reordered once,
+    the layers after it run at the machine's widest (they kept AVX2 kernels before: the OD API's
+    Faster R-CNN ran its whole first stage on them, ~10% slower). Machine-independent: on an
+    AVX2-only CPU every kernel is AVX2."""
+    from device_daemons.cpu.onednn.convolution import _worth_following, isa_rank
+    from device_daemons.cpu.onednn.library import load
+    c = caffe_case(tmp_path, STEM, {"data": (1, 3, 64, 80)}, scale=0.3)
+    ours, ref = c.run()
+    assert_close(ours["c4"], ref["c4"], 1e-4, "c4")
+    convs = {step.name: step.prims[0].implementation for step in c.plan.program.steps if step.type == "Convolution"}
+    assert len(convs) == 4, convs
+    d = load()
+    isas = {getattr(d.lib, n): n[len("dnnl_cpu_isa_"):] for n in dir(d.lib) if n.startswith("dnnl_cpu_isa_")}
+    machine = min(3, isa_rank(":" + isas[d.lib.dnnl_get_effective_cpu_isa()]))  # (f32 kernels: no AMX)
+    narrower = {name: impl for name, impl in convs.items() if name != "dw" and isa_rank(impl) < machine}
+    assert not narrower, (narrower, convs, isas[d.lib.dnnl_get_effective_cpu_isa()])
+    assert isa_rank("jit:avx2") == 2 and isa_rank("brgconv_1x1:avx512_core") == 3 and isa_rank("ref:any") == 0
+    assert isa_rank("brgconv:avx512_core_amx") == 4 and isa_rank("jit:sse41") == 1
+    assert not _worth_following("jit_1x1:avx2", "brgconv_1x1:avx512_core")
+    assert _worth_following("jit:avx512_core", "brgconv:avx512_core")
+    assert not _worth_following("gemm:jit", "jit:avx2") and not _worth_following("ref:any", "ref:any")

@@ -17,6 +17,27 @@ def _fast(implementation: str) -> bool:
     return implementation.startswith(("jit", "brg", "brdgmm")) and "gemm:" not in implementation
 
 
+def isa_rank(implementation: str) -> int:
+    """How wide the instructions of a oneDNN implementation are ("jit:avx2" -> 2,
+    "brgconv:avx512_core" -> 3, AMX 4; 0: none named)."""
+    isa = implementation.rpartition(":")[2]
+    if "amx" in isa:
+        return 4
+    if isa.startswith("avx512"):
+        return 3
+    if isa.startswith("avx"):
+        return 2
+    return 1 if isa.startswith("sse") else 0
+
+
+def _worth_following(implementation: str, preferred: str) -> bool:
+    """Read the producer's layout with this kernel rather than reorder into the preferred one?
+    Only a fast kernel of the preferred one's instruction width: an 8-channel-blocked tensor
+    (a layer of 24 channels) has AVX2 kernels only, and following it would keep every layer
+    after it on them (the OD API's Faster R-CNN: its whole first stage at half the width)."""
+    return _fast(implementation) and isa_rank(implementation) >= isa_rank(preferred)
+
+
 @register("Convolution")
 class ConvolutionOp(NativeOp):
     accepts_post_ops = True
@@ -41,7 +62,7 @@ class ConvolutionOp(NativeOp):
             tag = given.layout()
             for dst in ([Desc.tagged(d, out, tag, self.out_dt())] if tag != "blocked" else []) + [None]:
                 other = self._pd(given, dst)
-                if other is not None and _fast(other.implementation):
+                if other is not None and _worth_following(other.implementation, pd.implementation):
                     pd = other
                     break
         if pd.implementation.startswith("ref"):

@@ -240,6 +240,7 @@ class Primitive:
         # the primitive holds its own copy of the descriptor: keeping `pd` too would cost
         # ~36 KB a primitive (3.1 MB of the daemon's RSS on GoogLeNet), so only its name stays
         self.d, self.what = d, pd.what
+        self.implementation = pd.implementation  # (oneDNN's kernel, e.g. "brgconv:avx512_core")
         prim = d.ffi.new("dnnl_primitive_t *")
         d.check(d.lib.dnnl_primitive_create(prim, pd.pd), f"creating {pd.what}")
         self.prim = d.ffi.gc(prim[0], d.lib.dnnl_primitive_destroy)
