@@ -1,6 +1,6 @@
 """`-pc` of `mo-core infer` and `mo-core benchmark`: per-layer times the daemon
 measured (a row per executed step: IR layer name, layer type, the backend that ran
-it, the precision it computed in, its time; reorders between layouts are steps of
+it and its kernel, the precision it computed in, its time; reorders between layouts are steps of
 their own; layers fused into another are listed as NOT_RUN), then why each reorder
 and each layer off the fast backend is there, then a summary per layer type,
 backend and precision."""
@@ -24,6 +24,13 @@ def median_rows(runs):
     return [dict(first[k], ms=statistics.median(times[k])) for k in order]
 
 
+def _exec_type(row) -> str:
+    """The backend, and its kernel where the daemon names one ("onednn brgconv:avx512_core": an
+    AVX2 kernel on an AVX-512 machine shows here)."""
+    kernel = row.get("kernel")
+    return str(row.get("backend")) + (" " + str(kernel) if kernel else "")
+
+
 def print_perf_counts(rows, title="Performance counts"):
     if not rows:
         print("[ WARNING ] the daemon sent no performance counts")
@@ -31,7 +38,7 @@ def print_perf_counts(rows, title="Performance counts"):
     print()
     print("{} (ms per request):".format(title))
     name_w = min(48, max(len("layer name"), max(len(str(r.get("name"))) for r in rows)))
-    exec_w = min(60, max(len("exec type"), max(len(str(r.get("backend"))) for r in rows)))
+    exec_w = min(60, max(len("exec type"), max(len(_exec_type(r)) for r in rows)))
     fmt = "{:<" + str(name_w) + "}  {:<9}  {:<16}  {:<" + str(exec_w) + "}  {:<9}  {:>10}"
     print(fmt.format("layer name", "status", "layer type", "exec type", "precision", "real time"))
     total = 0.0
@@ -43,7 +50,7 @@ def print_perf_counts(rows, title="Performance counts"):
         if len(name) > name_w:
             name = "..." + name[-(name_w - 3):]
         print(fmt.format(name, "EXECUTED" if executed else "NOT_RUN", str(row.get("type")),
-                         str(row.get("backend"))[:exec_w], str(row.get("precision", "")), "{:.3f}".format(ms)))
+                         _exec_type(row)[:exec_w], str(row.get("precision", "")), "{:.3f}".format(ms)))
     print("Total time: {:.3f} ms".format(total))
     notes = [row for row in rows if row.get("note") and row.get("status") == "executed"]
     if notes:

@@ -314,14 +314,15 @@ def parse_shm(packed) -> dict:
 class PerfRow:
     """One row of an infer reply's `perf` (daemon side; what `-pc` prints): an IR
     layer's name and type, the backend that ran it, its status (PERF_STATUSES), time
-    in ms (0 unless executed), and optionally the precision it computed in and a note
-    (why a reorder is there, why a layer runs on the backend it does)."""
-    __slots__ = ("name", "type", "backend", "status", "ms", "precision", "note")
+    in ms (0 unless executed), and optionally the precision it computed in, a note
+    (why a reorder is there, why a layer runs on the backend it does) and the backend's
+    kernel (oneDNN's implementation, e.g. "brgconv:avx512_core": which instructions ran)."""
+    __slots__ = ("name", "type", "backend", "status", "ms", "precision", "note", "kernel")
 
     def __init__(self, name: str, type_: str, backend: str, status: str, ms: float, precision: str = "",
-                 note: str = ""):
+                 note: str = "", kernel: str = ""):
         self.name, self.type, self.backend, self.status, self.ms = name, type_, backend, status, ms
-        self.precision, self.note = precision, note
+        self.precision, self.note, self.kernel = precision, note, kernel
 
     def as_dict(self) -> dict:
         row = {"name": self.name, "type": self.type, "backend": self.backend, "status": self.status,
@@ -330,6 +331,8 @@ class PerfRow:
             row["precision"] = self.precision
         if self.note:
             row["note"] = self.note
+        if self.kernel:
+            row["kernel"] = self.kernel
         return row
 
 
@@ -359,9 +362,9 @@ def check_perf(result: dict) -> list[dict] | None:
                 or not 0 <= ms < math.inf:
             raise ProtocolError(f"a 'perf' row with status {row['status']!r:.40} and ms {ms!r:.40} (the statuses "
                                 f"are {', '.join(PERF_STATUSES)}; ms a time >= 0)")
-        extra = {k: row[k] for k in ("precision", "note") if k in row}
+        extra = {k: row[k] for k in ("precision", "note", "kernel") if k in row}
         if not all(isinstance(v, str) and len(v) <= MAX_PATH for v in extra.values()):
-            raise ProtocolError(f"a 'perf' row's precision and note must be strings, got {row!r:.120}")
+            raise ProtocolError(f"a 'perf' row's precision, note and kernel must be strings, got {row!r:.120}")
         checked.append({k: row[k] for k in ("name", "type", "backend", "status")} | {"ms": float(ms)} | extra)
     return checked
 

@@ -8,12 +8,13 @@ def perf_counts(rows: list[dict]) -> dict[str, dict]:
     get_perf_counts: {name: {status (EXECUTED, or NOT_RUN for a layer fused into
     another or computing nothing), layer_type, exec_type (the backend that ran it),
     real_time and cpu_time (us), execution_index, and where the daemon says them
-    precision (what it computed in) and note (why a reorder is there)}}."""
+    precision (what it computed in), note (why a reorder is there) and kernel (the
+    backend's implementation, e.g. oneDNN's "brgconv:avx512_core")}}."""
     counts = {}
     for index, row in enumerate(rows):
         us = row["ms"] * 1e3
         counts[row["name"]] = {"status": "EXECUTED" if row["status"] == "executed" else "NOT_RUN",
                                "layer_type": row["type"], "exec_type": row["backend"],
                                "real_time": us, "cpu_time": us, "execution_index": index}
-        counts[row["name"]].update({k: row[k] for k in ("precision", "note") if k in row})
+        counts[row["name"]].update({k: row[k] for k in ("precision", "note", "kernel") if k in row})
     return counts

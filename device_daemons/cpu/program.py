@@ -114,7 +114,7 @@ class Program:
                 if getattr(step, "hidden", False):
                     continue
                 perf.append(PerfRow(step.name, step.type, step.backend, "executed", (clock() - start) * 1e3,
-                                    step.precision, step.note))
+                                    step.precision, step.note, getattr(step, "kernel_name", "")))
                 precision[step.name] = step.precision
             for layer, into in self.fused:
                 perf.append(PerfRow(layer.name, layer.type, "fused into " + into, "fused", 0.0,

@@ -541,6 +541,8 @@ def test_a_narrow_layer_does_not_keep_the_layers_after_it_on_narrower_kernels(tm
     machine = min(3, isa_rank(":" + isas[d.lib.dnnl_get_effective_cpu_isa()]))  # (f32 kernels: no AMX)
     narrower = {name: impl for name, impl in convs.items() if name != "dw" and isa_rank(impl) < machine}
     assert not narrower, (narrower, convs, isas[d.lib.dnnl_get_effective_cpu_isa()])
+    rows = perf_rows(c.plan, c.inputs)  # -pc names each kernel
+    assert {name: rows[name].kernel for name in convs} == convs
     assert isa_rank("jit:avx2") == 2 and isa_rank("brgconv_1x1:avx512_core") == 3 and isa_rank("ref:any") == 0
     assert isa_rank("brgconv:avx512_core_amx") == 4 and isa_rank("jit:sse41") == 1
     assert not _worth_following("jit_1x1:avx2", "brgconv_1x1:avx512_core")

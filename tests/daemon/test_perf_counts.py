@@ -12,6 +12,8 @@ from tests.daemon.conftest import F32, assert_close, run_mo
 # tiny: conv1 -> relu1 -> pool1 -> fc1 -> prob (tests/daemon/conftest.py)
 TINY_TYPES = {"conv1": "Convolution", "relu1": "ReLU", "pool1": "Pooling", "fc1": "FullyConnected",
               "prob": "SoftMax"}
+# oneDNN's implementation names: "brgconv:avx512_core", "x64:gemm:jit", several joined by "+"
+KERNEL = r"[a-z0-9_]+(:[a-z0-9_]+)+(\+[a-z0-9_]+(:[a-z0-9_]+)+)*"
 
 
 @pytest.mark.timeout(120)
@@ -28,12 +30,15 @@ def test_get_perf_counts_names_each_layer_and_its_backend(tiny, fresh_runtime, m
         assert {n: c["layer_type"] for n, c in layers.items()} == TINY_TYPES
         if backend == "numpy":
             assert {c["exec_type"] for c in counts.values()} == {"numpy"}
+            assert not any("kernel" in c for c in counts.values())
             assert all(c["status"] == "EXECUTED" for c in counts.values())
         else:
             # the ReLU runs inside the convolution; a reorder where a layer wants another layout
             assert layers["relu1"]["status"] == "NOT_RUN"
             assert layers["relu1"]["exec_type"] == "fused into conv1"
             assert {layers[n]["exec_type"] for n in ("conv1", "pool1", "fc1", "prob")} == {"onednn"}
+            # and oneDNN's kernel for each (which instructions ran: "brgconv:avx512_core", "jit:avx2", ...)
+            assert all(re.fullmatch(KERNEL, layers[n]["kernel"]) for n in ("conv1", "pool1", "fc1", "prob")), layers
             reorders = [c for c in counts.values() if c["layer_type"] == "Reorder"]
             assert all(c["exec_type"] == "onednn" and c["note"] for c in reorders)  # each says why
             assert {layers[n]["precision"] for n in TINY_TYPES} == {"f32"}
@@ -70,9 +75,12 @@ def test_infer_and_benchmark_pc_print_the_layers(tiny, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert f"inference precision {dt}" in proc.stdout
     rows = _rows(proc.stdout)
-    assert rows["conv1"][:4] == ["EXECUTED", "Convolution", "onednn", dt]
+    kernel = "onednn " + KERNEL  # the backend and oneDNN's kernel ("onednn brgconv:avx512_core")
+    assert rows["conv1"][:2] == ["EXECUTED", "Convolution"] and rows["conv1"][3] == dt
+    assert re.fullmatch(kernel, rows["conv1"][2]), rows["conv1"]
     assert rows["relu1"][:4] == ["NOT_RUN", "ReLU", "fused into conv1", dt]
-    assert rows["fc1"][:4] == ["EXECUTED", "FullyConnected", "onednn", dt]
+    assert rows["fc1"][:2] == ["EXECUTED", "FullyConnected"] and rows["fc1"][3] == dt
+    assert re.fullmatch(kernel, rows["fc1"][2]), rows["fc1"]
     total = float(re.search(r"Total time: ([0-9.]+) ms", proc.stdout).group(1))
     assert total == pytest.approx(sum(float(r[4]) for r in rows.values() if r[0] == "EXECUTED"), abs=0.01)
     assert re.search(rf"^Convolution\s+onednn\s+{dt}\s+1\s+[0-9.]+\s+[0-9.]+$", proc.stdout, re.M)
@@ -82,7 +90,7 @@ def test_infer_and_benchmark_pc_print_the_layers(tiny, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "Performance counts, median of 6 requests" in proc.stdout
     rows = _rows(proc.stdout)
-    assert rows["pool1"][:3] == ["EXECUTED", "Pooling", "onednn"]
+    assert rows["pool1"][:2] == ["EXECUTED", "Pooling"] and re.fullmatch(kernel, rows["pool1"][2]), rows["pool1"]
     assert rows["relu1"][:3] == ["NOT_RUN", "ReLU", "fused into conv1"]
 
 

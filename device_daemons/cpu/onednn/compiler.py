@@ -76,6 +76,17 @@ def converts(source: Desc, target: Desc) -> str:
     return a if a == b else f"{a}>{b}"
 
 
+def kernel_names(prims) -> str:
+    """oneDNN's implementations of a step's primitives, each once ("jit:uni+brgconv:avx512_core"),
+    for -pc; "" for a step of our own C code."""
+    names = []
+    for prim in prims:
+        name = getattr(prim, "implementation", "")
+        if name and name not in names:
+            names.append(name)
+    return "+".join(names)
+
+
 class NativeStep:
     backend = BACKEND
     free = ()
@@ -85,6 +96,10 @@ class NativeStep:
     def __init__(self, name, type_, prims, stream, layers, precision="f32"):
         self.name, self.type, self.prims, self.stream, self.layers = name, type_, prims, stream, layers
         self.precision = precision
+
+    @property
+    def kernel_name(self) -> str:
+        return kernel_names(self.prims)
 
     def run(self, slots):
         if self.writes is not None:
@@ -116,6 +131,10 @@ class ImportStep:
         self.prim = Primitive(d, reorder_pd(d, Attr(d), self.source.desc, target.desc))
         self.prim.bind({"DNNL_ARG_FROM": self.source, "DNNL_ARG_TO": target.memory})
         self.free = ()
+
+    @property
+    def kernel_name(self) -> str:
+        return kernel_names([self.prim])
 
     def run(self, slots):
         x = slots[self.slot]
@@ -197,6 +216,10 @@ class ExportStep:
         self.precision = converts(source.desc, self.target.desc)
         self.prim = Primitive(d, reorder_pd(d, Attr(d), source.desc, self.target.desc))
         self.prim.bind({"DNNL_ARG_FROM": source.memory, "DNNL_ARG_TO": self.target})
+
+    @property
+    def kernel_name(self) -> str:
+        return kernel_names([self.prim])
 
     def run(self, slots):
         out = destination(self.program, self.output, self.shape)
