@@ -363,7 +363,7 @@ def _await_reply(core: _Core, op: str, req_id: int, deadline: float, timeout: fl
     turns into (request id, reply). Replies to other (timed-out) requests are dropped."""
     open_reply = open_reply or core.open_reply
     early = None
-    spin = spin_for(spin) if spin else 0.0
+    spin = spin_for(spin)
     if spin:
         until = time.perf_counter() + spin
         while early is None and time.perf_counter() < until:
@@ -513,8 +513,8 @@ class Client:
         timeout = self.timeout if timeout is None else timeout
         try:
             word, body = self._unix_exchange(chan, f"raw verb {tag}", _carrier.pack_raw(tag, req_id, payload),
-                                             req_id, timeout, watch, spin, open_raw,
-                                             _carrier.fds_message(fds) if fds else (), blocking=True)
+                                             req_id, timeout, watch, spin, open_raw, _carrier.fds_message(fds),
+                                             blocking=True)
         except _Refused:
             return None
         if word == _carrier.RAW_OK:
@@ -534,29 +534,27 @@ class Client:
         sock = chan.sock
         deadline = time.monotonic() + timeout
 
-        def try_receive():
-            try:
-                data = _carrier.receive(sock, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                return None
+        def checked(data):
             if not data:
                 raise ConnectionResetError("the server closed its connection")
             chan.answered = True
             return data
 
-        def receive_within(seconds):
-            if not blocking:
-                sock.settimeout(seconds)
-            elif seconds != chan.rcvtimeo or not chan.blocking:
-                chan.wait_blocking(seconds)  # (a BlockingIOError when it passed)
+        def try_receive():
             try:
-                data = _carrier.receive(sock)
+                return checked(_carrier.receive(sock, socket.MSG_DONTWAIT))
+            except BlockingIOError:
+                return None
+
+        def receive_within(seconds):
+            if blocking:
+                chan.wait_blocking(seconds)  # (a BlockingIOError when it passed)
+            else:
+                sock.settimeout(seconds)
+            try:
+                return checked(_carrier.receive(sock))
             except (socket.timeout, BlockingIOError):
                 return None
-            if not data:
-                raise ConnectionResetError("the server closed its connection")
-            chan.answered = True
-            return data
         try:
             if blocking:
                 try:

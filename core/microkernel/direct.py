@@ -113,7 +113,7 @@ def pack_raw(word: int, rid: int, payload=b"") -> list:
 def unpack_raw(data) -> tuple[int, int, memoryview]:
     """(word, request id, payload view) of a raw datagram; ProtocolError when it is
     malformed or its payload is above MAX_RAW_PAYLOAD."""
-    buf = memoryview(data) if type(data) is bytes else frame_buffer(data)  # (a received datagram is bytes)
+    buf = frame_buffer(data)
     if buf.nbytes < RAW_HEAD.size:
         raise ProtocolError(f"raw datagram of {buf.nbytes} bytes (its header alone is {RAW_HEAD.size})")
     if buf.nbytes - RAW_HEAD.size > MAX_RAW_PAYLOAD:

@@ -102,6 +102,8 @@ class Reply:
 
 def frame_buffer(frame: Any) -> memoryview:
     """A flat byte memoryview of a frame (zmq.Frame, bytes, memoryview, array)."""
+    if type(frame) is bytes:  # (a received datagram: flat bytes already)
+        return memoryview(frame)
     buf = getattr(frame, "buffer", None)  # zmq.Frame exposes its data here
     if buf is None:
         try:

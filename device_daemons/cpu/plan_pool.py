@@ -104,8 +104,7 @@ class PlanPool:
                 if self._idle:
                     plan = self._idle.pop()
                     self.busy += 1
-                    if self.busy > 1:
-                        self._note_side_by_side()
+                    self._note_side_by_side()
                     return plan
                 if self._count < self._max:
                     self._count += 1
@@ -129,8 +128,7 @@ class PlanPool:
 
     def _give(self, plan) -> None:
         with self._lock:
-            if self.busy > 1:
-                self._note_side_by_side()
+            self._note_side_by_side()
             self.busy -= 1
             self._idle.append(plan)
             if self._waiting:  # (Condition.notify is Python code: not run for nobody)

@@ -76,18 +76,21 @@ def converts(source: Desc, target: Desc) -> str:
     return a if a == b else f"{a}>{b}"
 
 
-def kernel_names(prims) -> str:
-    """oneDNN's implementations of a step's primitives, each once ("jit:uni+brgconv:avx512_core"),
-    for -pc; "" for a step of our own C code."""
-    names = []
-    for prim in prims:
-        name = getattr(prim, "implementation", "")
-        if name and name not in names:
-            names.append(name)
-    return "+".join(names)
+class _Kernels:
+    """A step's `kernel_name` for -pc: oneDNN's implementations of its primitives (`prims`,
+    or its one `prim`), each once ("jit:uni+brgconv:avx512_core"); "" for our own C code."""
+
+    @property
+    def kernel_name(self) -> str:
+        names = []
+        for prim in self.prims if hasattr(self, "prims") else [self.prim]:
+            name = getattr(prim, "implementation", "")
+            if name and name not in names:
+                names.append(name)
+        return "+".join(names)
 
 
-class NativeStep:
+class NativeStep(_Kernels):
     backend = BACKEND
     free = ()
     writes: "BoundOutput | None" = None  # the network output it writes in place, if any
@@ -96,10 +99,6 @@ class NativeStep:
     def __init__(self, name, type_, prims, stream, layers, precision="f32"):
         self.name, self.type, self.prims, self.stream, self.layers = name, type_, prims, stream, layers
         self.precision = precision
-
-    @property
-    def kernel_name(self) -> str:
-        return kernel_names(self.prims)
 
     def run(self, slots):
         if self.writes is not None:
@@ -118,7 +117,7 @@ def destination(program, name: str | None, shape: tuple) -> np.ndarray:
     return out
 
 
-class ImportStep:
+class ImportStep(_Kernels):
     """A numpy array (network input or a numpy layer's output) into a oneDNN tensor."""
     backend = BACKEND
     type = "Reorder"
@@ -131,10 +130,6 @@ class ImportStep:
         self.prim = Primitive(d, reorder_pd(d, Attr(d), self.source.desc, target.desc))
         self.prim.bind({"DNNL_ARG_FROM": self.source, "DNNL_ARG_TO": target.memory})
         self.free = ()
-
-    @property
-    def kernel_name(self) -> str:
-        return kernel_names([self.prim])
 
     def run(self, slots):
         x = slots[self.slot]
@@ -199,7 +194,7 @@ class BoundOutput(BoundInput):
         slots[self.slot] = out
 
 
-class ExportStep:
+class ExportStep(_Kernels):
     """A oneDNN tensor into a plain numpy array (for a numpy layer or the caller): a
     new one, or for a network output the destination run(out=...) gave (the daemon's
     shared-memory slot, so the reply needs no copy)."""
@@ -216,10 +211,6 @@ class ExportStep:
         self.precision = converts(source.desc, self.target.desc)
         self.prim = Primitive(d, reorder_pd(d, Attr(d), source.desc, self.target.desc))
         self.prim.bind({"DNNL_ARG_FROM": source.memory, "DNNL_ARG_TO": self.target})
-
-    @property
-    def kernel_name(self) -> str:
-        return kernel_names([self.prim])
 
     def run(self, slots):
         out = destination(self.program, self.output, self.shape)
