@@ -22,7 +22,10 @@ Rows:
   bytes (GoogLeNet's output), in a process of its own (`--floor-server`). What any server
   built on these libraries adds on this machine at the least.
 Latency at concurrency 1: --rounds rounds interleave every row (--requests each), p50/p99 over
-all. Throughput: --seconds per concurrency level, requests per second. The load average is
+all. Where a served row's time goes: the server's own statistics (Triton's statistics
+extension, read before and after each block of a row's requests) give the mean of its
+request duration, of the queue and of the daemon call in it, beside the client's mean;
+the rest is the wire, the client library and the front end's parsing outside its timing. Throughput: --seconds per concurrency level, requests per second. The load average is
 printed per row: the machine may be shared, compare rows taken under the same load.
 Goals (issue 22): REST binary / gRPC p50 overhead over the direct daemon <= 1 ms at
 concurrency 1; concurrency-16 throughput with dynamic batching >= 1.3x without.
@@ -269,6 +272,28 @@ def floor_http_engine(port: int, size: int):
     return make
 
 
+STAT_KEYS = ("success", "queue", "compute_infer")  # the server's request duration, its queue, the daemon call
+
+
+def server_stats(port: int, model: str) -> dict:
+    """{key: (count, ns)} of a model's statistics on a server of this front end."""
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/models/{model}/stats", timeout=60) as reply:
+        stats = json.load(reply)["model_stats"][0]["inference_stats"]
+    return {k: (stats[k]["count"], stats[k]["ns"]) for k in STAT_KEYS}
+
+
+def split_row(name: str, latencies: list, split: dict | None) -> str:
+    """One row of the time split: the client's mean and, for a served row, the server's
+    means (request, queue, daemon call) and what lies outside the server's timing."""
+    client = float(np.mean(latencies))
+    if split is None or not split["success"][0]:
+        return f"{name:<34} {client:8.2f} {'-':>9} {'-':>7} {'-':>12} {'-':>9}"
+    mean = {k: split[k][1] / max(split[k][0], 1) / 1e6 for k in STAT_KEYS}
+    return (f"{name:<34} {client:8.2f} {mean['success']:9.2f} {mean['queue']:7.2f} {mean['compute_infer']:12.2f} "
+            f"{client - mean['success']:9.2f}")
+
+
 def throughput(make, concurrency: int, seconds: float) -> float:
     """Requests per second of `concurrency` callers for `seconds`; each caller makes
     its client on its own thread (tritonclient.http's gevent client is bound to it)."""
@@ -373,6 +398,15 @@ def main(argv=None) -> int:
             if err > 1e-4:
                 raise SystemExit(f"{name} answers differently from the daemon: relative error {err:.2e}")
         lat = {name: [] for name, _ in engines}
+        served = {"serve REST": (http_port, "googlenet"), "serve gRPC": (http_port, "googlenet"),
+                  "serve+batching": (http_port, "googlenet_batched"),
+                  "OpenVINO served": (ov_http, None)}  # (OpenVINO's: the model by the row's hint)
+        sources = {}
+        for name, _ in engines:
+            for prefix, (port, model) in served.items():
+                if name.startswith(prefix):
+                    sources[name] = (port, model or ("googlenet_latency" if "LAT" in name else "googlenet"))
+        split = {name: {k: (0, 0) for k in STAT_KEYS} for name in sources}
         ceiling = {"load": os.getloadavg()[0]}
         for batch in (1, args.max_batch):
             net = ie.read_network(xml)
@@ -385,10 +419,15 @@ def main(argv=None) -> int:
         for _ in range(args.rounds):
             for name, _ in engines:
                 call = calls[name]
+                before = server_stats(*sources[name]) if name in sources else None
                 for _ in range(args.requests // args.rounds):
                     t0 = time.perf_counter()
                     call()
                     lat[name].append((time.perf_counter() - t0) * 1e3)
+                if before is not None:
+                    after = server_stats(*sources[name])
+                    split[name] = {k: (split[name][k][0] + after[k][0] - before[k][0],
+                                       split[name][k][1] + after[k][1] - before[k][1]) for k in STAT_KEYS}
         load_lat.append(os.getloadavg()[0])
         rows = []
         for name, make in engines:
@@ -422,6 +461,13 @@ def main(argv=None) -> int:
               f"{ceiling[args.max_batch]:.1f} images/s (load {ceiling['load']:.2f}): what merging into batches "
               f"can gain at most here")
         direct = by["daemon direct"][1]
+        print()
+        print("where the time goes at concurrency 1 (means over the latency rounds, ms): the client's; the server's "
+              "request duration, its queue and the daemon call (OpenVINO's infer) in it; outside the server's timing")
+        print(f"{'engine':<34} {'client':>8} {'server':>9} {'queue':>7} {'daemon call':>12} {'outside':>9}")
+        for name, _ in engines:
+            if not name.startswith("floor"):
+                print(split_row(name, lat[name], split.get(name)))
         print()
         floors = {"serve REST binary": "floor: bare uvicorn, same bytes",
                   "serve gRPC": "floor: bare grpcio, same bytes"}

@@ -103,8 +103,9 @@ def run_ray() -> None:
 
     def build():
         from device_daemons.serving.frontend import Server
-        from device_daemons.serving.rest import make_app
-        return make_app(Server(EchoBackend(), access_logging=False), 64 << 20)
+        from device_daemons.serving.rest import make_app, wrap
+        server = Server(EchoBackend(), access_logging=False)
+        return wrap(make_app(server, 64 << 20), server, 64 << 20)  # (our REST front end as the server runs it)
 
     http = free_port()
     tmp = tempfile.mkdtemp(prefix="rf-", dir="/tmp")

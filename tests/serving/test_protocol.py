@@ -6,6 +6,7 @@ and bad requests answered with 4xx and the protocol's {"error": ...}."""
 from __future__ import annotations
 
 import re
+import socket
 
 import httpx
 import numpy as np
@@ -65,6 +66,8 @@ def infer_every_way(server, model: str, inputs: dict, output: str) -> dict:
 def test_not_ready_until_every_model_is_loaded(server):
     """The fixture polled /v2/health/ready from the moment the ports opened, while the
     models loaded (GoogLeNet, a Caffe net converted first): 400 until all were READY."""
+    # (the access-log line of the poll that saw 200 is written after its answer: wait for it)
+    server.wait_for(r'"GET /v2/health/ready" 200 ', timeout=30)
     lines = server.lines
     polls = [(i, "200" if '" 200 ' in line else "400") for i, line in enumerate(lines)
              if '"GET /v2/health/ready"' in line]
@@ -262,6 +265,32 @@ def test_bad_requests_get_4xx_and_the_protocols_error(server, path, body, header
     reply = httpx.post(f"{server.url}/v2/models/{path}", content=content, headers=headers, timeout=60)
     assert reply.status_code == status, reply.text
     assert words in reply.json()["error"], reply.json()
+
+
+def test_the_infer_route_other_methods_chunked_bodies_and_clients_that_go_away(server):
+    """The infer endpoint (rest.InferEndpoint, in front of FastAPI): another method gets
+    405 naming POST; a chunked body (no Content-Length for the guard to check) is cut at
+    the limit while it arrives; a client gone before its body was all there gets no
+    answer and the server goes on."""
+    reply = httpx.get(f"{server.url}/v2/models/googlenet/infer", timeout=60)
+    assert reply.status_code == 405 and reply.headers["allow"] == "POST", reply.text
+    assert "takes POST" in reply.json()["error"]
+
+    def chunks():
+        for _ in range(6):
+            yield b"x" * (1 << 20)
+    reply = httpx.post(f"{server.url}/v2/models/googlenet/infer", content=chunks(), timeout=60)
+    assert reply.status_code == 413 and "larger than the server's limit" in reply.json()["error"], reply.text
+    host, port = server.url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(b"POST /v2/models/googlenet/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 602112\r\n\r\n"
+                     + b"\0" * 1000)
+    start = len(server.lines)
+    body = {"inputs": [{"name": "data", "datatype": "FP32", "shape": [1, 3, 224, 224],
+                        "data": rand((1, 3, 224, 224), 3).ravel().tolist()}]}
+    reply = httpx.post(f"{server.url}/v2/models/googlenet/infer", json=body, timeout=60)
+    assert reply.status_code == 200 and reply.json()["outputs"][0]["shape"] == [1, 1000]
+    server.wait_for(r'"POST /v2/models/googlenet/infer" 200 ', 10, start)
 
 
 def test_bad_grpc_requests_and_the_server_keeps_serving(server):
