@@ -116,9 +116,10 @@ def _wrap(server: Server, method: str, fn):
                 log.exception("internal error in %s", what)
                 context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {exc}")
         finally:
-            name = getattr(request, "model_name", "") or getattr(request, "name", "")
-            server.log_access(context.peer(), f"{what}{' ' + name if name else ''}", status,
-                              request.ByteSize() if method == "ModelInfer" else 0, t0)
+            if server.access_logging:  # (the peer and the message size only for a line that is written)
+                name = getattr(request, "model_name", "") or getattr(request, "name", "")
+                server.log_access(context.peer(), f"{what}{' ' + name if name else ''}", status,
+                                  request.ByteSize() if method == "ModelInfer" else 0, t0)
     return call
 
 

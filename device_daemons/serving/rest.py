@@ -75,9 +75,10 @@ class Guard:
             else:
                 await self.app(scope, receive, send_logged)
         finally:
-            client = scope.get("client")
-            self.server.log_access(f"{client[0]}:{client[1]}" if client else "-",
-                                   f"{scope['method']} {scope['path']}", state["status"], state["bytes"], t0)
+            if self.server.access_logging:
+                client = scope.get("client")
+                self.server.log_access(f"{client[0]}:{client[1]}" if client else "-",
+                                       f"{scope['method']} {scope['path']}", state["status"], state["bytes"], t0)
 
     def _reject(self, scope):
         headers = dict(scope["headers"])
