@@ -25,7 +25,8 @@ Latency at concurrency 1: --rounds rounds interleave every row (--requests each)
 all. Where a served row's time goes: the server's own statistics (Triton's statistics
 extension, read before and after each block of a row's requests) give the mean of its
 request duration, of the queue and of the daemon call in it, beside the client's mean;
-the rest is the wire, the client library and the front end's parsing outside its timing. Throughput: --seconds per concurrency level, requests per second. The load average is
+the rest is the wire, the client library and the front end's parsing outside its timing.
+Throughput: --seconds per concurrency level, requests per second. The load average is
 printed per row: the machine may be shared, compare rows taken under the same load.
 Goals (issue 22): REST binary / gRPC p50 overhead over the direct daemon <= 1 ms at
 concurrency 1; concurrency-16 throughput with dynamic batching >= 1.3x without.
@@ -226,6 +227,7 @@ def http_engine(port: int, model: str, x, binary: bool):
         t.set_data_from_numpy(x, binary_data=binary)
         outs = [httpclient.InferRequestedOutput("prob", binary_data=binary)]
         return lambda: client.infer(model, [t], outputs=outs).as_numpy("prob")
+    make.target = (port, model)  # (where its server's statistics are: the time split)
     return make
 
 
@@ -237,6 +239,7 @@ def grpc_engine(port: int, model: str, x):
         t = grpcclient.InferInput("data", list(x.shape), "FP32")
         t.set_data_from_numpy(x)
         return lambda: client.infer(model, [t]).as_numpy("prob")
+    make.target = (port, model)
     return make
 
 
@@ -398,14 +401,9 @@ def main(argv=None) -> int:
             if err > 1e-4:
                 raise SystemExit(f"{name} answers differently from the daemon: relative error {err:.2e}")
         lat = {name: [] for name, _ in engines}
-        served = {"serve REST": (http_port, "googlenet"), "serve gRPC": (http_port, "googlenet"),
-                  "serve+batching": (http_port, "googlenet_batched"),
-                  "OpenVINO served": (ov_http, None)}  # (OpenVINO's: the model by the row's hint)
-        sources = {}
-        for name, _ in engines:
-            for prefix, (port, model) in served.items():
-                if name.startswith(prefix):
-                    sources[name] = (port, model or ("googlenet_latency" if "LAT" in name else "googlenet"))
+        rest_port = {grpc_port: http_port, ov_grpc: ov_http}  # (a server's statistics are read over its REST)
+        sources = {name: (rest_port.get(make.target[0], make.target[0]), make.target[1])
+                   for name, make in engines if hasattr(make, "target")}
         split = {name: {k: (0, 0) for k in STAT_KEYS} for name in sources}
         ceiling = {"load": os.getloadavg()[0]}
         for batch in (1, args.max_batch):

@@ -31,6 +31,7 @@ log = logging.getLogger("mo_core.serve")
 OPEN_PATHS = ("/v2/health/live", "/v2/health/ready")
 JSON = "application/json"
 HEADER_LENGTH_KEY = HEADER_LENGTH.encode()  # (ASGI header names are lower-case bytes)
+JSON_TYPE = (b"content-type", JSON.encode())
 
 
 def _json(doc, status: int = 200) -> Response:
@@ -112,7 +113,7 @@ async def _body(receive, limit: int) -> bytes | None:
         if chunk:
             chunks.append(chunk)
         if not message.get("more_body", False):
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            return b"".join(chunks)  # (one chunk: that same object, no copy)
 
 
 INFER_PATH = re.compile(r"/v2/models/([^/]+)(?:/versions/([^/]+))?/infer")
@@ -131,7 +132,7 @@ class InferEndpoint:
         route = INFER_PATH.fullmatch(scope["path"]) if scope["type"] == "http" else None
         if route is None:
             return await self.app(scope, receive, send)
-        headers = [(b"content-type", JSON.encode())]
+        headers = [JSON_TYPE]
         try:
             if scope["method"] != "POST":
                 headers.append((b"allow", b"POST"))

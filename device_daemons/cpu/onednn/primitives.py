@@ -166,9 +166,7 @@ class Memory:
             handle = ffi.from_buffer(buffer)
         except (BufferError, TypeError, ValueError):  # not one contiguous block: the address of its first element
             handle = ffi.cast("void *", buffer.ctypes.data)
-        status = self.d.lib.dnnl_memory_set_data_handle(self.mem, handle)
-        if status:
-            raise DnnlError("setting a memory handle", status)
+        self.d.check(self.d.lib.dnnl_memory_set_data_handle(self.mem, handle), "setting a memory handle")
         self.buffer = buffer
 
 
