@@ -166,6 +166,7 @@ class GpuPlan(PlanShapes):
         self.custom_layers = custom_layers
         self.tuner = tuner if tuner is not None else Tuner(self.device, tune)
         self.tuning_s = 0.0  # seconds the tuner spent searching (all reshapes; builds and timed runs)
+        self.ran = False  # a request has run since the last (re)shape: the driver's compile is done (request.py)
         self.warnings: list[str] = []
 
         producer = {(e.to_layer, e.to_port): (e.from_layer, e.from_port) for e in network.edges}
@@ -436,6 +437,7 @@ class GpuPlan(PlanShapes):
         the memory; inputs not named keep their current shape. Requests made before
         are dropped."""
         current = check_reshape(input_shapes, self._current_inputs)
+        self.ran = False  # (new work sizes: PoCL compiles again)
         shapes: list = [None] * self._n_slots
         for name, slot in self._input_slots.items():
             shapes[slot] = current[name]

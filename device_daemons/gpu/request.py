@@ -14,7 +14,10 @@ every thread of the daemon, `hello` included (issue 21, F7). A run waits for its
 kernels on a marker event, polled and woken by its completion callback (other threads run meanwhile)
 before it reads anything back, and gives up at its deadline (MO_CORE_GPU_TIMEOUT,
 seconds, default 60): DeviceTimeout, after which the device holds a kernel that
-nobody can stop in this process (gpu/server.py then restarts the daemon).
+nobody can stop in this process (gpu/server.py then restarts the daemon). A plan's
+first run gets FIRST_RUN_EXTRA_S more: a driver may compile there - PoCL builds each
+kernel for its work-group size at its first launch, on the device's thread (GoogLeNet's
+simt kernels: 63 s on 2 cores with an empty POCL_CACHE_DIR, 0.45 s once cached).
 
 Transfers are float32 both ways. A half plan converts on the device (a float32
 staging buffer per transferred tensor, shape_ops.cl's from_float / to_float):
@@ -42,6 +45,9 @@ _STATUS = {v: k for k, v in vars(cl.status_code).items() if isinstance(v, int) a
 TIMEOUT_ENV = "MO_CORE_GPU_TIMEOUT"
 
 
+FIRST_RUN_EXTRA_S = 600.0
+
+
 def deadline_s() -> float:
     try:
         return max(1.0, float(os.environ.get(TIMEOUT_ENV, "60")))
@@ -54,7 +60,7 @@ class DeviceTimeout(IRError):
     kind = "device_timeout"
 
 
-def wait_device(queue, deadline: float, what: str) -> None:
+def wait_device(queue, deadline: float, what: str, first: bool = False) -> None:
     """Until everything enqueued on `queue` so far ran, without holding the interpreter
     lock; DeviceTimeout at `deadline` (time.monotonic()). The marker's status is polled,
     sleeping 50 us to 5 ms between looks, and its completion callback (OpenCL 1.1)
@@ -77,8 +83,10 @@ def wait_device(queue, deadline: float, what: str) -> None:
             raise IRError(f"the OpenCL device failed {what} (status {status})")
         now = time.monotonic()
         if now >= deadline:
-            raise DeviceTimeout(f"the OpenCL device did not finish {what} within {deadline_s():g} s "
-                                f"({TIMEOUT_ENV}); a kernel that never ends cannot be stopped in this process")
+            allowed = f"{deadline_s():g} s ({TIMEOUT_ENV})" + (
+                f" + {FIRST_RUN_EXTRA_S:g} s for the driver's compile at a plan's first run" if first else "")
+            raise DeviceTimeout(f"the OpenCL device did not finish {what} within {allowed}; a kernel that "
+                                "never ends cannot be stopped in this process")
         if done is not None:
             done.wait(min(deadline - now, pause))  # (the status is read again: an error ends the wait too)
         else:
@@ -174,7 +182,7 @@ class InferRequest:
         return host
 
     def _run_host(self, step, deadline: float):
-        wait_device(self.queue, deadline, "the layers before a host layer")  # (then the copies wait no more)
+        wait_device(self.queue, deadline, "the layers before a host layer", not self.plan.ran)  # (then the copies wait no more)
         ins = [self._fetch(s) for s in step.in_slots]
         self.queue.finish()
         with _host_lock:
@@ -213,7 +221,8 @@ class InferRequest:
         """values: checked float32 inputs by name -> {output key: float32 array}.
         With `perf` (a list): a PerfRow per step (see _counted)."""
         plan = self.plan
-        deadline = time.monotonic() + deadline_s()
+        first = not plan.ran
+        deadline = time.monotonic() + deadline_s() + (FIRST_RUN_EXTRA_S if first else 0.0)
         keep = [self._upload(plan._input_slots[name], value, blocking=False) for name, value in values.items()]
         if perf is not None:
             self.queue.finish()  # the uploads are not the first step's time
@@ -236,7 +245,8 @@ class InferRequest:
                     else:
                         cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
             step = None
-            wait_device(self.queue, deadline, "the network's kernels")  # (then the copies wait no more)
+            wait_device(self.queue, deadline, "the network's kernels", first)  # (then the copies wait no more)
+            plan.ran = True
             results = {name: self._fetch(slot) for name, slot in plan._outputs}
             self.queue.finish()
         except cl.Error as err:

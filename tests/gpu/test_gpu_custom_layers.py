@@ -161,3 +161,29 @@ def test_query_network_counts_custom_layers(tmp_path):
                            "FP32", tmp_path)
     assert query_network(network) == {"data": "GPU", "conv": "GPU"}
     assert query_network(network, custom("channel_affine.xml")) == {"data": "GPU", "conv": "GPU", "affine": "GPU"}
+
+
+def test_a_plans_first_run_may_take_the_drivers_compile_time_later_ones_time_out(tmp_path, gpu_device, monkeypatch):
+    """PoCL compiles each kernel for its work-group size at its first launch (63 s for GoogLeNet's
+    simt kernels with an empty cache): a plan's first run gets request.FIRST_RUN_EXTRA_S on top of
+    MO_CORE_GPU_TIMEOUT, later runs do not. Timed with the Spin kernel, (v - 100) million steps."""
+    import time
+
+    from device_daemons.gpu import GpuPlan
+    from device_daemons.gpu.request import DeviceTimeout
+    network = chain_ir(tmp_path, (1, 4), [("spin", "Spin", {}, None, (1, 4))])
+    calibrate = GpuPlan(network, gpu_device, custom_layers=custom("spin.xml"))
+    calibrate.infer({"data": np.zeros((1, 4), np.float32)})  # (compiled)
+    start = time.monotonic()
+    calibrate.infer({"data": np.full((1, 4), 120, np.float32)})
+    per_million = (time.monotonic() - start) / 20
+    steps = np.float32(100 + max(1, round(2.5 / max(per_million, 1e-4))))  # ~2.5 s of spinning
+    monkeypatch.setenv("MO_CORE_GPU_TIMEOUT", "1")
+    plan = GpuPlan(network, gpu_device, custom_layers=custom("spin.xml"))
+    start = time.monotonic()
+    out = plan.infer({"data": np.full((1, 4), steps, np.float32)})["spin"]
+    assert time.monotonic() - start > 1.0 and np.all(out == steps * 2 + 1)  # past the timeout: the first run
+    with pytest.raises(DeviceTimeout, match=r"within 1 s \(MO_CORE_GPU_TIMEOUT\); a kernel") as info:
+        plan.infer({"data": np.full((1, 4), steps, np.float32)})
+    assert "first run" not in str(info.value)
+    time.sleep(2.0)  # (the spin the timeout left on the device ends)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import signal
 import threading
 import time
@@ -93,7 +94,9 @@ def test_kill_during_conversion_then_the_next_conversion_works(offload_graphs, t
     error = box.get("error")
     assert isinstance(error, Error), box
     text = str(error)
-    assert "'Where'" in text and "SIGKILL" in text and "inferring the output shapes" in text
+    # (which node: where the worker was when the kill came - the Where's data-dependent shapes, or
+    # the offloaded MatMuls' after them on a machine that finished those within the CPU second)
+    assert re.search(r"inferring the output shapes of '(Where|heavy/[^']+)'", text) and "SIGKILL" in text, text
     network = convert_api(**options)  # a new worker
     assert worker.worker_pid() not in (None, pid)
     assert network.layer_by_name("Where").outputs[0].dims[1] == 2
