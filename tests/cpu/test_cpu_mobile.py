@@ -196,3 +196,25 @@ def test_per_channel_scale_shift_and_reshape_views(tmp_path):
     assert numpy_steps(plan) == []
     assert ran_in(plan, scaled) == x  # two binary post-ops of the convolution
     assert [layer.name for layer, _ in plan.program.views] == [flat]
+
+
+def test_bf16_depthwise_takes_the_brgemm_kernel_on_amx(tmp_path):
+    """oneDNN 3.2's brgemm depthwise kernel takes no f32 bias beside a bf16 destination: on AMX
+    the bias is added by a binary post-op instead (before the activation), still in f32;
+    elsewhere the library's own choice stands (convolution.py)."""
+    from device_daemons.cpu.onednn.library import load
+    net = Net((1, 32, 14, 13))
+    dw = net.conv(net.conv("data", 32, k=1), 32, group=32)
+    out = net.add("Clamp", [dw], {"min": 0, "max": 6})
+    net.conv(out, 8, k=1)  # (the depthwise output bf16: a network output would be written f32)
+    network = net.network(tmp_path)
+    inputs = {"data": np.random.default_rng(1).standard_normal(net.shape["data"]).astype(np.float32)}
+    ref = ExecutionPlan(network, backend="numpy").infer(inputs)
+    plan = ExecutionPlan(network, backend="onednn", precision="bf16")
+    perf = []
+    ours = plan.infer(inputs, perf)
+    for key, value in ref.items():
+        assert_close(ours[key], value, 2e-2, key)
+    kernel = next(row.kernel for row in perf if row.name == dw)
+    assert kernel.startswith("brdgmm") == ("amx" in load().isa), kernel
+    assert numpy_steps(plan) == [] and ran_in(plan, out) == dw
