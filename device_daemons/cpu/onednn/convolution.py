@@ -62,6 +62,7 @@ class ConvolutionOp(NativeOp):
         else:
             self.w_dims = (g, k.output // g, c // g, kh, kw)
         self.has_bias = k.bias is not None
+        self.bias_post_op = False  # (create may run again: in f32 after bf16, without a sum after with one)
         given = in_descs[0]
         pd = self._pd(Desc.any(d, in_shapes[0], self.dt), None, required=True)
         if given is not None and given.dt == self.dt and not pd.md("src_md", dims=in_shapes[0]).same_bytes(given):
