@@ -3,7 +3,7 @@ on real networks and on a one-layer one.
 
     python benchmarks/daemon_overhead.py [--models relu,bvlc_googlenet,bvlc_alexnet,ssd_style,keras_resnet50,
                                                    keras_mobilenet_v2,keras_mobilenet_v3_small]
-                                         [--iterations 100] [--rounds 3]
+                                         [--iterations 100] [--rounds 3] [--precision default|f32]
 
 For each network (default: the one-layer one and every network of benchmarks/infer.py,
 converted as there), the IR our converter makes (batch 1) runs
@@ -13,7 +13,8 @@ converted as there), the IR our converter makes (batch 1) runs
   daemon (its own runtime directory) started for the round: the way a local client's
   synchronous request takes by default (device_daemons/client/request_path.py),
 in one fresh process per network and round; the same random input (seed 0); both with
-the same oneDNN thread count (printed). Measured two ways in that process, so that a
+the same oneDNN thread count (printed) and precision (--precision: the daemon's default, bf16
+where the CPU has it, or f32). Measured two ways in that process, so that a
 change of the machine's load hits both alike:
 - calls: the two called alternately (plan, daemon, plan, ...); the extra time is the
   median of the paired differences (a daemon call minus the plan call before it). Each
@@ -59,9 +60,10 @@ def make_ir(model: str, out_dir: str) -> str:
     return infer.convert_ours(model, out_dir, model, 1)
 
 
-def run_pair(xml: str, iterations: int) -> None:
-    """The plan and the daemon called alternately on one IR, in this process: prints
-    JSON {plan, daemon: median s, extra: median paired difference s, threads}."""
+def run_pair(xml: str, iterations: int, precision: str) -> None:
+    """The plan and the daemon called alternately on one IR, in this process, both at
+    `precision` ("default": the daemon's, bf16 where the CPU has it): prints JSON {plan,
+    daemon: median s, extra: median paired difference s, threads}."""
     from device_daemons.client import IECore
     from device_daemons.cpu.onednn.library import NativeUnavailable, load
     from device_daemons.cpu.plan import ExecutionPlan
@@ -69,9 +71,11 @@ def run_pair(xml: str, iterations: int) -> None:
     network = read_ir(xml)
     inputs = {layer.name: np.random.default_rng(0).standard_normal(layer.outputs[0].dims).astype(np.float32)
               for layer in network.inputs()}
-    plan = ExecutionPlan(network, precision=None)  # the daemon's default precision (bf16 where the CPU has it)
+    hint = None if precision == "default" else precision
+    plan = ExecutionPlan(network, precision=hint)
     ie = IECore(policy="auto")
-    exec_net = ie.load_network(ie.read_network(model=xml), "CPU")
+    exec_net = ie.load_network(ie.read_network(model=xml), "CPU",
+                               config={} if hint is None else {"INFERENCE_PRECISION_HINT": hint})
     for _ in range(max(20, iterations // 5)):  # warm-up (the client learns the daemon's compute time)
         plan.infer(inputs)
         exec_net.infer(inputs)
@@ -113,10 +117,12 @@ def main() -> int:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--precision", choices=("default", "f32"), default="default",
+                        help="both engines' precision (default: the daemon's, bf16 where the CPU has it)")
     parser.add_argument("--xml", help=argparse.SUPPRESS)  # one measuring process
     args = parser.parse_args()
     if args.xml:
-        run_pair(args.xml, args.iterations)
+        run_pair(args.xml, args.iterations, args.precision)
         return 0
     models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in models if m not in MODELS]
@@ -133,7 +139,7 @@ def main() -> int:
                            PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
                 try:
                     proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--xml", xmls[model],
-                                           "--iterations", str(args.iterations)],
+                                           "--iterations", str(args.iterations), "--precision", args.precision],
                                           capture_output=True, text=True, env=env, cwd=ROOT, start_new_session=True)
                 finally:
                     subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env,
@@ -144,9 +150,10 @@ def main() -> int:
             loads.append(os.getloadavg()[0])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("daemon vs the same plan in-process, batch 1, synchronous requests; {} rounds x {} iterations each way "
-          "(calls: alternate calls; blocks: {} calls of one, then of the other - the module doc); the median of the "
-          "rounds' medians, min-max of the rounds".format(args.rounds, args.iterations, BLOCK))
+    print("daemon vs the same plan in-process, batch 1, {} precision, synchronous requests; {} rounds x {} "
+          "iterations each way (calls: alternate calls; blocks: {} calls of one, then of the other - the module doc); "
+          "the median of the rounds' medians, min-max of the rounds".format(args.precision, args.rounds,
+                                                                            args.iterations, BLOCK))
     print("{:<26}{:>9}{:>11}{:>11}{:>14}{:>8}{:>11}{:>14}{:>8}{:>9}{:>9}".format(
         "network", "plan ms", "daemon ms", "calls: ms", "rounds", "share", "blocks: ms", "rounds", "share",
         "threads", "carrier"))

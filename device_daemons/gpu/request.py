@@ -182,7 +182,8 @@ class InferRequest:
         return host
 
     def _run_host(self, step, deadline: float):
-        wait_device(self.queue, deadline, "the layers before a host layer", not self.plan.ran)  # (then the copies wait no more)
+        # (then the copies wait no more)
+        wait_device(self.queue, deadline, "the layers before a host layer", not self.plan.ran)
         ins = [self._fetch(s) for s in step.in_slots]
         self.queue.finish()
         with _host_lock:
