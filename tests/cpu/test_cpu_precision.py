@@ -104,8 +104,8 @@ def test_bf16_accuracy_on_reference_nets(bvlc_models, small_nets, tmp_path, open
     """The issue's bound: top-1 unchanged and max |diff| / max |f32| <= 2e-2 against our
     f32, the largest over 4 inputs, unless OpenVINO's bf16 misses it too; and no worse than
     OpenVINO's bf16 against its own f32 on the same IR (v11) and inputs, beyond rounding
-    (1.5x). With oneDNN's AMX kernels CaffeNet's error over 9 inputs reached 0.029 (OpenVINO's
-    0.023; the first input 0.025, and 0.017 with ONEDNN_MAX_CPU_ISA=AVX512_CORE_BF16): which
+    (1.5x). CaffeNet's error over 9 inputs reached 0.029 (OpenVINO's 0.023) with oneDNN's AMX
+    kernels and 0.030 (0.029) with AVX512_BF16's (ONEDNN_MAX_CPU_ISA lowers both engines): which
     input gives the largest is the luck of where the roundings fall."""
     from ir.v11 import build_model, write_model
     proto, weights = (bvlc_models if model.startswith("bvlc") else small_nets)[model]
