@@ -89,7 +89,7 @@ def test_kill_during_conversion_then_the_next_conversion_works(offload_graphs, t
     assert pid is not None
     options = dict(input_model=offload_graphs.path("heavy_where"), batch=1, offload_unsupported_operations_to_tf=True)
     thread, box = in_thread(lambda: convert_api(**options))
-    kill_when_busy(pid)
+    kill_when_busy(pid, seconds=0.3)  # (early: the whole conversion took ~1 CPU second on an AMX machine)
     thread.join(300)
     error = box.get("error")
     assert isinstance(error, Error), box
@@ -100,6 +100,20 @@ def test_kill_during_conversion_then_the_next_conversion_works(offload_graphs, t
     network = convert_api(**options)  # a new worker
     assert worker.worker_pid() not in (None, pid)
     assert network.layer_by_name("Where").outputs[0].dims[1] == 2
+
+
+def test_a_worker_killed_while_idle_is_replaced_by_the_next_conversion(offload_graphs):
+    """The converter's worker has no restart budget (a death during a request fails that
+    request); one that died between requests is replaced, not blamed on the next one."""
+    from core.front.tf import worker
+    options = dict(input_model=offload_graphs.path("unsupported_chain"), batch=1,
+                   offload_unsupported_operations_to_tf=True)
+    convert_api(**options)
+    pid = worker.worker_pid()
+    os.kill(worker_python_pid(pid), signal.SIGKILL)
+    assert wait_until(lambda: not worker._worker.alive(), 30)
+    convert_api(**options)
+    assert worker.worker_pid() not in (None, pid)
 
 
 def test_kill_during_inference_quarantines_the_graph_and_others_run(ie, offload_graphs, tmp_path):

@@ -43,7 +43,10 @@ def _get(sandbox):
     python = contract.worker_python()
     with _lock:
         if _worker is not None and (_worker.interpreter != python or (
-                any(sandbox.view()) and _worker.sandbox.view() != sandbox.view())):
+                any(sandbox.view()) and _worker.sandbox.view() != sandbox.view())
+                or (_worker.pid is not None and not _worker.alive())):
+            # (another interpreter or view; or it died since its last request - killed while idle, the
+            # OOM killer: with no restart budget it would fail this request for a death it had no part in)
             _worker.stop()
             _worker = None
         if _worker is None:
