@@ -181,9 +181,8 @@ class InferRequest:
             self.queue.finish()
         return host
 
-    def _run_host(self, step, deadline: float):
-        # (then the copies wait no more)
-        wait_device(self.queue, deadline, "the layers before a host layer", not self.plan.ran)
+    def _run_host(self, step, deadline: float, first: bool):
+        wait_device(self.queue, deadline, "the layers before a host layer", first)  # (then the copies wait no more)
         ins = [self._fetch(s) for s in step.in_slots]
         self.queue.finish()
         with _host_lock:
@@ -233,7 +232,7 @@ class InferRequest:
                 for launches, steps in self.segments:
                     if launches is None:
                         step = steps
-                        self._run_host(step, deadline)
+                        self._run_host(step, deadline, first)
                         continue
                     code, index = launches.enqueue()
                     if code:
@@ -242,7 +241,7 @@ class InferRequest:
             else:
                 for step, kernel, global_size, local_size in (self.actions if perf is None else self._counted(perf)):
                     if kernel is None:
-                        self._run_host(step, deadline)
+                        self._run_host(step, deadline, first)
                     else:
                         cl.enqueue_nd_range_kernel(self.queue, kernel, global_size, local_size)
             step = None

@@ -76,7 +76,7 @@ class ConvolutionOp(NativeOp):
                     break
         if pd.implementation.startswith("ref"):
             raise Unsupported(f"oneDNN has only its reference convolution for {self.layer.name} in {self.dt}")
-        if (self.dt == "bf16" and self.has_bias and g > 1 and g == c == k.output and "amx" in d.isa
+        if (self.dt == "bf16" and self.has_bias and g > 1 and g == c == k.output and isa_rank(d.isa) >= 4
                 and not pd.implementation.startswith("brdgmm")):
             self.bias_post_op = True
             other = self._pd(pd.md("src_md", dims=in_shapes[0]), pd.md("dst_md", dims=out))
