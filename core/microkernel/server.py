@@ -48,7 +48,7 @@ from .spin import spin_for
 log = logging.getLogger("mo_core.microkernel.server")
 
 Handler = Callable[[dict, list], Any]
-RawHandler = Callable[..., bytes]
+RawHandler = Callable[..., "bytes | tuple[bytes, Callable[[], None]]"]
 BUILTIN_OPS = ("hello", "ping", "shutdown")
 
 _POLL_MS = 200  # how often the loop looks at signals / stop requests
@@ -261,7 +261,8 @@ class Server:
     def handle_raw(self, tag: int, fn: RawHandler, *, fds: bool = False) -> None:
         """Register a raw verb of the local carrier (direct.py; before serve()):
         `fn(payload)` runs on the connection's thread and returns the reply's payload
-        (bytes, at most direct.MAX_RAW_PAYLOAD); an exception is a RAW_FAILED reply
+        (bytes, at most direct.MAX_RAW_PAYLOAD), or (payload, then): `then()` runs
+        after the reply went out (work the client need not wait for); an exception is a RAW_FAILED reply
         with its message. Served only without a key and only where the carrier is
         (hello lists the tags as direct.raw); a client without it sends the verb's
         framed equivalent instead. fds=True: `fn(payload, fds)` also gets the
@@ -495,11 +496,14 @@ class Server:
         fn, takes_fds = self._raw.get(tag, (None, False)) if self._key is None else (None, False)
         if not takes_fds:
             direct.close_all(fds)
+        then = None
         if fn is None:
             word, body = direct.RAW_UNKNOWN, b""
         else:
             try:
                 body = fn(payload, fds) if takes_fds else fn(payload)
+                if type(body) is tuple:
+                    body, then = body
                 if not isinstance(body, (bytes, bytearray)) or len(body) > direct.MAX_RAW_PAYLOAD:
                     raise TypeError(f"raw verb {tag} returned {type(body).__name__} of "
                                     f"{len(body) if isinstance(body, (bytes, bytearray)) else '?'} bytes")
@@ -507,7 +511,14 @@ class Server:
             except Exception as exc:  # noqa: BLE001 - the client gets the message
                 log.warning("raw verb %d failed: %s", tag, _short_traceback(exc))
                 word, body = direct.RAW_FAILED, f"{type(exc).__name__}: {exc}".encode()[:direct.MAX_RAW_PAYLOAD]
-        peer.send(direct.pack_raw(word, rid, body))
+        try:
+            peer.send(direct.pack_raw(word, rid, body))
+        finally:
+            if then is not None:
+                try:
+                    then()
+                except Exception:  # noqa: BLE001 - the reply is out; a bug here must not end the connection
+                    log.exception("raw verb %d: its work after the reply failed", tag)
 
     def _install_signal_handlers(self) -> Callable[[], None]:
         if threading.current_thread() is not threading.main_thread():

@@ -98,7 +98,9 @@ class PlanPool:
         one is busy and fewer than `max_instances` exist, else the first given back."""
         return _Lease(self)
 
-    def _take(self):
+    def take(self):
+        """acquire() without the `with` block, for a caller that gives the plan back
+        later (a bound request: after its reply went out); give(plan) it back."""
         with self._lock:
             while True:
                 if self._idle:
@@ -126,7 +128,7 @@ class PlanPool:
             self._note_side_by_side()
         return plan
 
-    def _give(self, plan) -> None:
+    def give(self, plan) -> None:
         with self._lock:
             self._note_side_by_side()
             self.busy -= 1
@@ -144,8 +146,8 @@ class _Lease:
         self.pool, self.plan = pool, None
 
     def __enter__(self):
-        self.plan = self.pool._take()
+        self.plan = self.pool.take()
         return self.plan
 
     def __exit__(self, *exc) -> None:
-        self.pool._give(self.plan)
+        self.pool.give(self.plan)

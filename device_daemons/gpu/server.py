@@ -75,14 +75,22 @@ class GpuPool:
 
     @contextlib.contextmanager
     def acquire(self):
+        plan = self.take()
+        try:
+            yield plan
+        finally:
+            self.give(plan)
+
+    def take(self):
+        """The plan for one request (as the CPU's PlanPool.take); give() it back."""
         with self._lock:
             self._busy += 1
             self._most = max(self._most, self._busy)
-        try:
-            yield self.plan
-        finally:
-            with self._lock:
-                self._busy -= 1
+        return self.plan
+
+    def give(self, plan) -> None:
+        with self._lock:
+            self._busy -= 1
 
 
 class GpuDaemon(DeviceDaemon):

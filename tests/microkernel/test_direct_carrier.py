@@ -46,6 +46,16 @@ def served(request):
     server.handle_raw(8, failing)
     server.handle_raw(9, lambda payload: b"x" * (direct.MAX_RAW_PAYLOAD + 1))
     server.handle_raw(11, lambda payload: time.sleep(float(bytes(payload))) or b"slept")
+    after = server.after_reply = []  # (what verb 12's work after its replies saw)
+
+    def reply_first(payload):
+        def then():
+            time.sleep(0.3)
+            after.append(bytes(payload))
+            if payload == b"fail":
+                raise RuntimeError("a bug after the reply")
+        return b"done " + bytes(payload), then
+    server.handle_raw(12, reply_first)
     runner = threading.Thread(target=server.serve)
     runner.start()
     try:
@@ -229,7 +239,7 @@ def test_raw_verbs(served):
                 unsigned.call_raw(7, b"abc")
             assert ei.value.kind == "raw_unknown"
         return
-    assert info["direct"]["raw"] == [7, 8, 9, 11]
+    assert info["direct"]["raw"] == [7, 8, 9, 11, 12]
     with Client(server.endpoint, timeout=10, direct_path=path) as local:
         for i in range(5):  # raw and framed calls on one connection, each gets its own reply
             assert local.call_raw(7, b"abc%d" % i, spin=0.0005) == (b"abc%d" % i)[::-1]
@@ -250,6 +260,23 @@ def test_raw_verbs(served):
     assert server.direct_messages == 15
     with Client(server.endpoint, timeout=10) as zmq_only:  # no direct carrier: nothing to send it over
         assert zmq_only.call_raw(7, b"abc") is None
+
+
+def test_a_raw_verb_replies_before_its_work_after_the_reply(served):
+    """A raw verb that returns (payload, then) is answered first; then() runs after the
+    reply on the connection's thread (the next request on it waits for it), and a
+    failing then() is logged without costing the connection."""
+    server, info, key = served
+    if key is not None:
+        return  # (no raw verbs with a key: test_raw_verbs)
+    with Client(server.endpoint, timeout=10, direct_path=info["direct"]["path"]) as local:
+        t0 = time.monotonic()
+        assert local.call_raw(12, b"one") == b"done one"
+        assert time.monotonic() - t0 < 0.25 and server.after_reply == []  # answered before then() ended
+        assert local.call_raw(12, b"fail") == b"done fail"  # (served after the first then(): same connection)
+        assert server.after_reply == [b"one"]
+        assert local.call_raw(7, b"still") == b"llits"  # the failed then() cost nothing
+        assert server.after_reply == [b"one", b"fail"]
 
 
 def test_raw_calls_wait_across_ticks_and_time_out_as_such(served):
