@@ -261,8 +261,9 @@ class Server:
     def handle_raw(self, tag: int, fn: RawHandler, *, fds: bool = False) -> None:
         """Register a raw verb of the local carrier (direct.py; before serve()):
         `fn(payload)` runs on the connection's thread and returns the reply's payload
-        (bytes, at most direct.MAX_RAW_PAYLOAD), or (payload, then): `then()` runs
-        after the reply went out (work the client need not wait for); an exception is a RAW_FAILED reply
+        (bytes, at most direct.MAX_RAW_PAYLOAD), or (payload, then): `then()` runs on
+        that thread after the reply went out (work the client need not wait for, done
+        before the connection's next request); an exception is a RAW_FAILED reply
         with its message. Served only without a key and only where the carrier is
         (hello lists the tags as direct.raw); a client without it sends the verb's
         framed equivalent instead. fds=True: `fn(payload, fds)` also gets the
