@@ -67,6 +67,7 @@ def run_pair(xml: str, iterations: int, precision: str) -> None:
     `precision` ("default": the daemon's, bf16 where the CPU has it): prints JSON {plan,
     daemon: median s, extra: median paired difference s, threads}."""
     from device_daemons.client import IECore
+    from device_daemons.client.request_path import COMPUTE_WEIGHT
     from device_daemons.cpu.onednn.library import NativeUnavailable, load
     from device_daemons.cpu.plan import ExecutionPlan
     from ir import read_ir
@@ -93,18 +94,16 @@ def run_pair(xml: str, iterations: int, precision: str) -> None:
     block_extra, computes, daemon_blocks = [], [], []
     for _ in range(max(1, iterations // BLOCK)):
         medians = []
-        for fn in (plan.infer, exec_net.infer):
+        for daemon, fn in ((False, plan.infer), (True, exec_net.infer)):
             times = []
             for i in range(BLOCK):
                 before = exec_net.compute_us
                 start = time.perf_counter()
                 fn(inputs)
                 times.append(time.perf_counter() - start)
-                after = exec_net.compute_us
-                if fn == exec_net.infer and i >= 2 and before is not None and after is not None:
-                    # the request's own compute time, from the moving average its reply fed
-                    # (request_path.run: avg = 0.8 avg + 0.2 this one)
-                    computes.append((after - 0.8 * before) / 0.2 * 1e-6)
+                if daemon and i >= 2 and before is not None and exec_net.compute_us is not None:
+                    # the request's own compute time, recovered from the moving average its reply fed
+                    computes.append((before + (exec_net.compute_us - before) / COMPUTE_WEIGHT) * 1e-6)
             medians.append(statistics.median(times[2:]))
         block_extra.append(medians[1] - medians[0])
         daemon_blocks.append(medians[1])

@@ -37,6 +37,7 @@ from .errors import remote_error
 from .transport import Connection, Link
 
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
+COMPUTE_WEIGHT = 0.2  # of the newest request in the moving average of the daemon's compute time
 
 
 class LoadedNetwork(Protocol):
@@ -77,7 +78,7 @@ def run(net: LoadedNetwork, inputs: dict, deadline: float) -> tuple[dict, list]:
             done = b.run(inputs, deadline, SPIN_S if avg is not None and avg < SPIN_S * 1e6 else 0.0)
             if done is not None:
                 outputs, compute_us = done
-                net.compute_us = compute_us if avg is None else 0.8 * avg + 0.2 * compute_us
+                net.compute_us = compute_us if avg is None else avg + COMPUTE_WEIGHT * (compute_us - avg)
                 return outputs, []
     return _fallback(net, inputs, deadline)
 
