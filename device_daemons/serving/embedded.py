@@ -12,6 +12,7 @@ import ipaddress
 import logging
 import signal
 import socket
+import ssl
 import threading
 from dataclasses import dataclass
 
@@ -75,8 +76,19 @@ def security(opts: ServeOptions) -> tuple[bytes | None, tuple[bytes, bytes] | No
             raise Error("cannot read the TLS files: {}", exc) from None
         if b"-----BEGIN" not in cert or b"-----BEGIN" not in key:
             raise Error("--tls-cert and --tls-key must be PEM files ({}, {})", opts.tls_cert, opts.tls_key)
+        try:  # (grpcio only says "Failed to bind" for a pair that does not fit; OpenSSL says why)
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(opts.tls_cert, opts.tls_key)
+        except ssl.SSLError as exc:
+            raise Error("the TLS certificate {} and key {} cannot be used together: {}; give the key the "
+                        "certificate was made for (PEM, not encrypted)", opts.tls_cert, opts.tls_key,
+                        exc.reason or exc) from None
         tls = (cert, key)
     return token, tls
+
+
+def address(host: str, port: int) -> str:
+    """host:port, an IPv6 address in brackets ([::1]:8001)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -87,7 +99,7 @@ def listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        raise Error("cannot listen on {}:{}: {}", host, port, exc.strerror) from None
+        raise Error("cannot listen on {}: {}", address(host, port), exc.strerror) from None
     sock.listen(2048)
     return sock
 
@@ -143,14 +155,14 @@ def run_frontend(opts: ServeOptions, backend, names: list, token, tls, http_sock
 
     server = Server(backend, token, opts.access_log)
     try:
-        grpc_server, grpc_port = make_server(server, f"{opts.host}:{opts.grpc_port}", opts.max_body, tls=tls)
+        grpc_server, grpc_port = make_server(server, address(opts.host, opts.grpc_port), opts.max_body, tls=tls)
     except (OSError, RuntimeError) as exc:
-        raise Error("cannot listen on {}:{} (gRPC): {}", opts.host, opts.grpc_port, exc) from None
+        raise Error("cannot listen on {} (gRPC): {}", address(opts.host, opts.grpc_port), exc) from None
     try:
         scheme = "https" if tls else "http"
-        log.info("mo-core %s serving %s: REST on %s://%s:%d, gRPC on %s:%d%s; %s", server.version,
-                 opts.model_repository, scheme, opts.host, http_sock.getsockname()[1], opts.host, grpc_port,
-                 " (TLS)" if tls else "", where)
+        log.info("mo-core %s serving %s: REST on %s://%s, gRPC on %s%s; %s", server.version,
+                 opts.model_repository, scheme, address(opts.host, http_sock.getsockname()[1]),
+                 address(opts.host, grpc_port), " (TLS)" if tls else "", where)
         loader = threading.Thread(target=_load, args=(backend, names), name="loader", daemon=True)
         loader.start()
         run_http(wrap(make_app(server, opts.max_body), server, opts.max_body), http_sock, opts)

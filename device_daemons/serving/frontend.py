@@ -96,9 +96,10 @@ class Server:
             return True
         if isinstance(header, str):
             header = header.encode("latin-1", "replace")
-        if not header or not header.startswith(b"Bearer "):
+        scheme, _, credentials = header.strip().partition(b" ") if header else (b"", b"", b"")
+        if scheme.lower() != b"bearer":  # (an auth scheme is case-insensitive: RFC 9110 11.1)
             return False
-        return hmac.compare_digest(header[7:].strip(), self.token)
+        return hmac.compare_digest(credentials.strip(), self.token)
 
     def metadata(self) -> dict:
         return {"name": "mo-core", "version": self.version, "extensions": EXTENSIONS}

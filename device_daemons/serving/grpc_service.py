@@ -42,6 +42,27 @@ def _metadata_message(doc: dict) -> pb.ModelMetadataResponse:
     return msg
 
 
+def _config_message(doc: dict) -> pb.ModelConfigResponse:
+    """A model's configuration (ServedModel.model_config's dict, Triton's field names)
+    as Triton's ModelConfig message."""
+    msg = pb.ModelConfigResponse()
+    c = msg.config
+    c.name, c.platform, c.backend = doc["name"], doc["platform"], doc.get("backend", "")
+    c.max_batch_size = doc.get("max_batch_size", 0)
+    for key, field in (("input", c.input), ("output", c.output)):
+        for t in doc.get(key, ()):
+            field.add(name=t["name"], data_type=pb.DataType.Value(t["data_type"]), dims=t["dims"])
+    for group in doc.get("instance_group", ()):
+        c.instance_group.add(count=group["count"], kind=pb.ModelInstanceGroup.Kind.Value(group["kind"]))
+    batching = doc.get("dynamic_batching")
+    if batching is not None:
+        c.dynamic_batching.max_queue_delay_microseconds = batching["max_queue_delay_microseconds"]
+        c.dynamic_batching.preferred_batch_size.extend(batching.get("preferred_batch_size", ()))
+    for key, value in doc.get("parameters", {}).items():
+        c.parameters[key].string_value = value["string_value"]
+    return msg
+
+
 def _repository_parameters(req) -> None:
     unsupported = sorted(k for k in req.parameters if k == "config" or k.startswith("file:"))
     if unsupported:
@@ -84,6 +105,8 @@ def handlers(server: Server) -> dict:
                            lambda req: pb.ServerMetadataResponse(**meta)),
         "ModelMetadata": (pb.ModelMetadataRequest, pb.ModelMetadataResponse,
                           lambda req: _metadata_message(backend.metadata(req.name, req.version))),
+        "ModelConfig": (pb.ModelConfigRequest, pb.ModelConfigResponse,
+                        lambda req: _config_message(backend.model_config(req.name, req.version))),
         "ModelInfer": (pb.ModelInferRequest, pb.ModelInferResponse, infer),
         "ModelStatistics": (pb.ModelStatisticsRequest, pb.ModelStatisticsResponse,
                             lambda req: _stats_message(server.statistics(req.name, req.version))),

@@ -4,19 +4,25 @@ them (LOADING, READY, UNAVAILABLE with a reason, UNLOADING), lookups by name and
 version with the protocol's errors.
 
 A model that fails to load is UNAVAILABLE with the error as its reason; the others
-keep serving. The server is ready once every model asked for at start is READY."""
+keep serving. A reload that fails leaves the versions that were serving serving (and
+READY), as Triton does. Loads and unloads of one model run one at a time, in the
+order they came: the last one wins. The server is ready once every model asked for
+at start (or loaded since) serves."""
 from __future__ import annotations
 
 import logging
 import threading
 
 from core.errors import Error
+from ir import IRError
 
 from .errors import ServingError, bad_request, not_found, unavailable
 from .model import ServedModel
 from .repository import ModelRepository, UnknownModel, check_name
 
 log = logging.getLogger("mo_core.serve")
+# what a model that cannot be loaded raises (a bad config, repository layout, model or IR)
+LOAD_ERRORS = (Error, IRError)
 
 
 class ModelManager:
@@ -45,6 +51,9 @@ class ModelManager:
                 self.load(name)
             except ServingError as exc:
                 log.error("model %s: %s", name, exc.message)
+            except Exception as exc:  # noqa: BLE001 - a bug: this model is unavailable, the others still load
+                log.exception("model %s: internal error while loading", name)
+                self._set_state(name, None, "UNAVAILABLE", f"internal error: {type(exc).__name__}: {exc}")
 
     def load(self, name: str) -> None:
         """(Re)load a model: the versions its config serves, replacing what was loaded."""
@@ -52,11 +61,9 @@ class ModelManager:
             check_name(name)
         except Error as exc:
             raise bad_request(str(exc)) from None
-        with self._lock:
-            if self._closed:
-                raise unavailable("the server is shutting down")
-            lock = self._load_locks.setdefault(name, threading.Lock())
-        with lock:
+        with self._model_lock(name):
+            with self._lock:
+                live = set(self._models.get(name, ()))  # versions serving now: they keep serving if this fails
             try:
                 source = self.repository.model(name)
                 versions = source.served_versions()
@@ -67,17 +74,22 @@ class ModelManager:
                     if self._states.get(name, {}).get(None, ("",))[0] == "LOADING":
                         self._states[name][None] = ("UNAVAILABLE", str(exc))
                 raise not_found(str(exc)) from None
-            except Error as exc:
-                self._set_state(name, None, "UNAVAILABLE", str(exc))
+            except LOAD_ERRORS as exc:
+                if not live:
+                    self._set_state(name, None, "UNAVAILABLE", str(exc))
                 raise bad_request(str(exc)) from None
             try:
                 loaded = self._open(source, versions)
-            except Error as exc:
-                for version in versions:
-                    if self._states.get(name, {}).get(version, ("",))[0] == "LOADING":
-                        self._set_state(name, version, "UNAVAILABLE", str(exc))
+            except LOAD_ERRORS as exc:
                 with self._lock:
-                    self._states[name].pop(None, None)
+                    states = self._states.setdefault(name, {})
+                    for version in versions:
+                        if version not in live:
+                            states[version] = ("UNAVAILABLE", str(exc))
+                    states.pop(None, None)
+                if live:
+                    log.warning("model %s: the reload failed, version(s) %s keep serving: %s", name,
+                                ", ".join(map(str, sorted(live))), exc)
                 raise ServingError(f"model '{name}' failed to load: {exc}", 400, "OTHER") from None
             with self._lock:
                 if self._closed:  # shut down while this one loaded
@@ -86,25 +98,35 @@ class ModelManager:
                     raise unavailable("the server is shutting down")
                 old = self._models.get(name, {})
                 self._models[name] = loaded
-                states = self._states.setdefault(name, {})
-                states.pop(None, None)
-                for version in old:
-                    if version not in loaded:
-                        states.pop(version, None)
+                self._states[name] = {version: ("READY", "") for version in loaded}
                 self._expected.add(name)
         for version, model in old.items():
             model.close()  # after the new versions serve: no gap
 
+    def _model_lock(self, name: str) -> threading.Lock:
+        """The lock that runs one model's loads and unloads one at a time."""
+        with self._lock:
+            if self._closed:
+                raise unavailable("the server is shutting down")
+            return self._load_locks.setdefault(name, threading.Lock())
+
+    def _loading(self, name: str, version: int) -> None:
+        """A version is being loaded: LOADING, unless it serves now (a reload: it keeps
+        serving until the new one replaces it, READY)."""
+        with self._lock:
+            if version not in self._models.get(name, {}):
+                self._states.setdefault(name, {})[version] = ("LOADING", "")
+
     def _open(self, source, versions) -> dict:
         """{version: ServedModel} on this process's daemons (the Ray mode opens them
-        as deployments instead: ray_mode.py)."""
+        as deployments instead: ray_mode.py). States: set by _loading, then READY
+        once all are loaded (load())."""
         loaded: dict = {}
         try:
             for version in versions:
-                self._set_state(source.name, version, "LOADING", "")
+                self._loading(source.name, version)
                 xml, bin_ = self.repository.ir_of(source, version)
                 loaded[version] = ServedModel(self.ie, source.name, version, xml, bin_, source.config)
-                self._set_state(source.name, version, "READY", "")
         except BaseException:
             for model in loaded.values():
                 model.close()
@@ -112,22 +134,24 @@ class ModelManager:
         return loaded
 
     def unload(self, name: str) -> None:
-        with self._lock:
-            models = self._models.pop(name, None)
-            if models is None:
-                if name in self._states:
-                    self._states.pop(name)
-                    self._expected.discard(name)
-                    return
-                raise not_found(f"model '{name}' is not loaded")
-            self._expected.discard(name)
-            for version in models:
-                self._states[name][version] = ("UNLOADING", "")
-        for model in models.values():
-            model.close()
-        with self._lock:
-            if name not in self._models:
-                self._states[name] = {v: ("UNAVAILABLE", "unloaded") for v in models}
+        """Unload a model; after a load of it that is under way (the last one wins)."""
+        with self._model_lock(name):
+            with self._lock:
+                models = self._models.pop(name, None)
+                if models is None:
+                    if name in self._states:
+                        self._states.pop(name)
+                        self._expected.discard(name)
+                        return
+                    raise not_found(f"model '{name}' is not loaded")
+                self._expected.discard(name)
+                for version in models:
+                    self._states[name][version] = ("UNLOADING", "")
+            for model in models.values():
+                model.close()
+            with self._lock:
+                if name not in self._models:
+                    self._states[name] = {v: ("UNAVAILABLE", "unloaded") for v in models}
 
     def _set_state(self, name: str, version, state: str, reason: str) -> None:
         with self._lock:
@@ -136,8 +160,7 @@ class ModelManager:
     # ----------------------------------------------------------------- lookups
     def ready(self) -> bool:
         with self._lock:
-            return all(name in self._models and all(s == "READY" for s, _ in self._states[name].values())
-                       for name in self._expected)
+            return all(name in self._models for name in self._expected)
 
     def get(self, name: str, version: str = "") -> ServedModel:
         with self._lock:
@@ -157,7 +180,13 @@ class ModelManager:
         return versions[int(version)]
 
     def metadata(self, name: str, version: str = "") -> dict:
-        return self.get(name, version).metadata()
+        """A version's metadata; without a version the newest's, listing every version
+        that serves (Triton: those a request may name)."""
+        doc = self.get(name, version).metadata()
+        if not version:
+            with self._lock:
+                doc = dict(doc, versions=[str(v) for v in sorted(self._models.get(name, ()))] or doc["versions"])
+        return doc
 
     def model_config(self, name: str, version: str = "") -> dict:
         return self.get(name, version).model_config()

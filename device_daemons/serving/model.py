@@ -21,6 +21,7 @@ from .tensors import DATATYPES
 
 log = logging.getLogger("mo_core.serve")
 PLATFORM = "mo-core_ir"
+EXACT_INT = 1 << 24  # integers up to this magnitude are exact in FP32
 
 
 @dataclass(frozen=True)
@@ -148,8 +149,23 @@ class ServedModel:
             if batch is not None and n != batch:
                 raise bad_request(f"model '{self.name}': the inputs have different batch sizes")
             batch = n
-            ir_inputs[spec.ir_name] = arr if arr.dtype == np.float32 else arr.astype(np.float32)
+            ir_inputs[spec.ir_name] = arr if arr.dtype == np.float32 else self._to_float32(name, spec, arr)
         return ir_inputs, batch
+
+    def _to_float32(self, name: str, spec, arr: np.ndarray) -> np.ndarray:
+        """An input of another datatype as the FP32 the daemons compute in: integers
+        exactly (refused past 2**24, where FP32 has no exact value for every one),
+        FP64 rounded to the nearest FP32 (refused past FP32's range)."""
+        if arr.dtype.kind in "iu" and arr.size and arr.dtype.itemsize >= 4:
+            if int(arr.max()) > EXACT_INT or int(arr.min()) < -EXACT_INT:
+                raise bad_request(f"model '{self.name}': input '{name}' ({spec.datatype}) holds values past "
+                                  f"+-{EXACT_INT}, which the FP32 the model computes in cannot hold exactly")
+        try:
+            with np.errstate(over="raise"):
+                return arr.astype(np.float32)
+        except FloatingPointError:
+            raise bad_request(f"model '{self.name}': input '{name}' ({spec.datatype}) holds values past FP32's "
+                              f"range (+-3.4e38), which the model computes in") from None
 
     def infer(self, inputs: dict, outputs: list | None = None, timeout: float | None = None) -> tuple[dict, dict]:
         """Run a request: ({output name: array}, timings in ns: queue_ns,
@@ -167,7 +183,7 @@ class ServedModel:
         result = {}
         for spec in wanted:
             value = ir_outputs[spec.ir_name]
-            result[spec.name] = value if value.dtype == spec.dtype else _cast(value, spec.dtype)
+            result[spec.name] = value if value.dtype == spec.dtype else self._cast(spec, value)
         timings["request_batch"] = max(n, 1)
         timings["compute_input_ns"] += checked - t0
         timings["compute_output_ns"] += time.perf_counter_ns() - t1
@@ -181,6 +197,25 @@ class ServedModel:
             raise bad_request(f"model '{self.name}': no output {', '.join(map(repr, unknown))}; its outputs are "
                               + ", ".join(s.describe() for s in self.outputs))
         return [self._outputs_by_name[n] for n in outputs]
+
+    def _cast(self, spec, value: np.ndarray) -> np.ndarray:
+        """An FP32 output as its declared datatype: an integer one rounded to the nearest
+        and saturated at the datatype's range (never wrapped); NaN has no integer value,
+        so such an output fails the request (declare it FP32 or FP16 to see it)."""
+        dtype = spec.dtype
+        if dtype.kind == "b":
+            return value != 0
+        if dtype.kind in "iu":
+            if np.isnan(value).any():
+                raise ServingError(f"model '{self.name}': output '{spec.name}' has NaN values, which "
+                                   f"{spec.datatype} cannot hold; declare it FP32 in config.json to receive them",
+                                   500, "BACKEND")
+            info = np.iinfo(dtype)
+            # (clipped in float64, where INT32's bounds are exact; INT64's and UINT64's upper one is not:
+            # the float64 below it)
+            high = float(info.max) if dtype.itemsize < 8 else np.nextafter(float(info.max), 0.0)
+            return np.clip(np.rint(value.astype(np.float64)), info.min, high).astype(dtype)
+        return value.astype(dtype)
 
     def execute(self, ir_inputs: dict, n: int) -> tuple[dict, dict]:
         """One daemon request of batch n (0: a model without a batch dimension) on the
@@ -221,9 +256,3 @@ def _shape_fits(shape: tuple, spec: tuple, max_batch: int) -> bool:
     if max_batch:
         return 1 <= shape[0] <= max_batch and tuple(shape[1:]) == tuple(spec[1:])
     return tuple(shape) == tuple(spec)
-
-
-def _cast(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    if dtype.kind in "iub":
-        return np.rint(value).astype(dtype) if dtype.kind != "b" else value != 0
-    return value.astype(dtype)

@@ -160,7 +160,7 @@ class RayManager(ModelManager):
 
     def _open(self, source, versions) -> dict:
         for version in versions:
-            self._set_state(source.name, version, "LOADING", "")
+            self._loading(source.name, version)
             self.repository.ir_of(source, version)  # convert here first: errors early, the cache warm
         app_name = f"mo-core-{source.name}-{next(self._counter)}"
         options = deployment_options(source.config, self.default_replicas, self.grace)
@@ -183,7 +183,6 @@ class RayManager(ModelManager):
         for version in versions:
             metadata, config = described["versions"][version]
             models[version] = RayModel(app, version, metadata, config)
-            self._set_state(source.name, version, "READY", "")
         log.info("model %s: %s running", source.name, app_name)
         return models
 

@@ -22,6 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .errors import ServingError, bad_request
 from .frontend import Server
@@ -163,6 +164,14 @@ class InferEndpoint:
 
 def make_app(server: Server, max_body: int) -> FastAPI:
     app = FastAPI(title="mo-core inference server", openapi_url=None, docs_url=None, redoc_url=None)
+
+    async def framework_error(request: Request, exc: StarletteHTTPException) -> Response:
+        # no such route (404) or method (405): the protocol's {"error": ...}, not FastAPI's {"detail": ...}
+        what = {404: "no such route", 405: f"{request.method} is not served here"}.get(exc.status_code, exc.detail)
+        headers = dict(exc.headers or {})
+        return Response(orjson.dumps({"error": f"{request.method} {request.url.path}: {what}"}),
+                        status_code=exc.status_code, media_type=JSON, headers=headers)
+    app.add_exception_handler(StarletteHTTPException, framework_error)
     backend = server.backend
 
     def route(path: str, methods=("GET",)):
@@ -204,6 +213,12 @@ def make_app(server: Server, max_body: int) -> FastAPI:
     async def metadata(request):
         return _json(server.metadata())
 
+    @route("/v2/models/stats")  # (before /v2/models/{name}: a model named so)
+    @route("/v2/models/{name}/stats")
+    @route("/v2/models/{name}/versions/{version}/stats")
+    async def stats(request, name="", version=""):
+        return _json({"model_stats": await run_in_threadpool(server.statistics, name, version)})
+
     @route("/v2/models/{name}")
     @route("/v2/models/{name}/versions/{version}")
     async def model_metadata(request, name, version=""):
@@ -218,12 +233,6 @@ def make_app(server: Server, max_body: int) -> FastAPI:
     @route("/v2/models/{name}/versions/{version}/config")
     async def model_config(request, name, version=""):
         return _json(await run_in_threadpool(backend.model_config, name, version))
-
-    @route("/v2/models/stats")
-    @route("/v2/models/{name}/stats")
-    @route("/v2/models/{name}/versions/{version}/stats")
-    async def stats(request, name="", version=""):
-        return _json({"model_stats": await run_in_threadpool(server.statistics, name, version)})
 
     @route("/v2/repository/index", ("POST",))
     async def index(request):

@@ -1,17 +1,22 @@
 """The REST forms of an inference request and response: JSON tensors, and the
 binary-tensor extension (a JSON header of `Inference-Header-Content-Length` bytes,
-then each binary tensor's bytes in order, sized by its `binary_data_size`)."""
+then each binary tensor's bytes in order, sized by its `binary_data_size`).
+
+Non-finite floats travel as the tokens NaN, Infinity and -Infinity, as Triton reads
+and writes them (strict JSON has no such numbers; Python's json, tritonclient's
+parser, reads them)."""
 from __future__ import annotations
+
+import json
 
 import orjson
 import numpy as np
 
 from .errors import ServingError, bad_request
 from .protocol import InferRequest, InferResponse
-from .tensors import MAX_RANK, check_shape, datatype_of, from_bytes, from_json, to_bytes
+from .tensors import check_shape, datatype_of, from_bytes, from_json, to_bytes
 
 HEADER_LENGTH = "inference-header-content-length"
-MAX_JSON_DEPTH = MAX_RANK + 8
 
 
 def _object(value, what: str) -> dict:
@@ -22,6 +27,27 @@ def _object(value, what: str) -> dict:
 
 def _parameters(value, what: str) -> dict:
     return _object(value if value is not None else {}, f"{what} 'parameters'")
+
+
+def _flag(params: dict, key: str, what: str) -> bool | None:
+    value = params.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise bad_request(f"{what}: the parameter '{key}' must be true or false, got {value!r}"[:200])
+    return value
+
+
+def loads(data: bytes):
+    """A JSON document of a request; NaN and (-)Infinity read as numbers (module doc)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        error = exc
+    if b"NaN" in data or b"Infinity" in data:  # (orjson reads strict JSON only: Python's json reads these)
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            pass
+    raise bad_request(f"the request body is not valid JSON: {error}")
 
 
 def parse_infer(body: bytes, header_length: str | None, model: str, version: str) -> InferRequest:
@@ -36,11 +62,7 @@ def parse_infer(body: bytes, header_length: str | None, model: str, version: str
         header, blobs = body[:n], memoryview(body)[n:]
     else:
         header, blobs = body, memoryview(b"")
-    try:
-        doc = orjson.loads(header)
-    except orjson.JSONDecodeError as exc:
-        raise bad_request(f"the request body is not valid JSON: {exc}") from None
-    _object(doc, "the request body")
+    doc = _object(loads(header), "the request body")
     inputs = doc.get("inputs")
     if not isinstance(inputs, list) or not inputs:
         raise bad_request("the request needs 'inputs': a non-empty list of tensors")
@@ -89,11 +111,11 @@ def parse_infer(body: bytes, header_length: str | None, model: str, version: str
             p = _parameters(item.get("parameters"), f"output '{name}'")
             if p.get("classification"):
                 raise bad_request(f"output '{name}': the classification extension is not supported")
-            if "binary_data" in p:
-                binary[name] = bool(p["binary_data"])
+            if _flag(p, "binary_data", f"output '{name}'") is not None:
+                binary[name] = p["binary_data"]
             outputs.append(name)
     return InferRequest(model, version, decoded, outputs, request_id, binary,
-                        bool(params.get("binary_data_output", False)))
+                        bool(_flag(params, "binary_data_output", "the request")))
 
 
 def encode_infer(request: InferRequest, response: InferResponse) -> tuple[bytes, int | None]:
@@ -107,7 +129,10 @@ def encode_infer(request: InferRequest, response: InferResponse) -> tuple[bytes,
             blobs.append(data)
         else:
             flat = np.ascontiguousarray(value).reshape(-1)
-            entry["data"] = flat.astype(np.float32) if flat.dtype == np.float16 else flat
+            if flat.dtype.kind == "f" and not np.isfinite(flat).all():
+                entry["data"] = orjson.Fragment(json.dumps(flat.tolist()))  # (orjson would write null)
+            else:
+                entry["data"] = flat.astype(np.float32) if flat.dtype == np.float16 else flat
         described.append(entry)
     doc = {"model_name": response.model, "model_version": response.version, "outputs": described}
     if response.id:

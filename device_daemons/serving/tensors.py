@@ -49,16 +49,21 @@ def from_json(data, datatype: str, shape: tuple, what: str) -> np.ndarray:
     """The JSON 'data' of a tensor (flat or nested, row-major) as an array of `shape`."""
     dtype = dtype_of(datatype, what)
     try:
-        if dtype.kind == "f":
-            arr = np.array(data, dtype=dtype)
+        if dtype.kind == "f":  # numbers only (no strings or true/false), none past the datatype's range
+            arr = np.array(data)
+            if arr.size and arr.dtype.kind not in "iuf":
+                raise ValueError
+            with np.errstate(over="raise"):
+                arr = arr.astype(dtype)
         else:  # integers and bools: exact values in range, never a silent wrap or truncation
             arr = np.array(data)
             if arr.size and not _fits(arr, dtype):
                 raise ValueError
             arr = arr.astype(dtype)
-    except (ValueError, TypeError, OverflowError):
-        raise bad_request(f"{what}: 'data' must be {datatype} values (a flat or nested list of numbers"
-                          f"{' or true/false' if datatype == 'BOOL' else ''})") from None
+    except (ValueError, TypeError, OverflowError, FloatingPointError):
+        kind = "true/false" if datatype == "BOOL" else "numbers" if dtype.kind == "f" else "integers"
+        raise bad_request(f"{what}: 'data' must be {datatype} values: a flat or nested list of {kind} in the "
+                          f"datatype's range") from None
     expected = int(np.prod(shape, dtype=np.int64))
     if arr.size != expected:
         raise bad_request(f"{what}: 'data' holds {arr.size} values but shape {list(shape)} needs {expected}")

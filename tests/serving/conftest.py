@@ -32,6 +32,13 @@ layer { name: "fc" type: "InnerProduct" bottom: "sum" top: "fc" inner_product_pa
 layer { name: "prob" type: "Softmax" bottom: "fc" top: "prob" }
 """
 
+SAME_PROTO = """name: "same"
+input: "data"
+input_shape { dim: 1 dim: 1 dim: 2 dim: 3 }
+layer { name: "pool" type: "Pooling" bottom: "data" top: "pool"
+        pooling_param { pool: MAX kernel_size: 1 stride: 1 } }
+"""
+
 
 def write_ir_of(proto: str, weights: str, directory: str, **options) -> str:
     from ir import write_ir
@@ -72,6 +79,21 @@ def serving_models(tmp_path_factory, bvlc_models):
     broken = repo / "broken"  # a config.json with a key no config has: fails to load, alone
     shutil.copytree(repo / "tiny" / "1", broken / "1")
     (broken / "config.json").write_text(json.dumps({"max_batch_size": 4, "dynamic_batchin": {}}))
+    damaged = repo / "damaged" / "1"  # an IR that is not XML at all: fails to load, alone
+    damaged.mkdir(parents=True)
+    (damaged / "model.xml").write_text("garbage")
+    (damaged / "model.bin").write_bytes(b"\0" * 16)
+    shutil.copytree(repo / "tiny" / "1", repo / "tiny_all" / "1")  # two versions served at once
+    shutil.copytree(repo / "tiny" / "1", repo / "tiny_all" / "2")
+    (repo / "tiny_all" / "config.json").write_text(json.dumps({"versions": "all", "plugin_config": F32}))
+    # a pass-through net (a 1x1 max pool): an INT32 input and a UINT8 output, converted around the FP32 daemon
+    same_proto = write_text(str(d / "same.prototxt"), SAME_PROTO)
+    same_weights = str(d / "same.caffemodel")
+    make_caffemodel(same_proto, same_weights)
+    write_ir_of(same_proto, same_weights, str(repo / "same_int" / "1"))
+    (repo / "same_int" / "config.json").write_text(json.dumps({
+        "inputs": [{"name": "x", "ir_name": "data", "datatype": "INT32"}],
+        "outputs": [{"name": "y", "ir_name": "pool", "datatype": "UINT8"}], "plugin_config": F32}))
     models = {"googlenet": (g_proto, g_weights), "two_input": (t_proto, str(two / "two_input.caffemodel")),
               "tiny": (tiny_proto, tiny_weights)}
     return models, str(repo)

@@ -5,8 +5,11 @@ to pycaffe (1e-4), the repository extension, statistics and metrics, the access 
 and bad requests answered with 4xx and the protocol's {"error": ...}."""
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import socket
+import threading
 
 import httpx
 import numpy as np
@@ -233,6 +236,12 @@ def _infer_body(**tensor):
     return {"inputs": [t]}
 
 
+def _tiny_body(**tensor):
+    t = {"name": "image", "datatype": "FP32", "shape": [1, 3, 16, 16], "data": [0.0] * 768}
+    t.update(tensor)
+    return {"inputs": [t]}
+
+
 _BINARY_HEADER = (b'{"inputs": [{"name": "data", "datatype": "FP32", "shape": [1, 3, 224, 224], '
                   b'"parameters": {"binary_data_size": 602112}}]}')
 BAD_REQUESTS = [  # (path, body or bytes, headers, status, words the error must say)
@@ -255,6 +264,12 @@ BAD_REQUESTS = [  # (path, body or bytes, headers, status, words the error must 
     ("googlenet/versions/7/infer", _infer_body(), {}, 404, "no version '7'"),
     ("googlenet/infer", b"x" * (5 << 20), {}, 413, "larger than the server's limit"),
     ("googlenet/infer", _infer_body(), {"Content-Encoding": "gzip"}, 415, "not supported"),
+    # JSON data of another type than the datatype's: refused, not converted
+    ("tiny_batched/infer", _tiny_body(data=["1.5"] * 768), {}, 400, "list of numbers"),
+    ("tiny_batched/infer", _tiny_body(data=[True] * 768), {}, 400, "list of numbers"),
+    ("tiny_batched/infer", _tiny_body(data=[1e300] * 768), {}, 400, "in the datatype's range"),
+    ("tiny_batched/infer", {**_tiny_body(), "outputs": [{"name": "prob", "parameters": {"binary_data": "false"}}]},
+     {}, 400, "'binary_data' must be true or false"),
 ]
 
 
@@ -314,3 +329,124 @@ def test_bad_grpc_requests_and_the_server_keeps_serving(server):
     t = grpcclient.InferInput("data", [1, 3, 224, 224], "FP32")
     t.set_data_from_numpy(x)
     assert grpc.infer("googlenet", [t]).as_numpy("prob").shape == (1, 1000)
+
+
+def test_every_models_statistics_the_config_over_grpc_and_unknown_routes(server):
+    http = httpclient.InferenceServerClient(server.http)
+    grpc = grpcclient.InferenceServerClient(server.grpc)
+    every = {e["name"] for e in http.get_inference_statistics()["model_stats"]}  # GET /v2/models/stats
+    assert {"googlenet", "two_input", "tiny_batched", "tiny_u8"} <= every
+    # Triton's ModelConfig over gRPC: the REST configuration, in its model_config.proto fields
+    rest = http.get_model_config("tiny_batched")
+    g = grpc.get_model_config("tiny_batched", as_json=True)["config"]
+    assert (g["name"], g["platform"], g["max_batch_size"]) == (rest["name"], rest["platform"], 8)
+    for key in ("input", "output"):
+        assert [(t["name"], t["data_type"], [int(d) for d in t["dims"]]) for t in g[key]] == \
+            [(t["name"], t["data_type"], t["dims"]) for t in rest[key]]
+    assert int(g["dynamic_batching"]["max_queue_delay_microseconds"]) == 20000
+    assert g["instance_group"][0]["kind"] == "KIND_CPU" and g["parameters"]["device"]["string_value"] == "CPU"
+    # a route the protocol does not have: the protocol's error body, which tritonclient reads
+    reply = httpx.get(f"{server.url}/v2/nosuch", timeout=30)
+    assert reply.status_code == 404 and "no such route" in reply.json()["error"]
+    with pytest.raises(InferenceServerException, match="no such route"):
+        http.get_trace_settings()
+
+
+def test_non_finite_values_travel_as_triton_writes_them(server):
+    """NaN and (-)Infinity in JSON as the tokens Triton reads and writes (and Python's
+    json, tritonclient's parser, reads): an input with +inf gives NaN outputs, the same
+    in JSON as in the binary form."""
+    x = rand((1, 3, 16, 16), 11)
+    x[0, 0, 3, 3] = np.inf
+    body = json.dumps(_tiny_body(data=x.ravel().tolist()))  # (Python's json writes Infinity)
+    assert "Infinity" in body
+    reply = httpx.post(f"{server.url}/v2/models/tiny_batched/infer", content=body, timeout=60)
+    assert reply.status_code == 200, reply.text
+    assert "NaN" in reply.text and "null" not in reply.text
+    (tensor,) = reply.json()["outputs"]
+    as_json = np.array(tensor["data"], np.float32).reshape(tensor["shape"])
+    http = httpclient.InferenceServerClient(server.http)
+    t = httpclient.InferInput("image", [1, 3, 16, 16], "FP32")
+    t.set_data_from_numpy(x)
+    binary = http.infer("tiny_batched", [t]).as_numpy("prob")
+    assert not np.isfinite(binary).all()
+    np.testing.assert_array_equal(as_json, binary)
+    json_out = http.infer("tiny_batched", [t], outputs=[httpclient.InferRequestedOutput("prob", binary_data=False)])
+    np.testing.assert_array_equal(json_out.as_numpy("prob"), binary)
+
+
+def test_integer_inputs_exactly_integer_outputs_saturated(server):
+    """A pass-through net with an INT32 input and a UINT8 output: values come back
+    rounded and saturated at 0 and 255, never wrapped; an INT32 value FP32 cannot hold
+    exactly is refused."""
+    http = httpclient.InferenceServerClient(server.http)
+    http.load_model("same_int")
+    try:
+        x = np.array([[[[-5, 0, 3], [255, 300, 16777216]]]], np.int32)
+        t = httpclient.InferInput("x", [1, 1, 2, 3], "INT32")
+        t.set_data_from_numpy(x)
+        y = http.infer("same_int", [t]).as_numpy("y")
+        assert y.dtype == np.uint8 and y.tolist() == [[[[0, 0, 3], [255, 255, 255]]]]
+        x[0, 0, 0, 0] = 16777217
+        t.set_data_from_numpy(x)
+        with pytest.raises(InferenceServerException, match="cannot hold exactly"):
+            http.infer("same_int", [t])
+    finally:
+        http.unload_model("same_int")
+
+
+def test_versions_a_damaged_ir_and_a_reload_that_fails(server, serving_models):
+    _, repo = serving_models
+    http = httpclient.InferenceServerClient(server.http)
+    http.load_model("tiny_all")
+    config = f"{repo}/tiny_all/config.json"
+    with open(config) as f:
+        original = f.read()
+    try:
+        # every version that serves is listed (Triton: the versions a request may name)
+        assert http.get_model_metadata("tiny_all")["versions"] == ["1", "2"]
+        assert http.get_model_metadata("tiny_all", "1")["versions"] == ["1"]
+        # a damaged IR fails to load alone, with the file named; the server stays ready
+        with pytest.raises(InferenceServerException, match="not well-formed XML"):
+            http.load_model("damaged")
+        (entry,) = [m for m in http.get_model_repository_index() if m["name"] == "damaged"]
+        assert entry["state"] == "UNAVAILABLE" and "model.xml" in entry["reason"]
+        # a reload that fails (a bad device, versions that are not there) leaves what serves serving
+        x = rand((1, 3, 16, 16), 12)
+        t = httpclient.InferInput("data", [1, 3, 16, 16], "FP32")
+        t.set_data_from_numpy(x)
+        before = http.infer("tiny_all", [t]).as_numpy("prob")
+        for bad, words in (({"versions": "all", "device": "NOSUCH"}, "NOSUCH"), ({"versions": [7]}, "has only")):
+            with open(config, "w") as f:
+                json.dump(bad, f)
+            with pytest.raises(InferenceServerException, match=words):
+                http.load_model("tiny_all")
+            assert http.is_server_ready() and http.is_model_ready("tiny_all", "1")
+            states = {m.get("version"): m.get("state") for m in http.get_model_repository_index()
+                      if m["name"] == "tiny_all"}
+            assert states == {"1": "READY", "2": "READY"}, states
+            np.testing.assert_array_equal(http.infer("tiny_all", [t]).as_numpy("prob"), before)
+    finally:
+        with open(config, "w") as f:
+            f.write(original)
+        http.unload_model("tiny_all")
+
+
+def test_an_unload_during_a_load_is_done_after_it(server, serving_models):
+    """Loads and unloads of a model run in the order they came: an unload sent while a
+    Caffe model converts on load waits for the load, then unloads (the last one wins)."""
+    _, repo = serving_models
+    shutil.copytree(f"{repo}/two_input", f"{repo}/two_input_race")
+    try:
+        start = len(server.lines)
+        loaded = {}
+        loader = threading.Thread(target=lambda: loaded.update(
+            status=httpx.post(f"{server.url}/v2/repository/models/two_input_race/load", timeout=300).status_code))
+        loader.start()
+        server.wait_for(r"model two_input_race version 1: converting", 60, start)
+        unload = httpx.post(f"{server.url}/v2/repository/models/two_input_race/unload", timeout=300)
+        loader.join(300)
+        assert loaded["status"] == 200 and unload.status_code == 200, unload.text
+        assert not httpclient.InferenceServerClient(server.http).is_model_ready("two_input_race")
+    finally:
+        shutil.rmtree(f"{repo}/two_input_race")

@@ -82,6 +82,9 @@ def test_token_and_tls_on_rest_and_grpc(serving_models, tmp_path):
             assert client.get(srv.url + "/v2/models/tiny", headers={"Authorization": "Bearer wrong"}).status_code == 401
             assert client.get(srv.url + "/metrics").status_code == 401
             assert client.get(srv.url + "/v2/models/tiny", headers=auth).json()["name"] == "tiny"
+            # (the scheme is case-insensitive, RFC 9110 11.1)
+            lower = {"Authorization": f"bearer  {TOKEN}"}
+            assert client.get(srv.url + "/v2/models/tiny", headers=lower).json()["name"] == "tiny"
         with pytest.raises((httpx.ConnectError, httpx.RemoteProtocolError)):  # TLS only: plain HTTP is not answered
             httpx.get(f"http://127.0.0.1:{srv.http_port}/v2/health/live", timeout=5)
 
@@ -113,6 +116,13 @@ def test_a_public_bind_needs_a_token_or_insecure(serving_models, tmp_path):
     proc = serve_cli("--model_repository", repo, "--host", "0.0.0.0", "--http-port", "0", "--grpc-port", "0")
     assert proc.returncode == 1, proc.stderr
     assert "[ ERROR ]" in proc.stderr and "--insecure" in proc.stderr and "Traceback" not in proc.stderr
+    # a key that is not the certificate's: said at start, before any port is bound
+    cert, _ = self_signed(str(tmp_path))
+    (tmp_path / "other").mkdir()
+    _, other_key = self_signed(str(tmp_path / "other"))
+    proc = serve_cli("--model_repository", repo, "--tls-cert", cert, "--tls-key", other_key, "--http-port", "0",
+                     "--grpc-port", "0")
+    assert proc.returncode == 1 and "cannot be used together" in proc.stderr and "Traceback" not in proc.stderr
     open_token = token_file(str(tmp_path), 0o644)
     proc = serve_cli("--model_repository", repo, "--auth-token-file", open_token, "--http-port", "0",
                      "--grpc-port", "0")
