@@ -38,6 +38,10 @@ def run(args) -> int:
     if ctx.stop_message:  # e.g. --tensorflow_custom_operations_config_update: done, no IR
         print("[ SUCCESS ] " + ctx.stop_message)
         return 0
+    plan = None
+    if options.validate:  # (what it needs - its inputs, a model it can run - checked before anything is written)
+        from cli.validation import plan_checked
+        plan = plan_checked(ctx)
     name = ctx.network.name
     xml_path = os.path.join(args.output_dir, name + ".xml")
     bin_path = os.path.join(args.output_dir, name + ".bin")
@@ -56,7 +60,7 @@ def run(args) -> int:
         print("[ SUCCESS ] XML file: {}".format(os.path.abspath(xml_path)))
         print("[ SUCCESS ] BIN file: {}".format(os.path.abspath(bin_path)))
         print("[ SUCCESS ] Total execution time: {:.2f} seconds.".format(time.perf_counter() - start))
-    if options.validate:
+    if plan is not None:
         from cli.validation import validate_written_ir
-        validate_written_ir(ctx, xml_path, bin_path)
+        validate_written_ir(ctx, plan, xml_path, bin_path)
     return 0

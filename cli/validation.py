@@ -7,9 +7,18 @@ from __future__ import annotations
 from core.errors import Error
 
 
-def validate_written_ir(ctx, xml_path: str, bin_path: str) -> None:
-    from core.validate import plan_validation, validate
+def plan_checked(ctx):
+    """The comparisons to make (core.validate.Plan), and the inputs they will use checked
+    (--validate_input's arrays: there, of the right names and shapes): before the IR is
+    written, so that a mistake there leaves no files."""
+    from core.validate import inputs_for, plan_validation
     plan = plan_validation(ctx)
+    inputs_for(plan, ctx.options)
+    return plan
+
+
+def validate_written_ir(ctx, plan, xml_path: str, bin_path: str) -> None:
+    from core.validate import validate
 
     def run_ir(inputs: dict, layers: list) -> dict:
         from device_daemons.client import IECore

@@ -6,6 +6,7 @@ this order: to see what runs, and when, read PIPELINE.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -33,6 +34,7 @@ class Context:
     timings: list = field(default_factory=list)
     stop_message: str | None = None              # a step ended the conversion early, on purpose (no IR)
     support_json: str | None = None              # the OD API support JSON chosen from the graph
+    preprocess: tuple = ({}, {})                 # (--mean_values, --scale_values) by IR input name (or None)
 
 
 # --- passes -------------------------------------------------------------------
@@ -204,10 +206,25 @@ def preprocessing(ctx):
                     "input channels.", faq=19)
     if o.scale is not None and o.scale == 0:
         raise Error("--scale must not be 0: the input would be divided by zero.", faq=97)
-    names = [n for s in ctx.new_inputs for n in s.input_names or [s.node.name]] if o.input else []
-    mean = parse_values(o.mean_values, "--mean_values", names, faq_parse=58, faq_names=60, faq_count=62)
-    scale = parse_values(o.scale_values, "--scale_values", names, faq_parse=58, faq_names=61, faq_count=63)
+    if o.scale is not None and not math.isfinite(o.scale):
+        raise Error("--scale {} is not a finite number.", o.scale, faq=97)
+    names = [n for s in ctx.new_inputs for n in s.input_names or [s.name]] if o.input else []
+    mean = _input_names(ctx, parse_values(o.mean_values, "--mean_values", names, faq_parse=58, faq_names=60,
+                                          faq_count=62))
+    scale = _input_names(ctx, parse_values(o.scale_values, "--scale_values", names, faq_parse=58, faq_names=61,
+                                           faq_count=63))
+    ctx.preprocess = (mean, scale)  # (--validate applies them to the framework's input)
     add_preprocessing(ctx.graph, mean, scale, o.scale, o.reverse_input_channels, fusing=not o.disable_fusing)
+
+
+def _input_names(ctx, values: dict) -> dict:
+    """Values named as the user may name an input: the IR input's name, its tensor name
+    (NAME:0) or the --input entry that made it (relu1:0, 0:relu1), as the reference took them."""
+    aliases = {s.text: s.input_names[0] for s in ctx.new_inputs if len(s.input_names or ()) == 1}
+    for param in ctx.graph.op_nodes(op="Parameter"):
+        aliases.setdefault(param.name + ":0", param.name)
+    known = {param.name for param in ctx.graph.op_nodes(op="Parameter")}
+    return {name if name in known else aliases.get(name, name): v for name, v in values.items()}
 
 
 def lower_batch_norm(ctx):

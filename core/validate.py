@@ -130,6 +130,8 @@ class Plan:
     pairs: list = field(default_factory=list)    # [Pair] in the IR's order
     producers: dict = field(default_factory=dict)  # layer -> [input layers]
     graph_def: bytes | None = None               # TensorFlow: the GraphDef the converter read
+    mean: dict = field(default_factory=dict)     # --mean_values / --scale_values by IR input name (None: the
+    scale: dict = field(default_factory=dict)    # only input), as the converter resolved them
     prototxt: str | None = None                  # Caffe: the deploy prototxt and the weights
     weights: str | None = None
 
@@ -142,11 +144,11 @@ def _input_tensor(ctx, param) -> str:
     for spec in ctx.new_inputs:
         if param.name not in (spec.input_names or []):
             continue
+        if param.name == spec.name:  # the node itself (an input, or a node fed by constants only)
+            return spec.name + ":0"
+        if param.name.startswith(spec.name + "/output_port_"):
+            return "{}:{}".format(spec.name, param.name.rsplit("_", 1)[1])
         node = spec.node
-        if param.name == node.name:
-            return node.name + ":0"
-        if param.name.startswith(node.name + "/output_port_"):
-            return "{}:{}".format(node.name, param.name.rsplit("_", 1)[1])
         port = int(param.name.rsplit("_", 1)[1])
         from core.front.tf.tf_subgraph import tensor_key
         texts = [t for t in node.pb.input if not t.startswith("^")]
@@ -159,7 +161,7 @@ def plan_validation(ctx) -> Plan:
     """The comparisons for the converted network (call after emit, on ctx.graph)."""
     o = ctx.options
     graph = ctx.graph
-    plan = Plan(o.framework)
+    plan = Plan(o.framework, mean=ctx.preprocess[0], scale=ctx.preprocess[1])
     if o.framework == "tf":
         plan.graph_def = graph.graph["tf_graph_def"].SerializeToString()
     else:
@@ -219,7 +221,6 @@ def _pair_outputs(graph, plan: Plan, unmatched: list):
 # --------------------------------------------------------------------------- running
 def inputs_for(plan: Plan, o) -> tuple[dict, dict, str]:
     """({IR input: array}, {framework input: array}, where they came from)."""
-    from core.front.cli_values import parse_values
     names = [name for name, _, _, _ in plan.inputs]
     fw_shapes = {name: (np.array(dims)[[0, 2, 3, 1]].tolist() if nchw else dims)
                  for name, _, nchw, dims in plan.inputs}
@@ -234,9 +235,6 @@ def inputs_for(plan: Plan, o) -> tuple[dict, dict, str]:
         rng = np.random.default_rng(SEED)
         given = {name: rng.standard_normal(fw_shapes[name]).astype(np.float32) for name in names}
         source = "seeded standard normal noise (seed {})".format(SEED)
-    option_names = [n for n in names] if o.input else []
-    mean = parse_values(o.mean_values, "--mean_values", option_names, faq_parse=58, faq_names=60, faq_count=62)
-    scale = parse_values(o.scale_values, "--scale_values", option_names, faq_parse=58, faq_names=61, faq_count=63)
     ir_in, fw_in = {}, {}
     for name, tensor, nchw, dims in plan.inputs:
         x = np.asarray(given[name], dtype=np.float32)
@@ -244,7 +242,7 @@ def inputs_for(plan: Plan, o) -> tuple[dict, dict, str]:
             raise Error("--validate_input: the array for input '{}' has the shape {}, the IR's input takes {} (in the "
                         "framework's layout).", name, list(x.shape), fw_shapes[name])
         ir_in[name] = np.ascontiguousarray(x.transpose(TO_NCHW)) if nchw else x
-        fw_in[tensor] = _preprocessed(x, name, plan, o, mean, scale, len(names))
+        fw_in[tensor] = _preprocessed(x, name, plan, o, plan.mean, plan.scale, len(names))
     return ir_in, fw_in, source
 
 
@@ -268,7 +266,7 @@ def _preprocessed(x, name, plan, o, mean, scale, n_inputs):
         x = x - np.asarray(m, np.float32).reshape(shape if np.size(m) > 1 else [1] * x.ndim)
     if s is not None:
         x = x / np.asarray(s, np.float32).reshape(shape if np.size(s) > 1 else [1] * x.ndim)
-    return np.ascontiguousarray(x, dtype=np.float32)
+    return np.array(x, dtype=np.float32, order="C")  # (ascontiguousarray would make a scalar 1-D)
 
 
 def run_framework(plan: Plan, fw_inputs: dict, tensors: list[str]) -> dict:

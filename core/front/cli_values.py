@@ -77,7 +77,12 @@ def parse_values(text: str | None, what: str, input_names: list[str], faq_parse=
     text = text.strip()
     if re.fullmatch(r"(\s*[^\[\](),]+\[[^\]]*\]\s*,?)+", text):  # name[values],name[values]
         named = re.findall(r"([^\[\](),]+)\[([^\]]*)\]", text)
-        return {name.strip(): _floats(values, text, what, faq_parse) for name, values in named}
+        names = [name.strip() for name, _ in named]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise Error("{} \"{}\" gives values for {} more than once; give each input's values once.", what, text,
+                        ", ".join(twice), faq=faq_parse)
+        return {name: _floats(values, text, what, faq_parse) for name, (_, values) in zip(names, named)}
     groups = _GROUP.findall(text)
     if not groups or _GROUP.sub("", text).replace(",", "").strip():
         raise Error("{} \"{}\" cannot be parsed. Values cannot be parsed: write them as (R,G,B), [R,G,B] or "

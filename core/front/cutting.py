@@ -6,7 +6,9 @@ Rules from the reference guide's Inception V1 walk-through:
   producer becomes the last layer.
 - --input NODE feeds every dynamic input port of NODE from a new Input layer
   named NODE/placeholder_port_N (an original Input is just kept); PORT:NODE feeds
-  only that port; NODE:PORT makes that output tensor an input.
+  only that port; NODE:PORT makes that output tensor an input. A NODE no model data
+  flows into (a constant, a PlaceholderWithDefault) becomes an Input of its name that
+  replaces its output, as the reference does.
 - Without --input_shape a new input's shape is inferred from the original model;
   with it, the part before the cut is not inferred at all. A node with several
   dynamic inputs and a shape needs PORT:NODE (FAQ #30).
@@ -31,6 +33,7 @@ class NewInput:
     shape: np.ndarray | None
     text: str
     input_names: list = None   # the IR Input layers this entry became
+    name: str = ""             # the node's name (the node itself may be gone after the cut)
 
 
 def dynamic_in_ports(node) -> list[int]:
@@ -99,7 +102,7 @@ def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: i
         if shapes and len(params) != 1:
             raise Error("No or multiple placeholders in the model ({}), but only one shape is provided, cannot set "
                         "it. Name the input with --input.", len(params), faq=31)
-        return [NewInput(params[0], None, None, shapes[0], params[0].name)] if shapes else []
+        return [NewInput(params[0], None, None, shapes[0], params[0].name, name=params[0].name)] if shapes else []
     if shapes and len(shapes) != len(names):
         raise Error("{} inputs were named with --input but {} shapes given with --input_shape.", len(names),
                     len(shapes), faq=57)
@@ -116,7 +119,7 @@ def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: i
             raise Error("Node {} has more than 1 input and input shapes were provided. Try not to provide input "
                         "shapes or specify input port with PORT:NODE notation, where PORT is an integer.",
                         node.name, faq=30)
-        result.append(NewInput(node, in_port, out_port, shape, text))
+        result.append(NewInput(node, in_port, out_port, shape, text, name=node.name))
     return result
 
 
@@ -141,6 +144,9 @@ def cut_inputs(graph, new_inputs: list[NewInput], infer_shapes_of, inputs_named:
                             "{}/output_port_{}".format(node.name, spec.out_port)))
             continue
         ports = [spec.in_port] if spec.in_port is not None else dynamic_in_ports(node)
+        if not ports:  # fed by constants only: its output is the input
+            tensors.append((spec, node.out_node(0), None, None, node.name))
+            continue
         for p in ports:
             tensors.append((spec, node.in_node(p), node, p, "{}/placeholder_port_{}".format(node.name, p)))
 
@@ -186,7 +192,7 @@ def set_input_shapes(graph, new_inputs: list[NewInput], batch: int | None):
         if shape is None:
             raise Error("Input \"{}\" has no shape in the model. Please provide it with --input_shape.", node.name,
                         faq=56)
-        if batch is not None:
+        if batch is not None and len(shape):  # (a scalar input has no batch: the reference leaves it)
             shape = np.array(shape, dtype=np.int64)
             shape[0] = batch
             node.shape = shape

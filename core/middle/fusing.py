@@ -19,7 +19,7 @@ FUSABLE = ("Convolution", "FullyConnected")
 
 def _channels(node):
     shape = node.in_node(0).shape
-    return int(shape[1]) if len(shape) > 1 else int(shape[0])
+    return int(shape[1]) if len(shape) > 1 else int(shape[0]) if len(shape) else 1
 
 
 def _vec(node, name):

@@ -1,7 +1,9 @@
 """--mean_values, --scale_values, --scale and --reverse_input_channels.
 
 The IR input takes raw data; the model sees (reverse(x) - mean) / scale, with
-mean and scale in the model's channel order. The ops added here are linear, so
+mean and scale in the model's channel order. An input kept NHWC
+(--disable_nhwc_to_nchw) gets them after the Permute that makes it NCHW, where
+its channels are axis 1 as everywhere else. The ops added here are linear, so
 fusing folds them into the first Convolution where that is exact; otherwise they
 stay as a ScaleShift. The channel reversal is folded into the weights of the
 convolutions that read the input, or becomes a 1x1 permutation Convolution.
@@ -57,6 +59,9 @@ def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float
             raise Error("Input with name {} not found! The inputs are: {}.", name, ", ".join(sorted(known)), faq=82)
     for param in inputs:
         data = param.out_node(0)
+        for reader in data.consumers():
+            if reader.soft_get("input_to_nchw"):
+                data = reader.out_node(0)
         shape = data.shape
         mean = _values_for(mean_values, param.name, len(inputs))
         scl = _values_for(scale_values, param.name, len(inputs))

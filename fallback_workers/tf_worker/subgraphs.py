@@ -18,6 +18,7 @@ from core.microkernel import ALLOWED_DTYPES, RemoteError
 from core.services import tf_worker as contract
 
 _PLACEHOLDERS = ("Placeholder",)
+_FEEDABLE = _PLACEHOLDERS + ("PlaceholderWithDefault",)  # inputs a loaded sub-graph may be fed at (--input t)
 
 
 def _first_lines(exc: Exception, n: int = 6) -> str:
@@ -173,7 +174,7 @@ class Subgraphs:
         graph = self._import(a["graph"], a["outputs"])
         inputs = [self._tensor(graph, name) for name in a["inputs"]]
         for tensor in inputs:
-            if tensor.op.type not in _PLACEHOLDERS:
+            if tensor.op.type not in _FEEDABLE:
                 raise RemoteError(contract.GRAPH, "input '{}' is not a Placeholder ({})".format(tensor.name,
                                                                                               tensor.op.type))
         outputs = [self._tensor(graph, name) for name in a["outputs"]]

@@ -110,6 +110,11 @@ def test_bad_options(tmp_path, good):
     res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--scale", "2",
                   "--scale_values", "(1,2,3)")
     assert_clean_failure(*res, tmp_path / "out", "#19")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--mean_values",
+                  "data[1,2,3],data[4,5,6]")
+    assert_clean_failure(*res, tmp_path / "out", "values for data more than once")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--scale", "inf")
+    assert_clean_failure(*res, tmp_path / "out", "not a finite number", "#97")
     res = run_cli("convert", "--bogus")
     assert res[0] == 1 and "[ ERROR ]" in res[2] and "Traceback" not in res[2]
 

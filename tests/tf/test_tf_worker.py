@@ -86,6 +86,12 @@ def test_a_missing_worker_python(saved_models, tmp_path):
     assert_clean_failure(*res, tmp_path / "out", "no/python", "does not exist")
 
 
+def test_a_saved_models_graph_file_as_input_model(saved_models, tmp_path):
+    directory = options(saved_models, "tf2_saved_model")["saved_model_dir"]
+    res = run_convert(tmp_path, "--input_model", os.path.join(directory, "saved_model.pb"))
+    assert_clean_failure(*res, tmp_path / "out", "graph file of a SavedModel", "--saved_model_dir " + directory)
+
+
 def test_not_a_saved_model(tmp_path):
     (tmp_path / "empty").mkdir()
     res = run_convert(tmp_path, "--saved_model_dir", str(tmp_path / "empty"))

@@ -71,11 +71,11 @@ def test_a_fused_caffe_model_validates(ie, tmp_path):
 
 
 def test_a_perturbed_caffe_weight_is_named(ie, caffe_model, tmp_path):
-    from cli.validation import validate_written_ir
+    from cli.validation import plan_checked, validate_written_ir
     ctx, xml, bin_path = converted(tmp_path, input_model=caffe_model, input_proto=CAFFE_NET, validate_layers=True)
     perturb(xml, bin_path, "conv2")
     with pytest.raises(Error) as info:
-        validate_written_ir(ctx, xml, bin_path)
+        validate_written_ir(ctx, plan_checked(ctx), xml, bin_path)
     text = str(info.value)
     # the saturated softmax output hides it; the layer comparison does not
     assert "Validation failed" in text and "tensor 'conv2'" in text and "The first layer that diverges is 'conv2'" in text
@@ -90,17 +90,17 @@ def test_tf_model_with_an_offloaded_sub_graph_validates(ie, offload_graphs, tmp_
 
 
 def test_a_perturbed_tf_weight_is_named_and_fails_the_cli(ie, offload_graphs, tmp_path):
-    from cli.validation import validate_written_ir
+    from cli.validation import plan_checked, validate_written_ir
     ctx, xml, bin_path = converted(tmp_path, input_model=offload_graphs.path("composite_head"), batch=1,
                                    tensorflow_subgraph_patterns="head/.*", validate_layers=True)
     perturb(xml, bin_path, "stem/Conv2D")
     with pytest.raises(Error) as info:
-        validate_written_ir(ctx, xml, bin_path)
+        validate_written_ir(ctx, plan_checked(ctx), xml, bin_path)
     assert "The first layer that diverges is 'stem/Conv2D' (Convolution)" in str(info.value)
     # without --validate_layers the message says how to find the layer
     ctx.options.validate_layers = False
     with pytest.raises(Error, match="--validate_layers names the first layer that diverges"):
-        validate_written_ir(ctx, xml, bin_path)
+        validate_written_ir(ctx, plan_checked(ctx), xml, bin_path)
 
 
 def test_keras_resnet50_validates(ie, keras_apps, tmp_path):
@@ -145,4 +145,6 @@ def test_validate_input_of_the_wrong_shape(ie, offload_graphs, tmp_path):
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 9, 9), np.float32))  # NCHW: the framework's layout is NHWC
     code, out, err = validate_cli(tmp_path, "--input_model", offload_graphs.path("conv_weights"), "-b", "1",
                                   "--validate_input", str(tmp_path / "x.npy"))
-    assert code == 1 and "the array for input 'x' has the shape [1, 3, 9, 9]" in err and "[1, 9, 9, 3]" in err
+    # checked before the IR is written: nothing is left behind
+    assert_clean_failure(code, out, err, tmp_path / "out", "the array for input 'x' has the shape [1, 3, 9, 9]",
+                         "[1, 9, 9, 3]")

@@ -57,6 +57,12 @@ def _looks_like_text(raw: bytes) -> bool:
     return all(ch.isprintable() or ch in "\n\r\t" for ch in text)
 
 
+def _is_saved_model(path: str) -> bool:
+    """A SavedModel's saved_model.pb (next to its variables/ directory)."""
+    return os.path.basename(path) == "saved_model.pb" or os.path.isdir(
+        os.path.join(os.path.dirname(os.path.abspath(path)), "variables"))
+
+
 def load_graph_def(path: str, is_text: bool = False):
     """The GraphDef of a frozen graph file."""
     pb2 = tf_pb2()
@@ -86,6 +92,10 @@ def load_graph_def(path: str, is_text: bool = False):
         try:
             graph.ParseFromString(raw)
         except (pb_message.DecodeError, RuntimeError, ValueError) as exc:
+            if _is_saved_model(path):
+                raise FrameworkError("The model file '{}' is the graph file of a SavedModel, not a frozen graph: "
+                                     "convert its directory with --saved_model_dir {}.", path,
+                                     os.path.dirname(os.path.abspath(path)), faq=43) from None
             raise FrameworkError(
                 "Cannot pre-process TensorFlow graph after reading from model file '{}': it is not a valid binary "
                 "GraphDef ({}). The file is corrupt, truncated or has an unsupported format; a text graph needs "

@@ -218,7 +218,8 @@ def _inputs_and_outputs(graph, lw, keep_nhwc: bool):
             for _, v, key, a in list(graph.out_edges(data.id, keys=True, data=True)):
                 graph.remove_edge(data.id, v, key)
                 graph.add_edge(new.id, v, **a)
-            op = lw.new_op(param.name + "/to_nchw", Permute, {"order": list(TO_NCHW)})
+            # (preprocessing.py puts --mean_values and the like after it, where channels are axis 1)
+            op = lw.new_op(param.name + "/to_nchw", Permute, {"order": list(TO_NCHW), "input_to_nchw": True})
             graph.connect(data, op, inp=0)
             graph.connect(op, new, out=0)
         else:

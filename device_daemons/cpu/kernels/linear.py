@@ -1,10 +1,15 @@
-"""ScaleShift (y = weights[c] * x + biases[c], channel axis 1) and Eltwise
+"""ScaleShift (y = weights[c] * x + biases[c], channel axis 1; a 1-D tensor's axis 0; a
+scalar is one channel) and Eltwise
 (sum with optional coefficients, mul, max over any number of same-shaped inputs)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .base import Kernel, broadcast_shape, channel_vector, register
+
+
+def _channels(shape) -> int:
+    return shape[1] if len(shape) > 1 else shape[0] if len(shape) else 1
 
 
 @register("ScaleShift")
@@ -22,7 +27,7 @@ class ScaleShift(Kernel):
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
         shape = input_shapes[0]
-        channels = shape[1] if len(shape) > 1 else shape[0]
+        channels = _channels(shape)
         for blob, what in ((self.weights, "the 'weights' blob"), (self.biases, "the 'biases' blob")):
             if blob is not None:
                 channel_vector(self, blob, channels, what)
@@ -35,14 +40,14 @@ class ScaleShift(Kernel):
                 if v is None:
                     return None
                 v = channel_vector(self, v, channels, "a blob")
-                return broadcast_shape(v, ndim) if ndim > 1 else v
+                return broadcast_shape(v, ndim) if ndim > 1 else v if ndim else v.reshape(())
             self._w, self._b = prep(self.weights), prep(self.biases)
             self._key = key
         return self._w, self._b
 
     def forward(self, inputs):
         x = inputs[0]
-        channels = x.shape[1] if x.ndim > 1 else x.shape[0]
+        channels = _channels(x.shape)
         w, b = self._vectors(x.ndim, channels)
         out = x if self.inplace else None
         if w is not None:

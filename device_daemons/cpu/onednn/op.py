@@ -31,7 +31,7 @@ import weakref
 import numpy as np
 
 from .library import NativeUnavailable
-from .primitives import Attr, Desc, Memory, Primitive, reorder_pd
+from .primitives import PLAIN_TAGS, Attr, Desc, Memory, Primitive, reorder_pd
 
 OPS: dict[str, type] = {}
 
@@ -86,6 +86,8 @@ class NativeOp:
     def follow(self, desc, shape):
         """The layout of an input as it is (a numpy array: plain f32); the op then computes
         in its type."""
+        if desc is None and len(shape) not in PLAIN_TAGS:  # (a scalar: numpy runs it)
+            raise Unsupported(f"oneDNN takes tensors of 1 to {max(PLAIN_TAGS)} dimensions, not {len(shape)}")
         desc = desc or Desc.plain(self.d, shape)
         self.dt = desc.dt
         return desc

@@ -1,0 +1,56 @@
+"""Builder of the graphs of test_tf_input_kinds.py, run with this interpreter in a
+subprocess (TensorFlow never loads into the pytest process):
+`python input_kinds_graphs.py OUT_DIR` writes
+
+- scalars.pb: x [1, 4], k a scalar Placeholder, t a PlaceholderWithDefault (2.0);
+  out = x * k + t
+- two_inputs.pb: x, y [1, 8, 8, 3] NHWC -> add -> conv 3x3 -> bias -> relu -> mean
+  over H, W (out)
+- reference.npz: raw images x, y (0..255) and TensorFlow's `out` of two_inputs.pb on
+  them preprocessed as the tests' options say: x' = (reverse(x) - [1, 2, 3]) /
+  [2, 3, 4], y' = reverse(y) - [4, 5, 6]
+"""
+import os
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+tf1 = tf.compat.v1
+tf1.disable_eager_execution()
+MEAN_X, SCALE_X, MEAN_Y = [1.0, 2.0, 3.0], [2.0, 3.0, 4.0], [4.0, 5.0, 6.0]
+
+
+def freeze(graph, sess, outputs, path):
+    frozen = tf1.graph_util.convert_variables_to_constants(sess, graph.as_graph_def(), outputs)
+    with open(path, "wb") as f:
+        f.write(frozen.SerializeToString())
+
+
+def main(out_dir):
+    rng = np.random.default_rng(5)
+    g = tf1.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [1, 4], name="x")
+        k = tf1.placeholder(tf.float32, [], name="k")
+        t = tf1.placeholder_with_default(tf.constant(2.0), [], name="t")
+        tf.identity(x * k + t, name="out")
+        with tf1.Session(graph=g) as sess:
+            freeze(g, sess, ["out"], os.path.join(out_dir, "scalars.pb"))
+    g = tf1.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [1, 8, 8, 3], name="x")
+        y = tf1.placeholder(tf.float32, [1, 8, 8, 3], name="y")
+        conv = tf.nn.conv2d(x + y, rng.standard_normal((3, 3, 3, 4)).astype(np.float32) * 0.1, 1, "SAME")
+        relu = tf.nn.relu(tf.nn.bias_add(conv, rng.standard_normal(4).astype(np.float32)), name="relu")
+        out = tf.reduce_mean(relu, axis=[1, 2], name="out")
+        raw_x = rng.uniform(0, 255, (1, 8, 8, 3)).astype(np.float32)
+        raw_y = rng.uniform(0, 255, (1, 8, 8, 3)).astype(np.float32)
+        with tf1.Session(graph=g) as sess:
+            freeze(g, sess, ["out"], os.path.join(out_dir, "two_inputs.pb"))
+            ref = sess.run(out, {x: (raw_x[..., ::-1] - MEAN_X) / SCALE_X, y: raw_y[..., ::-1] - MEAN_Y})
+    np.savez(os.path.join(out_dir, "reference.npz"), x=raw_x, y=raw_y, out=ref)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,76 @@
+"""Inputs that are not plain 4-D images, as the reference converted them: --input
+naming a node no model data flows into (a PlaceholderWithDefault becomes an input of
+its name), -b and --scale with a scalar input, and --mean_values / --scale_values /
+--reverse_input_channels on inputs kept NHWC (--disable_nhwc_to_nchw) or named as
+TensorFlow names tensors (x:0) or as --input named them (relu:0, 0:out). Checked on
+the CPU daemon against TensorFlow's outputs (made in a subprocess) or the graphs'
+own arithmetic."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ir import read_ir
+from tests.tf.tf_helpers import convert_model, rel_err, run_on_daemon
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+X = np.array([[0.5, -1.0, 2.0, 3.0]], np.float32)
+K = np.array(3.0, np.float32)
+
+
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("input_kinds")
+    subprocess.run([sys.executable, os.path.join(HERE, "input_kinds_graphs.py"), str(out)], check=True,
+                   env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+    return out
+
+
+def infer(ie, xml, feeds, nhwc_io=True):
+    """The network's one output (its name is the layer that computes it: an Identity goes)."""
+    (out,) = run_on_daemon(ie, xml, feeds, nhwc_io=nhwc_io)[1].values()
+    return out
+
+
+def test_input_names_a_placeholder_with_default(ie, graphs, tmp_path):
+    xml = convert_model(graphs / "scalars.pb", tmp_path, input="x,k,t")
+    assert {layer.name: list(layer.outputs[0].dims) for layer in read_ir(xml).inputs()} == \
+        {"x": [1, 4], "k": [], "t": []}
+    out = infer(ie, xml, {"x": X, "k": K, "t": np.array(5.0, np.float32)})
+    np.testing.assert_allclose(out, X * K + 5.0, rtol=1e-6)
+
+
+def test_batch_and_scale_leave_a_scalar_input_a_scalar(ie, graphs, tmp_path):
+    xml = convert_model(graphs / "scalars.pb", tmp_path / "b", batch=2)
+    assert {layer.name: list(layer.outputs[0].dims) for layer in read_ir(xml).inputs()} == {"x": [2, 4], "k": []}
+    x2 = np.concatenate([X, -X])
+    np.testing.assert_allclose(infer(ie, xml, {"x": x2, "k": K}), x2 * K + 2.0, rtol=1e-6)
+    xml = convert_model(graphs / "scalars.pb", tmp_path / "s", scale=2.0)  # every input, the scalar too
+    np.testing.assert_allclose(infer(ie, xml, {"x": X, "k": K}), (X / 2) * (K / 2) + 2.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("nhwc", [False, True], ids=["nchw", "nhwc_kept"])
+def test_preprocessing_of_nhwc_inputs_by_tensor_names(ie, graphs, tmp_path, nhwc):
+    """Means and scales on the channels of a kept-NHWC input (its last axis), the inputs
+    named as TensorFlow names their tensors or as they are."""
+    ref = np.load(graphs / "reference.npz")
+    xml = convert_model(graphs / "two_inputs.pb", tmp_path, mean_values="x:0[1,2,3],y[4,5,6]",
+                        scale_values="x:0[2,3,4]", reverse_input_channels=True, disable_nhwc_to_nchw=nhwc)
+    out = infer(ie, xml, {"x": ref["x"], "y": ref["y"]}, nhwc_io=nhwc)
+    assert rel_err(out, ref["out"]) < 1e-5
+
+
+@pytest.mark.parametrize("cut, name", [("relu:0", "relu/output_port_0"), ("0:out", "out/placeholder_port_0")])
+def test_mean_values_name_an_input_as_input_named_it(ie, graphs, tmp_path, cut, name):
+    """--input relu:0 (or 0:out) --mean_values relu:0[...]: the reference's spellings of
+    a cut input; after the cut the graph is a mean over H and W, so the output is the
+    input's mean less the mean values."""
+    xml = convert_model(graphs / "two_inputs.pb", tmp_path, input=cut, mean_values=f"{cut}[1,2,3,4]")
+    assert [layer.name for layer in read_ir(xml).inputs()] == [name]
+    r = np.random.default_rng(2).uniform(0, 4, (1, 8, 8, 4)).astype(np.float32)
+    out = infer(ie, xml, {name: r}, nhwc_io=False)
+    np.testing.assert_allclose(out, r.mean(axis=(1, 2)) - [1, 2, 3, 4], rtol=1e-5, atol=1e-6)
