@@ -5,6 +5,13 @@ OpenVINO; the same random input for every engine, float32).
 
     python benchmarks/serve.py [--requests 60] [--rounds 3] [--seconds 4] [--concurrency 1,4,16]
                                [--delay-us 2000] [--max-batch 8] [--instances 1] [--rows gRPC,...]
+                               [--precision f32|default]
+
+--precision: f32 (the default) has every engine compute in f32 (OpenVINO too); default
+leaves each engine its own default, bf16 on a CPU with AVX512_BF16 or AMX for both (the
+header names what each chose): the same work again, and what a user gets without a
+setting. Served answers are checked against the same engine called directly (within
+1e-4); in f32 OpenVINO's against the daemon's too.
 
 Rows:
 - daemon direct: IECore's ExecutableNetwork.infer in this process (threads for concurrency)
@@ -55,6 +62,7 @@ from benchmarks.references import bvlc_model  # noqa: E402
 from device_daemons.serving.frontend import FixedModels  # noqa: E402
 
 F32 = {"INFERENCE_PRECISION_HINT": "f32"}  # every engine computes in f32 (OpenVINO too): the same work
+PRECISIONS = {"f32": F32, "default": {}}  # --precision: the engines' config
 
 READY = re.compile(r"REST on https?://[^:]+:(\d+), gRPC on [^:]+:(\d+)")
 
@@ -70,15 +78,15 @@ def convert(out_dir: str, ir_version: str) -> str:
     return os.path.join(out_dir, "model.xml")
 
 
-def repository(tmp: str, max_batch: int, delay_us: int, instances: int) -> tuple[str, str]:
+def repository(tmp: str, max_batch: int, delay_us: int, instances: int, config: dict) -> tuple[str, str]:
     repo = os.path.join(tmp, "repo")
     xml = convert(os.path.join(repo, "googlenet", "1"), "2")
     shutil.copytree(os.path.dirname(xml), os.path.join(repo, "googlenet_batched", "1"))
     with open(os.path.join(repo, "googlenet", "config.json"), "w") as f:
-        json.dump({"plugin_config": F32}, f)
+        json.dump({"plugin_config": config}, f)
     with open(os.path.join(repo, "googlenet_batched", "config.json"), "w") as f:
         json.dump({"max_batch_size": max_batch, "dynamic_batching": {"max_queue_delay_microseconds": delay_us},
-                   "instance_count": instances, "plugin_config": F32}, f)
+                   "instance_count": instances, "plugin_config": config}, f)
     return repo, xml
 
 
@@ -92,12 +100,12 @@ class OpenVINOBackend(FixedModels):
 
     HINTS = {"googlenet": "THROUGHPUT", "googlenet_latency": "LATENCY"}
 
-    def __init__(self, xml: str):
+    def __init__(self, xml: str, config: dict):
         import openvino as ov
         core = ov.Core()
         self.compiled = {}
         for name, hint in self.HINTS.items():
-            compiled = core.compile_model(xml, "CPU", {"PERFORMANCE_HINT": hint, "INFERENCE_PRECISION_HINT": "f32"})
+            compiled = core.compile_model(xml, "CPU", {"PERFORMANCE_HINT": hint, **config})
             nreq = compiled.get_property("OPTIMAL_NUMBER_OF_INFER_REQUESTS")
             pool: queue.Queue = queue.Queue()
             for _ in range(nreq):
@@ -110,6 +118,10 @@ class OpenVINOBackend(FixedModels):
 
     def describe(self) -> str:
         return ", ".join(f"{n}: {self.HINTS[n]} hint, {m[2]} infer requests" for n, m in self.compiled.items())
+
+    def precision(self) -> str:
+        hint = next(iter(self.compiled.values()))[0].get_property("INFERENCE_PRECISION_HINT")
+        return hint.to_string() if hasattr(hint, "to_string") else str(hint)  # (an openvino Type: "bf16")
 
     def infer(self, name, version, inputs, outputs):
         self.metadata(name, version)  # 404 for another name
@@ -161,11 +173,11 @@ def floor_server() -> int:
     return 0
 
 
-def openvino_server(xml: str) -> int:
+def openvino_server(xml: str, config: dict) -> int:
     """`--openvino-server XML`: the project's front end over OpenVINO, on free ports."""
     from device_daemons.serving.embedded import ServeOptions, listen, run_frontend, setup_logging
     setup_logging()
-    backend = OpenVINOBackend(xml)
+    backend = OpenVINOBackend(xml, config)
     opts = ServeOptions(os.path.dirname(xml), http_port=0, grpc_port=0, access_log=False)
     sock = listen(opts.host, 0)
     run_frontend(opts, backend, [], None, None, sock, f"OpenVINO ({backend.describe()})")
@@ -336,11 +348,14 @@ def main(argv=None) -> int:
     ap.add_argument("--instances", type=int, default=1, help="batches in flight at once (instance_count)")
     ap.add_argument("--rows", help="only the rows whose name contains one of these comma-separated words "
                                    "(the daemon direct row is always measured)")
+    ap.add_argument("--precision", choices=sorted(PRECISIONS), default="f32",
+                    help="f32 for every engine, or each engine's default (module doc)")
     ap.add_argument("--openvino-server", metavar="XML", help=argparse.SUPPRESS)
     ap.add_argument("--floor-server", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    config = PRECISIONS[args.precision]
     if args.openvino_server:
-        return openvino_server(args.openvino_server)
+        return openvino_server(args.openvino_server, config)
     if args.floor_server:
         return floor_server()
     levels = [int(c) for c in args.concurrency.split(",")]
@@ -350,18 +365,20 @@ def main(argv=None) -> int:
     os.environ["MO_CORE_RUNTIME_DIR"] = runtime
     servers = []
     try:
-        repo, xml = repository(tmp, args.max_batch, args.delay_us, args.instances)
+        repo, xml = repository(tmp, args.max_batch, args.delay_us, args.instances, config)
         xml11 = convert(os.path.join(tmp, "v11"), "11")
         x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
         from device_daemons.client import IECore
         ie = IECore(policy="auto")
-        exec_net = ie.load_network(ie.read_network(xml), "CPU", config=F32)
+        exec_net = ie.load_network(ie.read_network(xml), "CPU", config=config)
+        ours_precision = exec_net.get_config("INFERENCE_PRECISION_HINT")
         reference = exec_net.infer({"data": x})["prob"].copy()
 
         ours = Process([sys.executable, "-m", "cli", "serve", "--model_repository", repo, "--http-port", "0",
                         "--grpc-port", "0", "--no-access-log", "--cache-dir", os.path.join(tmp, "cache")])
         servers.append(ours)
-        ov = Process([sys.executable, os.path.abspath(__file__), "--openvino-server", xml11])
+        ov = Process([sys.executable, os.path.abspath(__file__), "--openvino-server", xml11, "--precision",
+                      args.precision])
         servers.append(ov)
         floor = Process([sys.executable, os.path.abspath(__file__), "--floor-server"])
         servers.append(floor)
@@ -369,7 +386,8 @@ def main(argv=None) -> int:
         ov_http, ov_grpc = ov.wait()
         floor_http, floor_grpc = floor.wait()
         size = x.nbytes + 200  # (about what tritonclient's binary request adds: its JSON header, the proto)
-        ov_backend = OpenVINOBackend(xml11)
+        ov_backend = OpenVINOBackend(xml11, config)
+        ov_reference = ov_backend.infer("googlenet_latency", "", {"data": x}, None)[1]["prob"]
         engines = [
             ("daemon direct", direct_engine(exec_net, x)),
             ("serve REST JSON", http_engine(http_port, "googlenet", x, False)),
@@ -391,15 +409,18 @@ def main(argv=None) -> int:
             words = [w.strip() for w in args.rows.split(",") if w.strip()]
             engines = [e for e in engines if e[0] == "daemon direct" or any(w in e[0] for w in words)]
         calls = {}
-        for name, make in engines:  # every engine gives the daemon's answer (OpenVINO: within 1e-4)
+        for name, make in engines:  # every engine gives its direct answer (in f32 the daemon's: OpenVINO's too)
             calls[name] = make()
             if name.startswith("floor"):
                 calls[name]()
                 continue
             out = np.asarray(calls[name]())
-            err = float(np.abs(out - reference).max() / np.abs(reference).max())
+            openvino = name.startswith("OpenVINO") and args.precision != "f32"
+            ref = ov_reference if openvino else reference
+            err = float(np.abs(out - ref).max() / np.abs(ref).max())
             if err > 1e-4:
-                raise SystemExit(f"{name} answers differently from the daemon: relative error {err:.2e}")
+                raise SystemExit(f"{name} answers differently from {'OpenVINO' if openvino else 'the daemon'} "
+                                 f"called directly: relative error {err:.2e}")
         lat = {name: [] for name, _ in engines}
         rest_port = {grpc_port: http_port, ov_grpc: ov_http}  # (a server's statistics are read over its REST)
         sources = {name: (rest_port.get(make.target[0], make.target[0]), make.target[1])
@@ -409,7 +430,7 @@ def main(argv=None) -> int:
         for batch in (1, args.max_batch):
             net = ie.read_network(xml)
             net.batch_size = batch
-            batched = ie.load_network(net, "CPU", config=F32)
+            batched = ie.load_network(net, "CPU", config=config)
             xb = np.repeat(x, batch, axis=0)
             ceiling[batch] = batch * throughput(lambda: (lambda: batched.infer({"data": xb})), 1, args.seconds)
             batched.close()
@@ -434,10 +455,12 @@ def main(argv=None) -> int:
             rows.append((name, np.percentile(lat[name], 50), np.percentile(lat[name], 99), rps, load0,
                          os.getloadavg()[0]))
         print()
-        print(f"GoogLeNet b1, f32, {os.cpu_count()} CPUs; latency: {args.rounds} interleaved rounds, "
+        precision = ("f32" if args.precision == "f32" else
+                     f"each engine's default precision (ours {ours_precision}, OpenVINO {ov_backend.precision()})")
+        print(f"GoogLeNet b1, {precision}, {os.cpu_count()} CPUs; latency: {args.rounds} interleaved rounds, "
               f"{args.requests} requests per row (load {load_lat[0]:.2f} -> {load_lat[1]:.2f}); throughput: "
               f"{args.seconds:g} s per concurrency level; dynamic batching: max_batch_size {args.max_batch}, "
-              f"max_queue_delay {args.delay_us} us, {args.instances} batch(es) in flight; OpenVINO f32, "
+              f"max_queue_delay {args.delay_us} us, {args.instances} batch(es) in flight; OpenVINO "
               f"{ov_backend.describe()}")
         head = f"{'engine':<34} {'p50 ms':>8} {'p99 ms':>8} " + " ".join(f"{'c=' + str(c) + ' req/s':>12}"
                                                                          for c in levels) + "   load (1 min)"
