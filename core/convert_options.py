@@ -106,6 +106,9 @@ OPTIONS = (
     Option("interp_zoom_rule", CAFFE, "output size of Interp layers with zoom_factor: multiply (in * zoom, the "
            "reference's default) or deeplab (in + (in - 1) * (zoom - 1), DeepLab-Caffe's); FAQ #96",
            default="multiply", choices=("multiply", "deeplab")),
+    Option("freeze_placeholder_with_value", TF, "replaces placeholders with constants, e.g. "
+           "\"is_training->False,keep_prob->1.0,anchors->[1 2 3 4]\" (the placeholder's dtype and shape)",
+           metavar="NAME->VALUE,..."),
     Option("input_model_is_text", TF, "the --input_model graph is in the protobuf text format (.pbtxt)", kind=bool),
     Option("disable_nhwc_to_nchw", TF, "keep the model's 4-D inputs and outputs NHWC (the IR converts inside)",
            kind=bool),

@@ -101,6 +101,9 @@ def load_extensions(ctx):
 
 
 def load_model(ctx):
+    if ctx.options.freeze_placeholder_with_value and ctx.options.framework != "tf":
+        raise Error("--freeze_placeholder_with_value freezes the Placeholders of a TensorFlow model; a Caffe "
+                    "model's inputs cannot be frozen (cut the model with --input instead).")
     ctx.front.load(ctx)
 
 

@@ -115,6 +115,9 @@ def test_bad_options(tmp_path, good):
     assert_clean_failure(*res, tmp_path / "out", "values for data more than once")
     res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--scale", "inf")
     assert_clean_failure(*res, tmp_path / "out", "not a finite number", "#97")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--freeze_placeholder_with_value",
+                  "data->1")
+    assert_clean_failure(*res, tmp_path / "out", "a Caffe model's inputs cannot be frozen")
     res = run_cli("convert", "--bogus")
     assert res[0] == 1 and "[ ERROR ]" in res[2] and "Traceback" not in res[2]
 

@@ -2,9 +2,9 @@
 naming a node no model data flows into (a PlaceholderWithDefault becomes an input of
 its name), -b and --scale with a scalar input, and --mean_values / --scale_values /
 --reverse_input_channels on inputs kept NHWC (--disable_nhwc_to_nchw) or named as
-TensorFlow names tensors (x:0) or as --input named them (relu:0, 0:out). Checked on
-the CPU daemon against TensorFlow's outputs (made in a subprocess) or the graphs'
-own arithmetic."""
+TensorFlow names tensors (x:0) or as --input named them (relu:0, 0:out), and
+--freeze_placeholder_with_value. Checked on the CPU daemon against TensorFlow's
+outputs (made in a subprocess) or the graphs' own arithmetic."""
 from __future__ import annotations
 
 import os
@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from ir import read_ir
+from tests.support import assert_clean_failure, run_cli
 from tests.tf.tf_helpers import convert_model, rel_err, run_on_daemon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -74,3 +75,24 @@ def test_mean_values_name_an_input_as_input_named_it(ie, graphs, tmp_path, cut, 
     r = np.random.default_rng(2).uniform(0, 4, (1, 8, 8, 4)).astype(np.float32)
     out = infer(ie, xml, {name: r}, nhwc_io=False)
     np.testing.assert_allclose(out, r.mean(axis=(1, 2)) - [1, 2, 3, 4], rtol=1e-5, atol=1e-6)
+
+
+def test_freeze_placeholder_with_value(ie, graphs, tmp_path):
+    """Placeholders (and a PlaceholderWithDefault, whose default then goes) frozen to
+    values: no longer inputs, the values computed with; the one output stays the one."""
+    xml = convert_model(graphs / "scalars.pb", tmp_path, freeze_placeholder_with_value="k->2, t->[1]")
+    assert [layer.name for layer in read_ir(xml).inputs()] == ["x"]
+    np.testing.assert_allclose(infer(ie, xml, {"x": X}), X * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("value, needles", [
+    ("k->[1 2]", ["'k' has the shape []", "the value gives 2"]),
+    ("nosuch->1", ["no placeholder 'nosuch'", "k, t, x"]),
+    ("k->abc", ["the value abc for 'k'"]),
+    ("k->", ["cannot be parsed", "name->value"]),
+    ("k->1,k->2", ["freezes k twice"]),
+])
+def test_freeze_placeholder_mistakes(graphs, tmp_path, value, needles):
+    res = run_cli("convert", "--input_model", str(graphs / "scalars.pb"), "--output_dir", str(tmp_path / "out"),
+                  "--freeze_placeholder_with_value", value)
+    assert_clean_failure(*res, tmp_path / "out", *needles)

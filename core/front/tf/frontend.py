@@ -58,6 +58,9 @@ class TFFrontEnd:
             graph_def = frozen_graph_def(o)  # TensorFlow, in the TF worker
         else:
             graph_def = load_graph_def(o.input_model, o.input_model_is_text)
+        if o.freeze_placeholder_with_value:
+            from core.front.tf.freeze_inputs import freeze_placeholders
+            freeze_placeholders(graph_def, o.freeze_placeholder_with_value)
         ctx.graph = build_graph(graph_def, o.input_model or o.saved_model_dir or o.input_meta_graph)
         # the TF worker's fallback: the model's own NodeDefs (and function library) rebuild what it computes
         from core.front.tf.fallback import TFShapeFallback
