@@ -39,7 +39,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
@@ -336,8 +338,8 @@ def launch(spec: ProcessSpec, have_key: bool | None = None) -> Launched:
     log_fd = spec.log.open()
     offset = os.fstat(log_fd).st_size
     try:
-        popen = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, env=env,
-                                 cwd=spec.cwd, close_fds=True, start_new_session=True, pass_fds=passed)
+        popen = _spawn(cmd, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd, env=env,
+                       cwd=spec.cwd, close_fds=True, start_new_session=True, pass_fds=passed)
     except OSError as exc:
         os.close(log_fd)
         if lifeline is not None:
@@ -349,6 +351,23 @@ def launch(spec: ProcessSpec, have_key: bool | None = None) -> Launched:
         for fd in passed:  # the child has its copies
             os.close(fd)
     return Launched(popen, spec, endpoint, own, log_fd, offset, own_dir, lifeline)
+
+
+# Children are forked from one thread that lives as long as this process: bwrap's
+# --die-with-parent (PR_SET_PDEATHSIG) kills the sandbox when the *thread* that forked
+# it ends, and a worker a daemon starts for one client's request would otherwise die
+# with that client's connection thread.
+_spawner: dict = {}
+_spawner_lock = threading.Lock()
+
+
+def _spawn(cmd, **kwargs) -> subprocess.Popen:
+    with _spawner_lock:
+        executor = _spawner.get(os.getpid())  # (a forked child makes its own: the thread is not there)
+        if executor is None:
+            _spawner.clear()
+            executor = _spawner[os.getpid()] = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spawner")
+    return executor.submit(subprocess.Popen, cmd, **kwargs).result()
 
 
 _OWN_DIR_PREFIX = "w"

@@ -27,8 +27,12 @@ from ir import IRError, Network
 from .kernels import KernelError
 
 
+RESTART_BUDGET, RESTART_WINDOW = 3, 60.0  # restarts per window (then refused until the window moves on)
+
+
 class CaffeWorkerPool:
-    """One Caffe worker per daemon, started on first use, restarted on a crash.
+    """One Caffe worker per daemon, started on first use, restarted on a crash (at most
+    RESTART_BUDGET times per RESTART_WINDOW seconds).
     `python_path`: the only directories its Python layers may come from."""
 
     def __init__(self, python_path: list[str] | None = None, timeout: float = 120.0):
@@ -42,7 +46,8 @@ class CaffeWorkerPool:
             if self._worker is None:
                 self._worker = WorkerProcess(
                     contract.WORKER_MODULE, name="caffe", startup_timeout=120, request_timeout=self.timeout,
-                    restart_budget=3, args=contract.worker_args(self.python_path, "configured"),
+                    restart_budget=RESTART_BUDGET, restart_window=RESTART_WINDOW,
+                    args=contract.worker_args(self.python_path, "configured"),
                     env={"GLOG_minloglevel": "2"}, sandbox=contract.sandbox(python_path=self.python_path))
             return self._worker.call(op, args, arrays, timeout=self.timeout)
 

@@ -7,6 +7,7 @@ reads nothing of the source model (nor imports the converter), and `Python`
 layers import modules only from the daemon's --python-path directories, never
 from a place an IR names."""
 import ast
+import json
 import os
 import shutil
 import subprocess
@@ -96,6 +97,42 @@ def test_caffe_backed_layer_runs_on_the_daemon_without_the_source_files(fresh_ru
     finally:
         daemon.stop("CPU")
     assert daemon_processes(fresh_runtime) == []
+    assert caffe_workers_of(fresh_runtime) == []
+
+
+CLIENT = """
+import json, sys
+import numpy as np
+from device_daemons.client import IECore
+ie = IECore(policy="existing")
+exec_net = ie.load_network(ie.read_network(model=sys.argv[1]), "CPU", config={"INFERENCE_PRECISION_HINT": "f32"})
+inputs = dict(np.load(sys.argv[2]))
+out = exec_net.infer(inputs)["proposal"]
+exec_net.close()
+print(json.dumps(out.tolist()))
+"""
+
+
+def test_the_caffe_worker_outlives_the_clients_that_started_it(fresh_runtime, legacy_ir, tmp_path):
+    """The worker is started for the first client's request, on that client's
+    connection thread; it must not end with that thread (bwrap's --die-with-parent
+    follows the thread that forked it): four clients one after the other all get
+    pycaffe's answer from the same worker."""
+    from device_daemons.client import daemon
+    ref, inputs, xml = legacy_ir
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    daemon.launch("CPU", caffe_fallback=True, python_path=[PYLAYERS])
+    try:
+        seen = []
+        for _ in range(4):
+            proc = subprocess.run([sys.executable, "-c", CLIENT, xml, str(tmp_path / "inputs.npz")],
+                                  capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=REPO))
+            assert proc.returncode == 0, proc.stderr[-2000:]
+            np.testing.assert_allclose(np.array(json.loads(proc.stdout)), ref, rtol=1e-4, atol=1e-3)
+            seen.append(sorted(caffe_workers_of(fresh_runtime)))  # (bwrap's processes and the worker's)
+        assert seen[0] and all(pids == seen[0] for pids in seen), seen  # the same ones: never restarted
+    finally:
+        daemon.stop("CPU")
     assert caffe_workers_of(fresh_runtime) == []
 
 
