@@ -217,7 +217,8 @@ def preprocessing(ctx):
     scale = _input_names(ctx, parse_values(o.scale_values, "--scale_values", names, faq_parse=58, faq_names=61,
                                            faq_count=63))
     ctx.preprocess = (mean, scale)  # (--validate applies them to the framework's input)
-    add_preprocessing(ctx.graph, mean, scale, o.scale, o.reverse_input_channels, fusing=not o.disable_fusing)
+    ctx.warnings += add_preprocessing(ctx.graph, mean, scale, o.scale, o.reverse_input_channels,
+                                      fusing=not o.disable_fusing)
 
 
 def _input_names(ctx, values: dict) -> dict:

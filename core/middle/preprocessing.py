@@ -46,8 +46,10 @@ def _listed(values) -> str:
 
 
 def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float | None, reverse: bool,
-                      fusing: bool):
+                      fusing: bool) -> list[str]:
+    """Adds the ops; returns warnings (a --reverse_input_channels that found nothing to reverse)."""
     inputs = graph.op_nodes(op="Parameter")
+    reversed_any = False
     known = {p.name for p in inputs}
     for values, what, faq in ((mean_values, "mean", 60), (scale_values, "scale", 61)):
         if None in values and len(inputs) > 1:
@@ -76,6 +78,7 @@ def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float
             raise Error("Scale values for input \"{}\" contain 0: the input would be divided by zero.", param.name,
                         faq=97)
         if reverse and channels == 3:  # the reference applies it to 3-channel inputs only
+            reversed_any = True
             rev = _insert_after(graph, data, param.name + "/reverse_channels", (Identity, {"op": "ReverseChannels"}))
             data = rev.out_node(0)
         if mean is None and scl is None:
@@ -95,6 +98,11 @@ def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float
         node = _insert_after(graph, data, param.name + "/mean_scale", (Identity, {}))
         node.epsilon = 0.0
         replace_with_linear(node, inv, shift, split=fusing)
+    if reverse and not reversed_any:
+        shapes = ", ".join("{} {}".format(p.name, list(p.out_node(0).shape)) for p in inputs)
+        return ["--reverse_input_channels reversed nothing: it applies to inputs with 3 channels (axis 1 in the IR), "
+                "and none has them ({})".format(shapes)]
+    return []
 
 
 def fold_reverse_channels(graph):

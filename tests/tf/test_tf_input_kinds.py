@@ -96,3 +96,11 @@ def test_freeze_placeholder_mistakes(graphs, tmp_path, value, needles):
     res = run_cli("convert", "--input_model", str(graphs / "scalars.pb"), "--output_dir", str(tmp_path / "out"),
                   "--freeze_placeholder_with_value", value)
     assert_clean_failure(*res, tmp_path / "out", *needles)
+
+
+def test_reverse_input_channels_with_no_three_channel_input_says_so(graphs, tmp_path):
+    code, out, err = run_cli("convert", "--input_model", str(graphs / "two_inputs.pb"), "--input", "relu:0",
+                             "--reverse_input_channels", "--output_dir", str(tmp_path))
+    assert code == 0, err
+    assert "[ WARNING ]  --reverse_input_channels reversed nothing" in out + err
+    assert "relu/output_port_0 [1, 4, 8, 8]" in out + err
