@@ -16,6 +16,7 @@ import numpy as np
 
 from cli.infer import (add_model_args, add_perf_count_arg, describe_settings, device_list, guard, load_on_device,
                        random_inputs)
+from cli.errors import raise_on_sigterm
 from core.errors import Error
 
 
@@ -50,6 +51,7 @@ def run(args) -> int:
         raise Error("-b must be at least 1, got {}", args.batch)
     if args.timeout <= 0:
         raise Error("--timeout must be > 0 s")
+    raise_on_sigterm()  # SIGTERM unwinds like Ctrl-C: the network is unloaded from the daemon
     device_list(args.device)  # an unknown device fails before anything is read
     ie = IECore(policy="existing" if args.no_auto_start else "auto", timeout=args.timeout)
     try:

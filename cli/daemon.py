@@ -61,6 +61,8 @@ def _guard(fn):
             return fn(args)
         except MicrokernelError as exc:
             raise Error(str(exc)) from None
+        except BrokenPipeError:
+            raise  # (a reader that went away: run_reporting_errors ends quietly)
         except OSError as exc:
             raise Error("{}", exc) from None
     return run

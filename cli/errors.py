@@ -1,5 +1,6 @@
 """How the CLI reports failures: a user error is one `[ ERROR ]` block and exit
 status 1; anything else is an internal error with a banner and the traceback."""
+import os
 import signal
 import sys
 import threading
@@ -31,6 +32,11 @@ def run_reporting_errors(fn, *args) -> int:
         return 1
     except Terminated:
         print("[ ERROR ]  Terminated (SIGTERM).", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # the reader of our output went away (`| head`): end quietly, as other tools do, and keep the
+        # interpreter's own flush of stdout at exit from failing again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except KeyboardInterrupt:
         print("[ ERROR ]  Interrupted.", file=sys.stderr)

@@ -12,6 +12,7 @@ import os
 import tempfile
 import zipfile
 
+from cli.errors import raise_on_sigterm
 from core.errors import Error
 
 RANDOM_SEED = 0
@@ -139,14 +140,24 @@ def guard(fn):
 
 def load_inputs(path, net):
     """{input name: array} from a .npy / .npz for `net` (IENetwork)."""
-    import numpy as np
     names = list(net.inputs)
     if not os.path.isfile(path):
         raise Error("cannot find the input file {}", path)
     try:
-        data = np.load(path, allow_pickle=False)  # never unpickle a user file
-    except (OSError, ValueError) as exc:
+        inputs = _read_arrays(path, names)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise Error("cannot read the input file {}: {} (give a .npy or .npz of numeric arrays)", path, exc) from None
+    for name, arr in inputs.items():
+        if arr.dtype.kind not in "fiub":
+            raise Error("input '{}' in {} has dtype {}; give numbers", name, path, arr.dtype)
+    return inputs
+
+
+def _read_arrays(path, names) -> dict:
+    """{input name: array} of a .npy (one input) or an .npz (every member read here, where
+    a damaged one fails)."""
+    import numpy as np
+    data = np.load(path, allow_pickle=False)  # never unpickle a user file
     if isinstance(data, np.ndarray):
         if len(names) != 1:
             raise Error("the network has {} inputs ({}); give an .npz keyed by input name instead of the .npy {}",
@@ -166,9 +177,6 @@ def load_inputs(path, net):
                 raise Error("the input file {} does not match the network's inputs ({}): {}", path,
                             ", ".join(names), "; ".join(parts))
             inputs = {k: data[k] for k in keys}
-    for name, arr in inputs.items():
-        if arr.dtype.kind not in "fiub":
-            raise Error("input '{}' in {} has dtype {}; give numbers", name, path, arr.dtype)
     return inputs
 
 
@@ -208,15 +216,30 @@ def random_inputs(net, seed):
     return {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in net.inputs.items()}
 
 
-def save_npz(path, arrays):
-    """Write {name: array} as an .npz atomically (temporary file + rename)."""
-    import numpy as np
+def _output_file(path) -> tuple[int, str]:
+    """A temporary file beside `path` (fd, name) to write it through: where it cannot
+    be made, an Error (checked before the inference, and again when writing)."""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise Error("cannot write {}: the directory {} does not exist", path, directory)
     if os.path.isdir(path):
         raise Error("cannot write {}: it is a directory", path)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        return tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise Error("cannot write {}: {}", path, exc.strerror or exc) from None
+
+
+def check_output(path) -> None:
+    fd, tmp = _output_file(path)
+    os.close(fd)
+    os.unlink(tmp)
+
+
+def save_npz(path, arrays):
+    """Write {name: array} as an .npz atomically (temporary file + rename)."""
+    import numpy as np
+    fd, tmp = _output_file(path)
     try:
         with os.fdopen(fd, "wb") as f:
             with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
@@ -286,6 +309,9 @@ def run(args) -> int:
         raise Error("--top_k must be at least 1, got {}", args.top_k)
     if args.timeout <= 0:
         raise Error("--timeout must be > 0 s")
+    raise_on_sigterm()  # SIGTERM unwinds like Ctrl-C: the network is unloaded from the daemon
+    if args.output:
+        check_output(args.output)  # before the inference, not after it
     ie = IECore(policy="existing" if args.no_auto_start else "auto", timeout=args.timeout)
     try:
         device_list(args.device)  # an unknown device fails before anything is read

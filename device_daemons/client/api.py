@@ -474,12 +474,20 @@ class ExecutableNetwork:
         IE's order `start_async(request_id, inputs)` works too."""
         if isinstance(inputs, int) and not isinstance(inputs, bool):
             inputs, request_id = request_id, inputs
-        req = self.requests[request_id] if request_id is not None else InferRequest(self)
+        req = self.requests[request_index(self, request_id)] if request_id is not None else InferRequest(self)
         req.async_infer(inputs, timeout)
         return req
 
     def __repr__(self) -> str:
         return f"<ExecutableNetwork {self.name!r} on {self.device}>"
+
+
+def request_index(exec_net, request_id) -> int:
+    """start_async's request_id checked against the network's requests."""
+    if isinstance(request_id, bool) or not isinstance(request_id, int) or not 0 <= request_id < len(exec_net.requests):
+        raise Error("start_async: request_id {!r} is not one of the network's requests (0 to {}; load_network's "
+                    "num_requests makes more)", request_id, len(exec_net.requests) - 1)
+    return request_id
 
 
 # --------------------------------------------------------------------------- core
@@ -511,6 +519,7 @@ class IECore:
                                       self.shared_memory)
         self._links: dict[str, Link] = {}
         self._links_lock = threading.Lock()
+        self._exec_nets: weakref.WeakSet = weakref.WeakSet()  # close() unloads those still alive
         self._extensions: dict[str, list[str]] = {}
         self._configs: dict[str, dict] = {}  # set_config: a device's default load config
 
@@ -570,8 +579,10 @@ class IECore:
                                            config=config)
         link = self._link(device_name)
         merged = dict(self._configs.get(link.device, {}), **(config or {}))
-        return ExecutableNetwork(self, network, link, num_requests, perf_count=perf_count,
-                                 config=_device_config(merged))
+        exec_net = ExecutableNetwork(self, network, link, num_requests, perf_count=perf_count,
+                                     config=_device_config(merged))
+        self._exec_nets.add(exec_net)
+        return exec_net
 
     def query_network(self, network: IENetwork, device_name: str = "CPU") -> dict[str, str]:
         """{layer name: device} for the layers the device runs (IE's query_network;
@@ -611,7 +622,10 @@ class IECore:
         return self._link(device_name).connection().pid
 
     def close(self) -> None:
-        """Close the connections (running daemons keep running)."""
+        """Unload the networks it loaded that are still alive, then close the
+        connections (running daemons keep running)."""
+        for exec_net in list(self._exec_nets):
+            exec_net.close()
         with self._links_lock:
             links = list(self._links.values())
         for link in links:

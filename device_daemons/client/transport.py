@@ -265,7 +265,8 @@ class Link:
         except ServiceGone:
             raise self._died(conn, op) from None
         except MicrokernelTimeout:
-            raise self._timeout(conn, op) from None
+            raise self._timeout(conn, op, kwargs.get("timeout", args[0] if args else self.settings.timeout)) \
+                from None
         except MicrokernelError as exc:
             if conn.dead is not None or not conn.alive():
                 raise self._died(conn, op) from None
@@ -305,9 +306,10 @@ class Link:
                     f"next request then loads the network again.")
         return DaemonDied(msg)
 
-    def _timeout(self, conn: Connection, op: str) -> DaemonTimeout:
+    def _timeout(self, conn: Connection, op: str, waited: float) -> DaemonTimeout:
         return DaemonTimeout(
             f"no reply from the {self.device} daemon (pid {conn.pid}) to '{op}' within "
-            f"{self.settings.timeout:g} s; it is still running (busy or hung). Raise the timeout "
-            f"(IECore(timeout=...)) or restart it: 'mo-core daemon stop --device "
-            f"{self.device}' then 'mo-core daemon start --device {self.device}'")
+            f"{waited:.3g} s; it is still running (busy, or hung). Give the request more time (a request's "
+            f"timeout=, IECore(timeout=...), --timeout of mo-core infer / benchmark), or, if it is hung, restart "
+            f"it: 'mo-core daemon stop --device {self.device}' then 'mo-core daemon start --device "
+            f"{self.device}'")

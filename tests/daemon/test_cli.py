@@ -71,7 +71,8 @@ def test_infer_random_input_is_reproducible(tiny, tmp_path):
 
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("case", ["npz_wrong_key", "npy_bad_shape", "missing_input", "missing_model",
-                                  "bad_top_k", "unknown_device", "pickled"])
+                                  "bad_top_k", "unknown_device", "pickled", "npz_not_a_zip", "npz_object_member",
+                                  "npz_truncated_member", "output_unwritable"])
 def test_infer_user_errors(tiny, tmp_path, case):
     args = ["infer", "-m", tiny.xml]
     expect = ""
@@ -99,10 +100,61 @@ def test_infer_user_errors(tiny, tmp_path, case):
         np.save(tmp_path / "obj.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
         args += ["-i", str(tmp_path / "obj.npy")]
         expect = "cannot read the input file"
+    elif case == "npz_not_a_zip":
+        (tmp_path / "in.npz").write_bytes(b"not a zip at all")
+        args += ["-i", str(tmp_path / "in.npz")]
+        expect = "cannot read the input file"
+    elif case == "npz_object_member":  # (its members are read lazily: after np.load)
+        np.savez(tmp_path / "in.npz", data=np.array([{"a": 1}], dtype=object))
+        args += ["-i", str(tmp_path / "in.npz")]
+        expect = "cannot read the input file"
+    elif case == "npz_truncated_member":
+        np.savez(tmp_path / "good.npz", data=tiny.input(0))
+        raw = (tmp_path / "good.npz").read_bytes()
+        (tmp_path / "in.npz").write_bytes(raw[:200] + raw[-200:])
+        args += ["-i", str(tmp_path / "in.npz")]
+        expect = "cannot read the input file"
+    elif case == "output_unwritable":  # said before the inference runs
+        args += ["-o", "/proc/out.npz"]
+        expect = "cannot write /proc/out.npz"
     proc = run_mo(*args)
     assert proc.returncode == 1, proc.stdout
     assert "[ ERROR ]" in proc.stderr and expect in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _networks_named(name: str) -> int:
+    """How many networks of that name the (session's) CPU daemon holds."""
+    from device_daemons.client import IECore
+    with IECore() as ie:
+        return sum(n.get("name") == name for n in ie._link("CPU").call("status")[0]["networks"])
+
+
+@pytest.mark.timeout(120)
+def test_sigterm_or_a_failure_unloads_the_network(tiny, tmp_path):
+    """mo-core benchmark stopped by SIGTERM unwinds as for Ctrl-C (exit 1, one line) and
+    unloads its network; so does an infer whose pipe reader went away (a quiet exit)."""
+    import signal
+    import subprocess
+    import sys
+    from tests.support import REPO
+    name = os.path.splitext(os.path.basename(tiny.xml))[0]
+    before = _networks_named(name)
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "benchmark", "-m", tiny.xml, "-niter", "10000000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                            env=dict(os.environ, PYTHONPATH=REPO))
+    for line in proc.stdout:
+        if "First inference took" in line:
+            break
+    assert _networks_named(name) == before + 1
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "[ ERROR ]  Terminated (SIGTERM)." in err and "Traceback" not in err, err
+    assert _networks_named(name) == before
+    shell = subprocess.run(f"{sys.executable} -m cli infer -m {tiny.xml} --top_k 5 | head -1", shell=True,
+                           capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+    assert "Traceback" not in shell.stderr and "ERROR" not in shell.stderr, shell.stderr
+    assert _networks_named(name) == before
 
 
 def _daemon_requests() -> int:

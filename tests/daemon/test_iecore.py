@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.errors import Error
 from device_daemons.client import (DaemonError, DaemonNotRunning, IECore, InferenceError, StatusCode)
 from tests.daemon.conftest import F32, assert_close
 from tests.support import run_in_threads
@@ -64,6 +65,24 @@ def test_start_async_and_request_slots(ie, tiny):
         assert exec_net.requests[i].wait(-1) == StatusCode.OK
         assert_close(exec_net.requests[i].outputs["prob"], tiny.reference(x))
     assert_close(exec_net.requests[0].infer({"data": xs[2]})["prob"], tiny.reference(xs[2]))
+    with pytest.raises(Error, match=r"request_id 3 is not one of the network's requests \(0 to 2"):
+        exec_net.start_async(request_id=3, inputs={"data": xs[0]})
+
+
+@pytest.mark.timeout(120)
+def test_close_unloads_the_networks_still_alive(tiny):
+    """IECore.close() with an ExecutableNetwork still referenced: the network is unloaded
+    from the daemon (before, the closed connection let its finalizer skip the unload)."""
+    def held(name):
+        with IECore() as other:
+            return sum(n["name"] == name for n in other._link("CPU").call("status")[0]["networks"])
+    core = IECore()
+    exec_net = core.load_network(core.read_network(tiny.xml), "CPU")
+    name = exec_net.name
+    before = held(name)
+    core.close()
+    assert held(name) == before - 1
+    del exec_net
 
 
 @pytest.mark.timeout(120)

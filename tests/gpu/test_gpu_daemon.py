@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from core.errors import Error
 from device_daemons.client import DaemonDied, IECore, InferenceError
 from tests.daemon.conftest import assert_close, daemon_processes, run_mo, write_custom_ir
 from tests.gpu.gpu_helpers import chain_ir, rand
@@ -129,7 +130,12 @@ def test_a_layer_the_gpu_lacks_fails_on_gpu_and_runs_with_hetero(ie, mvn_net):
     req = hetero.start_async({"data": x})
     req.wait()
     assert_close(req.outputs["sm"], ref["sm"], 1e-5)
+    assert list(hetero.config) == ["1:GPU", "2:CPU", "3:GPU"]  # each part's load config
+    with pytest.raises(Error, match="request_id 3 is not one of the network's requests"):
+        hetero.start_async(request_id=3, inputs={"data": x})
     hetero.close()
+    with pytest.raises(Error, match="was closed; load it again"):
+        hetero.infer({"data": x})
     net.affinity["c1"] = "CPU"  # a per-layer override
     hetero = ie.load_network(net, "HETERO:GPU,CPU")
     assert [(p.device, p.layers) for p in hetero.split.parts] == [("CPU", ["c1"]), ("GPU", ["r1"]),

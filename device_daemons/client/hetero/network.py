@@ -33,6 +33,7 @@ from core.errors import Error
 from core.microkernel import runtime_dir
 from ir import write_ir
 
+from ..api import request_index
 from ..perf_counts import perf_counts
 from .split import HeteroError, assign_affinity, parse_hetero, run_split, split_network
 
@@ -153,6 +154,19 @@ class HeteroExecutableNetwork:
     def input_info(self) -> dict:
         return self.inputs
 
+    @property
+    def config(self) -> dict:
+        """Each part's load config, by its device (the ExecutableNetwork's `config` of each)."""
+        return {f"{i + 1}:{part.device}": dict(part.config) for i, part in enumerate(self.parts)}
+
+    def get_config(self, key: str):
+        """A key every part got the same value of (get_config of an ExecutableNetwork)."""
+        values = {str(part.get_config(key)) for part in self.parts if key in part.config}
+        if len(values) != 1:
+            raise Error("get_config: the HETERO network's parts report {} for {!r}", ", ".join(
+                f"{part.device} {part.config.get(key, 'nothing')}" for part in self.parts), key)
+        return next(part.get_config(key) for part in self.parts if key in part.config)
+
     def split_lines(self) -> list[str]:
         """How the network is split: one line per part (device, layers)."""
         return self.split.describe()
@@ -161,6 +175,8 @@ class HeteroExecutableNetwork:
               perf: list | None = None) -> dict[str, np.ndarray]:
         """{output name: array}; with `perf` (a list, PERF_COUNT) each part's perf rows
         are appended, the backend prefixed by the part's device."""
+        if not self.parts:
+            raise Error("the HETERO network {} was closed; load it again", self.name)
         if not isinstance(inputs, dict):
             raise Error("infer takes a dict {{input name: array}}; the network's inputs are {}",
                         ", ".join(map(repr, self.inputs)))
@@ -181,7 +197,9 @@ class HeteroExecutableNetwork:
                     timeout: float | None = None) -> HeteroRequest:
         if isinstance(inputs, int) and not isinstance(inputs, bool):
             inputs, request_id = request_id, inputs
-        req = self.requests[request_id] if request_id is not None else HeteroRequest(self)
+        if not self.parts:
+            raise Error("the HETERO network {} was closed; load it again", self.name)
+        req = self.requests[request_index(self, request_id)] if request_id is not None else HeteroRequest(self)
         req.async_infer(inputs, timeout)
         return req
 
