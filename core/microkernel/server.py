@@ -509,7 +509,7 @@ class Server:
                     raise TypeError(f"raw verb {tag} returned {type(body).__name__} of "
                                     f"{len(body) if isinstance(body, (bytes, bytearray)) else '?'} bytes")
                 word = direct.RAW_OK
-            except Exception as exc:  # noqa: BLE001 - the client gets the message
+            except BaseException as exc:  # noqa: BLE001 - the client gets the message (SystemExit from user code too)
                 log.warning("raw verb %d failed: %s", tag, _short_traceback(exc))
                 word, body = direct.RAW_FAILED, f"{type(exc).__name__}: {exc}".encode()[:direct.MAX_RAW_PAYLOAD]
         try:

@@ -44,7 +44,7 @@ class NumpyStep:
             outs = self.kernel.forward([slots[s] for s in self.in_slots])
         except IRError:
             raise
-        except Exception as err:
+        except (Exception, SystemExit) as err:  # (a custom kernel's sys.exit() too: its layer is named)
             raise KernelError(self.layer, f"forward failed: {type(err).__name__}: {err}") from err
         if outs is None or len(outs) != len(self.out_slots):
             raise KernelError(self.layer, f"forward returned {0 if outs is None else len(outs)} outputs for "

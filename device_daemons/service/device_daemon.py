@@ -415,7 +415,8 @@ class DeviceDaemon:
             return bound.failure(ir_error(exc, contract.INPUT))
         except RemoteError as exc:
             return bound.failure(exc)
-        except Exception as exc:  # noqa: BLE001 - as the main socket reports a handler's failure
+        except BaseException as exc:  # noqa: BLE001 - as the main socket reports a handler's failure (SystemExit
+            # from a custom kernel included: one error reply, never the connection)
             log.error("bound request failed: %s: %s", type(exc).__name__, exc)
             return bound.failure(err("internal", f"{type(exc).__name__}: {exc}"))
         b.handle.requests += 1  # (statistics: racing updates only blur them)

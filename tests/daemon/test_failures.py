@@ -207,6 +207,16 @@ def test_bad_custom_kernel_files(tmp_path, slow_model):
         exec_net.infer({"data": FAST})
     assert err.value.kind == "kernel"
     ie.close()
+    # sys.exit() in a kernel's forward: the layer is named, on the local carrier and on the main socket alike
+    exiting = tmp_path / "exiting.py"
+    exiting.write_text(failing.read_text().replace("raise RuntimeError('kaboom')", "import sys; sys.exit(3)"))
+    for shared_memory in (True, False):
+        ie = IECore(shared_memory=shared_memory)
+        ie.add_extension(str(exiting))
+        exec_net = ie.load_network(ie.read_network(xml))
+        with pytest.raises(InferenceError, match="layer 'custom1' .*forward failed: SystemExit: 3"):
+            exec_net.infer({"data": FAST})
+        ie.close()
 
 
 @pytest.mark.timeout(60)
