@@ -22,6 +22,8 @@ tf for mo_tf_ext, cpu for ie_cpu_ext, gpu for ie_gpu_ext). Every problem is an
 from __future__ import annotations
 
 import json
+import keyword
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -35,6 +37,7 @@ TF_TYPES = ("s", "i", "f", "b", "type", "shape", "padding", "spatial", "channel"
             "list.s", "list.i", "list.f", "list.b", "list.type", "list.shape")
 MAX_CONFIG_BYTES = 1 << 20
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESERVED_ATTRS = {"type", "op", "infer"}  # every generated op sets these itself (extgen_render.render_op)
 MODULE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -113,9 +116,15 @@ class _Reader:
         if not pattern.match(value or ""):
             raise self.fail(key, "must be a name of letters, digits and underscores (not starting with a digit), "
                                  "got {!r}".format(value))
+        taken = [part for part in value.split(".") if keyword.iskeyword(part)]
+        if taken:  # (the generated code would not compile: `lambda=0.2`, `self.None`)
+            raise self.fail(key, "{!r} is a Python keyword, which the generated code cannot use as a name; "
+                                 "choose another".format(taken[0]))
         return value
 
-    def rows(self, section: dict, key: str, path: str, sizes, types, type_column: int, optional_type=False):
+    def rows(self, section: dict, key: str, path: str, sizes, types, type_column: int, optional_type=False,
+             op_attrs=True):
+        """`op_attrs`: the rows name attributes of the op (not the names the reserved ones)."""
         rows = self.get(section, key, list, path, default=[], required=False)
         result = []
         for i, row in enumerate(rows):
@@ -125,6 +134,10 @@ class _Reader:
             self.name(row[0], where)
             if type_column == 2:
                 self.name(row[1], where)
+            attr = row[1] if type_column == 2 else row[0]
+            if op_attrs and attr in RESERVED_ATTRS:
+                raise self.fail(where, "names the attribute {!r}, which every op has already ({}); choose another "
+                                       "name".format(attr, ", ".join(sorted(RESERVED_ATTRS))))
             kind = row[type_column] if len(row) > type_column else ""
             if kind not in types and not (optional_type and kind == ""):
                 raise self.fail(where, "has type {!r}; the types are {}".format(kind, ", ".join(types)))
@@ -191,7 +204,7 @@ def parse_spec(config: dict, where: str) -> ExtgenSpec:
             if not 1 <= inputs <= 8:
                 raise r.fail(key + ".inputs", "must be 1 to 8")
             setattr(spec, key, KernelSpec(r.name(r.get(s, "name", str, key + "."), key + ".name"),
-                                          r.rows(s, "params", key + ".", (2,), types, 1), inputs))
+                                          r.rows(s, "params", key + ".", (2,), types, 1, op_attrs=False), inputs))
     if spec.one_file and not (spec.op and (spec.caffe or spec.tf) and spec.cpu):
         raise r.fail("one_file", "puts an extractor, its op and the CPU kernel in one file: turn on mo_op, "
                                  "mo_caffe_ext or mo_tf_ext, and ie_cpu_ext")
@@ -209,7 +222,10 @@ def python_literal(kind: str, text: str, fail=None):
         if kind == "int":
             return int(text)
         if kind == "float":
-            return float(text)
+            value = float(text)
+            if not math.isfinite(value):
+                bad("a float default must be a finite number, got {!r}".format(text))
+            return value
         if kind == "bool":
             if text.lower() not in ("true", "false", "1", "0"):
                 bad("a bool default is true or false, got {!r}".format(text))
@@ -217,7 +233,12 @@ def python_literal(kind: str, text: str, fail=None):
         if kind == "string":
             return text
         items = [t for t in text.replace(" ", "").split(",") if t]
-        return [int(t) for t in items] if kind == "listint" else [float(t) for t in items]
+        if kind == "listint":
+            return [int(t) for t in items]
+        values = [float(t) for t in items]
+        if not all(math.isfinite(v) for v in values):
+            bad("a float default must hold finite numbers, got {!r}".format(text))
+        return values
     except ValueError:
         bad("{!r} is not a {} value".format(text, kind))
 

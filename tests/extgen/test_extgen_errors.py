@@ -45,6 +45,16 @@ def fails(tmp_path, config, *needles):
     (dict(gpu={"name": "H", "inputs": 0}), ["'gpu.inputs' must be 1 to 8"]),
     (dict(one_file=True, mo_op=False), ["'one_file' puts an extractor, its op and the CPU kernel in one file"]),
     (dict(colour="red"), ["'colour' is not a key extgen knows"]),
+    # names the generated Python could not hold, defaults it could not write
+    (dict(op={"name": "H", "changes_shape": False, "attrs": [["lambda", "float", "0.2"]]}),
+     ["'op.attrs[0]' 'lambda' is a Python keyword"]),
+    (dict(cpu={"name": "H", "params": [["None", "int"]]}), ["'None' is a Python keyword"]),
+    (dict(op={"name": "H", "changes_shape": False, "attrs": [["type", "string"]]}),
+     ["names the attribute 'type', which every op has already"]),
+    (dict(op={"name": "H", "changes_shape": False, "attrs": [["alpha", "float", "nan"]]}),
+     ["a float default must be a finite number, got 'nan'"]),
+    (dict(op={"name": "H", "changes_shape": False, "attrs": [["alpha", "listfloat", "1,1e999"]]}),
+     ["must hold finite numbers"]),
 ])
 def test_bad_configurations(tmp_path, change, needles):
     fails(tmp_path, example_config(output_dir="x", **change), *needles)
