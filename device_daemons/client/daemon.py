@@ -138,12 +138,37 @@ def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | 
                 print(f"[ INFO ] {other_build(device, record)} and holds no network: replacing it",
                       file=sys.stderr, flush=True)
                 _stop_record(device, record, grace=3.0)
+                if not args and key_file is None:  # the replacement gets the options the old one had
+                    args = _recorded_options(record)
+                    key_file = record.get("key_file") or None
+                    key = load_key(key_file)
                 record = None
         if record is not None:
             return Launch(record, False)
         return _spawn(device, endpoint, key_file, key, args, startup_timeout)
     finally:
         lock.__exit__(None, None, None)
+
+
+def _recorded_options(record: dict) -> list[str]:
+    """The options a daemon's record says it was started with (older records: none);
+    only the ones launch() itself passes (--threads N, --caffe-fallback, --python-path
+    DIR) are taken."""
+    options = record.get("options")
+    options = [o for o in options if isinstance(o, str)] if isinstance(options, list) else []
+    taken, i = [], 0
+    while i < len(options):
+        if options[i] == "--caffe-fallback":
+            taken.append(options[i])
+            i += 1
+        elif options[i] in ("--threads", "--python-path") and i + 1 < len(options):
+            if options[i] == "--threads" and not options[i + 1].isdigit():
+                break
+            taken += options[i:i + 2]
+            i += 2
+        else:
+            break  # (something this build does not pass: the rest is not trusted either)
+    return taken
 
 
 def _spawn(device: str, endpoint: str | None, key_file: str | None, key: bytes | None, args: list,

@@ -505,6 +505,15 @@ def serve_daemon(argv, name: str, make_daemon, *, add_arguments=None, before_bin
         if add_arguments is not None:
             add_arguments(parser)
 
+    def _relaunch_options(opts: argparse.Namespace) -> list[str]:
+        """The options a replacement of this daemon (daemon.launch) starts it with again."""
+        options = ["--threads", str(opts.threads)] if "--threads" in sys.argv else []
+        if getattr(opts, "caffe_fallback", False):
+            options.append("--caffe-fallback")
+        for directory in getattr(opts, "python_path", None) or []:
+            options += ["--python-path", directory]
+        return options
+
     def check(opts: argparse.Namespace) -> None:
         if opts.threads < 1:
             raise ValueError("--threads must be >= 1")
@@ -524,7 +533,7 @@ def serve_daemon(argv, name: str, make_daemon, *, add_arguments=None, before_bin
         recorded = False
         if not opts.no_record:
             write_record(device, os.getpid(), server.endpoint, key_file=opts.key_file,
-                         log=_stderr_file(), started=daemon.started)
+                         log=_stderr_file(), started=daemon.started, options=_relaunch_options(opts))
             recorded = True
         say(f"pid {os.getpid()} serving {device} at {server.endpoint} ({opts.threads} threads, version "
             f"{registry.package_version()})")

@@ -14,12 +14,14 @@ from ..registry import build_id, package_version, record_path
 
 
 def write_record(device: str, pid: int, endpoint: str, *, key_file: str | None = None,
-                 log: str | None = None, started: float | None = None) -> dict:
-    """Atomically write (or replace) the record of `device`'s daemon."""
+                 log: str | None = None, started: float | None = None, options: list | None = None) -> dict:
+    """Atomically write (or replace) the record of `device`'s daemon. `options`: the
+    command-line options it was started with that a replacement must get again
+    (--threads, --caffe-fallback, --python-path)."""
     record = {"device": device.upper(), "pid": pid, "endpoint": endpoint,
               "started": time.time() if started is None else started,
               "version": package_version(), "build": build_id(), "protocol": PROTOCOL_VERSION,
-              "key_file": key_file, "log": log}
+              "key_file": key_file, "log": log, "options": list(options or [])}
     path = record_path(device)
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=".daemon-", suffix=".tmp", dir=directory)

@@ -220,9 +220,9 @@ def other_build(tmp_path_factory):
     return str(root)
 
 
-def _start_from(checkout: str) -> int:
-    """`mo-core daemon start` run by the code of `checkout`: the daemon's pid."""
-    proc = subprocess.run([sys.executable, "-m", "cli", "daemon", "start"], capture_output=True, text=True,
+def _start_from(checkout: str, *options) -> int:
+    """`mo-core daemon start [options]` run by the code of `checkout`: the daemon's pid."""
+    proc = subprocess.run([sys.executable, "-m", "cli", "daemon", "start", *options], capture_output=True, text=True,
                           cwd=checkout, env=dict(os.environ, PYTHONPATH=checkout), timeout=120)
     assert proc.returncode == 0, proc.stderr
     return int(re.search(r"pid (\d+)", proc.stdout).group(1))
@@ -232,7 +232,7 @@ def _start_from(checkout: str) -> int:
 def test_an_idle_daemon_of_another_build_is_replaced(fresh_runtime, tiny, other_build, capfd):
     from device_daemons import registry
     from device_daemons.client import IECore
-    old = _start_from(other_build)
+    old = _start_from(other_build, "--threads", "3", "--caffe-fallback")
     rec = _record(fresh_runtime)
     assert rec["pid"] == old and rec["build"] != registry.build_id()
     status = run_mo("daemon", "status")
@@ -250,6 +250,10 @@ def test_an_idle_daemon_of_another_build_is_replaced(fresh_runtime, tiny, other_
         ie.close()
     assert new != old
     assert _record(fresh_runtime)["build"] == registry.build_id()
+    # the replacement got the options the old one was started with
+    with open(f"/proc/{new}/cmdline", "rb") as f:
+        argv = f.read().split(b"\0")
+    assert b"--caffe-fallback" in argv and argv[argv.index(b"--threads") + 1] == b"3", argv
     assert wait_until(lambda: daemon_processes(fresh_runtime) == [new], 10)
     assert f"CPU daemon (pid {old}) runs another build of mo-core" in capfd.readouterr().err
 
