@@ -52,7 +52,8 @@ def execution_order(network) -> list:
 def output_ports(network, extra_outputs=()) -> list[tuple[str, object, object]]:
     """[(key, layer, port)] the plan returns: every unconsumed output port, plus every
     output of the layers named in `extra_outputs`. The key is the layer name, or
-    "name.port" for a layer with several returned outputs."""
+    "name.port" for a layer with several returned outputs; a key another output has
+    already gets "_1" (then "_2", ...) added."""
     per_layer: dict[int, list] = {}
     for layer, port in network.outputs():
         per_layer.setdefault(layer.id, []).append((layer, port))
@@ -64,10 +65,15 @@ def output_ports(network, extra_outputs=()) -> list[tuple[str, object, object]]:
         if not layer.outputs:
             raise IRError(f"extra output {name!r}: the layer has no output port to return")
         per_layer[layer.id] = [(layer, port) for port in layer.outputs]
-    result = []
+    result, taken = [], set()
     for items in per_layer.values():
         for layer, port in items:
-            result.append((layer.name if len(items) == 1 else f"{layer.name}.{port.id}", layer, port))
+            key = base = layer.name if len(items) == 1 else f"{layer.name}.{port.id}"
+            n = 1
+            while key in taken:  # (a layer may be named "x.1" like another's port: "x.1_1", as OpenVINO does)
+                key, n = f"{base}_{n}", n + 1
+            taken.add(key)
+            result.append((key, layer, port))
     return result
 
 

@@ -335,3 +335,33 @@ def test_activation_types(tmp_path, kind, ref):
     x = (RNG.standard_normal((2, 3, 5)) * 5).astype(np.float32)
     plan = ExecutionPlan(single_layer_ir(tmp_path, "Activation", {"type": kind}, [x.shape], [x.shape]))
     np.testing.assert_allclose(plan.infer({"in0": x})["layer"], ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+CLASH = """name: "clash"
+input: "data"
+input_shape { dim: 1 dim: 4 dim: 2 dim: 2 }
+layer { name: "sl" type: "Slice" bottom: "data" top: "s0" top: "s1" slice_param { axis: 1 slice_point: 2 } }
+layer { name: "sl.1" type: "Power" bottom: "data" top: "p" power_param { scale: 10 } }
+"""
+
+
+def test_an_output_named_like_another_layers_port_keeps_both(tmp_path):
+    """A layer named "sl.1" beside the two outputs of a layer "sl" ("sl.1", "sl.2"):
+    no output is lost; the later one is "sl.1_1", as OpenVINO names it; equal to pycaffe."""
+    from tests.support import convert_api, import_caffe, make_caffemodel, write_text
+    proto = write_text(str(tmp_path / "clash.prototxt"), CLASH)
+    weights = str(tmp_path / "clash.caffemodel")
+    make_caffemodel(proto, weights)
+    xml = str(tmp_path / "clash.xml")
+    write_ir(convert_api(input_model=weights, input_proto=proto), xml)
+    x = np.random.default_rng(4).standard_normal((1, 4, 2, 2)).astype(np.float32)
+    out = ExecutionPlan(read_ir(xml), precision="f32").infer({"data": x})
+    caffe = import_caffe()
+    net = caffe.Net(proto, weights, caffe.TEST)
+    net.blobs["data"].data[...] = x
+    net.forward()
+    refs = {"s0": net.blobs["s0"].data, "s1": net.blobs["s1"].data, "p": net.blobs["p"].data}
+    assert sorted(out) == ["sl.1", "sl.1_1", "sl.2"]
+    matched = sorted(next(name for name, ref in refs.items() if ref.shape == value.shape and np.allclose(value, ref))
+                     for value in out.values())
+    assert matched == ["p", "s0", "s1"]
