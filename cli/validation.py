@@ -17,12 +17,32 @@ def plan_checked(ctx):
     return plan
 
 
+def _add_extension_kernels(ie, extensions: str | None) -> None:
+    """The CPU kernels of the --extensions given as files: a one-file extension holds
+    the extractor, the op and the op's CPU kernel (the file -l takes), so the IR it
+    made validates as it will run. A file without a kernel class is left out."""
+    import os
+
+    from core.front.cli_values import split_names
+    from device_daemons.client import InferenceError
+    for path in split_names(extensions):
+        if not (os.path.isfile(path) and path.endswith(".py")):
+            continue
+        try:
+            ie.add_extension(path, "CPU")
+        except InferenceError as exc:
+            if "defines no kernel class" not in str(exc):
+                raise Error("--validate: the CPU kernels of the extension {} cannot be loaded: {}", path,
+                            exc) from None
+
+
 def validate_written_ir(ctx, plan, xml_path: str, bin_path: str) -> None:
     from core.validate import validate
 
     def run_ir(inputs: dict, layers: list) -> dict:
         from device_daemons.client import IECore
         ie = IECore(policy="auto")
+        _add_extension_kernels(ie, ctx.options.extensions)
         net = ie.read_network(model=xml_path, weights=bin_path)
         if layers:
             net.add_outputs(layers)

@@ -41,9 +41,11 @@ def test_one_file_caffe_extension_for_conversion_and_inference(model, ie, tmp_pa
     assert "HardSigmoidOp.update_node_stat(node, attrs)" in text  # the extractor uses the op of this file
     fill(path, CPU_BODY)
     out = tmp_path / "ir"
-    code, _, err = run_cli("convert", "--input_model", weights, "--input_proto", proto, "--output_dir", str(out),
-                           "--extensions", path)
+    # --validate runs the IR with the file's CPU kernel, against pycaffe
+    code, stdout, err = run_cli("convert", "--input_model", weights, "--input_proto", proto, "--output_dir", str(out),
+                                "--extensions", path, "--validate")
     assert code == 0, err
+    assert "vs Caffe" in stdout and "OK" in stdout
     code, _, err = run_cli("infer", "-m", str(out / "hsig.xml"), "-i", x_path, "-l", path, "-o",
                            str(tmp_path / "y.npz"), "-infer_precision", "f32")  # compared with pycaffe
     assert code == 0, err
