@@ -58,10 +58,14 @@ class CaffeWorkerPool:
                 self._worker = None
 
 
-def caffe_backed_kernels(network: Network, pool: CaffeWorkerPool, known_types) -> dict[str, type]:
-    """Kernel classes for the layer types of `network` that have no kernel."""
-    missing = sorted({layer.type for layer in network.layers if layer.type not in known_types
-                      and layer.type != "Input"})
+def caffe_backed_kernels(network: Network, pool: CaffeWorkerPool, known_types, custom_types=()) -> dict[str, type]:
+    """Kernel classes for the layer types of `network` that have no kernel, and for the
+    types mapped in CustomLayersMapping.xml (their layers keep their Caffe definition
+    and Caffe's parameters, not the IR's: only Caffe runs them) that no custom kernel
+    (`custom_types`, -l / add_extension) takes."""
+    mapped = {layer.type for layer in network.layers if contract.DEFINITION_ATTR in layer.data}
+    missing = sorted({layer.type for layer in network.layers if layer.type != "Input" and (
+        layer.type not in known_types or (layer.type in mapped and layer.type not in custom_types))})
     if not missing:
         return {}
 

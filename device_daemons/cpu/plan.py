@@ -58,6 +58,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.services.caffe_worker import DEFINITION_ATTR as CAFFE_DEFINITION
 from ir import IRError, Network
 
 from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, frees, output_ports
@@ -273,10 +274,15 @@ class ExecutionPlan(PlanShapes):
         is_custom = cls is not None
         if cls is None:
             cls = KERNELS.get(layer.type)
-        if cls is None:
-            raise KernelError(layer, f"the CPU plugin has no kernel for layer type {layer.type!r}. It is a custom "
-                                     "layer: register a custom CPU kernel for it (a Python class with type = "
-                                     f"{layer.type!r}, getMemoryShapes and forward) with -l FILE or add_extension")
+        mapped = CAFFE_DEFINITION in layer.data and not is_custom
+        if cls is None or mapped:
+            hint = ("It was mapped in CustomLayersMapping.xml and keeps its Caffe definition: run it on a CPU daemon "
+                    "started with --caffe-fallback (mo-core daemon start --caffe-fallback), or register" if mapped
+                    else "It is a custom layer: register")
+            raise KernelError(layer, f"the CPU plugin has no kernel for layer type {layer.type!r}"
+                                     f"{' as Caffe defines it' if mapped and cls is not None else ''}. {hint} a "
+                                     f"custom CPU kernel for it (a Python class with type = {layer.type!r}, "
+                                     f"getMemoryShapes and forward) with -l FILE or add_extension")
         try:
             return cls(layer), is_custom
         except IRError:

@@ -75,7 +75,7 @@ class CpuDaemon(DeviceDaemon):
     def make_pool(self, key, network, extensions, shapes, description, extra_outputs=None, config=None):
         kernels = self._merged(extensions)
         if self.caffe_pool is not None:
-            kernels.update(caffe_backed_kernels(network, self.caffe_pool, set(KERNELS) | set(kernels)))
+            kernels.update(caffe_backed_kernels(network, self.caffe_pool, set(KERNELS) | set(kernels), set(kernels)))
         config = config or self.check_config({})  # the defaults: the CPU's precision, every CPU of the mask
         return PlanPool(key, network, kernels, shapes, self.threads, description, extra_outputs,
                         precision=config[PRECISION_KEY], threads=config[THREADS_KEY])

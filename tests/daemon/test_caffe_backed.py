@@ -224,3 +224,48 @@ def test_device_daemons_never_import_the_converter():
                           env=dict(os.environ, PYTHONPATH=REPO))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+MAPPED_BUILTIN = """name: "mapped"
+input: "data"
+input_shape { dim: 1 dim: 3 dim: 4 dim: 4 }
+layer { name: "pool" type: "Pooling" bottom: "data" top: "pool" pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+"""
+POOLING_MAPPING = ('<CustomLayersMapping><CustomLayer NativeType="Pooling" hasParam="true" '
+                   'protoParamName="pooling_param"/></CustomLayersMapping>')
+
+
+def test_a_mapped_builtin_type_runs_through_caffe(fresh_runtime, tmp_path):
+    """A type the daemon has a kernel for (Pooling), mapped in CustomLayersMapping.xml:
+    the layer keeps Caffe's parameters, not the IR's, so Caffe runs it (equal to
+    pycaffe); a daemon without --caffe-fallback says to start one with it."""
+    from device_daemons.client import IECore, InferenceError, daemon
+    proto = write_text(str(tmp_path / "mapped.prototxt"), MAPPED_BUILTIN)
+    weights = str(tmp_path / "mapped.caffemodel")
+    make_caffemodel(proto, weights)
+    mapping = write_text(str(tmp_path / "map.xml"), POOLING_MAPPING)
+    res = run_mo("convert", "--input_model", weights, "--input_proto", proto, "-k", mapping, "--use-caffe-fallback",
+                 "--output_dir", str(tmp_path / "ir"), "--silent")
+    assert res.returncode == 0, res.stderr
+    xml = str(tmp_path / "ir" / "mapped.xml")
+    x = np.random.default_rng(3).standard_normal((1, 3, 4, 4)).astype(np.float32)
+    caffe = import_caffe()
+    net = caffe.Net(proto, weights, caffe.TEST)
+    net.blobs["data"].data[...] = x
+    ref = net.forward()["pool"].copy()
+    daemon.launch("CPU")
+    try:
+        ie = IECore(policy="existing")
+        with pytest.raises(InferenceError, match="mapped in CustomLayersMapping.xml.*--caffe-fallback"):
+            ie.load_network(ie.read_network(model=xml), "CPU", config=F32)
+        ie.close()
+    finally:
+        daemon.stop("CPU")
+    daemon.launch("CPU", caffe_fallback=True)
+    try:
+        ie = IECore(policy="existing")
+        out = ie.load_network(ie.read_network(model=xml), "CPU", config=F32).infer({"data": x})
+        np.testing.assert_allclose(out["pool"], ref, rtol=1e-5, atol=1e-6)
+        ie.close()
+    finally:
+        daemon.stop("CPU")
