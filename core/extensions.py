@@ -99,6 +99,9 @@ def load_extension_dirs(dirs: list[str]):
         if os.path.isfile(d) and d.endswith(".py"):
             _import_file(d, "file")
             continue
+        if os.path.isfile(d):
+            raise Error("The extension '{}' is not a Python file: --extensions takes directories with ops/ and "
+                        "front/ folders, or .py files.", d)
         if not os.path.isdir(d):
             raise Error("The extensions directory '{}' does not exist (--extensions takes directories with ops/ "
                         "and front/ folders, or Python files).", d)

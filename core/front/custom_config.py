@@ -198,8 +198,10 @@ def read_config_json(path: str, faq_missing: int = 68, faq_parse: int = 69):
     except UnicodeDecodeError as exc:
         raise Error("Failed to parse custom replacements configuration file '{}': it is not UTF-8 text ({}).", path,
                     exc.reason, faq=faq_parse) from None
+    def non_finite(token):
+        raise json.JSONDecodeError(f"{token} is not a JSON number (give a finite value)", text, 0)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=non_finite)  # (Python's json reads NaN and Infinity otherwise)
     except json.JSONDecodeError as exc:
         raise Error("Failed to parse custom replacements configuration file '{}': {} (line {}, column {}). It must "
                     "be a JSON list of replacement descriptions.", path, exc.msg, exc.lineno, exc.colno,
@@ -221,7 +223,10 @@ def parse_descriptions(data, path: str) -> list[CustomReplacementDescriptor]:
     for index, desc in enumerate(data):
         if not isinstance(desc, dict):
             raise Error("File '{}' validation failed: replacement #{} is not a JSON object.", path, index + 1, faq=71)
-        if not isinstance(desc.get("id"), str) or not desc.get("id"):
+        if "id" in desc and not isinstance(desc["id"], str):
+            raise Error("File '{}' validation failed: the 'id' of replacement #{} must be a string, got {}.", path,
+                        index + 1, json.dumps(desc["id"])[:60], faq=71)
+        if not desc.get("id"):
             raise Error("One of the custom replacements in the configuration file '{}' (#{}) does not contain "
                         "attribute 'id'.", path, index + 1, faq=70)
         kind = desc.get("match_kind")

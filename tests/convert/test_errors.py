@@ -118,6 +118,11 @@ def test_bad_options(tmp_path, good):
     res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--freeze_placeholder_with_value",
                   "data->1")
     assert_clean_failure(*res, tmp_path / "out", "a Caffe model's inputs cannot be frozen")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--extensions", NET)
+    assert_clean_failure(*res, tmp_path / "out", "is not a Python file")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--extensions",
+                  str(tmp_path / "nowhere"))
+    assert_clean_failure(*res, tmp_path / "out", "does not exist")
     res = run_cli("convert", "--bogus")
     assert res[0] == 1 and "[ ERROR ]" in res[2] and "Traceback" not in res[2]
 
