@@ -158,6 +158,12 @@ def test_replace_op_returning_too_few_outputs_names_the_replacer(hard_swish, tmp
     assert "replace_op returned 0 output(s) for 'hswish'" in text and "HS in {}".format(path) in text
 
 
+def test_replace_op_returning_the_node_it_replaces(hard_swish, tmp_path):
+    hs_replacer(tmp_path, "        return [node.id]\n")
+    text = conversion_error(hard_swish, tmp_path)
+    assert "replace_op of 'hswish' returned the node it replaces" in text
+
+
 def test_a_replacer_that_raises_is_named_with_its_file_and_line(hard_swish, tmp_path):
     path = hs_replacer(tmp_path, "        scale = node.alpha * 2\n"
                                  "        return [Power(graph, dict(scale=scale)).create_node([node.in_node(0)]).id]\n",

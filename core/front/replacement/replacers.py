@@ -136,8 +136,11 @@ class FrontReplacementOp(FrontReplacementSubgraph):
         if missing:
             raise Error("replace_op returned {} output(s) for '{}', but its output port {} is read by other nodes: "
                         "return one entry per output port.", len(produced), node.soft_get("name"), missing[0])
-        replace_output_edges(graph, {(node.id, port): _endpoint(graph, item, {}, "output")
-                                     for port, item in enumerate(produced)})
+        mapping = {(node.id, port): _endpoint(graph, item, {}, "output") for port, item in enumerate(produced)}
+        if any(new == node.id for new, _ in mapping.values()):
+            raise Error("replace_op of '{}' returned the node it replaces; return the new nodes that produce its "
+                        "outputs (or None after rewiring them yourself).", node.soft_get("name"))
+        replace_output_edges(graph, mapping)
         graph.remove_node(node.id)
 
 
