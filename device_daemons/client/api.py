@@ -151,7 +151,13 @@ class IENetwork:
 
     @property
     def batch_size(self) -> int:
-        return self._batch if self._batch is not None else self._ir_batch
+        """The batch set, else that of the shapes reshape() gave (their first input's dim 0), else the IR's."""
+        if self._batch is not None:
+            return self._batch
+        for name in self._ir_inputs:
+            if name in self._shapes:
+                return self._shapes[name][0]
+        return self._ir_batch
 
     @batch_size.setter
     def batch_size(self, value: int) -> None:
@@ -161,6 +167,8 @@ class IENetwork:
 
     def reshape(self, input_shapes: dict[str, Any]) -> None:
         """New input shapes {name: dims} (IE's IENetwork.reshape)."""
+        if not isinstance(input_shapes, dict):
+            raise Error("reshape takes a dict {{input name: shape}}, got {}", type(input_shapes).__name__)
         for name, dims in input_shapes.items():
             if name not in self._ir_inputs:
                 raise Error("reshape: no input named {!r}; the network's inputs are {}", name,

@@ -94,6 +94,12 @@ def test_batch_size(ie, tiny):
     assert exec_net.outputs == {"prob": [3, 10]}
     x = tiny.input(5, batch=3)
     assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+    # reshape() sets the batch too, as the Inference Engine reports it; it takes a dict
+    net = ie.read_network(tiny.xml)
+    net.reshape({"data": [4, 3, 16, 16]})
+    assert net.batch_size == 4
+    with pytest.raises(Error, match="reshape takes a dict"):
+        net.reshape(None)
 
 
 @pytest.mark.timeout(120)
