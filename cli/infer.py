@@ -157,6 +157,11 @@ def _read_arrays(path, names) -> dict:
     """{input name: array} of a .npy (one input) or an .npz (every member read here, where
     a damaged one fails)."""
     import numpy as np
+    with open(path, "rb") as f:
+        magic = f.read(6)
+    if magic != b"\x93NUMPY" and not magic.startswith(b"PK"):
+        raise ValueError("it is neither a .npy nor an .npz (images and other files are not read: save the array "
+                         "with numpy.save or numpy.savez)")
     data = np.load(path, allow_pickle=False)  # never unpickle a user file
     if isinstance(data, np.ndarray):
         if len(names) != 1:

@@ -72,7 +72,7 @@ def test_infer_random_input_is_reproducible(tiny, tmp_path):
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("case", ["npz_wrong_key", "npy_bad_shape", "missing_input", "missing_model",
                                   "bad_top_k", "unknown_device", "pickled", "npz_not_a_zip", "npz_object_member",
-                                  "npz_truncated_member", "output_unwritable"])
+                                  "npz_truncated_member", "output_unwritable", "image"])
 def test_infer_user_errors(tiny, tmp_path, case):
     args = ["infer", "-m", tiny.xml]
     expect = ""
@@ -114,6 +114,10 @@ def test_infer_user_errors(tiny, tmp_path, case):
         (tmp_path / "in.npz").write_bytes(raw[:200] + raw[-200:])
         args += ["-i", str(tmp_path / "in.npz")]
         expect = "cannot read the input file"
+    elif case == "image":
+        (tmp_path / "cat.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(100))
+        args += ["-i", str(tmp_path / "cat.png")]
+        expect = "neither a .npy nor an .npz"
     elif case == "output_unwritable":  # said before the inference runs
         args += ["-o", "/proc/out.npz"]
         expect = "cannot write /proc/out.npz"
