@@ -123,6 +123,24 @@ def test_an_extractor_calling_sys_exit_is_an_error_naming_its_line(tmp_path, sma
     assert_clean_failure(*res, tmp_path / "out", "{}, line 9".format(bad), "sys.exit(3)", "'extract'")
 
 
+def test_an_extractor_that_raises_is_named_with_its_file_and_line(tmp_path, small):
+    ext = tmp_path / "ext"
+    (ext / "front" / "caffe").mkdir(parents=True)
+    write_text(str(ext / "front" / "caffe" / "relu_ext.py"), textwrap.dedent("""\
+        from core.front.extractor import FrontExtractorOp
+
+        class ReluRaise(FrontExtractorOp):
+            op = "ReLU"
+
+            @staticmethod
+            def extract(node):
+                raise ValueError("boom in extractor")
+        """))
+    res = convert(tmp_path / "out", "--input_model", small[1], "--input_proto", small[0], "--extensions", str(ext))
+    assert_clean_failure(*res, tmp_path / "out", "ValueError: boom in extractor", "ReluRaise in ",
+                         "relu_ext.py, line 8")
+
+
 # --- values that used to be accepted -----------------------------------------------------
 def variant(tmp_path, old, new):
     proto = write_text(str(tmp_path / "variant.prototxt"), NET.replace(old, new))

@@ -75,9 +75,10 @@ def extract_all(graph, custom_mapping=None, report_unsupported: bool = True):
             ok = extractor.extract(node)
         except Error:
             raise
-        except Exception as exc:  # an extractor bug must still name the layer
-            raise Error("Cannot extract the attributes of layer '{}' ({}): {}: {}", node.name, node.caffe_type,
-                        type(exc).__name__, exc) from exc
+        except Exception as exc:  # an extractor bug must still name the layer (and the extractor's code)
+            from core.front.replacement.runner import code_location
+            raise Error("Cannot extract the attributes of layer '{}' ({}): {}: {} ({})", node.name, node.caffe_type,
+                        type(exc).__name__, exc, code_location(extractor, exc)) from exc
         if ok is False or not node.has("op"):
             node.attrs.pop("op", None)
             unsupported.append(node)

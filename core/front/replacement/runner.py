@@ -158,6 +158,11 @@ def _label(replacer, exc: BaseException | None = None) -> str:
     return "\"{}\" ({})".format(rid, where) if rid else where
 
 
+def code_location(cls, exc: BaseException) -> str:
+    """"Class in file, line N": where in a user's class (an extractor, a replacer) `exc` was raised."""
+    return "{} in {}{}".format(cls.__name__, source_of(cls), _user_line(exc, cls))
+
+
 def _user_line(exc: BaseException, cls) -> str:
     """', line N' of the deepest traceback frame in the replacer's own file."""
     try:

@@ -68,9 +68,10 @@ def _run_user_extractor(node, extractor):
         ok = extractor.extract(node)
     except Error:
         raise
-    except Exception as exc:  # the user's code: name the node and the class
-        raise Error("The extractor {} of node '{}' ({}) failed: {}: {}", extractor.__name__, node.name, node.tf_op,
-                    type(exc).__name__, exc) from exc
+    except Exception as exc:  # the user's code: name the node, the class and the line that raised
+        from core.front.replacement.runner import code_location
+        raise Error("The extractor {} of node '{}' ({}) failed: {}: {}", code_location(extractor, exc), node.name,
+                    node.tf_op, type(exc).__name__, exc) from exc
     if ok is False or not node.has("op"):
         raise Error("The extractor {} did not handle node '{}' ({}): it must call update_node_stat of an Op.",
                     extractor.__name__, node.name, node.tf_op)
