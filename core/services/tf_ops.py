@@ -11,8 +11,8 @@ needs - array, math, nn, image geometry, linear algebra, random, sparse/ragged,
 control flow and functions, in-memory state (variables, tensor arrays, tensor lists,
 lookup tables) - and nothing else. It was made from TensorFlow 2.21's generated op
 modules (gen_*_ops) family by family, leaving out: ImmutableConst (maps a file),
-Empty and TemporaryVariable (uninitialised memory: another client's tensors in a
-shared worker), image decoders/encoders, Abort, RemoteCall, mutexes, queues,
+Empty, TemporaryVariable and ParallelConcat (uninitialised memory: another client's
+tensors in a shared worker), image decoders/encoders, Abort, RemoteCall, mutexes, queues,
 barriers, stages, accumulators, session handles, text-file table initialisers,
 and every op of the io, dataset, summary, logging (but Assert), string, parsing,
 script (py_func), debug, collective, send/recv, checkpoint, candidate sampling,
@@ -160,8 +160,10 @@ _FAMILIES = (
        TensorListResize TensorListScatter TensorListScatterIntoExistingList TensorListScatterV2 TensorListSetItem
        TensorListSplit TensorListStack VarHandleOp VarIsInitializedOp Variable VariableShape VariableV2""",
 )
-ALLOWED_OPS = frozenset(name for family in _FAMILIES for name in family.split()) - {"Empty", "TemporaryVariable",
-                                                                                   "DestroyTemporaryVariable"}
+# (ParallelConcat: TensorFlow allocates its `shape` uninitialised and fills only the rows it is given - it does
+# not check that shape[0] is their count - so its other rows are whatever memory held: another client's tensors)
+ALLOWED_OPS = frozenset(name for family in _FAMILIES for name in family.split()) - {
+    "Empty", "TemporaryVariable", "DestroyTemporaryVariable", "ParallelConcat"}
 
 
 @dataclass(frozen=True)

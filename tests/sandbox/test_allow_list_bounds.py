@@ -54,3 +54,15 @@ def test_recursion_is_still_found_with_each_body_walked_once():
     node.name, node.op = "back", "PartitionedCall"
     node.attr["f"].func.name = "f1"
     assert "function 'f1' calls itself (through f1 -> f2 -> f3 -> f1)" in describe(refused(graph))
+
+
+@pytest.mark.parametrize("op", ["Empty", "TemporaryVariable", "ParallelConcat"])
+def test_ops_that_hand_out_uninitialised_memory_are_refused(op):
+    """Their output holds what the memory held before: another client's tensors in a
+    worker shared by clients (ParallelConcat fills only the rows it is given of the
+    shape it allocates, whatever that shape says)."""
+    graph = pb.GraphDef()
+    node = graph.node.add()
+    node.name, node.op = "leak", op
+    (problem,) = refused(graph)
+    assert op in describe([problem]) and "leak" in describe([problem])
