@@ -248,7 +248,9 @@ def test_pycaffe_not_importable(tmp_path):
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text("raise ImportError('No module named caffe (hidden by the test)')\n")
     text = BASE + 'layer { name: "reduce" type: "Reduction" bottom: "data" top: "r" reduction_param { axis: 1 } }\n'
-    proc, out, _ = _cli_fault(tmp_path, text, env={"PYTHONPATH": os.pathsep.join([str(hidden.parent), REPO])})
+    # (the sandboxed worker is shown the directory of the fake caffe: MO_CORE_SANDBOX_READ)
+    proc, out, _ = _cli_fault(tmp_path, text, env={"PYTHONPATH": os.pathsep.join([str(hidden.parent), REPO]),
+                                                   "MO_CORE_SANDBOX_READ": str(hidden.parent)})
     assert_fault(proc, out, "reduce", "no Caffe available", "#14")
 
 

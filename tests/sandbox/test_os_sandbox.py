@@ -123,3 +123,65 @@ def test_without_a_sandbox_a_warning_and_the_allow_list_still_refuses(canaries, 
                 os.environ[key] = value
     assert code == 1 and "framework workers run without the OS sandbox" in err, err
     assert "bwrap" in err and "op 'WriteFile' (node 'write')" in err, err
+
+
+PROBE_LAYER = '''import os
+import caffe
+
+
+def _readable(path):
+    try:
+        with open(path, "rb") as f:
+            return 2 if f.read(1) else 1
+    except OSError:
+        return 1
+
+
+class Probe(caffe.Layer):
+    """Its output shape says what it could read: 2 where a file was readable, else 1."""
+    def setup(self, bottom, top):
+        here = os.path.dirname(os.path.abspath(__file__))
+        self.dims = [_readable(os.path.join(here, "sibling.txt")), _readable(os.environ["PROBE_OTHER"])]
+
+    def reshape(self, bottom, top):
+        top[0].reshape(*self.dims)
+
+    def forward(self, bottom, top):
+        pass
+
+    def backward(self, top, propagate_down, bottom):
+        pass
+'''
+PROBE_NET = '''name: "probe"
+input: "data"
+input_shape { dim: 1 dim: 3 }
+layer { name: "probe" type: "Python" bottom: "data" top: "probe" python_param { module: "probe_layer" layer: "Probe" } }
+'''
+
+
+def test_the_converters_caffe_fallback_sees_the_layers_module_not_its_neighbours(tmp_path, monkeypatch):
+    """A model's Python layer runs in the sandboxed Caffe worker at conversion
+    (--use-caffe-fallback): it is shown its own module file and the weights, not the
+    other files of the model's directories (before, it saw them whole)."""
+    from ir import read_ir
+    from tests.support import make_caffemodel, write_text
+    model, weights_dir = tmp_path / "model", tmp_path / "weights"
+    model.mkdir()
+    weights_dir.mkdir()
+    write_text(str(model / "probe_layer.py"), PROBE_LAYER)
+    (model / "sibling.txt").write_text("a file next to the prototxt")
+    (weights_dir / "other.txt").write_text("a file next to the weights")
+    proto = write_text(str(model / "probe.prototxt"), PROBE_NET)
+    weights = str(weights_dir / "probe.caffemodel")
+    monkeypatch.setenv("PROBE_OTHER", str(weights_dir / "other.txt"))  # (the worker inherits our environment)
+    monkeypatch.setenv("MO_CORE_SANDBOX", "require")
+    monkeypatch.syspath_prepend(str(model))  # pycaffe here imports the module to make the caffemodel
+    make_caffemodel(proto, weights)
+    mapping = write_text(str(tmp_path / "map.xml"), '<CustomLayersMapping><CustomLayer NativeType="Python" '
+                                                    'hasParam="true" protoParamName="python_param"/>'
+                                                    '</CustomLayersMapping>')
+    code, out, err = run_cli("convert", "--input_model", weights, "--input_proto", proto, "-k", mapping,
+                             "--use-caffe-fallback", "--output_dir", str(tmp_path / "ir"), "--silent")
+    assert code == 0, err
+    dims = read_ir(str(tmp_path / "ir" / "probe.xml")).layer_by_name("probe").outputs[0].dims
+    assert list(dims) == [1, 1], dims  # neither neighbour was readable

@@ -25,10 +25,28 @@ log = logging.getLogger("mo_core")
 DATA_DEPENDENT = ("Proposal", "DetectionOutput", "SimplerNMS")
 
 
+def python_layer_sources(directories, modules) -> list[str]:
+    """The files (module.py) and package directories of the Python layers' modules
+    found in `directories`: what the sandboxed Caffe worker is shown of them, so that
+    the code shipped with a model sees nothing else of the model's directories."""
+    found = []
+    for directory in directories:
+        for module in modules:
+            top = os.path.join(directory, module.split(".")[0])
+            for path, exists in ((top + ".py", os.path.isfile), (top, os.path.isdir)):
+                if exists(path) and path not in found:
+                    found.append(path)
+    return found
+
+
 class CaffeFallback:
     def __init__(self, enabled: bool, weights: str | None, search_paths=(), timeout: float | None = None,
-                 given: dict | None = None, source: str | None = None):
+                 given: dict | None = None, source: str | None = None, modules=()):
+        """`search_paths`: where the model's Python layers are imported from (the model's
+        directories); `modules`: those layers' modules - the worker's sandbox shows it
+        their files (python_layer_sources), not the directories' other files."""
         self.enabled = enabled
+        self.modules = [m for m in modules if m]
         self.given = dict(given or {})   # --fallback_input: {input name: array} Caffe runs on instead of noise
         self.source = source
         self.weights = weights
@@ -68,7 +86,8 @@ class CaffeFallback:
         worker = WorkerProcess(contract.WORKER_MODULE, name="caffe", startup_timeout=120,
                                request_timeout=self.timeout, restart_budget=0,
                                args=contract.worker_args(self.search_paths, "any"), env={"GLOG_minloglevel": "2"},
-                               sandbox=contract.sandbox(self.weights, self.search_paths))
+                               sandbox=contract.sandbox(self.weights,
+                                                        python_layer_sources(self.search_paths, self.modules)))
         layer_list = ", ".join(names)
         try:
             result, _ = worker.call(contract.INFER_SHAPES,

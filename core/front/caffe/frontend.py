@@ -37,8 +37,9 @@ class CaffeFrontEnd:
         ctx.graph = build_graph(net, model)
         ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
         dirs = [os.path.dirname(os.path.abspath(p)) for p in (o.input_proto, o.input_model)]
+        modules = _python_layer_modules(net)
         ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs,
-                                           source=o.fallback_input)
+                                           source=o.fallback_input, modules=sorted(modules))
         if o.fallback_input and not o.use_caffe_fallback:
             raise Error("--fallback_input is the input the Caffe fallback runs the model on: it needs "
                         "--use-caffe-fallback (and a CustomLayersMapping.xml, -k).")
@@ -76,3 +77,15 @@ class CaffeFrontEnd:
 
     def source_files(self, o) -> dict:
         return {"input_model": os.path.abspath(o.input_model), "input_proto": os.path.abspath(o.input_proto)}
+
+
+def _python_layer_modules(net) -> list[str]:
+    """The modules the prototxt's Python layers name (a fork's schema may lack the field)."""
+    modules = set()
+    for layer in getattr(net, "layer", ()):
+        try:
+            if layer.type == "Python" and layer.python_param.module:
+                modules.add(layer.python_param.module)
+        except AttributeError:
+            pass
+    return sorted(modules)
