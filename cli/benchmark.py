@@ -106,10 +106,17 @@ def run(args) -> int:
         start = time.perf_counter()
         for t in threads:
             t.start()
-        for t in threads:
-            while t.is_alive():
-                progress.update(state["done"] - progress.n)
-                t.join(0.1)
+        try:
+            for t in threads:
+                while t.is_alive():
+                    progress.update(state["done"] - progress.n)
+                    t.join(0.1)
+        except BaseException as exc:  # Ctrl-C, SIGTERM: the requests in flight end before the network is closed
+            with lock:
+                state["error"] = state["error"] or exc
+            for t in threads:
+                t.join(args.timeout)
+            raise
         duration = state["end"] - start
         progress.update(state["done"] - progress.n)
         progress.close()

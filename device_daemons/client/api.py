@@ -302,6 +302,7 @@ class ExecutableNetwork:
         self.warnings: list[str] = []
         self.cached = False
         self._box: dict = {}  # what the finalizer closes and unloads (it must not reference self)
+        self._closed = False  # close() is final: a request after it is an error, not a new load
         self.output_bytes = 0
         self.compute_us: float | None = None  # the daemon's compute time (moving average; request_path)
         self.loaded(time.monotonic() + core.timeout)
@@ -348,6 +349,9 @@ class ExecutableNetwork:
         loaded = self._loaded
         if loaded is not None and loaded[0] is conn:
             return loaded
+        if self._closed:
+            raise Error("the network {} was closed (ExecutableNetwork.close()); load it again with "
+                        "IECore.load_network", self.name)
         with self._lock:
             conn = link.connection()
             loaded = self._loaded
@@ -396,7 +400,9 @@ class ExecutableNetwork:
             pass
 
     def close(self) -> None:
-        """Unload the network from the daemon (also done when this object is collected)."""
+        """Unload the network from the daemon (also done when this object is collected);
+        requests after it are errors."""
+        self._closed = True
         loaded = self._loaded
         self._loaded = None
         self._box.pop("loaded", None)

@@ -16,7 +16,7 @@ from core.errors import Error
 
 from .batcher import DynamicBatcher
 from .config import ModelConfig
-from .errors import ServingError, bad_request
+from .errors import ServingError, bad_request, unavailable
 from .tensors import DATATYPES
 
 log = logging.getLogger("mo_core.serve")
@@ -226,9 +226,15 @@ class ServedModel:
             ir_inputs = {name: np.concatenate([a, np.zeros((batch - n,) + a.shape[1:], np.float32)])
                          for name, a in ir_inputs.items()}
         t1 = time.perf_counter_ns()
+        net = self.networks.get(batch)
         try:
-            outputs = self.networks[batch].infer(ir_inputs)
+            if net is None:
+                raise Error("unloaded")
+            outputs = net.infer(ir_inputs)
         except Error as exc:  # the daemon's answer (bad input it caught, a daemon that died, a timeout)
+            if not self.networks:  # unloaded while this request was on its way: its networks are closed
+                raise unavailable(f"model '{self.name}' was unloaded while the request ran; send it again") \
+                    from None
             raise ServingError(f"model '{self.name}': {exc}", 500, "BACKEND") from None
         t2 = time.perf_counter_ns()
         if batch > n:
@@ -241,9 +247,9 @@ class ServedModel:
         batcher = getattr(self, "batcher", None)
         if batcher is not None:
             batcher.close()
-        for net in self.networks.values():
+        networks, self.networks = self.networks, {}  # (first: a request failing on a closed one sees it unloaded)
+        for net in networks.values():
             net.close()
-        self.networks = {}
 
 
 def _datatype(dtype: np.dtype) -> str:

@@ -82,7 +82,10 @@ def test_close_unloads_the_networks_still_alive(tiny):
     before = held(name)
     core.close()
     assert held(name) == before - 1
-    del exec_net
+    # close() is final: a request after it (a benchmark's thread still running, say) does not load it again
+    with pytest.raises(Error, match="was closed"):
+        exec_net.infer({"data": tiny.input(0)})
+    assert held(name) == before - 1
 
 
 @pytest.mark.timeout(120)
