@@ -88,8 +88,30 @@ def _built_net(prototxt, weights):
     try:
         return _net_from_text(prototxt, weights)
     except Exception as exc:  # a Python-side failure; C++ CHECKs abort the process instead
+        missing = _unimportable_python_layers(prototxt)
+        if missing:  # (Boost.Python then says only "SystemError: ... returned NULL")
+            raise RemoteError(contract.CAFFE_NET, "Error happened while constructing caffe.Net in the Caffe fallback "
+                              "function: {}; put the module beside the prototxt or on PYTHONPATH".format("; ".join(
+                                  "Python layer '{}' names module '{}', which cannot be found".format(name, module)
+                                  for name, module in missing)), 12) from None
         raise RemoteError(contract.CAFFE_NET, "Error happened while constructing caffe.Net in the Caffe fallback "
                           "function: {}: {}".format(type(exc).__name__, exc), 12)
+
+
+def _unimportable_python_layers(prototxt: str) -> list[tuple[str, str]]:
+    """(layer, module) of the Python layers whose module's top package is nowhere on sys.path."""
+    net = caffe_pb2.NetParameter()
+    try:
+        text_format.Merge(prototxt, net)
+    except text_format.ParseError:
+        return []
+    missing = []
+    for layer in net.layer:
+        if layer.type == "Python" and layer.python_param.module:
+            top = layer.python_param.module.split(".")[0]
+            if top not in sys.modules and importlib.machinery.PathFinder.find_spec(top, sys.path) is None:
+                missing.append((layer.name, layer.python_param.module))
+    return missing
 
 
 def _feed(net, given: dict, seed: int, reshape: bool) -> dict:

@@ -313,3 +313,12 @@ def test_user_op_replaces_a_builtin_for_that_conversion(ref_model, tmp_path):
     again = convert_api(input_model=ref_model, input_proto=REF_NET, custom_layers_mapping=REF_MAP,
                         use_caffe_fallback=True, extensions=EXAMPLE_EXT)
     assert again.layer_by_name("fc").type == "FullyConnected"  # the built-in is back
+
+
+def test_a_python_layer_whose_module_is_missing_is_named(tmp_path):
+    """(Boost.Python itself says only "SystemError: ... returned NULL without setting an exception".)"""
+    base = write_text(str(tmp_path / "base.prototxt"), BASE)
+    text = BASE + ('layer { name: "s2" type: "Python" bottom: "data" top: "s2" '
+                   'python_param { module: "no_such_module_xyz" layer: "Nope" } }\n')
+    proc, out, _ = _cli_fault(tmp_path, text, weights_from=base)
+    assert_fault(proc, out, "Python layer 's2' names module 'no_such_module_xyz', which cannot be found", "#12")
