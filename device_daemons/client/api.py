@@ -79,6 +79,7 @@ from .bound_client import BoundRequests
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
 from .errors import InferenceError, remote_error
 from .perf_counts import perf_counts
+from .request_ids import request_index
 from .transport import Connection, Link, LinkSettings
 
 __all__ = ["IECore", "IENetwork", "ExecutableNetwork", "InferRequest", "InferenceError",
@@ -494,14 +495,6 @@ class ExecutableNetwork:
 
     def __repr__(self) -> str:
         return f"<ExecutableNetwork {self.name!r} on {self.device}>"
-
-
-def request_index(exec_net, request_id) -> int:
-    """start_async's request_id checked against the network's requests."""
-    if isinstance(request_id, bool) or not isinstance(request_id, int) or not 0 <= request_id < len(exec_net.requests):
-        raise Error("start_async: request_id {!r} is not one of the network's requests (0 to {}; load_network's "
-                    "num_requests makes more)", request_id, len(exec_net.requests) - 1)
-    return request_id
 
 
 # --------------------------------------------------------------------------- core

@@ -33,8 +33,8 @@ from core.errors import Error
 from core.microkernel import runtime_dir
 from ir import write_ir
 
-from ..api import request_index
 from ..perf_counts import perf_counts
+from ..request_ids import request_index
 from .split import HeteroError, assign_affinity, parse_hetero, run_split, split_network
 
 
