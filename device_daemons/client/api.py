@@ -308,8 +308,8 @@ class ExecutableNetwork:
         self.compute_us: float | None = None  # the daemon's compute time (moving average; request_path)
         self.loaded(time.monotonic() + core.timeout)
         self.requests = [InferRequest(self, i) for i in range(max(1, int(num_requests)))]
-        # (collected: the unload runs on the reaper's thread, never inside the collection)
-        self._finalizer = weakref.finalize(self, reaper.later, ExecutableNetwork._unload_quietly, self._box)
+        self._finalizer = None
+        self._watch()
         reaper.start()
 
     @property
@@ -375,12 +375,23 @@ class ExecutableNetwork:
             self.compute_us = None
             self._loaded = (conn, loaded.handle)
             self._box["loaded"] = self._loaded
+            if getattr(self, "_finalizer", None) is not None:  # loaded again, on a new connection (a restart)
+                self._watch()
             return self._loaded
 
     def forget(self, conn: Connection, handle: int) -> None:
         with self._lock:
             if self._loaded == (conn, handle):
                 self._loaded = None
+
+    def _watch(self) -> None:
+        """The finalizer that unloads the network when this object is collected (the
+        unload runs on the reaper's thread, never inside the collection). Made again
+        after a load on a new connection: at interpreter exit finalizers run newest
+        first, and this one must run before that connection's client closes."""
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._finalizer = weakref.finalize(self, reaper.later, ExecutableNetwork._unload_quietly, self._box)
 
     @staticmethod
     def _unload_quietly(box: dict) -> None:
@@ -396,7 +407,9 @@ class ExecutableNetwork:
         conn, handle = loaded
         try:
             if conn.dead is None and not conn.client.closed:
-                conn.client.call_async(contract.UNLOAD, {"handle": handle})  # fire and forget
+                # (on this thread, not the client's I/O thread: at interpreter exit a connection made since a
+                # daemon restart has no I/O thread running, and one started then never sends)
+                conn.client.call(contract.UNLOAD, {"handle": handle}, timeout=2.0)
         except Exception:  # noqa: BLE001 - best effort (also runs at interpreter exit)
             pass
 

@@ -226,3 +226,34 @@ def test_no_daemon_left_by_cli_in_fresh_runtime(fresh_runtime, tiny):
     assert proc.returncode == 1
     assert "[ ERROR ]" in proc.stderr and "mo-core daemon start" in proc.stderr
     assert daemon_processes(fresh_runtime) == []
+
+
+RELOADED_AND_LEFT = """
+import os, signal, sys, time
+import numpy as np
+from device_daemons.client import IECore
+ie = IECore()
+exec_net = ie.load_network(ie.read_network(sys.argv[1]), "CPU")
+x = np.zeros((1, 3, 16, 16), np.float32)
+exec_net.infer({"data": x})
+os.kill(ie.daemon_pid("CPU"), signal.SIGKILL)
+time.sleep(0.5)
+exec_net.infer({"data": x})  # a new daemon, the network loaded again there
+print(ie.daemon_pid("CPU"))
+"""  # (and exits without closing anything)
+
+
+@pytest.mark.timeout(120)
+def test_a_network_loaded_again_after_a_restart_is_unloaded_at_exit(fresh_runtime, tiny):
+    """A client whose daemon was killed loads its network again on the new one; when it
+    exits without closing, that load is unloaded too (at exit, the finalizer of a
+    network must run before the new connection's client closes)."""
+    import subprocess
+    import sys
+    from tests.support import REPO
+    proc = subprocess.run([sys.executable, "-c", RELOADED_AND_LEFT, tiny.xml], capture_output=True, text=True,
+                          timeout=90, env=dict(os.environ, PYTHONPATH=REPO))
+    assert proc.returncode == 0, proc.stderr
+    with IECore(policy="existing") as ie:
+        status = ie._link("CPU").call("status")[0]
+    assert status["pid"] == int(proc.stdout.split()[-1]) and status["networks"] == [], status["networks"]
