@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -51,6 +52,10 @@ def front_end(framework: str):
 
 def deduce_framework(ctx):
     o = ctx.options
+    if o.model_name is not None and (not o.model_name.strip() or "/" in o.model_name or os.sep in o.model_name
+                                     or o.model_name in (".", "..")):
+        raise Error("--model_name {!r} must be a file name (no '/'): it names the IR's files, which go to "
+                    "--output_dir.", o.model_name)
     tf_only = (o.saved_model_dir or o.input_meta_graph or o.input_checkpoint or o.saved_model_tags or
                o.input_model_is_text)
     if not o.input_model and not o.input_proto and not tf_only:

@@ -118,6 +118,9 @@ def test_bad_options(tmp_path, good):
     res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--freeze_placeholder_with_value",
                   "data->1")
     assert_clean_failure(*res, tmp_path / "out", "a Caffe model's inputs cannot be frozen")
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--model_name", "../elsewhere")
+    assert_clean_failure(*res, tmp_path / "out", "must be a file name")
+    assert not (tmp_path / "elsewhere.xml").exists()
     res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--extensions", NET)
     assert_clean_failure(*res, tmp_path / "out", "is not a Python file")
     res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, "--extensions",
