@@ -196,7 +196,33 @@ def plan_validation(ctx) -> Plan:
                 continue
             plan.pairs.append(Pair(key, op.name, str(op.soft_get("type")), ident[0], ident[1], output))
     _pair_outputs(graph, plan, unmatched)
+    if plan.graph_def is not None:
+        plan.graph_def = _placeholders_at_ir_shapes(plan.graph_def, plan.inputs)
     return plan
+
+
+def _placeholders_at_ir_shapes(graph_def: bytes, inputs: list) -> bytes:
+    """The GraphDef with the shape of each Placeholder the IR feeds set to the IR input's
+    (in TensorFlow's layout): -b / --input_shape changed it, and TensorFlow refuses a
+    feed of another shape than its placeholder's. (A graph that bakes its batch into
+    constants then fails in TensorFlow, which says where.)"""
+    from core.front.tf.loader import tf_pb2
+    graph = tf_pb2().GraphDef()
+    graph.ParseFromString(graph_def)
+    shapes = {tensor: [dims[i] for i in (0, 2, 3, 1)] if nchw else dims for _, tensor, nchw, dims in inputs}
+    changed = False
+    for node in graph.node:
+        dims = shapes.get(node.name + ":0")
+        if node.op != "Placeholder" or dims is None:
+            continue
+        shape = node.attr["shape"].shape
+        if not shape.unknown_rank and [d.size for d in shape.dim] == dims:
+            continue
+        shape.Clear()
+        for d in dims:
+            shape.dim.add(size=d)
+        changed = True
+    return graph.SerializeToString() if changed else graph_def
 
 
 def _pair_outputs(graph, plan: Plan, unmatched: list):

@@ -104,3 +104,15 @@ def test_reverse_input_channels_with_no_three_channel_input_says_so(graphs, tmp_
     assert code == 0, err
     assert "[ WARNING ]  --reverse_input_channels reversed nothing" in out + err
     assert "relu/output_port_0 [1, 4, 8, 8]" in out + err
+
+
+@pytest.mark.parametrize("model, args", [("scalars.pb", ["-b", "2"]), ("two_inputs.pb", ["-b", "3"]),
+                                         ("two_inputs.pb", ["--input", "x,y", "--input_shape",
+                                                            "[2,8,8,3],[2,8,8,3]"])])
+def test_validate_at_another_batch_than_the_placeholders(graphs, tmp_path, model, args):
+    """--validate feeds TensorFlow at the IR's shapes: the placeholders' fixed batch 1
+    is set to the one -b / --input_shape gave (TensorFlow refused the feed before)."""
+    code, out, err = run_cli("convert", "--input_model", str(graphs / model), *args, "--validate",
+                             "--output_dir", str(tmp_path))
+    assert code == 0, err
+    assert "vs TensorFlow" in out and "OK" in out
