@@ -141,3 +141,16 @@ def test_pipeline_config_that_is_not_text(exports, tmp_path):
     code, out, err, out_dir = _cli_failure(exports, tmp_path, "--tensorflow_object_detection_api_pipeline_config",
                                            str(config))
     assert_clean_failure(code, out, err, out_dir, "pipeline.config", "line 1")
+
+
+@pytest.mark.parametrize("shape, needle", [("[1,3,64,80]", "looks like NCHW"), ("[2,64,80,3]", "one image"),
+                                           ("[1,64,80,1]", "3 channels")])
+def test_an_input_shape_that_is_not_one_nhwc_image(exports, tmp_path, shape, needle):
+    """keep_aspect_ratio models take the image size from --input_shape: batch 2, one channel
+    or an NCHW shape were converted silently into an IR that computed nonsense."""
+    e = exports["2.8"]
+    out_dir = tmp_path / "out"
+    code, out, err = run_cli("convert", "--input_model", e.graph("faster_rcnn_inception_v2"), "--output_dir",
+                             str(out_dir), "--tensorflow_object_detection_api_pipeline_config",
+                             e.pipeline("faster_rcnn_inception_v2"), "--input_shape", shape)
+    assert_clean_failure(code, out, err, str(out_dir), "must be one NHWC shape [1,HEIGHT,WIDTH,3]", needle)

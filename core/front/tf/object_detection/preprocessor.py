@@ -50,8 +50,11 @@ def _user_input_shape(graph):
     if not text:
         return None
     shapes = parse_input_shapes(text)
-    if len(shapes) != 1 or len(shapes[0]) != 4:
-        raise Error("--input_shape {} must be one NHWC shape [1,HEIGHT,WIDTH,3] for an OD API model.", text)
+    if len(shapes) != 1 or len(shapes[0]) != 4 or int(shapes[0][0]) != 1 or int(shapes[0][3]) != 3:
+        nchw = len(shapes) == 1 and len(shapes[0]) == 4 and int(shapes[0][1]) == 3
+        raise Error("--input_shape {} must be one NHWC shape [1,HEIGHT,WIDTH,3] for an OD API model (one image of "
+                    "3 channels, the layout TensorFlow's image_tensor has){}.", text,
+                    ": this one looks like NCHW" if nchw else "")
     return shapes[0]
 
 
