@@ -122,8 +122,9 @@ def parse_text(text: str, path: str = "<text>") -> dict:
 
 def read_pipeline_config(path: str) -> "PipelineConfig":
     if not os.path.isfile(path):
-        raise Error("--tensorflow_object_detection_api_pipeline_config '{}' does not exist: give the pipeline.config "
-                    "that the OD API exporter wrote next to frozen_inference_graph.pb.", path)
+        raise Error("--tensorflow_object_detection_api_pipeline_config '{}' {}: give the pipeline.config file that "
+                    "the OD API exporter wrote next to frozen_inference_graph.pb.", path,
+                    "is a directory" if os.path.isdir(path) else "does not exist")
     size = os.path.getsize(path)
     if size > MAX_BYTES:
         raise Error("The pipeline config '{}' is {} bytes; an OD API pipeline.config is a few KB (limit {} bytes).",
