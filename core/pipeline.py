@@ -174,6 +174,12 @@ def infer_shapes(ctx):
     partial_infer(ctx.graph)
 
 
+def caffe_broadcasts(ctx):
+    """Caffe Scale/Bias with a second input of fewer axes: Reshape + Tile to the first's shape."""
+    from core.middle.caffe_broadcast import expand_axis_broadcasts
+    expand_axis_broadcasts(ctx.graph)
+
+
 def replace_patterns(ctx):
     """TensorFlow: sub-graphs that are one IR layer (atrous convolution, leaky ReLU, l2 normalization, zero
     padding into the convolution or pooling after it); Caffe: nothing."""
@@ -333,6 +339,7 @@ PIPELINE = [
     report_unsupported,
     set_input_shapes,
     infer_shapes,
+    caffe_broadcasts,
     check_blob_values,  # (after shape inference: a TensorFlow Const's value is known from then on)
     replace_patterns,
     lower_to_ir,

@@ -45,6 +45,19 @@ class Add(Op):
         super().__init__(graph, {"type": "ScaleShift", "op": self.op, "infer": _linear_infer}, attrs)
 
 
+def _caffe_broadcast(node, shape, part) -> None:
+    """Caffe's rule for Scale/Bias with a second input: its shape is the first's from
+    `axis` on (then normalized into node.caffe_axis)."""
+    axis = int(node.caffe_axis)
+    axis = axis + len(shape) if axis < 0 else axis
+    if not (0 <= axis and axis + len(part) <= len(shape)
+            and [int(d) for d in part] == [int(d) for d in shape[axis:axis + len(part)]]):
+        raise ShapeError("{} '{}': its second input {} does not match its first {} from axis {} on, as Caffe "
+                         "broadcasts it.", node.soft_get("caffe_type", "Eltwise"), node.name, list(part),
+                         list(shape), node.caffe_axis)
+    node.caffe_axis = axis
+
+
 class Eltwise(Op):
     op = "Eltwise"
 
@@ -57,6 +70,10 @@ class Eltwise(Op):
     @staticmethod
     def infer(node):
         shapes = [d.shape for d in node.data_inputs()]
+        if node.soft_get("caffe_axis") is not None and len(shapes) == 2 and not np.array_equal(*shapes):
+            _caffe_broadcast(node, *shapes)  # (core/middle/caffe_broadcast.py then makes the shapes one)
+            node.out_node(0).shape = np.array(shapes[0], dtype=np.int64)
+            return
         for s in shapes[1:]:
             if not np.array_equal(s, shapes[0]):
                 raise ShapeError("Eltwise '{}' inputs have different shapes: {}.{}", node.name,

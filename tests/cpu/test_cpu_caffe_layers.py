@@ -174,6 +174,16 @@ CASES = [
      {"data": (2, 3, 4, 5)}, [("t", "out")], {}),
     ("tile", one("Tile", "tile_param { axis: 1 tiles: 3 }"), {"data": (2, 3, 4, 5)}, [("t", "out")], {}),
     ("tile_axis3", one("Tile", "tile_param { axis: 3 tiles: 2 }"), {"data": (1, 2, 3, 4)}, [("t", "out")], {}),
+    # Scale / Bias with a second input of fewer axes, broadcast from `axis` (an SE block's [N, C] scale)
+    ("scale_second_input_axis0", 'layer { name: "t" type: "Scale" bottom: "data" bottom: "s" top: "out" '
+                                 'scale_param { axis: 0 } }\n',
+     {"data": (2, 3, 4, 5), "s": (2, 3)}, [("t", "out")], {}),
+    ("scale_second_input_1d", 'layer { name: "t" type: "Scale" bottom: "data" bottom: "s" top: "out" '
+                              'scale_param { axis: 1 } }\n',
+     {"data": (2, 3, 4, 5), "s": (3,)}, [("t", "out")], {}),
+    ("bias_second_input_axis1", 'layer { name: "t" type: "Bias" bottom: "data" bottom: "b" top: "out" '
+                                'bias_param { axis: 1 } }\n',
+     {"data": (2, 3, 4, 5), "b": (3, 4)}, [("t", "out")], {}),
     # --- resampling ------------------------------------------------------------------
     ("upsample_nearest", one("Upsample", "upsample_param { scale: 2 }"), {"data": (2, 3, 4, 5)},
      [("t", "out")], {}),

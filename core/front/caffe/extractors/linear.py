@@ -20,8 +20,8 @@ class ScaleExtractor(FrontExtractorOp):
     @staticmethod
     def extract(node):
         param = node.pb.scale_param
-        if len(node.pb.bottom) == 2:  # the scale is a second input, not a blob
-            Eltwise.update_node_stat(node, {"operation": "mul"})
+        if len(node.pb.bottom) == 2:  # the scale is a second input, not a blob, broadcast from `axis`
+            Eltwise.update_node_stat(node, {"operation": "mul", "caffe_axis": int(param.axis)})
             return True
         _check_channel_axis(node, param)
         blobs = layer_blobs(node, expected=2 if param.bias_term else 1)
@@ -38,8 +38,8 @@ class BiasExtractor(FrontExtractorOp):
     @staticmethod
     def extract(node):
         param = node.pb.bias_param
-        if len(node.pb.bottom) == 2:  # the bias is a second input (broadcast from `axis`: checked by the shapes)
-            Eltwise.update_node_stat(node, {"operation": "sum"})
+        if len(node.pb.bottom) == 2:  # the bias is a second input, broadcast from `axis`
+            Eltwise.update_node_stat(node, {"operation": "sum", "caffe_axis": int(param.axis)})
             return True
         _check_channel_axis(node, param)
         bias = layer_blobs(node, expected=1)[0].ravel()
