@@ -68,3 +68,18 @@ def test_proposal_equals_the_cpu_plan(ov_core, tmp_path):
 def test_fcn_deconv_crop_matches_pycaffe(ov_core, tmp_path):
     ours, ref = v11_case(ov_core, tmp_path, FCN_HEAD, {"data": (1, 3, 17, 15)}).outputs()
     assert_close(ours["crop"], ref["out"], 1e-4, "crop")
+
+
+RELU_ARGMAX = ('layer { name: "r" type: "ReLU" bottom: "data" top: "r" }\n'
+               'layer { name: "t" type: "ArgMax" bottom: "r" top: "out" argmax_param { top_k: 2 axis: 1 } }\n'
+               'layer { name: "u" type: "ArgMax" bottom: "r" top: "flat" argmax_param { top_k: 3 } }\n')
+
+
+def test_argmax_ties_go_to_the_larger_index_as_in_caffe(ov_core, tmp_path):
+    """After a ReLU many values are 0 at once: Caffe gives the larger index first among
+    equal values, a stable TopK the smaller one (the mapping reverses the axis)."""
+    c = v11_case(ov_core, tmp_path, RELU_ARGMAX, {"data": (2, 4, 6, 7)})
+    ours, ref = c.outputs()
+    assert (np.maximum(c.inputs["data"], 0).max(axis=1) == 0).any()  # (the case has ties)
+    np.testing.assert_array_equal(ours["t"], ref["out"])
+    np.testing.assert_array_equal(ours["u"], ref["flat"])

@@ -3,7 +3,9 @@
 With `axis`: the top_k indices (or, with out_max_val, the values) along it.
 Without: per item over everything else flattened, [N, 1, top_k] indices or
 [N, 2, top_k] indices then values, padded with 1s to the IR's rank. Caffe puts
-the larger index first among equal values, OpenVINO the smaller one.
+the larger index first among equal values (common after a ReLU: zeros), a stable
+TopK the smaller one: so TopK runs on the input reversed along the axis and an
+index i there is dim - 1 - i.
 """
 from __future__ import annotations
 
@@ -13,13 +15,22 @@ from .base import Mapping, maps
 
 
 def _top_k(m: Mapping, x, axis: int, k: int, suffix: str):
+    """(values, indices) of the k largest along `axis`, ties to the larger index as in Caffe."""
     shape = list(x.shape)
+    dim = shape[axis]
     shape[axis] = k
-    attrs = {"axis": axis, "mode": "max", "sort": "value", "index_element_type": "i32", "stable": False}
+    axes = m.model.const(np.array([axis], np.int64), name=m.name(f"{suffix}/reverse/axes"), element_type="i64")
+    reversed_x = m.model.op("Reverse", [x, axes], list(x.shape), name=m.name(f"{suffix}/reverse"),
+                            attrs={"mode": "index"})
+    attrs = {"axis": axis, "mode": "max", "sort": "value", "index_element_type": "i32", "stable": True}
     k_const = m.model.const(k, name=m.name(f"{suffix}/k"), element_type="i64")
-    op = m.model.add("TopK", [x, k_const], [shape, shape], name=m.name(suffix), version="opset11", attrs=attrs,
-                     element_types=["f32", "i32"])
-    return op.outputs
+    op = m.model.add("TopK", [reversed_x, k_const], [shape, shape], name=m.name(suffix), version="opset11",
+                     attrs=attrs, element_types=["f32", "i32"])
+    values, reversed_indices = op.outputs
+    last = m.model.const(np.int32(dim - 1), name=m.name(f"{suffix}/last"), element_type="i32")
+    indices = m.model.op("Subtract", [last, reversed_indices], shape, name=m.name(f"{suffix}/indices"),
+                         attrs={"auto_broadcast": "numpy"}, element_type="i32")
+    return values, indices
 
 
 @maps("ArgMax")
