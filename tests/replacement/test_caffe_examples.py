@@ -2,7 +2,7 @@
 the CPU daemon against real pycaffe:
 - MVN by isomorphism pattern: Caffe's MVN spelled out in eleven elementary layers
   becomes one IR MVN layer, equal to pycaffe's own MVN layer (and to the spelled-out
-  net) within 1e-4;
+  net) within 1e-4 (without the pattern the layers convert one by one, equal too);
 - op replacement: brocolli-Caffe's HardSwish, unknown to the converter, becomes
   Power, Clamp, Power and an Eltwise product, equal to pycaffe's HardSwish.
 """
@@ -66,11 +66,16 @@ def test_mvn_pattern_becomes_one_mvn_layer_equal_to_pycaffe_mvn(ie, nets, tmp_pa
     compare_with_caffe(ours, caffe_outputs(nets["mvn_decomposed"], nets["mvn_weights"], inputs), 1e-4)
 
 
-def test_without_the_pattern_the_spelled_out_net_does_not_convert(nets):
-    """The two-bottom Bias/Scale broadcast a [N, C] tensor over [N, C, H, W], which no
-    IR Eltwise does: the replacement is what makes this net convertible."""
-    with pytest.raises(Error, match="Eltwise 'centered' inputs have different shapes"):
-        convert_api(input_model=nets["mvn_weights"], input_proto=nets["mvn_decomposed"])
+def test_without_the_pattern_the_spelled_out_net_converts_layer_by_layer(ie, nets, tmp_path):
+    """Without the replacement the eleven layers convert one by one: the two-bottom
+    Bias/Scale broadcast their [N, C] input over [N, C, H, W] as Caffe does (a Reshape
+    and Tiles before each Eltwise) - equal to pycaffe too, in many more layers."""
+    network = convert_api(input_model=nets["mvn_weights"], input_proto=nets["mvn_decomposed"])
+    types = [layer.type for layer in network.layers]
+    assert "MVN" not in types and "Tile" in types and "Eltwise" in types, types
+    inputs = data()
+    ours = run_ir(ie, network, tmp_path, inputs)
+    compare_with_caffe(ours, caffe_outputs(nets["mvn_decomposed"], nets["mvn_weights"], inputs), 1e-4)
 
 
 def test_hard_swish_op_replacement_equals_pycaffe(ie, nets, tmp_path):
