@@ -162,9 +162,7 @@ def plan_validation(ctx) -> Plan:
     o = ctx.options
     graph = ctx.graph
     plan = Plan(o.framework, mean=ctx.preprocess[0], scale=ctx.preprocess[1])
-    if o.framework == "tf":
-        plan.graph_def = graph.graph["tf_graph_def"].SerializeToString()
-    else:
+    if o.framework != "tf":
         if o.input:
             raise Error("--validate runs the Caffe model from its own inputs: it cannot check a model cut with "
                         "--input (TensorFlow models can).")
@@ -196,33 +194,31 @@ def plan_validation(ctx) -> Plan:
                 continue
             plan.pairs.append(Pair(key, op.name, str(op.soft_get("type")), ident[0], ident[1], output))
     _pair_outputs(graph, plan, unmatched)
-    if plan.graph_def is not None:
-        plan.graph_def = _placeholders_at_ir_shapes(plan.graph_def, plan.inputs)
+    if o.framework == "tf":
+        plan.graph_def = _placeholders_at_ir_shapes(graph.graph["tf_graph_def"], plan.inputs)
     return plan
 
 
-def _placeholders_at_ir_shapes(graph_def: bytes, inputs: list) -> bytes:
-    """The GraphDef with the shape of each Placeholder the IR feeds set to the IR input's
-    (in TensorFlow's layout): -b / --input_shape changed it, and TensorFlow refuses a
-    feed of another shape than its placeholder's. (A graph that bakes its batch into
-    constants then fails in TensorFlow, which says where.)"""
-    from core.front.tf.loader import tf_pb2
-    graph = tf_pb2().GraphDef()
-    graph.ParseFromString(graph_def)
+def _placeholders_at_ir_shapes(graph_def, inputs: list) -> bytes:
+    """The GraphDef (serialized) with the shape of each Placeholder the IR feeds set to
+    the IR input's (in TensorFlow's layout): -b / --input_shape changed it, and TensorFlow
+    refuses a feed of another shape than its placeholder's. (A graph that bakes its batch
+    into constants then fails in TensorFlow, which says where.)"""
     shapes = {tensor: [dims[i] for i in (0, 2, 3, 1)] if nchw else dims for _, tensor, nchw, dims in inputs}
-    changed = False
+    def as_fed(node) -> bool:  # (reads the attribute map without adding to it)
+        shape = node.attr["shape"].shape if "shape" in node.attr else None
+        return shape is not None and not shape.unknown_rank and [d.size for d in shape.dim] == shapes[node.name + ":0"]
+    if all(as_fed(n) for n in graph_def.node if n.op == "Placeholder" and n.name + ":0" in shapes):
+        return graph_def.SerializeToString()
+    graph = type(graph_def)()
+    graph.CopyFrom(graph_def)  # (the converter's own graph stays as it was read)
     for node in graph.node:
-        dims = shapes.get(node.name + ":0")
-        if node.op != "Placeholder" or dims is None:
-            continue
-        shape = node.attr["shape"].shape
-        if not shape.unknown_rank and [d.size for d in shape.dim] == dims:
-            continue
-        shape.Clear()
-        for d in dims:
-            shape.dim.add(size=d)
-        changed = True
-    return graph.SerializeToString() if changed else graph_def
+        if node.op == "Placeholder" and node.name + ":0" in shapes:
+            shape = node.attr["shape"].shape
+            shape.Clear()
+            for d in shapes[node.name + ":0"]:
+                shape.dim.add(size=d)
+    return graph.SerializeToString()
 
 
 def _pair_outputs(graph, plan: Plan, unmatched: list):

@@ -227,20 +227,22 @@ class ServedModel:
                          for name, a in ir_inputs.items()}
         t1 = time.perf_counter_ns()
         net = self.networks.get(batch)
+        if net is None:
+            raise self._unloaded()
         try:
-            if net is None:
-                raise Error("unloaded")
             outputs = net.infer(ir_inputs)
         except Error as exc:  # the daemon's answer (bad input it caught, a daemon that died, a timeout)
             if not self.networks:  # unloaded while this request was on its way: its networks are closed
-                raise unavailable(f"model '{self.name}' was unloaded while the request ran; send it again") \
-                    from None
+                raise self._unloaded() from None
             raise ServingError(f"model '{self.name}': {exc}", 500, "BACKEND") from None
         t2 = time.perf_counter_ns()
         if batch > n:
             outputs = {name: value[:n] for name, value in outputs.items()}
         return outputs, {"compute_input_ns": t1 - t0, "compute_infer_ns": t2 - t1,
                          "compute_output_ns": time.perf_counter_ns() - t2, "batch_size": max(n, 1)}
+
+    def _unloaded(self) -> ServingError:
+        return unavailable(f"model '{self.name}' was unloaded while the request ran; send it again")
 
     def close(self) -> None:
         """Stop the batcher (queued requests finish) and unload the networks."""

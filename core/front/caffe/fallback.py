@@ -46,7 +46,7 @@ class CaffeFallback:
         directories); `modules`: those layers' modules - the worker's sandbox shows it
         their files (python_layer_sources), not the directories' other files."""
         self.enabled = enabled
-        self.modules = [m for m in modules if m]
+        self.modules = list(modules)
         self.given = dict(given or {})   # --fallback_input: {input name: array} Caffe runs on instead of noise
         self.source = source
         self.weights = weights

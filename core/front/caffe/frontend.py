@@ -37,9 +37,8 @@ class CaffeFrontEnd:
         ctx.graph = build_graph(net, model)
         ctx.graph.graph["interp_zoom_rule"] = o.interp_zoom_rule
         dirs = [os.path.dirname(os.path.abspath(p)) for p in (o.input_proto, o.input_model)]
-        modules = _python_layer_modules(net)
         ctx.caffe_fallback = CaffeFallback(o.use_caffe_fallback, os.path.abspath(o.input_model), dirs,
-                                           source=o.fallback_input, modules=sorted(modules))
+                                           source=o.fallback_input, modules=_python_layer_modules(net))
         if o.fallback_input and not o.use_caffe_fallback:
             raise Error("--fallback_input is the input the Caffe fallback runs the model on: it needs "
                         "--use-caffe-fallback (and a CustomLayersMapping.xml, -k).")

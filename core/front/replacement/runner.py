@@ -153,14 +153,15 @@ def _label(replacer, exc: BaseException | None = None) -> str:
     cls = type(replacer)
     if isinstance(replacer, FrontReplacementFromConfigFileOp):
         return "for {}".format(", ".join(d.where() for d in replacer.for_descriptions))
-    where = "{} in {}{}".format(cls.__name__, source_of(cls), "" if exc is None else _user_line(exc, cls))
+    where = code_location(cls, exc)
     rid = getattr(cls, "replacement_id", None)
     return "\"{}\" ({})".format(rid, where) if rid else where
 
 
-def code_location(cls, exc: BaseException) -> str:
-    """"Class in file, line N": where in a user's class (an extractor, a replacer) `exc` was raised."""
-    return "{} in {}{}".format(cls.__name__, source_of(cls), _user_line(exc, cls))
+def code_location(cls, exc: BaseException | None = None) -> str:
+    """"Class in file[, line N]": a user's class (an extractor, a replacer), and the line
+    of its own file that raised `exc`."""
+    return "{} in {}{}".format(cls.__name__, source_of(cls), "" if exc is None else _user_line(exc, cls))
 
 
 def _user_line(exc: BaseException, cls) -> str:

@@ -12,7 +12,8 @@ import re
 import numpy as np
 
 from core.errors import Error
-from core.front.tf.tf_subgraph import TF_DTYPES
+from core.front.tf.builder import parse_input
+from core.front.tf.tf_subgraph import TF_DTYPES, set_const
 
 _ENTRY = re.compile(r"\s*([^,\[\]]+?)\s*->\s*(\[[^\]]*\]|[^,]*)\s*(?:,|$)")
 _NUMPY = {enum: dtype for dtype, enum in TF_DTYPES.items()}
@@ -53,7 +54,7 @@ def _value(name: str, words: list[str], dtype: np.dtype, shape) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         array = array.astype(dtype)
     if shape is None or any(d < 0 for d in shape):
-        return array.reshape(()) if array.size == 1 and len(words) == 1 and "[" not in words else array
+        return array.reshape(()) if array.size == 1 else array
     if array.size == 1:
         return np.full(shape, array.reshape(()), dtype)
     if array.size != int(np.prod(shape)):
@@ -84,29 +85,22 @@ def freeze_placeholders(graph_def, text: str) -> None:
         if dtype is None:
             raise Error("{}: '{}' has a type (DataType {}) a value cannot be given for.", OPTION, name, enum)
         value = _value(name, words, dtype, _shape(node))
-        dropped.extend(node.input)
+        dropped.extend(parse_input(text)[0] for text in node.input)
         del node.input[:]
-        node.op = "Const"
-        for key in list(node.attr):
-            del node.attr[key]
-        node.attr["dtype"].type = enum
-        tensor = node.attr["value"].tensor
-        tensor.dtype = enum
-        for d in value.shape:
-            tensor.tensor_shape.dim.add(size=int(d))
-        tensor.tensor_content = np.ascontiguousarray(value).astype(dtype.newbyteorder("<")).tobytes()
+        node.ClearField("attr")
+        set_const(node, value)
     _remove_unread(graph_def, dropped)
 
 
 def _remove_unread(graph_def, names: list[str]) -> None:
     """Removes the nodes of `names` (and what only they read) that nothing reads any
     more: a frozen default would otherwise be an output of the model."""
-    pending = [n.lstrip("^").split(":")[0] for n in names]
+    pending = list(names)
     while pending:
         name = pending.pop()
-        readers = [n for n in graph_def.node if any(i.lstrip("^").split(":")[0] == name for i in n.input)]
+        readers = [n for n in graph_def.node if any(parse_input(i)[0] == name for i in n.input)]
         index = next((i for i, n in enumerate(graph_def.node) if n.name == name), None)
         if readers or index is None:
             continue
-        pending.extend(i.lstrip("^").split(":")[0] for i in graph_def.node[index].input)
+        pending.extend(parse_input(i)[0] for i in graph_def.node[index].input)
         del graph_def.node[index]

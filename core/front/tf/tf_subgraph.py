@@ -35,6 +35,18 @@ _BOOL_OUTPUTS = {"Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEq
                  "LogicalNot", "IsNan", "IsInf", "IsFinite", "InTopK", "InTopKV2", "All", "Any", "ApproximateEqual"}
 
 
+def set_const(node, value: np.ndarray) -> None:
+    """Makes `node` (a NodeDef) a Const holding `value` (its dtype one of TF_DTYPES)."""
+    enum = TF_DTYPES[np.dtype(value.dtype)]
+    node.op = "Const"
+    node.attr["dtype"].type = enum
+    tensor = node.attr["value"].tensor
+    tensor.dtype = enum
+    for d in value.shape:
+        tensor.tensor_shape.dim.add(size=int(d))
+    tensor.tensor_content = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<")).tobytes()
+
+
 def tensor_ref(name: str, port: int) -> str:
     return name if port == 0 else "{}:{}".format(name, port)
 
@@ -149,15 +161,8 @@ class GraphDefBuilder:
         dtype = np.dtype(dtype or (np.float32 if value.dtype == np.float64 else value.dtype))
         if dtype not in TF_DTYPES:
             raise Error("The constant '{}' of type {} cannot go into a TensorFlow graph.", base, value.dtype)
-        value = value.astype(dtype)
         name = self.fresh(base)
-        node = self.graph_def.node.add(name=name, op="Const")
-        node.attr["dtype"].type = TF_DTYPES[dtype]
-        tensor = node.attr["value"].tensor
-        tensor.dtype = TF_DTYPES[dtype]
-        for d in value.shape:
-            tensor.tensor_shape.dim.add(size=int(d))
-        tensor.tensor_content = np.ascontiguousarray(value).astype(dtype.newbyteorder("<")).tobytes()
+        set_const(self.graph_def.node.add(name=name), value.astype(dtype))
         return name
 
     def add_op(self, base: str, op: str, inputs: list[str], **attrs) -> str:

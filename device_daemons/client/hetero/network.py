@@ -175,8 +175,7 @@ class HeteroExecutableNetwork:
               perf: list | None = None) -> dict[str, np.ndarray]:
         """{output name: array}; with `perf` (a list, PERF_COUNT) each part's perf rows
         are appended, the backend prefixed by the part's device."""
-        if not self.parts:
-            raise Error("the HETERO network {} was closed; load it again", self.name)
+        self._check_open()
         if not isinstance(inputs, dict):
             raise Error("infer takes a dict {{input name: array}}; the network's inputs are {}",
                         ", ".join(map(repr, self.inputs)))
@@ -197,11 +196,14 @@ class HeteroExecutableNetwork:
                     timeout: float | None = None) -> HeteroRequest:
         if isinstance(inputs, int) and not isinstance(inputs, bool):
             inputs, request_id = request_id, inputs
-        if not self.parts:
-            raise Error("the HETERO network {} was closed; load it again", self.name)
+        self._check_open()
         req = self.requests[request_index(self, request_id)] if request_id is not None else HeteroRequest(self)
         req.async_infer(inputs, timeout)
         return req
+
+    def _check_open(self) -> None:
+        if not self.parts:
+            raise Error("the HETERO network {} was closed; load it again", self.name)
 
     def close(self) -> None:
         for part in getattr(self, "parts", []):
