@@ -179,5 +179,5 @@ def summary_lines(options) -> list[str]:
     for option in OPTIONS:
         value = getattr(options, option.name)
         if value not in (None, False):
-            lines.append("\t- {:<26}{}".format(option.name + ":", value))
+            lines.append("\t- {:<26}{}".format(option.name + ": ", value))  # a space after the longest names too
     return lines

@@ -139,7 +139,14 @@ def feature_axis(node: Node) -> int:
 
 
 def copy_shape_infer(node: Node):
-    """Output shape equals input shape (activations, normalizations)."""
-    shape = node.in_node(0).shape
-    for out in node.out_nodes().values():
-        out.shape = np.array(shape, dtype=np.int64)
+    """Output shape equals input shape (activations, normalizations): one output, so a
+    read of another port (a replacer's wrong port) is an error, not a silent copy."""
+    outs = node.out_nodes()
+    extra = sorted(port for port in outs if port != 0)
+    if extra:
+        from core.errors import Error
+        raise Error("Layer '{}' ({}) has one output, but its output port {} is read by other nodes: a replacer or "
+                    "extension connected a port the operation does not have.", node.soft_get("name"),
+                    node.soft_get("op"), extra[0])
+    if 0 in outs:
+        outs[0].shape = np.array(node.in_node(0).shape, dtype=np.int64)

@@ -235,7 +235,7 @@ class Link:
     def wait(self, conn: Connection, pending, op: str, deadline: float) -> tuple[dict, list]:
         """The reply of `pending`, watching the daemon; raises DaemonDied / DaemonTimeout
         / RemoteError (the daemon's error reply)."""
-        return self._outcome(conn, op, pending.result, max(0.0, deadline - time.monotonic()), watch=conn)
+        return self._outcome(conn, op, deadline, pending.result, watch=conn)
 
     def call_here(self, conn: Connection, op: str, args: dict, deadline: float, *,
                   carrier: bool = False) -> dict:
@@ -243,8 +243,7 @@ class Link:
         carrier when `carrier` (the connection must have one), else to the daemon's
         main endpoint. The result; raises like wait()."""
         client = conn.carrier if carrier else conn.client
-        return self._outcome(conn, op, client.call, op, args, timeout=max(0.0, deadline - time.monotonic()),
-                             watch=conn, direct=True)[0]
+        return self._outcome(conn, op, deadline, client.call, op, args, watch=conn, direct=True)[0]
 
     def call_raw(self, conn: Connection, op: str, tag: int, payload: bytes, deadline: float,
                  spin: float = 0.0) -> bytes | None:
@@ -252,21 +251,21 @@ class Link:
         carrier, on the calling thread, polling for the reply for `spin` s before
         sleeping: the reply's payload; None when it cannot be sent there. Raises like
         wait()."""
-        return self._outcome(conn, op, conn.carrier.call_raw, tag, payload,
-                             timeout=max(0.0, deadline - time.monotonic()), watch=conn, spin=spin)
+        return self._outcome(conn, op, deadline, conn.carrier.call_raw, tag, payload, watch=conn, spin=spin)
 
-    def _outcome(self, conn: Connection, op: str, receive, *args, **kwargs):
-        """receive(*args, **kwargs)'s reply, with the microkernel's failures as the
-        daemon's (the call passed apart: a lambda would cost a request's path a call)."""
+    def _outcome(self, conn: Connection, op: str, deadline: float, receive, *args, **kwargs):
+        """receive(*args, timeout=<left until deadline>, **kwargs)'s reply, with the
+        microkernel's failures as the daemon's (the call passed apart: a lambda would
+        cost a request's path a call)."""
+        timeout = max(0.0, deadline - time.monotonic())
         try:
-            return receive(*args, **kwargs)
+            return receive(*args, timeout=timeout, **kwargs)
         except RemoteError:
             raise
         except ServiceGone:
             raise self._died(conn, op) from None
         except MicrokernelTimeout:
-            raise self._timeout(conn, op, kwargs.get("timeout", args[0] if args else self.settings.timeout)) \
-                from None
+            raise self._timeout(conn, op, timeout) from None
         except MicrokernelError as exc:
             if conn.dead is not None or not conn.alive():
                 raise self._died(conn, op) from None

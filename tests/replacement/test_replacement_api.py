@@ -164,6 +164,13 @@ def test_replace_op_returning_the_node_it_replaces(hard_swish, tmp_path):
     assert "replace_op of 'hswish' returned the node it replaces" in text
 
 
+def test_replace_op_naming_a_port_the_new_node_lacks(hard_swish, tmp_path):
+    hs_replacer(tmp_path, "        power = Power(graph, dict(scale=2.0)).create_node([node.in_node(0)])\n"
+                          "        return [(power.id, 1)]\n")
+    text = conversion_error(hard_swish, tmp_path)
+    assert "Layer 'Power' (Power) has one output, but its output port 1 is read by other nodes" in text
+
+
 def test_a_replacer_that_raises_is_named_with_its_file_and_line(hard_swish, tmp_path):
     path = hs_replacer(tmp_path, "        scale = node.alpha * 2\n"
                                  "        return [Power(graph, dict(scale=scale)).create_node([node.in_node(0)]).id]\n",

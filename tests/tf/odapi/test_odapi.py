@@ -154,3 +154,14 @@ def test_an_input_shape_that_is_not_one_nhwc_image(exports, tmp_path, shape, nee
                              str(out_dir), "--tensorflow_object_detection_api_pipeline_config",
                              e.pipeline("faster_rcnn_inception_v2"), "--input_shape", shape)
     assert_clean_failure(code, out, err, str(out_dir), "must be one NHWC shape [1,HEIGHT,WIDTH,3]", needle)
+
+
+def test_an_input_shape_on_a_fixed_shape_model_is_ignored_with_a_warning(exports, tmp_path):
+    """fixed_shape_resizer: the IR's input is the resizer's size whatever --input_shape says
+    (as the reference): said, not silent."""
+    e = exports["2.8"]
+    code, out, err = run_cli("convert", "--input_model", e.graph("ssd_mobilenet_v2"), "--output_dir",
+                             str(tmp_path / "out"), "--tensorflow_object_detection_api_pipeline_config",
+                             e.pipeline("ssd_mobilenet_v2"), "--input_shape", "[1,480,640,3]")
+    assert code == 0, out + err
+    assert "[ WARNING ]" in out + err and "--input_shape [1, 480, 640, 3] is ignored" in out + err, out + err

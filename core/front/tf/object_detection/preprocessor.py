@@ -10,6 +10,8 @@ become a constant of the input size.
 """
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from core.errors import Error
@@ -18,6 +20,7 @@ from core.front.replacement import FrontReplacementFromConfigFileSubGraph
 from core.front.tf.object_detection.common import by_name, const, consumers, pipeline_config, rewire
 from core.graph.graph import Node
 
+log = logging.getLogger("mo_core")
 INPUT = "image_tensor"
 _CHAIN_OPS = {"Cast", "Mul", "Sub", "Add", "AddV2", "RealDiv", "Maximum", "Minimum", "Identity"}
 
@@ -25,10 +28,15 @@ _CHAIN_OPS = {"Cast", "Mul", "Sub", "Add", "AddV2", "RealDiv", "Maximum", "Minim
 def resized_size(config, input_shape) -> tuple[int, int]:
     """The resizer's output height and width (the OD API's rules, including its rounding)."""
     r = config.resizer()
-    if r["kind"] == "fixed_shape":
-        return r["height"], r["width"]
-    if r["pad"]:
-        return r["max"], r["max"]
+    fixed = (r["height"], r["width"]) if r["kind"] == "fixed_shape" else (r["max"], r["max"]) if r["pad"] else None
+    if fixed is not None:
+        if input_shape is not None and (int(input_shape[1]), int(input_shape[2])) != fixed:
+            # the reference's words too: the IR's input is what the resizer makes, whatever came in
+            log.warning("The model resizes images to a fixed shape (%d x %d, %s): --input_shape %s is ignored; the "
+                        "IR's input is %d x %d, resize images to it.", fixed[0], fixed[1],
+                        "fixed_shape_resizer" if r["kind"] == "fixed_shape" else "keep_aspect_ratio_resizer with "
+                        "pad_to_max_dimension", [int(d) for d in input_shape], fixed[0], fixed[1])
+        return fixed
     if input_shape is None:
         raise Error("The model resizes with keep_aspect_ratio_resizer (min_dimension {}, max_dimension {}): give the "
                     "image size with --input_shape [1,HEIGHT,WIDTH,3]; the IR's input is then the size the resizer "
