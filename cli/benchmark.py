@@ -1,11 +1,15 @@
 """`mo-core benchmark`: latency and throughput of an IR on a device daemon.
 
-    mo-core benchmark -m model.xml [-d CPU|GPU|HETERO:GPU,CPU] [-niter 200] [-nireq 4] [-b N]
-                      [-l FILE] [-c FILE] [--affinity LAYER=DEVICE] [-pc] [-infer_precision f32|bf16]
-                      [-nthreads N]
+    mo-core benchmark -m model.xml [-d CPU|GPU|HETERO:GPU,CPU] [-niter 200 | -t SECONDS] [-nireq 4]
+                      [-hint latency|throughput|none] [-api sync|async] [-b N] [-l FILE] [-c FILE]
+                      [--affinity LAYER=DEVICE] [-pc] [-infer_precision f32|bf16] [-nthreads N]
 
 `-nireq` requests are kept in flight (one client thread each, sharing one loaded
 network); each request's latency is the time from sending it to having its outputs.
+As benchmark_app: `-hint latency` keeps one request in flight, `-hint throughput` the
+number the device reports as optimal (OPTIMAL_NUMBER_OF_INFER_REQUESTS); `-api sync`
+is one request at a time; `-t` runs for a time instead of a count (with -niter too:
+whichever ends first).
 """
 import os
 import sys
@@ -14,8 +18,8 @@ import time
 
 import numpy as np
 
-from cli.infer import (add_model_args, add_perf_count_arg, describe_settings, device_list, guard, load_on_device,
-                       random_inputs)
+from cli.infer import (add_model_args, add_perf_count_arg, device_list, guard, load_on_device, random_inputs,
+                       settings_text)
 from cli.errors import raise_on_sigterm
 from core.errors import Error
 
@@ -25,8 +29,16 @@ def add_parser(sub):
                        description="Run an IR many times on a device daemon with several requests in flight "
                                    "and report latency (median, p90, p99, min, max) and throughput.")
     add_model_args(p)
-    p.add_argument("-niter", "--niter", type=int, default=200, help="number of requests (default 200)")
-    p.add_argument("-nireq", "--nireq", type=int, default=4, help="requests in flight (default 4)")
+    p.add_argument("-niter", "--niter", type=int, help="number of requests (default 200, or none with -t)")
+    p.add_argument("-t", "--time", type=float, metavar="SECONDS",
+                   help="run for this many seconds (with -niter: whichever ends first)")
+    p.add_argument("-nireq", "--nireq", type=int,
+                   help="requests in flight (default 4; -hint latency: 1, -hint throughput: the device's optimum)")
+    p.add_argument("-hint", "--hint", choices=("latency", "throughput", "none"), type=str.lower,
+                   help="as benchmark_app: latency (one request in flight), throughput (the device's "
+                        "OPTIMAL_NUMBER_OF_INFER_REQUESTS), none (-nireq, default 4)")
+    p.add_argument("-api", "--api", choices=("sync", "async"), default="async", type=str.lower,
+                   help="sync: one request at a time; async (default): -nireq requests in flight")
     p.add_argument("-b", "--batch", type=int, help="batch size (default: the IR's)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds per daemon request (default 120)")
@@ -43,10 +55,18 @@ def run(args) -> int:
 
     from device_daemons.client import IECore
 
-    if args.niter < 1:
+    if args.niter is not None and args.niter < 1:
         raise Error("-niter must be at least 1, got {}", args.niter)
-    if args.nireq < 1:
+    if args.time is not None and not args.time > 0:
+        raise Error("-t must be a positive number of seconds, got {}", args.time)
+    niter = args.niter if args.niter is not None or args.time is not None else 200
+    if args.nireq is not None and args.nireq < 1:
         raise Error("-nireq must be at least 1, got {}", args.nireq)
+    if args.api == "sync" and (args.nireq or 1) > 1:
+        raise Error("-api sync runs one request at a time; -nireq {} needs -api async", args.nireq)
+    if args.hint == "latency" and (args.nireq or 1) > 1:
+        raise Error("-hint latency keeps one request in flight; -nireq {} contradicts it (drop one of them)",
+                    args.nireq)
     if args.batch is not None and args.batch < 1:
         raise Error("-b must be at least 1, got {}", args.batch)
     if args.timeout <= 0:
@@ -61,8 +81,18 @@ def run(args) -> int:
         if args.batch is not None:
             net.batch_size = args.batch
         t0 = time.perf_counter()
-        exec_net = load_on_device(ie, net, args, num_requests=args.nireq, perf_counts=args.perf_counts)
-        settings = getattr(exec_net, "config", {})
+        nireq = 1 if args.api == "sync" or args.hint == "latency" else args.nireq
+        # (a device's optimum is at most one request per CPU: that many slots cover it)
+        slots = nireq or (max(4, os.cpu_count() or 1) if args.hint == "throughput" else 4)
+        exec_net = load_on_device(ie, net, args, num_requests=slots, perf_counts=args.perf_counts)
+        settings = settings_text(exec_net)
+        if nireq is None:
+            nireq = 4
+            if args.hint == "throughput":
+                nireq = min(slots, int(exec_net.get_metric("OPTIMAL_NUMBER_OF_INFER_REQUESTS")))
+        if args.hint is not None or args.api == "sync":
+            print("[ INFO ] {}: {} request(s) in flight".format(
+                "-api sync" if args.api == "sync" else "-hint " + args.hint, nireq))
         print("[ INFO ] Loading took {:.2f} ms".format((time.perf_counter() - t0) * 1e3))
         inputs = random_inputs(net, args.seed)
         batch = next(iter(net.inputs.values()))[0] if net.inputs else 1
@@ -80,7 +110,8 @@ def run(args) -> int:
         def worker(request):
             while True:
                 with lock:
-                    if state["error"] is not None or state["next"] >= args.niter:
+                    if state["error"] is not None or (niter is not None and state["next"] >= niter) or \
+                            (stop_at is not None and time.perf_counter() >= stop_at):
                         return
                     state["next"] += 1
                 start = time.perf_counter()
@@ -99,11 +130,12 @@ def run(args) -> int:
                     state["done"] += 1
                     state["end"] = max(state["end"], end)
 
-        progress = tqdm(total=args.niter, desc="Progress", unit="req", file=sys.stderr, leave=True,
+        progress = tqdm(total=niter, desc="Progress", unit="req", file=sys.stderr, leave=True,
                         disable=not (args.progress or sys.stderr.isatty()))
         threads = [threading.Thread(target=worker, args=(exec_net.requests[i],), daemon=True,
-                                    name="benchmark-{}".format(i)) for i in range(args.nireq)]
+                                    name="benchmark-{}".format(i)) for i in range(nireq)]
         start = time.perf_counter()
+        stop_at = None if args.time is None else start + args.time
         for t in threads:
             t.start()
         try:
@@ -129,9 +161,9 @@ def run(args) -> int:
     lat = sorted(latencies)
     fps = len(lat) * batch / duration if duration > 0 else float("inf")
     print()
-    print("Count:      {} iterations ({} in flight, batch {})".format(len(lat), args.nireq, batch))
+    print("Count:      {} iterations ({} in flight, batch {})".format(len(lat), nireq, batch))
     if settings:
-        print("Settings:   {}".format(describe_settings(settings)[2:]))
+        print("Settings:   {}".format(settings))
     print("Duration:   {:.2f} ms".format(duration * 1e3))
     print("Latency (ms):")
     header = ("median", "p90", "p99", "min", "max")

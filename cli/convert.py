@@ -10,7 +10,7 @@ from core.errors import Error
 def add_parser(sub):
     p = sub.add_parser("convert", help="convert a Caffe or TensorFlow model into IR (.xml + .bin), version 2 or 11",
                        description="Convert a trained Caffe or TensorFlow model into an optimized Intermediate "
-                                   "Representation.")
+                                   "Representation.", allow_abbrev=True)  # (as the reference's argparse: --input_mod)
     g = add_arguments(p)[GENERAL]
     g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
     g.add_argument("--silent", action="store_true", help="print only errors")

@@ -104,6 +104,16 @@ def describe_settings(config: dict) -> str:
     return ": " + ", ".join(parts) if parts else ""
 
 
+def settings_text(exec_net) -> str:
+    """What the network got, in words ('' when its daemon reports nothing); a HETERO
+    network's by part ('part 1 (GPU): ...; part 2 (CPU): ...')."""
+    parts = getattr(exec_net, "parts", None)
+    if parts is None:
+        return describe_settings(exec_net.config)[2:]
+    return "; ".join("part {} ({}): {}".format(i + 1, part.device, describe_settings(part.config)[2:])
+                     for i, part in enumerate(parts) if part.config)
+
+
 def add_parser(sub):
     p = sub.add_parser("infer", help="run an IR on a device daemon and print its outputs",
                        description="Run an IR network once on a device daemon (started if none runs) and "

@@ -8,6 +8,18 @@ from cli.errors import run_reporting_errors
 
 
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        # no prefixes of long options: benchmark_app's -i or -nt must not silently become -infer_precision or
+        # -nthreads, nor -hint "-h int"
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def _get_option_tuples(self, option_string):
+        # allow_abbrev covers '--' options only: a single-dash word ('-nt') still matched a longer option by
+        # prefix; only a one-letter option with its value attached ('-b4') stays
+        tuples = super()._get_option_tuples(option_string)
+        return tuples if option_string.startswith("--") else [t for t in tuples if len(t[1]) == 2]
+
     def error(self, message):  # argparse's own exit code 2 becomes our 1, with the [ ERROR ] prefix
         self.print_usage(sys.stderr)
         print("[ ERROR ]  {}: {}".format(self.prog, message), file=sys.stderr)

@@ -204,8 +204,15 @@ class InferRequest:
         self.outputs: dict[str, np.ndarray] = {}
         self.perf: list[dict] = []  # the daemon's per-step rows of the last request (PERF_COUNT)
 
+    def _check_idle(self) -> None:
+        if self._future is not None and not self._future.done():
+            raise Error("REQUEST_BUSY: request {} is still running; wait() for it before starting it again",
+                        self.index)
+
     def async_infer(self, inputs: dict | None = None, timeout: float | None = None) -> None:
-        """Start the request (a thread of the network sends it); wait() for it."""
+        """Start the request (a thread of the network sends it; the inputs are copied
+        before this returns, so their buffers may be refilled); wait() for it."""
+        self._check_idle()
         self.outputs = {}
         self.latency = None
         self.perf = []
@@ -233,6 +240,7 @@ class InferRequest:
 
     def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict:
         """Synchronous request (sent from this thread); returns the outputs."""
+        self._check_idle()
         self.outputs = {}
         self.latency = None
         self.perf = []
@@ -442,13 +450,15 @@ class ExecutableNetwork:
         self.close()
 
     # ----------------------------------------------------------------- inference
-    def _prepare(self, inputs: dict | None) -> dict:
+    def _prepare(self, inputs: dict | None, copy: bool = False) -> dict:
+        """{name: float32 array} of `inputs`; with `copy`, arrays of their own (an
+        asynchronous request reads them after the caller may have refilled its buffers)."""
         if isinstance(inputs, dict):
             for k, v in inputs.items():  # the common case, checked in one pass (a loop: no generator's calls)
                 if type(v) is not np.ndarray or v.dtype != np.float32 or type(k) is not str:
                     break
             else:
-                return dict(inputs)
+                return {k: v.copy() for k, v in inputs.items()} if copy else dict(inputs)
         expected = ", ".join(f"'{n}' {s}" for n, s in self.inputs.items())
         if inputs is None:
             raise InferenceError(f"infer: no inputs given; the network's inputs are {expected}", "input")
@@ -464,7 +474,9 @@ class ExecutableNetwork:
                 if arr.dtype.kind not in "fiub":
                     raise InferenceError(f"infer: input {name!r} has dtype {arr.dtype}; give numbers "
                                          f"(float32)", "input")
-                arr = arr.astype(np.float32)
+                arr = arr.astype(np.float32)  # (a new array)
+            elif copy:
+                arr = arr.copy()
             out[name] = arr
         return out
 
@@ -479,9 +491,10 @@ class ExecutableNetwork:
 
     def _submit(self, inputs: dict | None, timeout: float | None) -> concurrent.futures.Future:
         """Run a request on a thread of this network's (as many as it has request
-        slots, at least 4): a future of (outputs, perf rows, latency ms)."""
-        prepared = self._prepare(inputs)
-        deadline = request_path.deadline_of(self.link, timeout)
+        slots, at least 4): a future of (outputs, perf rows, latency ms). The inputs are
+        copied now; the timeout counts from when a thread sends it (a request queued
+        behind others has not been sent)."""
+        prepared = self._prepare(inputs, copy=True)
         executor = self._box.get("executor")
         if executor is None:
             with self._lock:
@@ -492,7 +505,7 @@ class ExecutableNetwork:
         t0 = time.perf_counter()
 
         def job():
-            outputs, perf = request_path.run(self, prepared, deadline)
+            outputs, perf = request_path.run(self, prepared, request_path.deadline_of(self.link, timeout))
             return outputs, perf, (time.perf_counter() - t0) * 1e3
         return executor.submit(job)
 
@@ -592,14 +605,16 @@ class IECore:
         if not isinstance(network, IENetwork):
             raise Error("load_network takes an IENetwork (from IECore.read_network), got {}",
                         type(network).__name__)
-        perf_count = _perf_count(config)
         if str(device_name).strip().upper().startswith("HETERO"):
-            from .hetero.network import HeteroExecutableNetwork
+            from .hetero.network import HeteroExecutableNetwork, hetero_devices
+            # (each part's load merges its own device's defaults; PERF_COUNT set on any of them counts)
+            defaults = [self._configs.get(d, {}) for d in hetero_devices(device_name)]
+            perf_count = _perf_count(config) if "PERF_COUNT" in (config or {}) else any(map(_perf_count, defaults))
             return HeteroExecutableNetwork(self, network, device_name, num_requests, perf_count=perf_count,
                                            config=config)
         link = self._link(device_name)
         merged = dict(self._configs.get(link.device, {}), **(config or {}))
-        exec_net = ExecutableNetwork(self, network, link, num_requests, perf_count=perf_count,
+        exec_net = ExecutableNetwork(self, network, link, num_requests, perf_count=_perf_count(merged),
                                      config=_device_config(merged))
         self._exec_nets.add(exec_net)
         return exec_net

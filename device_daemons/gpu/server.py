@@ -127,7 +127,12 @@ class GpuDaemon(DeviceDaemon):
                                 "next request starts a fresh one") from None
 
     def make_pool(self, key, network, extensions, shapes, description, extra_outputs=None):
-        return GpuPool(key, network, self._custom(extensions), shapes, self.device, description, extra_outputs)
+        pool = GpuPool(key, network, self._custom(extensions), shapes, self.device, description, extra_outputs)
+        # what the network got (get_config / get_metric): its storage precision; two requests in flight
+        # let one's transfers overlap the other's kernels on the device's one queue each
+        pool.settings = {"INFERENCE_PRECISION_HINT": "f16" if pool.plan.precision == "FP16" else "f32",
+                         "OPTIMAL_NUMBER_OF_INFER_REQUESTS": max(1, min(2, self.threads))}
+        return pool
 
     def query(self, network, extensions) -> dict[str, str]:
         return {name: self.DEVICE for name in query_network(network, self._custom(extensions))}

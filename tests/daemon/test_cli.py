@@ -200,6 +200,29 @@ def test_benchmark_batch_and_progress(tiny):
     assert "Progress:" in proc.stderr and "10/10" in proc.stderr
 
 
+@pytest.mark.timeout(180)
+def test_benchmark_app_options(tiny):
+    """benchmark_app's -hint, -api and -t; its other words are refused, not taken as a prefix
+    of ours (-nt was -nthreads, -i -infer_precision, -hint '-h int')."""
+    proc = run_mo("benchmark", "-m", tiny.xml, "-niter", "6", "-hint", "latency")
+    assert proc.returncode == 0, proc.stderr
+    assert "-hint latency: 1 request(s) in flight" in proc.stdout and "(1 in flight" in proc.stdout
+    proc = run_mo("benchmark", "-m", tiny.xml, "-niter", "6", "-hint", "throughput")
+    optimal = re.search(r"optimal requests (\d+)", proc.stdout)
+    assert proc.returncode == 0 and optimal, proc.stdout + proc.stderr
+    assert "({} in flight".format(optimal.group(1)) in proc.stdout
+    proc = run_mo("benchmark", "-m", tiny.xml, "-api", "sync", "-t", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "(1 in flight" in proc.stdout
+    assert 400 <= float(re.search(r"Duration: +([0-9.]+) ms", proc.stdout).group(1)) < 5000
+    for args, needle in ((("-api", "sync", "-nireq", "2"), "-api sync runs one request at a time"),
+                         (("-hint", "latency", "-nireq", "3"), "-hint latency keeps one request"),
+                         (("-t", "0"), "-t must be a positive"), (("-nt", "2"), "unrecognized arguments: -nt"),
+                         (("-i", "bf16"), "unrecognized arguments: -i"), (("--nite", "3"), "unrecognized")):
+        proc = run_mo("benchmark", "-m", tiny.xml, *args)
+        assert proc.returncode == 1 and needle in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
 @pytest.mark.timeout(120)
 def test_benchmark_user_errors(tiny, slow_model):
     proc = run_mo("benchmark", "-m", tiny.xml, "-niter", "0")

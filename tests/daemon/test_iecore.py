@@ -301,3 +301,27 @@ def test_a_collected_network_is_cleaned_up_off_the_collecting_thread(tiny, tmp_p
                        capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["collected", "unloaded"], (proc.stdout, proc.stderr[-2000:])
+
+
+@pytest.mark.timeout(120)
+def test_start_async_copies_its_inputs_and_a_busy_request_refuses_a_restart(slow_model):
+    """IE's pattern: one input buffer refilled per frame right after start_async. The
+    fifth request waits for one of the network's four request threads; it used to read
+    the caller's buffer only then, computing on the next frame."""
+    xml, kernel = slow_model
+    with IECore(timeout=60) as core:
+        core.add_extension(kernel, "CPU")
+        exec_net = core.load_network(core.read_network(xml), "CPU", num_requests=1)
+        slow = np.full((1, 4), 101.0, np.float32)  # the SlowOp kernel sleeps 1 s on it
+        first = exec_net.start_async(request_id=0, inputs={"data": slow})
+        with pytest.raises(Error, match="REQUEST_BUSY: request 0 is still running"):
+            exec_net.start_async(request_id=0, inputs={"data": slow})
+        others = [exec_net.start_async({"data": slow}) for _ in range(3)]
+        buf = np.arange(4, dtype=np.float32).reshape(1, 4)
+        queued = exec_net.start_async({"data": buf})
+        buf[...] = 7.0  # the next frame, while `queued` has not been sent
+        for req in [first] + others:
+            assert req.wait() == StatusCode.OK
+        assert queued.wait() == StatusCode.OK
+        np.testing.assert_array_equal(queued.outputs["custom1"], np.arange(4).reshape(1, 4) * 2 + 1)
+        exec_net.close()

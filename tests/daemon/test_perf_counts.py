@@ -17,6 +17,20 @@ KERNEL = r"[a-z0-9_]+(:[a-z0-9_]+)+(\+[a-z0-9_]+(:[a-z0-9_]+)+)*"
 
 
 @pytest.mark.timeout(120)
+def test_perf_count_from_set_config(tiny):
+    """IE's set_config({"PERF_COUNT": "YES"}, "CPU") holds for later loads (it was taken for
+    the precision but not for PERF_COUNT); the load's own config still overrides it."""
+    with IECore(policy="auto", timeout=60) as core:
+        core.set_config({"PERF_COUNT": "YES"}, "CPU")
+        net = core.load_network(core.read_network(tiny.xml), "CPU", config=F32)
+        request = net.requests[0]
+        request.infer({"data": tiny.input(1)})
+        assert set(TINY_TYPES) <= set(request.get_perf_counts())
+        off = core.load_network(core.read_network(tiny.xml), "CPU", config=dict(F32, PERF_COUNT="NO"))
+        assert not off.perf_count
+
+
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("backend", ["onednn", "numpy"])
 def test_get_perf_counts_names_each_layer_and_its_backend(tiny, fresh_runtime, monkeypatch, backend):
     monkeypatch.setenv("MO_CORE_CPU_BACKEND", backend)  # the daemon this test starts inherits it

@@ -4,6 +4,7 @@ HETERO:GPU,CPU, its life cycle, and a kill -9 in the middle of a request."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 
@@ -131,6 +132,20 @@ def test_a_layer_the_gpu_lacks_fails_on_gpu_and_runs_with_hetero(ie, mvn_net):
     req.wait()
     assert_close(req.outputs["sm"], ref["sm"], 1e-5)
     assert list(hetero.config) == ["1:GPU", "2:CPU", "3:GPU"]  # each part's load config
+    # what the device reports (the GPU's precision and optimum; HETERO: the most any part wants)
+    assert hetero.parts[0].get_metric("OPTIMAL_NUMBER_OF_INFER_REQUESTS") >= 1
+    assert hetero.get_metric("OPTIMAL_NUMBER_OF_INFER_REQUESTS") == max(
+        p.get_metric("OPTIMAL_NUMBER_OF_INFER_REQUESTS") for p in hetero.parts)
+    assert hetero.parts[0].get_config("INFERENCE_PRECISION_HINT") == "f32"
+    # inputs copied at the start (a refilled buffer does not reach the running request); a running
+    # request refuses a restart, as IE's REQUEST_BUSY
+    buf = x.copy()
+    req = hetero.start_async(request_id=0, inputs={"data": buf})
+    buf[...] = 0
+    with pytest.raises(Error, match="REQUEST_BUSY"):  # (three parts on PoCL: milliseconds, still running)
+        hetero.start_async(request_id=0, inputs={"data": buf})
+    req.wait()
+    assert_close(req.outputs["sm"], ref["sm"], 1e-5)
     with pytest.raises(Error, match="request_id 3 is not one of the network's requests"):
         hetero.start_async(request_id=3, inputs={"data": x})
     hetero.close()
@@ -196,6 +211,10 @@ def test_cli_gpu_hetero_and_custom_layers(mvn_net, tiny, tmp_path, fresh_runtime
         in proc.stderr
     proc = run_mo("benchmark", "-m", tiny.xml, "-d", "GPU", "-niter", "8", "-nireq", "2", timeout=300)
     assert proc.returncode == 0, proc.stderr
+    proc = run_mo("benchmark", "-m", xml, "-d", "HETERO:GPU,CPU", "-niter", "4", "-hint", "throughput", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert re.search(r"Settings: +part 1 \(GPU\): inference precision f32, optimal requests \d; part 2 \(CPU\)",
+                     proc.stdout), proc.stdout
     status = run_mo("daemon", "status")
     assert "GPU" in status.stdout and "CPU" in status.stdout
     assert run_mo("daemon", "stop", "--all").returncode == 0

@@ -38,7 +38,7 @@ from ..request_ids import request_index
 from .split import HeteroError, assign_affinity, parse_hetero, run_split, split_network
 
 
-def _devices(device_name: str) -> list[str]:
+def hetero_devices(device_name: str) -> list[str]:
     try:
         return parse_hetero(str(device_name).strip())
     except HeteroError as exc:
@@ -55,7 +55,7 @@ def _affinity(core, network, devices: list[str]) -> dict[str, str]:
 
 def hetero_affinity(core, network, device_name: str) -> dict[str, str]:
     """{layer name: device} HETERO would use (IECore.query_network for HETERO)."""
-    return _affinity(core, network, _devices(device_name))
+    return _affinity(core, network, hetero_devices(device_name))
 
 
 class HeteroRequest:
@@ -69,7 +69,15 @@ class HeteroRequest:
         self.latency: float | None = None
         self.perf: list[dict] = []  # the parts' perf rows of the last request (PERF_COUNT)
 
+    def _check_idle(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            raise Error("REQUEST_BUSY: the request is still running; wait() for it before starting it again")
+
     def async_infer(self, inputs: dict | None = None, timeout: float | None = None) -> None:
+        """Start the request on a thread (the inputs copied before this returns)."""
+        self._check_idle()
+        if isinstance(inputs, dict):
+            inputs = {name: np.array(value, copy=True) for name, value in inputs.items()}
         self.outputs, self.latency, self._error, self.perf = {}, None, None, []
 
         def run():
@@ -93,6 +101,7 @@ class HeteroRequest:
         return 0
 
     def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict:
+        self._check_idle()
         t0 = time.perf_counter()
         self.perf = []
         self.outputs = self._exec_net.infer(inputs, timeout, self.perf)
@@ -113,7 +122,7 @@ class HeteroExecutableNetwork:
 
     def __init__(self, core, network, device_name: str, num_requests: int = 1, perf_count: bool = False,
                  config: dict | None = None):
-        devices = _devices(device_name)
+        devices = hetero_devices(device_name)
         self.perf_count = perf_count
         self.device = "HETERO:" + ",".join(devices)
         self.name = network.name
@@ -166,6 +175,13 @@ class HeteroExecutableNetwork:
             raise Error("get_config: the HETERO network's parts report {} for {!r}", ", ".join(
                 f"{part.device} {part.config.get(key, 'nothing')}" for part in self.parts), key)
         return next(part.get_config(key) for part in self.parts if key in part.config)
+
+    def get_metric(self, key: str):
+        """OPTIMAL_NUMBER_OF_INFER_REQUESTS: the most any part wants (as OpenVINO's HETERO);
+        other keys as get_config."""
+        if key == "OPTIMAL_NUMBER_OF_INFER_REQUESTS":
+            return max(int(part.get_metric(key)) for part in self.parts)
+        return self.get_config(key)
 
     def split_lines(self) -> list[str]:
         """How the network is split: one line per part (device, layers)."""
