@@ -90,7 +90,9 @@ POLICIES = ("auto", "existing")
 
 class StatusCode:
     OK = 0
+    GENERAL_ERROR = -1
     RESULT_NOT_READY = -9
+    INFER_NOT_STARTED = -11
 
 
 # --------------------------------------------------------------------------- network
@@ -203,9 +205,20 @@ class InferRequest:
         self.latency: float | None = None  # ms of the last completed request
         self.outputs: dict[str, np.ndarray] = {}
         self.perf: list[dict] = []  # the daemon's per-step rows of the last request (PERF_COUNT)
+        self._callback = None
+
+    def set_completion_callback(self, py_callback, py_data=None) -> None:
+        """IE's: py_callback(status, py_data) when an asynchronous run of this request ends
+        (on a thread of the network; `outputs` are set by then), StatusCode.OK or
+        GENERAL_ERROR (wait() raises the error)."""
+        self._callback = None if py_callback is None else (py_callback, py_data)
+
+    @property
+    def busy(self) -> bool:
+        return self._future is not None and not self._future.done()
 
     def _check_idle(self) -> None:
-        if self._future is not None and not self._future.done():
+        if self.busy:
             raise Error("REQUEST_BUSY: request {} is still running; wait() for it before starting it again",
                         self.index)
 
@@ -217,7 +230,17 @@ class InferRequest:
         self.latency = None
         self.perf = []
         self._future = None
-        self._future = self._exec_net._submit(inputs, timeout)
+        future = self._future = self._exec_net._submit(inputs, timeout)
+        if self._callback is not None:
+            future.add_done_callback(self._completed)
+
+    def _completed(self, future) -> None:
+        callback = self._callback
+        error = future.exception()
+        if error is None and self._future is future:
+            self.outputs, self.perf, self.latency = future.result()
+        if callback is not None:
+            callback[0](StatusCode.OK if error is None else StatusCode.GENERAL_ERROR, callback[1])
 
     def wait(self, timeout: float | None = -1) -> int:
         """Block until the request completes (timeout -1 / None: up to the request's own
@@ -225,9 +248,7 @@ class InferRequest:
         StatusCode.RESULT_NOT_READY when `timeout` ran out first; a failed request raises."""
         future = self._future
         if future is None:
-            if self.outputs:
-                return StatusCode.OK
-            raise Error("wait(): the request was not started (call async_infer first)")
+            return StatusCode.OK if self.outputs else StatusCode.INFER_NOT_STARTED
         try:
             outputs, perf, latency = future.result(None if timeout is None or timeout < 0 else timeout)
         except TimeoutError:
@@ -508,6 +529,10 @@ class ExecutableNetwork:
             outputs, perf = request_path.run(self, prepared, request_path.deadline_of(self.link, timeout))
             return outputs, perf, (time.perf_counter() - t0) * 1e3
         return executor.submit(job)
+
+    def get_idle_request_id(self) -> int:
+        """The index of a request slot not running now, -1 if all are (IE's)."""
+        return next((i for i, req in enumerate(self.requests) if not req.busy), -1)
 
     def start_async(self, inputs: dict | None = None, request_id: int | None = None,
                     timeout: float | None = None) -> InferRequest:

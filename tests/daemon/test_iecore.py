@@ -325,3 +325,32 @@ def test_start_async_copies_its_inputs_and_a_busy_request_refuses_a_restart(slow
         assert queued.wait() == StatusCode.OK
         np.testing.assert_array_equal(queued.outputs["custom1"], np.arange(4).reshape(1, 4) * 2 + 1)
         exec_net.close()
+
+
+@pytest.mark.timeout(120)
+def test_completion_callbacks_and_idle_requests(ie, tiny):
+    """IE's async idioms: a completion callback per request (outputs set when it runs, and
+    it may start the request again), get_idle_request_id, wait() on a request never
+    started (INFER_NOT_STARTED)."""
+    import threading
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU", num_requests=2)
+    assert exec_net.requests[1].wait() == StatusCode.INFER_NOT_STARTED
+    assert exec_net.get_idle_request_id() == 0
+    xs = [tiny.input(40 + i) for i in range(4)]
+    seen, done = [], threading.Event()
+    req = exec_net.requests[0]
+
+    def callback(status, frame):
+        seen.append((status, frame, req.outputs["prob"].copy()))
+        if frame + 1 < len(xs):
+            req.set_completion_callback(callback, frame + 1)
+            req.async_infer({"data": xs[frame + 1]})
+        else:
+            done.set()
+    req.set_completion_callback(callback, 0)
+    req.async_infer({"data": xs[0]})
+    assert done.wait(60)
+    assert [(s, f) for s, f, _ in seen] == [(StatusCode.OK, i) for i in range(4)]
+    for (_, frame, out) in seen:
+        assert_close(out, tiny.reference(xs[frame]))
+    exec_net.close()

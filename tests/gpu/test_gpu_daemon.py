@@ -146,6 +146,24 @@ def test_a_layer_the_gpu_lacks_fails_on_gpu_and_runs_with_hetero(ie, mvn_net):
         hetero.start_async(request_id=0, inputs={"data": buf})
     req.wait()
     assert_close(req.outputs["sm"], ref["sm"], 1e-5)
+    # a completion callback that starts the request again from its own thread
+    statuses = []
+
+    def again(status, n):
+        statuses.append(status)
+        if n:
+            req.set_completion_callback(again, n - 1)
+            req.async_infer({"data": x})
+    assert type(req)(hetero).wait() == -11  # INFER_NOT_STARTED
+    req.set_completion_callback(again, 1)
+    req.async_infer({"data": x})
+    deadline = time.monotonic() + 60
+    while len(statuses) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert statuses == [0, 0]
+    req.wait()
+    assert_close(req.outputs["sm"], ref["sm"], 1e-5)
+    req.set_completion_callback(None)
     with pytest.raises(Error, match="request_id 3 is not one of the network's requests"):
         hetero.start_async(request_id=3, inputs={"data": x})
     hetero.close()

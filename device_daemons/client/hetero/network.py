@@ -68,9 +68,19 @@ class HeteroRequest:
         self.outputs: dict = {}
         self.latency: float | None = None
         self.perf: list[dict] = []  # the parts' perf rows of the last request (PERF_COUNT)
+        self._callback = None
+        self._running = False  # (not the thread's life: a callback that restarts the request runs on it)
+
+    def set_completion_callback(self, py_callback, py_data=None) -> None:
+        """As InferRequest's: py_callback(status, py_data) when an asynchronous run ends."""
+        self._callback = None if py_callback is None else (py_callback, py_data)
+
+    @property
+    def busy(self) -> bool:
+        return self._running
 
     def _check_idle(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
+        if self.busy:
             raise Error("REQUEST_BUSY: the request is still running; wait() for it before starting it again")
 
     def async_infer(self, inputs: dict | None = None, timeout: float | None = None) -> None:
@@ -87,12 +97,17 @@ class HeteroRequest:
                 self.latency = (time.perf_counter() - t0) * 1e3
             except BaseException as exc:  # noqa: BLE001 - handed to wait()
                 self._error = exc
+            self._running = False
+            if callback is not None:
+                callback[0](0 if self._error is None else -1, callback[1])  # StatusCode.OK / GENERAL_ERROR
+        callback = self._callback
+        self._running = True
         self._thread = threading.Thread(target=run, name="mo-core-hetero-request", daemon=True)
         self._thread.start()
 
     def wait(self, timeout: float | None = -1) -> int:
         if self._thread is None:
-            raise Error("wait(): the request was not started (call async_infer first)")
+            return -11  # StatusCode.INFER_NOT_STARTED
         self._thread.join(None if timeout is None or timeout < 0 else timeout)
         if self._thread.is_alive():
             return -9  # StatusCode.RESULT_NOT_READY
@@ -207,6 +222,9 @@ class HeteroExecutableNetwork:
             perf.extend(dict(row, backend=f"{self.parts[i].device} {row['backend']}") for row in rows)
             return outputs
         return run_split(self.split, inputs, run_part)
+
+    def get_idle_request_id(self) -> int:
+        return next((i for i, req in enumerate(self.requests) if not req.busy), -1)
 
     def start_async(self, inputs: dict | None = None, request_id: int | None = None,
                     timeout: float | None = None) -> HeteroRequest:
