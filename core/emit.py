@@ -85,4 +85,8 @@ def to_network(graph, name: str, warnings: list | None = None) -> Network:
             edges.append(Edge(from_layer, from_port, ids[node.id], attrs["in"]))
     params = [node for node in ops if node.soft_get("type") == "Input"]
     batch = int(params[0].out_node(0).shape[0]) if params and len(params[0].out_node(0).shape) else 1
-    return Network(name=name, layers=layers, edges=edges, batch=batch)
+    # model outputs that layers also read: said in <results> (the unread ones are outputs anyway)
+    read = {(e.from_layer, e.from_port) for e in edges}
+    results = [out_port_of[data_id] for data_id in out_port_of
+               if graph.nodes[data_id].get("is_output") and out_port_of[data_id] in read]
+    return Network(name=name, layers=layers, edges=edges, batch=batch, results=sorted(results))

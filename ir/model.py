@@ -121,6 +121,9 @@ class Network:
     version: int = 2
     # Optional <meta_data><param key value/>...: e.g. the converter's command line.
     meta: dict[str, str] = field(default_factory=dict)
+    # (layer id, output port id) of model outputs that layers also read (<results>): IR v2
+    # lists as outputs the tensors nothing reads, so these must be said
+    results: list[tuple[int, int]] = field(default_factory=list)
 
     def layer_by_id(self, layer_id: int) -> Layer:
         for layer in self.layers:
@@ -139,10 +142,12 @@ class Network:
         return [layer for layer in self.layers if layer.type == "Input"]
 
     def outputs(self) -> list[tuple[Layer, Port]]:
-        """(layer, output port) pairs nothing consumes: the network's results."""
+        """(layer, output port) pairs of the network's results, in file order: each
+        output port nothing consumes, and those `results` declares."""
         consumed = {(e.from_layer, e.from_port) for e in self.edges}
+        declared = {(int(layer), int(port)) for layer, port in self.results}
         return [(layer, port) for layer in self.layers for port in layer.outputs
-                if (layer.id, port.id) not in consumed]
+                if (layer.id, port.id) not in consumed or (layer.id, port.id) in declared]
 
     def topological_order(self) -> list[Layer]:
         """Layers so that every producer comes before its consumers.

@@ -214,6 +214,13 @@ def _parse_edges(root: ET.Element, ctx: _Context) -> list[Edge]:
     return edges
 
 
+def _parse_results(root: ET.Element, ctx: _Context) -> list[tuple[int, int]]:
+    """<results><result layer= port=/>: model outputs that layers also read."""
+    return [(_parse_int(el.get("layer"), f"result #{n} attribute layer", ctx, minimum=0),
+             _parse_int(el.get("port"), f"result #{n} attribute port", ctx, minimum=0))
+            for results_el in root.findall("results") for n, el in enumerate(results_el.findall("result"))]
+
+
 def _parse_meta(root: ET.Element) -> dict[str, str]:
     meta = {}
     for meta_el in root.findall("meta_data"):
@@ -252,6 +259,6 @@ def read_ir(xml_path, bin_path=None, *, max_xml_bytes: int = DEFAULT_MAX_XML_BYT
     layers = [_parse_layer(el, binfile, ctx) for el in layers_el.findall("layer")]
 
     net = Network(name=root.get("name", ""), layers=layers, edges=_parse_edges(root, ctx),
-                  batch=batch, version=version, meta=_parse_meta(root))
+                  batch=batch, version=version, meta=_parse_meta(root), results=_parse_results(root, ctx))
     validate_network(net, where=ctx.where)
     return net

@@ -15,7 +15,8 @@ def validate_network(net: Network, where: str | None = None) -> None:
 
     Checks: unique layer ids, known precisions, unique port ids per layer (inputs and
     outputs share one id space), non-negative dims, edges from an existing output port
-    to an existing input port, exactly one incoming edge per input port, no cycle.
+    to an existing input port, exactly one incoming edge per input port, results on
+    existing output ports, no cycle.
     """
     def fail(message: str):
         raise IRError(message, where=where)
@@ -70,6 +71,14 @@ def validate_network(net: Network, where: str | None = None) -> None:
                 problem = "no incoming edge" if n == 0 else f"{n} incoming edges"
                 fail(f"input port {port.id} of {describe_layer(layer.id, layer.name)} has {problem}; "
                      "every input port must be fed by exactly one edge")
+
+    for layer_id, port_id in net.results:
+        layer = layers.get(layer_id)
+        if layer is None:
+            fail(f"<result layer={layer_id} port={port_id}> names a layer that does not exist")
+        if not any(p.id == port_id for p in layer.outputs):
+            fail(f"<result layer={layer_id} port={port_id}>: port {port_id} is not an output of "
+                 f"{describe_layer(layer.id, layer.name)}; a result must be an output port")
 
     try:
         net.topological_order()

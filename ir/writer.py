@@ -158,6 +158,11 @@ def _render_xml(net: Network, precision: str, plan: _BinPlan) -> str:
         add(f'        <edge from-layer="{int(e.from_layer)}" from-port="{int(e.from_port)}" '
             f'to-layer="{int(e.to_layer)}" to-port="{int(e.to_port)}"/>')
     add("    </edges>")
+    if net.results:
+        add("    <results>")
+        for layer, port in net.results:
+            add(f'        <result layer="{int(layer)}" port="{int(port)}"/>')
+        add("    </results>")
     if net.meta:
         add("    <meta_data>")
         for key, value in net.meta.items():

@@ -58,6 +58,16 @@ def test_a_layer_the_gpu_lacks_runs_on_the_cpu(tmp_path, gpu_device):
     assert split.describe()[1] == "part 2: CPU, 1 layer(s): mvn"
 
 
+def test_declared_results_inside_a_part_and_across(tmp_path, gpu_device):
+    """<results> on r1 (read by the CPU part) and c2 (read by sm in the same GPU part): both
+    returned, equal to the CPU plan, which returns them too."""
+    rng = np.random.default_rng(5)
+    network = chain(tmp_path, rng)
+    network.results = [(2, 1), (4, 1)]
+    split, _ = run_hetero(network, gpu_device, rand(rng, 2, 4, 6, 5))
+    assert sorted(split.results) == ["c2", "r1", "sm"]
+
+
 def test_priority_order_and_overrides(tmp_path, gpu_device):
     rng = np.random.default_rng(1)
     network = chain(tmp_path, rng)

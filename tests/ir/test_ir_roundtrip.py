@@ -134,6 +134,16 @@ def test_network_helpers(sample_net):
     assert order.index("pool1") < order.index("concat") and order.index("scale1") < order.index("concat")
 
 
+def test_results_that_layers_also_read(tmp_path, sample_net):
+    """<results>: a model output that layers also read (relu1's port 1 feeds pool1) is an output
+    too, in file order; written only when there is one."""
+    assert "<results>" not in to_xml_string(sample_net)
+    sample_net.results = [(2, 1)]
+    assert [(layer.name, port.id) for layer, port in sample_net.outputs()] == [("relu1", 1), ("concat", 2)]
+    write_ir(sample_net, tmp_path / "r.xml")
+    assert read_ir(tmp_path / "r.xml").results == [(2, 1)]
+
+
 def test_version_3_with_the_same_shape_is_accepted(tmp_path, sample_net):
     sample_net.version = 3
     xml = tmp_path / "v3.xml"

@@ -35,6 +35,33 @@ def test_output_by_node_name(ie, cutting, tmp_path):
     assert rel_err(run(ie, xml, {"x": t["x"]})["conv2"], t["conv2"]) < 1e-5
 
 
+@pytest.mark.parametrize("keep_nhwc", [False, True])
+def test_an_output_that_other_layers_also_read(ie, cutting, tmp_path, keep_nhwc):
+    """--output relu1,pool: relu1 is read by conv2 on the way to pool. IR v2 lists as outputs the
+    tensors nothing reads; the IR says this one in <results> (it was dropped, with a warning that
+    advised the very --output given), IR v11 puts a Result on it; with NHWC kept, conv2 still
+    reads relu1 in NCHW."""
+    import openvino as ov
+    from tests.tf.tf_helpers import nchw, nhwc
+    pb, t = cutting
+    xml = convert_model(pb, tmp_path / "v2", "m", batch=1, output="relu1,pool", disable_nhwc_to_nchw=keep_nhwc)
+    net = read_ir(xml)
+    # (with NHWC kept, the output is the Permute back to NHWC, which nothing else reads)
+    assert [net.layer_by_id(layer).name for layer, _ in net.results] == ([] if keep_nhwc else ["relu1"])
+    out = run(ie, xml, {"x": t["x"]}, nhwc_io=keep_nhwc)
+    assert sorted(out) == ["pool", "relu1"]
+    assert rel_err(out["relu1"], t["relu1"]) < 1e-5 and rel_err(out["pool"], t["pool"]) < 1e-5
+    code, stdout, stderr = run_cli("convert", "--input_model", pb, "-b", "1", "--output", "relu1,pool", "--ir_version",
+                                   "11", "--output_dir", str(tmp_path / "v11"), "--model_name", "m",
+                                   *(["--disable_nhwc_to_nchw"] if keep_nhwc else []))
+    assert code == 0 and "WARNING" not in stdout + stderr, stdout + stderr
+    compiled = ov.Core().compile_model(str(tmp_path / "v11" / "m.xml"), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    res = compiled({0: t["x"] if keep_nhwc else nchw(t["x"])})
+    got = {name: res[o] for o in compiled.outputs for name in o.get_names()}
+    for name in ("relu1", "pool"):
+        assert rel_err(got[name] if keep_nhwc else nhwc(got[name]), t[name]) < 1e-5
+
+
 def test_input_node_feeds_its_data_port_not_its_weights(ie, cutting, tmp_path):
     pb, t = cutting
     xml = convert_model(pb, tmp_path, "m", batch=1, input="conv2")  # shape inferred from the model before the cut

@@ -23,7 +23,6 @@ op on data) are collected and reported all at once.
 """
 from __future__ import annotations
 
-import logging
 
 import numpy as np
 
@@ -32,7 +31,6 @@ from core.front.tf.tensors import describe
 from core.ops.const import Const
 from core.ops.shape_ops import Permute
 
-log = logging.getLogger("mo_core")
 
 TO_NCHW = (0, 3, 1, 2)     # ir[i] = tf[TO_NCHW[i]]
 TO_NHWC = (0, 2, 3, 1)
@@ -231,8 +229,13 @@ def _inputs_and_outputs(graph, lw, keep_nhwc: bool):
             # the Permute takes the producer's name (insert_after): users find the output by it
             producer = data.producer()
             port = next(p for p, d in producer.out_nodes().items() if d.id == data.id)
+            readers = list(graph.out_edges(data.id, keys=True, data=True))
             lw.insert_after(producer, producer.name + "/nchw", Permute, {"order": list(TO_NHWC)}, port=port)
             data["nchw"] = False
+            mid = producer.out_node(port)  # layers that also read the output keep reading it in NCHW
+            for _, v, key, a in readers:
+                graph.remove_edge(data.id, v, key)
+                graph.add_edge(mid.id, v, **a)
 
 
 def _check_shapes(graph, lw):
@@ -266,18 +269,6 @@ def lower_to_ir(graph, keep_nhwc: bool = False):
             data.shape = None
     partial_infer(graph)
     _check_shapes(graph, lw)
-    _warn_about_read_outputs(graph)
-
-
-def _warn_about_read_outputs(graph):
-    """IR v2 lists as outputs the tensors no layer reads: a model output that later layers also
-    read is computed but not an output of the IR."""
-    for data in graph.data_nodes():
-        if data.soft_get("is_output") and data.consumers():
-            producer = data.producer()
-            log.warning("The model output '%s' is also read by other layers; the IR lists only tensors no layer "
-                        "reads as outputs. To get it, convert with --output naming it.",
-                        producer.name if producer is not None else data.name)
 
 
 # --- reshaping and broadcasting in IR layout ------------------------------------------

@@ -161,7 +161,8 @@ def split_network(network, affinity: dict[str, str], extra_outputs=()) -> Split:
     for e in network.edges:
         if part_of[e.from_layer] != part_of[e.to_layer] and by_id[e.from_layer].type != "Input":
             crossing[part_of[e.from_layer]].add(by_id[e.from_layer].name)
-    wanted = set(extra_outputs or ())
+    # (a declared result - a model output other layers read - is returned by its part like an extra output)
+    wanted = set(extra_outputs or ()) | {by_id[layer_id].name for layer_id, _ in network.results}
     parts: list[Part] = []
     keys: list[dict] = []   # per part: (layer id, port id) -> key of its results
     next_id = max((layer.id for layer in network.layers), default=-1) + 1
