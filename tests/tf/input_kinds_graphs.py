@@ -6,6 +6,10 @@ subprocess (TensorFlow never loads into the pytest process):
   out = x * k + t
 - two_inputs.pb: x, y [1, 8, 8, 3] NHWC -> add -> conv 3x3 -> bias -> relu -> mean
   over H, W (out)
+- is_training.pb: TF1 control flow (Switch/Merge) on is_training, a PlaceholderWithDefault
+  (True): x [1, 6, 6, 3] -> conv -> batch_normalization(training=is_training) -> relu ->
+  tf.cond(is_training, *2, -1) -> out; is_training.npz: x and TensorFlow's out with
+  is_training fed False
 - reference.npz: raw images x, y (0..255) and TensorFlow's `out` of two_inputs.pb on
   them preprocessed as the tests' options say: x' = (reverse(x) - [1, 2, 3]) /
   [2, 3, 4], y' = reverse(y) - [4, 5, 6]
@@ -50,6 +54,24 @@ def main(out_dir):
             freeze(g, sess, ["out"], os.path.join(out_dir, "two_inputs.pb"))
             ref = sess.run(out, {x: (raw_x[..., ::-1] - MEAN_X) / SCALE_X, y: raw_y[..., ::-1] - MEAN_Y})
     np.savez(os.path.join(out_dir, "reference.npz"), x=raw_x, y=raw_y, out=ref)
+    tf1.disable_control_flow_v2()  # the Switch/Merge form TF1 exports have
+    g = tf1.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [1, 6, 6, 3], name="x")
+        is_training = tf1.placeholder_with_default(True, [], name="is_training")
+        conv = tf.nn.conv2d(x, rng.standard_normal((3, 3, 3, 4)).astype(np.float32), 1, "SAME")
+        gamma, beta, mean = (rng.uniform(0.5, 2, 4).astype(np.float32), rng.standard_normal(4).astype(np.float32),
+                             rng.standard_normal(4).astype(np.float32))
+        variance = rng.uniform(0.5, 2, 4).astype(np.float32)
+        # batch normalization as TF1 layers wrote it: batch statistics when training, the moving ones else
+        bn = tf.cond(is_training, lambda: tf1.nn.fused_batch_norm(conv, gamma, beta, is_training=True)[0],
+                     lambda: tf1.nn.fused_batch_norm(conv, gamma, beta, mean, variance, is_training=False)[0])
+        relu = tf.nn.relu(bn)
+        out = tf.identity(tf.cond(is_training, lambda: relu * 2.0, lambda: relu - 1.0), name="out")
+        with tf1.Session(graph=g) as sess:
+            freeze(g, sess, ["out"], os.path.join(out_dir, "is_training.pb"))
+            data = rng.standard_normal((1, 6, 6, 3)).astype(np.float32)
+            np.savez(os.path.join(out_dir, "is_training.npz"), x=data, out=sess.run(out, {x: data, is_training: False}))
 
 
 if __name__ == "__main__":

@@ -85,6 +85,24 @@ def test_freeze_placeholder_with_value(ie, graphs, tmp_path):
     np.testing.assert_allclose(infer(ie, xml, {"x": X}), X * 2 + 1, rtol=1e-6)
 
 
+def test_a_frozen_training_switch_resolves_tf1_control_flow(ie, graphs, tmp_path):
+    """is_training->False on a TF1 export: the Switch/Merge pairs of tf.cond and of
+    batch_normalization(training=...) have a constant predicate; the training branches go
+    (the batch statistics with them), the result is TensorFlow's with is_training False."""
+    ref = np.load(graphs / "is_training.npz")
+    code, out, err = run_cli("convert", "--input_model", str(graphs / "is_training.pb"), "--output_dir", str(tmp_path),
+                             "--freeze_placeholder_with_value", "is_training->False")
+    assert code == 0, out + err
+    net = read_ir(str(tmp_path / "is_training.xml"))
+    assert [layer.name for layer in net.inputs()] == ["x"]
+    assert not {"Switch", "Merge", "Mean"} & {layer.type for layer in net.layers}
+    ours = infer(ie, str(tmp_path / "is_training.xml"), {"x": ref["x"]}, nhwc_io=False)
+    np.testing.assert_allclose(ours, ref["out"], rtol=1e-5, atol=1e-5)
+    code, out, err = run_cli("convert", "--input_model", str(graphs / "is_training.pb"), "--output_dir",
+                             str(tmp_path / "unfrozen"))
+    assert code == 1 and "--freeze_placeholder_with_value \"is_training->False\"" in out + err, out + err
+
+
 @pytest.mark.parametrize("value, needles", [
     ("k->[1 2]", ["'k' has the shape []", "the value gives 2"]),
     ("nosuch->1", ["no placeholder 'nosuch'", "k, t, x"]),

@@ -14,9 +14,12 @@ IR layers, NHWC -> NCHW (core/front/tf/lowering.py).
 """
 from __future__ import annotations
 
+import logging
 import os
 
 from core.errors import Error
+
+log = logging.getLogger("mo_core")
 
 
 class TFFrontEnd:
@@ -61,6 +64,12 @@ class TFFrontEnd:
         if o.freeze_placeholder_with_value:
             from core.front.tf.freeze_inputs import freeze_placeholders
             freeze_placeholders(graph_def, o.freeze_placeholder_with_value)
+        from core.front.tf.constant_cond import resolve_constant_switches, switch_placeholders
+        resolve_constant_switches(graph_def)  # tf.cond on a constant: one branch left
+        for name in switch_placeholders(graph_def):
+            log.warning("The graph branches on the placeholder '%s' (TF1 control flow: Switch/Merge), which no IR "
+                        "holds; if it is a training switch, give it its inference value, e.g. "
+                        "--freeze_placeholder_with_value \"%s->False\", and one branch is kept.", name, name)
         ctx.graph = build_graph(graph_def, o.input_model or o.saved_model_dir or o.input_meta_graph)
         # the TF worker's fallback: the model's own NodeDefs (and function library) rebuild what it computes
         from core.front.tf.fallback import TFShapeFallback
