@@ -193,12 +193,25 @@ def freeze_graph_with_checkpoint(tf, a):
                           "graph without them converts as it is (leave out --input_checkpoint)"
                           .format(a["input_model"]))
     outputs = _outputs(graph_def, a["outputs"], "the graph")
+    kinds = {n.name: n.op for n in graph_def.node if n.op in _VARIABLES}
+    reader = tf.train.load_checkpoint(a["checkpoint"])
+    missing = sorted(set(kinds) - set(reader.get_variable_to_shape_map()))
+    if missing:
+        raise RemoteError(contract.FREEZE_FAILED, "the checkpoint {} has no value for the variable(s) {} of the graph "
+                          "(a checkpoint of another model, or variables named differently)"
+                          .format(a["checkpoint"], ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")))
     graph = tf.Graph()
     with graph.as_default():
         tf1.import_graph_def(graph_def, name="")
-        variables = {name: graph.get_tensor_by_name(name + ":0") for name in _variables(graph_def)}
+        refs = {name: graph.get_tensor_by_name(name + ":0") for name, op in kinds.items() if op != "VarHandleOp"}
+        # a resource variable's tensor is its handle, which a Saver cannot fill: assign the checkpoint's value
+        assigns = [tf.raw_ops.AssignVariableOp(resource=graph.get_tensor_by_name(name + ":0"),
+                                               value=reader.get_tensor(name))
+                   for name, op in kinds.items() if op == "VarHandleOp"]
         with tf1.Session(graph=graph) as sess:
-            tf1.train.Saver(var_list=variables).restore(sess, a["checkpoint"])
+            if refs:
+                tf1.train.Saver(var_list=refs).restore(sess, a["checkpoint"])
+            sess.run(assigns)
             return _freeze(tf, sess, graph_def, outputs)
 
 

@@ -1,7 +1,8 @@
 """Builder of the TensorFlow models that need TensorFlow to be frozen (the TF
 worker's freeze verb): a TF2 SavedModel (a tf.Module with a serving signature), a
 Keras 3 model exported as a SavedModel, a TF1 meta graph with its checkpoint, and
-the same TF1 graph as a GraphDef with variables plus that checkpoint.
+the same TF1 graph as a GraphDef with variables plus that checkpoint (reference and
+resource variables).
 
 Run as `python tests/tf/saved_models.py OUT_DIR` (benchmarks/built_models.py caches
 it); TensorFlow's outputs on seeded inputs are stored next to the models.
@@ -57,25 +58,29 @@ def keras_export(out, rng):
     return path, {"pixels": x}, [np.asarray(model(x, training=False))]
 
 
-def tf1_graph(out, rng):
-    """(meta graph path, checkpoint prefix, GraphDef-with-variables path, inputs, outputs)."""
+def tf1_graph(out, rng, use_resource=False):
+    """(meta graph path, checkpoint prefix, GraphDef-with-variables path, inputs, outputs);
+    resource variables (VarHandleOp, what get_variable makes by default under TF2) or
+    reference ones (VariableV2)."""
     tf1 = tf.compat.v1
     graph = tf.Graph()
     x_value = rng.standard_normal((1, 6, 6, 2)).astype(np.float32)
     with graph.as_default():
         x = tf1.placeholder(tf.float32, [None, 6, 6, 2], name="x")
-        w = tf1.get_variable("w", initializer=rng.standard_normal((3, 3, 2, 3)).astype(np.float32), use_resource=False)
-        b = tf1.get_variable("b", initializer=rng.standard_normal(3).astype(np.float32), use_resource=False)
+        w = tf1.get_variable("w", initializer=rng.standard_normal((3, 3, 2, 3)).astype(np.float32),
+                             use_resource=use_resource)
+        b = tf1.get_variable("b", initializer=rng.standard_normal(3).astype(np.float32), use_resource=use_resource)
         y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv2d(x, w, [1, 1, 1, 1], "VALID"), b))
         out_node = tf.nn.max_pool2d(y, 2, 2, "VALID", name="out")
         saver = tf1.train.Saver()
         with tf1.Session(graph=graph) as sess:
             sess.run(tf1.global_variables_initializer())
-            prefix = os.path.join(out, "tf1", "model.ckpt")
+            folder = os.path.join(out, "tf1_resource" if use_resource else "tf1")
+            prefix = os.path.join(folder, "model.ckpt")
             os.makedirs(os.path.dirname(prefix))
             saver.save(sess, prefix)
             result = sess.run(out_node, {x: x_value})
-        graph_path = os.path.join(out, "tf1", "graph_with_variables.pb")
+        graph_path = os.path.join(folder, "graph_with_variables.pb")
         with open(graph_path, "wb") as f:
             f.write(graph.as_graph_def().SerializeToString())
     return prefix + ".meta", prefix, graph_path, {"x": x_value}, [result]
@@ -100,6 +105,9 @@ def main():
     meta, prefix, graph, inputs, outputs = tf1_graph(out, rng)
     add("tf1_meta_graph", inputs, outputs, input_meta_graph=meta)
     add("tf1_graph_and_checkpoint", inputs, outputs, input_model=graph, input_checkpoint=prefix)
+    meta, prefix, graph, inputs, outputs = tf1_graph(out, rng, use_resource=True)
+    add("tf1_resource_meta_graph", inputs, outputs, input_meta_graph=meta)
+    add("tf1_resource_graph_and_checkpoint", inputs, outputs, input_model=graph, input_checkpoint=prefix)
     with open(os.path.join(out, "index.json"), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
 

@@ -18,7 +18,8 @@ from tests.support import REPO
 from benchmarks.built_models import Models, built
 from tests.tf.tf_helpers import convert_model, rel_err, run_on_daemon
 
-CASES = ("tf2_saved_model", "keras_export", "tf1_meta_graph", "tf1_graph_and_checkpoint")
+CASES = ("tf2_saved_model", "keras_export", "tf1_meta_graph", "tf1_graph_and_checkpoint", "tf1_resource_meta_graph",
+         "tf1_resource_graph_and_checkpoint")
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +107,26 @@ def test_not_a_saved_model(tmp_path):
 def test_option_mistakes(tmp_path, args, needles):
     res = run_convert(tmp_path, *args)
     assert_clean_failure(*res, tmp_path / "out", *needles)
+
+
+def test_a_checkpoint_of_another_graph(saved_models, tmp_path):
+    """The resource graph's checkpoint for the reference graph: the same names w, b - fine;
+    a graph with a variable the checkpoint lacks: the variable is named."""
+    good = options(saved_models, "tf1_resource_graph_and_checkpoint")
+    other = options(saved_models, "tf1_graph_and_checkpoint")
+    res = run_convert(tmp_path, "--input_model", other["input_model"], "--input_checkpoint",
+                      good["input_checkpoint"])
+    assert res[0] == 0, res[1] + res[2]
+    build = ("import sys, numpy as np, tensorflow as tf\n"  # (TensorFlow only in a subprocess)
+             "g = tf.Graph()\n"
+             "with g.as_default():\n"
+             "    x = tf.compat.v1.placeholder(tf.float32, [1, 2], name='x')\n"
+             "    v = tf.compat.v1.get_variable('not_there', initializer=np.ones(2, np.float32))\n"
+             "    tf.identity(x * v, name='out')\n"
+             "open(sys.argv[1], 'wb').write(g.as_graph_def().SerializeToString())\n")
+    subprocess.run([sys.executable, "-c", build, str(tmp_path / "g.pb")], check=True, timeout=300,
+                   env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    (tmp_path / "second").mkdir()
+    res = run_convert(tmp_path / "second", "--input_model", str(tmp_path / "g.pb"), "--input_checkpoint",
+                      good["input_checkpoint"])
+    assert_clean_failure(*res, tmp_path / "second" / "out", "has no value for the variable(s) not_there")

@@ -90,6 +90,12 @@ def _(rng, x):
     return tf.matmul(y, w(rng, 32, 5))
 
 
+@case("gather_channels", (1, 5, 6, 3))
+def _(rng, x):
+    # BGR <-> RGB on the model's data: a Gather (computed at conversion time when constant) to offload
+    return tf.nn.relu(conv(rng, tf.gather(x, [2, 1, 0], axis=-1), 4))
+
+
 def heavy(x, rounds=40):
     """Seconds of TensorFlow work (1200x1200 matmuls), for the tests that kill the worker mid-request."""
     with tf.name_scope("heavy"):

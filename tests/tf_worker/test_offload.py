@@ -48,6 +48,7 @@ CASES = [
     ("composite_head", {"tensorflow_operation_patterns": "Softplus|Sin|Log1p"}, 1),
     ("composite_head", {"offload_unsupported_operations_to_tf": True}, 3),  # Softplus, Sin, Log1p: not connected
     ("flatten_dense", {"offload_unsupported_operations_to_tf": True}, 1),
+    ("gather_channels", {"offload_unsupported_operations_to_tf": True}, 1),
 ]
 
 

@@ -46,9 +46,15 @@ class TFOp:
                 set_values(node, cls.evaluate(node, values))
             return
         if cls.value_only:
+            fallback = node.graph.graph.get("shape_fallback")
+            if node.graph.graph.get("offload_unsupported") and fallback is not None and fallback.handles(node):
+                fallback.compute(node)  # TensorFlow knows its shape; lowering then offloads it (lower below)
+                fallback.infer(node)
+                return
             raise ShapeError("{} is computed at conversion time only, but input {} is not a constant here (it "
-                             "depends on the model's input data).", describe(node),
-                             next(i for i, v in enumerate(values) if v is None), faq=37)
+                             "depends on the model's input data). --offload_unsupported_operations_to_tf runs it in "
+                             "TensorFlow.", describe(node), next(i for i, v in enumerate(values) if v is None),
+                             faq=37)
         shapes = cls.shape(node, [d.shape for d in node.data_inputs()])
         for port, out in node.out_nodes().items():
             if port >= len(shapes):
@@ -71,6 +77,17 @@ class TFOp:
     @staticmethod
     def lower(node, lw):
         raise NotImplementedError
+
+
+class ValueOnlyOp(TFOp):
+    """An op computed at conversion time only (its result folds into a constant); on the
+    model's data it cannot be lowered, so --offload_unsupported_operations_to_tf runs it
+    in TensorFlow."""
+    value_only = True
+
+    @staticmethod
+    def lower(node, lw):
+        raise lw.unsupported(node, "it is computed at conversion time only and here it reads the model's data")
 
 
 # --- helpers of the infer functions -------------------------------------------------

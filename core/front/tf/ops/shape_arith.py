@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.errors import ShapeError
-from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_axis, set_values
+from core.front.tf.ops.base import ValueOnlyOp, const_input, expect_inputs, normalize_axis, set_values
 from core.front.tf.tensors import attr, describe, numpy_dtype
 
 
@@ -16,9 +16,8 @@ def _out_dtype(node, name="out_type", default=np.int32):
     return numpy_dtype(attr(node, name, "type"), describe(node))
 
 
-class ShapeOf(TFOp):
+class ShapeOf(ValueOnlyOp):
     tf_types = ("Shape", "Size", "Rank")
-    value_only = True
 
     @staticmethod
     def extract(node):
@@ -32,9 +31,8 @@ class ShapeOf(TFOp):
         set_values(node, [np.asarray(value).astype(node.tf["dtype"] if node.tf_op != "Rank" else np.int32)])
 
 
-class LikeOf(TFOp):
+class LikeOf(ValueOnlyOp):
     tf_types = ("ZerosLike", "OnesLike")
-    value_only = True
 
     @staticmethod
     def extract(node):
@@ -48,9 +46,8 @@ class LikeOf(TFOp):
         set_values(node, [np.full(tuple(int(d) for d in x.shape), fill, dtype=dtype)])
 
 
-class Fill(TFOp):
+class Fill(ValueOnlyOp):
     tf_types = ("Fill",)
-    value_only = True
 
     @staticmethod
     def extract(node):
@@ -64,9 +61,8 @@ class Fill(TFOp):
         return [np.full(dims, values[1].ravel()[0], dtype=values[1].dtype)]
 
 
-class Range(TFOp):
+class Range(ValueOnlyOp):
     tf_types = ("Range",)
-    value_only = True
 
     @staticmethod
     def extract(node):
@@ -80,9 +76,8 @@ class Range(TFOp):
         return [np.arange(start, limit, delta, dtype=values[0].dtype)]
 
 
-class Gather(TFOp):
+class Gather(ValueOnlyOp):
     tf_types = ("GatherV2", "Gather")
-    value_only = True
 
     @staticmethod
     def extract(node):
