@@ -25,7 +25,6 @@ import argparse
 import contextlib
 import logging
 import os
-import queue
 import signal
 import socket
 import sys
@@ -39,6 +38,7 @@ import zmq
 from . import direct
 from .auth import load_key_file, sign_frames, verify_frames
 from .endpoints import check_endpoint, ipc_path
+from .fair_queue import FairQueue, QueueLimits
 from .errors import AuthenticationError, EndpointError, MicrokernelError, ProtocolError, RemoteError
 from .mailbox import Mailbox
 from .protocol import (DEFAULT_LIMITS, PROTOCOL_VERSION, Limits, Request, _OP_RE, decode_request,
@@ -197,7 +197,8 @@ class Server:
 
     def __init__(self, endpoint: str, *, service: str = "service", key: bytes | None = None,
                  threads: int = 0, parent_pid: int | None = None, lifeline_fd: int | None = None,
-                 limits: Limits = DEFAULT_LIMITS, spin: float = 0.0) -> None:
+                 limits: Limits = DEFAULT_LIMITS, spin: float = 0.0, queue_limits: QueueLimits = QueueLimits()
+                 ) -> None:
         check_endpoint(endpoint, have_key=key is not None)
         if threads < 0:
             raise ValueError("threads must be >= 0")
@@ -236,7 +237,7 @@ class Server:
         # what the service adds to its hello reply (e.g. whether its framework loaded)
         self.info: dict = {}
         self._replies = Mailbox()
-        self._tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self._tasks = FairQueue(queue_limits)  # the pool's work: per client, in turn (fair_queue.py)
         self._pool: list[threading.Thread] = []
         for op, fn in (("hello", self._hello), ("ping", self._ping), ("shutdown", self._shutdown)):
             self._main.handlers[op] = (fn, True)
@@ -331,8 +332,7 @@ class Server:
         if self._closed:
             return
         self._closed = True
-        for _ in self._pool:
-            self._tasks.put(None)
+        self._tasks.stop(len(self._pool))
         deadline = time.monotonic() + 1.0
         for t in self._pool:  # a handler still busy is left behind (daemon thread)
             t.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -610,8 +610,13 @@ class Server:
         if inline or self._nthreads == 0 or lane is not self._main:
             self._send(lane, ident, self._run(fn, req))
         else:
-            self._inflight += 1
-            self._tasks.put((ident, fn, req))
+            refused = self._tasks.put(ident, (ident, fn, req), sum(len(p) for p in parts))
+            if refused is None:
+                self._inflight += 1
+            else:
+                self._send(lane, ident, self._sign(encode_error(
+                    req.id, "busy", f"{self.service} refused '{req.op}': {refused}; wait for replies before "
+                                    "sending more")))
 
     def _flush_replies(self) -> None:
         for ident, frames in self._replies.drain():

@@ -349,3 +349,52 @@ def test_a_carrier_connection_polls_for_a_client_that_sends_back_to_back():
     assert spin_deadline(spin, 10.0, 10.02, 9.9999) == 10.02 + spin  # long work, came 0.1 ms after the reply
     assert spin_deadline(spin, 10.0, 10.02, 9.99) == 0.0  # long work after a 10 ms pause
     assert spin_deadline(0.0, 10.0, 10.0002, 9.9999) == 0.0  # spinning off (or the CPUs contended)
+
+
+def test_clients_take_turns_and_one_cannot_queue_without_limit():
+    """One client pipelines slow requests; another's request is served after at most one
+    of them per pool thread (a single FIFO made it wait for all), and a client past its
+    share of waiting requests gets a 'busy' reply at once (the daemon's memory stays bounded)."""
+    from core.microkernel import Server, new_ipc_endpoint
+    from core.microkernel.fair_queue import QueueLimits
+    server = Server(new_ipc_endpoint("turns"), service="turns", threads=1,
+                    queue_limits=QueueLimits(max_per_peer=12))
+    server.handle("slow", lambda args, arrays: time.sleep(0.25) or {"slow": args["i"]})
+    server.handle("quick", lambda args, arrays: {"quick": True})
+    runner = threading.Thread(target=server.serve)
+    runner.start()
+    try:
+        with Client(server.endpoint, timeout=30) as hog, Client(server.endpoint, timeout=30) as other:
+            pending = [hog.call_async("slow", {"i": i}) for i in range(14)]
+            time.sleep(0.1)
+            t0 = time.monotonic()
+            assert other.call("quick")[0] == {"quick": True}
+            assert time.monotonic() - t0 < 1.5  # behind one or two slow ones, not twelve (3 s)
+            refused = []
+            for call in pending:
+                try:
+                    call.result(30)
+                except RemoteError as exc:
+                    refused.append(exc)
+            # twelve may wait, one runs: the 14th is refused (and the 13th, when the pool had not yet taken the
+            # first as it came)
+            assert len(refused) in (1, 2) and all(e.kind == "busy" and "12 requests of this client" in e.message
+                                                  for e in refused)
+    finally:
+        server.request_stop()
+        runner.join(10)
+
+
+def test_fair_queue_order_and_byte_limits():
+    from core.microkernel.fair_queue import FairQueue, QueueLimits
+    q = FairQueue(QueueLimits(max_per_peer=10, max_bytes_per_peer=100, max_bytes=150))
+    for i in range(3):
+        assert q.put(b"a", ("a", i), 10) is None
+    assert q.put(b"b", ("b", 0), 10) is None
+    assert q.put(b"a", ("a", 3), 100).startswith("this client's waiting requests hold")
+    assert q.put(b"c", ("c", 0), 100) is None  # one request alone always fits a peer's share
+    assert q.put(b"d", ("d", 0), 30).startswith("the waiting requests of all clients hold")
+    assert [q.get() for _ in range(5)] == [("a", 0), ("b", 0), ("c", 0), ("a", 1), ("a", 2)]
+    assert q.waiting() == 0
+    q.stop(1)
+    assert q.get() is None
