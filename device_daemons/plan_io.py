@@ -6,6 +6,8 @@ answer the same call the same way.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ir import IRError
@@ -101,6 +103,20 @@ def _names(names) -> str:
     return ", ".join(map(repr, names)) or "none"
 
 
+MAX_ELEMENTS = 1 << 31  # of one tensor (contract.MAX_TENSOR_ELEMENTS: what the daemons accept at all)
+
+
+def check_computed_shape(layer, shape, limit: int = MAX_ELEMENTS) -> tuple:
+    """`shape`, a layer's computed output shape, when it has at most MAX_ELEMENTS values: the IR's
+    declared shapes are checked when it is read, the ones its attributes make only here (a Tile
+    or a Pad of huge counts would allocate terabytes at the first request)."""
+    n = math.prod(int(d) for d in shape)
+    if n > limit:
+        raise KernelError(layer, f"computes an output shape {list(shape)}: {n} values, more than the limit of {limit} "
+                                 f"for one tensor on this device; check its attributes and the input shapes")
+    return tuple(shape)
+
+
 def check_reshape(input_shapes: dict, current: dict[str, tuple]) -> dict[str, tuple]:
     """New {input name: shape} from `current` updated with the validated `input_shapes`."""
     unknown = set(input_shapes) - set(current)
@@ -116,6 +132,9 @@ def check_reshape(input_shapes: dict, current: dict[str, tuple]) -> dict[str, tu
                           f"{shape!r}") from None
         if any(d <= 0 for d in shape):
             raise IRError(f"reshape: input {name!r} shape {list(shape)} has a non-positive dimension")
+        if math.prod(shape) > MAX_ELEMENTS:
+            raise IRError(f"reshape: input {name!r} shape {list(shape)} has {math.prod(shape)} values, more than the "
+                          f"daemons' limit of {MAX_ELEMENTS} for one tensor")
         result[name] = shape
     return result
 

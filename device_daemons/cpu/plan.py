@@ -61,7 +61,8 @@ import numpy as np
 from core.services.caffe_worker import DEFINITION_ATTR as CAFFE_DEFINITION
 from ir import IRError, Network
 
-from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, frees, output_ports
+from ..plan_io import (PlanShapes, check_computed_shape, check_inputs, check_reshape, execution_order, frees,
+                       output_ports)
 from .backends import build_program, requested_backend
 from .folding import fold
 from .kernels import KERNELS, KernelError
@@ -355,6 +356,7 @@ class ExecutionPlan(PlanShapes):
         for shape in outs:
             if any(d < 0 for d in shape):
                 raise KernelError(step.layer, f"computes an output shape {list(shape)} with negative dims")
+            check_computed_shape(step.layer, shape)
         return outs
 
     # --- inference -------------------------------------------------------------------

@@ -39,7 +39,7 @@ import pyopencl as cl
 from ir import IRError
 
 from ..cpu.kernels import KernelError
-from ..plan_io import PlanShapes, check_inputs, check_reshape, execution_order, output_ports
+from ..plan_io import PlanShapes, check_computed_shape, check_inputs, check_reshape, execution_order, output_ports
 from .device import open_device
 from .kernels import GPU_KERNELS
 from .kernels.activation import activation_code
@@ -50,7 +50,7 @@ from .memory import Block, Groups, align, assign_buffers
 from .programs import BuildError, builtin_program
 from .tuning import Tuner
 
-_MAX_ELEMENTS = 2**31 - 1  # kernels index with int
+_MAX_ELEMENTS = 2**31 - 1  # of one tensor: the kernels index with int
 
 
 def network_precision(network) -> str:
@@ -453,10 +453,7 @@ class GpuPlan(PlanShapes):
             if len(outs) != len(step.out_slots):
                 raise KernelError(step.layer, f"computes {len(outs)} outputs for {len(step.out_slots)} output ports")
             for s, shape in zip(step.out_slots, outs):
-                if int(np.prod(shape)) > _MAX_ELEMENTS:
-                    raise KernelError(step.layer, f"output shape {list(shape)} has more than 2^31 values, more than "
-                                                  "the GPU plugin indexes")
-                shapes[s] = tuple(shape)
+                shapes[s] = check_computed_shape(step.layer, shape, _MAX_ELEMENTS)
         self.shapes = shapes
         self._current_inputs = current
         for step in self.steps:

@@ -365,3 +365,18 @@ def test_an_output_named_like_another_layers_port_keeps_both(tmp_path):
     matched = sorted(next(name for name, ref in refs.items() if ref.shape == value.shape and np.allclose(value, ref))
                      for value in out.values())
     assert matched == ["p", "s0", "s1"]
+
+
+@pytest.mark.parametrize("layer_type, data", [("Tile", {"axis": 3, "tiles": 1 << 28}),
+                                              ("Pad", {"pads_begin": "0,0,30000,30000", "pads_end": "0,0,0,0",
+                                                       "pad_mode": "constant"})])
+def test_a_computed_shape_past_the_tensor_limit_is_refused_at_load(tmp_path, layer_type, data):
+    """The IR declares 1x3x8x8, the attributes make billions of values: refused when the plan
+    is made (the declared sizes alone were checked; the first request allocated terabytes),
+    and so is a batch that makes an input too big."""
+    network = single_layer_ir(tmp_path, layer_type, data, [(1, 3, 8, 8)], [(1, 3, 8, 8)])
+    with pytest.raises(KernelError, match=r"computes an output shape .* more than the limit of 2147483648"):
+        ExecutionPlan(network)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "ReLU", {}, [(1, 3, 8, 8)], [(1, 3, 8, 8)]))
+    with pytest.raises(IRError, match=r"input 'in0' shape \[2147483648, 3, 8, 8\] has 412316860416 values"):
+        plan.reshape({"in0": (1 << 31, 3, 8, 8)})
