@@ -50,6 +50,11 @@ def record_path(device: str) -> str:
     return os.path.join(runtime_dir(), f"{RECORD_PREFIX}{_device_slug(device)}.json")
 
 
+def key_path(device: str) -> str:
+    """The HMAC key file `mo-core daemon start` makes for a tcp endpoint given without one."""
+    return os.path.join(runtime_dir(), f"{RECORD_PREFIX}{_device_slug(device)}.key")
+
+
 def log_path(device: str) -> str:
     """Where a detached daemon's stdout/stderr go."""
     return os.path.join(runtime_dir(), f"{RECORD_PREFIX}{_device_slug(device)}.log")

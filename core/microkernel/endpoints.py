@@ -106,9 +106,12 @@ def check_endpoint(endpoint: str, *, have_key: bool) -> None:
     if endpoint.startswith(("ipc://", "inproc://")):
         return
     if endpoint.startswith("tcp://"):
-        if is_loopback(endpoint) or have_key:
+        # loopback too: every local user can connect to a tcp port (stop the service, name files it then
+        # opens with its rights); only an ipc path in the private runtime directory is guarded by its mode
+        if have_key:
             return
         raise EndpointError(
-            f"refusing {endpoint} without an authentication key: only ipc:// and loopback "
-            f"tcp (127.0.0.1, [::1]) may be used without one; pass a key file (--key-file)")
+            f"refusing {endpoint} without an authentication key: every local user can reach a tcp port "
+            f"({'loopback too' if is_loopback(endpoint) else 'and other machines'}); use an ipc:// path (the "
+            f"default, in the private runtime directory) or pass a key file (--key-file)")
     raise EndpointError(f"unsupported endpoint {endpoint!r}: use ipc:// or tcp://")

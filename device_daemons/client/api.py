@@ -562,6 +562,8 @@ class IECore:
             raise Error("IECore transfer must be 'auto', 'paths' or 'content', got {!r}", transfer)
         if not timeout or timeout <= 0:
             raise Error("IECore timeout must be > 0 s, got {!r}", timeout)
+        if endpoint and not key_file:  # this user's daemon there: the key its start made (its record names it)
+            key_file = _daemon.recorded_key_file(endpoint)
         if endpoint:
             _daemon.check_daemon_endpoint(endpoint, bool(key_file))
         self.policy = policy

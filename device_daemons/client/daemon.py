@@ -31,7 +31,8 @@ import time
 from dataclasses import dataclass
 
 from core.errors import Error
-from core.microkernel import Client, MicrokernelError, check_endpoint, load_key_file, new_ipc_endpoint
+from core.microkernel import (Client, MicrokernelError, check_endpoint, create_key_file, is_loopback, load_key_file,
+                              new_ipc_endpoint)
 from core.microkernel.endpoints import ipc_path
 from core.microkernel.launcher import (Launched, LogFile, Process, ProcessSpec, StartFailure, handshake,
                                        launch as launch_process, stop as stop_process)
@@ -91,6 +92,11 @@ def check_daemon_endpoint(endpoint: str, have_key: bool) -> None:
         raise DaemonError(str(exc)) from None
 
 
+def recorded_key_file(endpoint: str) -> str | None:
+    """The key file of this user's running daemon at `endpoint`, if its record names one."""
+    return next((r.get("key_file") for r in registry.list_records() if r["endpoint"] == endpoint), None) or None
+
+
 @dataclass
 class Launch:
     record: dict  # the daemon's registry record
@@ -117,8 +123,12 @@ def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | 
         raise DaemonError(f"--caffe-fallback is an option of the CPU daemon, not of {device}")
     key_file = os.path.abspath(key_file) if key_file else None
     key = load_key(key_file)
+    # a tcp endpoint needs a key, loopback too: made here for a loopback one given none (the record names it;
+    # only this user can read the runtime directory, so this user's clients sign with it and nobody else's);
+    # one other machines reach must be given its key on purpose
+    make_key = bool(endpoint) and is_loopback(endpoint) and key is None
     if endpoint:
-        check_daemon_endpoint(endpoint, key is not None)
+        check_daemon_endpoint(endpoint, key is not None or make_key)
     args = []
     if threads:
         args += ["--threads", str(threads)]
@@ -145,6 +155,11 @@ def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | 
                 record = None
         if record is not None:
             return Launch(record, False)
+        if make_key:
+            key_file = registry.key_path(device)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(key_file)  # (a stopped daemon's: every start gets a new key)
+            key = create_key_file(key_file)
         return _spawn(device, endpoint, key_file, key, args, startup_timeout)
     finally:
         lock.__exit__(None, None, None)

@@ -113,11 +113,27 @@ def test_tcp_loopback_endpoint(fresh_runtime, tiny):
     assert proc.returncode == 0, proc.stderr
     endpoint = _record(fresh_runtime)["endpoint"]
     assert re.fullmatch(r"tcp://127\.0\.0\.1:\d+", endpoint), endpoint
+    # every local user can reach a loopback port: the start made a key only this user can read, its
+    # clients sign with it (found by the record); a client without it is not answered
+    key_file = _record(fresh_runtime)["key_file"]
+    assert key_file.startswith(fresh_runtime) and os.stat(key_file).st_mode & 0o777 == 0o600
+    import msgpack
     from device_daemons.client import IECore
+    from tests.daemon.conftest import raw_reply, raw_socket
+    stranger = raw_socket(endpoint)
+    stranger.send_multipart([msgpack.packb({"v": 1, "id": 1, "op": "shutdown", "args": {}})])
+    assert raw_reply(stranger, 1500) is None
+    stranger.close()
     with IECore(policy="existing") as ie:
         out = ie.load_network(ie.read_network(tiny.xml), config=F32).infer({"data": tiny.input(1)})
     np.testing.assert_allclose(out["prob"], tiny.reference(tiny.input(1)), rtol=1e-4, atol=1e-6)
+    with IECore(policy="existing", endpoint=endpoint) as ie:  # the endpoint named: the key found the same way
+        assert ie.daemon_pid() == _record(fresh_runtime)["pid"]
     assert run_mo("daemon", "stop").returncode == 0
+    # a daemon started by hand on loopback tcp without a key refuses to start
+    direct = subprocess.run([sys.executable, "-m", "device_daemons.cpu", "--endpoint", "tcp://127.0.0.1:*",
+                             "--no-record"], capture_output=True, text=True, timeout=60)
+    assert direct.returncode == 1 and "every local user can reach a tcp port (loopback too)" in direct.stderr
 
 
 @pytest.mark.timeout(60)
@@ -156,10 +172,12 @@ def test_non_loopback_tcp_with_key_file(fresh_runtime, tiny, tmp_path):
     with IECore(endpoint=endpoint, key_file=key_file) as ie:
         out = ie.load_network(ie.read_network(tiny.xml), config=F32).infer({"data": x})
         np.testing.assert_allclose(out["prob"], tiny.reference(x), rtol=1e-4, atol=1e-6)
-    with pytest.raises(DaemonError, match="key"):
-        IECore(endpoint=endpoint)  # no key: refused before connecting
+    with IECore(endpoint=endpoint) as ie:  # this user's daemon there: its record names the key
+        assert ie.daemon_pid() == rec["pid"]
     assert run_mo("daemon", "stop").returncode == 0
     assert wait_until(lambda: not daemon_processes(fresh_runtime), 5)
+    with pytest.raises(DaemonError, match="key"):
+        IECore(endpoint=endpoint)  # no key, and no record of this user's names one: refused before connecting
 
 
 @pytest.mark.timeout(60)
