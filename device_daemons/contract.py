@@ -145,11 +145,13 @@ class LoadArgs:
     shapes: dict | None = None
     outputs: tuple = ()
     config: dict | None = None
+    owner: int | None = None  # the loading client's pid (a local one): its end unloads the network
 
 
 def load_request(*, xml: str | None = None, bin: str | None = None, xml_text: bytes | None = None,
                  bin_data: np.ndarray | None = None, kernels=(), batch: int | None = None,
-                 shapes: dict | None = None, outputs=(), config: dict | None = None) -> dict:
+                 shapes: dict | None = None, outputs=(), config: dict | None = None,
+                 owner: int | None = None) -> dict:
     """The args of load_network (client side; query_network takes the same IR and
     kernels)."""
     args: dict = {"xml": xml, "bin": bin} if xml is not None else {"xml_text": xml_text, "bin_data": bin_data}
@@ -163,6 +165,8 @@ def load_request(*, xml: str | None = None, bin: str | None = None, xml_text: by
         args["outputs"] = list(outputs)
     if config:
         args["config"] = dict(config)
+    if owner is not None:
+        args["owner"] = owner
     return args
 
 
@@ -210,6 +214,10 @@ def parse_load(args: dict) -> LoadArgs:
         raise RemoteError(INPUT, "'outputs' must be a list of layer names")
     out.outputs = tuple(names)
     out.config = config(args.get("config"))
+    owner = args.get("owner")
+    if owner is not None and not (_is_int(owner) and 0 < owner < 1 << 22):
+        raise RemoteError(NETWORK, f"'owner' must be a process id, got {owner!r:.40}")
+    out.owner = owner
     return out
 
 

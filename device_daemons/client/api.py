@@ -663,6 +663,8 @@ class IECore:
         """contract.load_request for `network`: its paths (a local daemon) or its
         content, the device's extension files, and `load` (batch, shapes, outputs)."""
         kernels = self._extensions.get(device, [])
+        if conn.local:  # the daemon unloads what this process loaded once it ends (a killed client too)
+            load = dict(load, owner=os.getpid())
         if self.transfer == "paths" or (self.transfer == "auto" and conn.local):
             return contract.load_request(xml=network.model, bin=network.weights, kernels=kernels, **load)
         try:

@@ -54,6 +54,7 @@ from .. import contract, registry
 from ..plan_io import KernelError
 from .bound_table import Binding, BoundTable
 from .ir_source import IRSource
+from .process_watch import ProcessWatch
 from .record import write_record
 from .shm_slots import ShmSlots, input_views, output_layout
 
@@ -66,13 +67,14 @@ log = logging.getLogger("mo_core.daemon")
 class Handle:
     """A client's handle on a compiled network's pool (one per load_network; reshape
     moves it to another pool)."""
-    __slots__ = ("id", "pool", "requests", "created")
+    __slots__ = ("id", "pool", "requests", "created", "owner")
 
-    def __init__(self, handle_id: int, pool):
+    def __init__(self, handle_id: int, pool, owner: int | None = None):
         self.id = handle_id
         self.pool = pool
         self.requests = 0
         self.created = time.time()
+        self.owner = owner  # the loading client's pid, watched (process_watch.py): its end unloads it
 
 
 def err(kind: str, message: str) -> RemoteError:
@@ -103,6 +105,7 @@ class DeviceDaemon:
         self._t0 = time.monotonic()
         self._lock = threading.Lock()
         self._handles: dict[int, Handle] = {}
+        self._owners = ProcessWatch()  # the processes that loaded networks (a killed client's go)
         self._pools: dict[tuple, object] = {}
         self._building: dict[tuple, threading.Lock] = {}
         self._extensions: list[str] = []  # registered with add_extension, in order
@@ -146,6 +149,7 @@ class DeviceDaemon:
     def cleanup(self) -> None:
         self.bindings.clear()
         self.shm.close()
+        self._owners.close()
 
     def register(self, server: Server) -> None:
         server.handle(contract.LOAD_NETWORK, self.load_network)
@@ -301,11 +305,12 @@ class DeviceDaemon:
                                           req.batch, req.outputs, req.config)
         finally:
             source.close()
+        self._reap_handles()
         with self._lock:
             handle_id = secrets.randbits(62) + 1  # unguessable: another client cannot name it (issue 21)
             while handle_id in self._handles:
                 handle_id = secrets.randbits(62) + 1
-            handle = Handle(handle_id, pool)
+            handle = Handle(handle_id, pool, req.owner if self._owners.watch(req.owner) else None)
             self._handles[handle.id] = handle
         settings = getattr(pool, "settings", None)
         log.info("loaded %s as handle %d%s%s", source.description, handle.id, " (cached)" if cached else "",
@@ -354,9 +359,28 @@ class DeviceDaemon:
         handle = self._handle(args)
         with self._lock:
             self._handles.pop(handle.id, None)
+            self._owners.keep_only({h.owner for h in self._handles.values()})
+        self._drop(handle)
+        return {}
+
+    def _drop(self, handle: Handle) -> None:
         self.bindings.drop_handle(handle)
         self._release(handle.pool)
-        return {}
+
+    def _reap_handles(self) -> int:
+        """Unloads the networks of client processes that ended without unloading them (a
+        killed client's stayed for the daemon's life: 40 networks, +500 MiB); how many."""
+        with self._lock:
+            if not self._owners:
+                return 0
+            ended = self._owners.ended()
+            gone = [h for h in self._handles.values() if h.owner in ended]
+            for h in gone:
+                del self._handles[h.id]
+        for h in gone:
+            log.info("unloaded handle %d of %s: its client (pid %d) ended", h.id, h.pool.name, h.owner)
+            self._drop(h)
+        return len(gone)
 
     # ----------------------------------------------------------------- inference
     def shm_create(self, args: dict, arrays: list) -> dict:
@@ -459,6 +483,7 @@ class DeviceDaemon:
 
     # ----------------------------------------------------------------- status
     def status(self, args: dict, arrays: list) -> dict:
+        self._reap_handles()
         with self._lock:
             handles = list(self._handles.values())
             cached = len(self._pools)

@@ -27,6 +27,7 @@ import numpy as np
 from core.microkernel import RemoteError
 
 from ..shm_protocol import MEMFD_PREFIX, align
+from .process_watch import ProcessWatch
 
 _MAX_SLOTS = 256
 _MAX_SLOT_BYTES = 1 << 30
@@ -61,48 +62,31 @@ class ShmSlots:
         self._max = max_slots
         self._max_bytes = max_bytes
         self._bytes = 0
-        self._owners: dict[int, int] = {}  # client pid -> its pidfd
+        self._owners = ProcessWatch()  # the clients that said their pid
 
     def __len__(self) -> int:
         return len(self._slots)
 
     def reap(self) -> int:
         """Drops the slots of client processes that ended; how many went."""
-        import select
         with self._lock:  # (the pidfds are closed under it too: a select on one closed meanwhile would fail)
             if not self._owners:
                 return 0
-            ended = {pid for pid, fd in self._owners.items() if select.select([fd], [], [], 0)[0]}
+            ended = self._owners.ended()
             if not ended:
                 return 0
             gone = [(sid, slot) for sid, slot in self._slots.items() if slot.owner in ended]
             for sid, slot in gone:
                 del self._slots[sid]
                 self._bytes -= slot.size
-            for pid in ended:
-                os.close(self._owners.pop(pid))
         for _, slot in gone:
             slot.close()
             self._dropped(slot)
         return len(gone)
 
     def _forget_owners(self) -> None:
-        """Let go of the pidfds of owners with no slot left (under the lock): a pidfd is
-        held per owner of a slot, so a client naming pid after pid cannot make the
-        daemon hold one for every process of the machine (and run out of descriptors)."""
-        owning = {slot.owner for slot in self._slots.values()}
-        for pid in [pid for pid in self._owners if pid not in owning]:
-            os.close(self._owners.pop(pid))
-
-    @staticmethod
-    def _pidfd(pid: int | None) -> int | None:
-        """A pidfd of a slot's owner, None if it cannot be watched."""
-        if pid is None:
-            return None
-        try:
-            return os.pidfd_open(pid)
-        except (AttributeError, OSError):  # gone already, or no pidfds here: LRU eviction only
-            return None
+        """Let go of the pidfds of owners with no slot left (under the lock)."""
+        self._owners.keep_only({slot.owner for slot in self._slots.values()})
 
     def create(self, size, owner: int | None = None) -> dict:
         """A new sealed slot of `size` bytes: {slot, path, name} for the client
@@ -124,14 +108,9 @@ class ShmSlots:
         except OSError as exc:
             os.close(fd)
             raise RemoteError("shm", f"cannot make a shared memory slot of {size} bytes: {exc}") from None
-        pidfd = self._pidfd(owner)
         dropped = []
-        with self._lock:  # (the owner's pidfd recorded with its slot: _forget_owners never sees one without the other)
-            if pidfd is not None and owner in self._owners:
-                os.close(pidfd)
-            elif pidfd is not None:
-                self._owners[owner] = pidfd
-            slot = _Slot(fd, mm, size, owner if pidfd is not None else None)
+        with self._lock:  # (the owner watched with its slot: _forget_owners never sees one without the other)
+            slot = _Slot(fd, mm, size, owner if self._owners.watch(owner) else None)
             sid = secrets.randbits(62) + 1
             self._slots[sid] = slot
             self._bytes += size
@@ -174,9 +153,7 @@ class ShmSlots:
         with self._lock:
             slots, self._slots = list(self._slots.values()), collections.OrderedDict()
             self._bytes = 0
-            for fd in self._owners.values():
-                os.close(fd)
-            self._owners.clear()
+            self._owners.close()
         for slot in slots:
             slot.close()
 

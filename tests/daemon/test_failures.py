@@ -257,3 +257,31 @@ def test_a_network_loaded_again_after_a_restart_is_unloaded_at_exit(fresh_runtim
     with IECore(policy="existing") as ie:
         status = ie._link("CPU").call("status")[0]
     assert status["pid"] == int(proc.stdout.split()[-1]) and status["networks"] == [], status["networks"]
+
+
+LOADED_AND_KILLED = """
+import os, signal, sys
+from device_daemons.client import IECore
+ie = IECore()
+nets = [ie.load_network(ie.read_network(sys.argv[1]), "CPU") for _ in range(3)]
+print(ie.daemon_pid("CPU"), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no finalizer, no unload
+"""
+
+
+@pytest.mark.timeout(120)
+def test_the_networks_of_a_killed_client_are_unloaded(fresh_runtime, tiny):
+    """A client killed with its networks loaded: they stayed in the daemon for its life (40
+    networks: +500 MiB). Its pid came with each load; once it has ended, the daemon's next
+    load or status unloads them. Another client's network stays."""
+    import subprocess
+    import sys
+    from tests.support import REPO
+    with IECore(policy="auto") as ie:
+        mine = ie.load_network(ie.read_network(tiny.xml), "CPU", config=F32)
+        proc = subprocess.run([sys.executable, "-c", LOADED_AND_KILLED, tiny.xml], capture_output=True, text=True,
+                              timeout=90, env=dict(os.environ, PYTHONPATH=REPO))
+        assert proc.returncode == -signal.SIGKILL and int(proc.stdout.split()[0]) == ie.daemon_pid(), proc.stderr
+        status = ie._link("CPU").call("status")[0]
+        assert [n["handle"] for n in status["networks"]] == [mine._loaded[1]], status["networks"]
+        assert_close(mine.infer({"data": tiny.input(3)})["prob"], tiny.reference(tiny.input(3)))
