@@ -39,6 +39,10 @@ def add_parser(sub):
     p.add_argument("--no-access-log", action="store_true", help="no log line per request")
     p.add_argument("--grace", type=float, default=10.0,
                    help="seconds in-flight requests get at shutdown (default 10)")
+    p.add_argument("--metrics-without-token", action="store_true",
+                   help="serve /metrics without --auth-token-file's token, for a Prometheus scrape (which "
+                        "carries none; Triton's metrics port asks none either): whoever reaches the port then "
+                        "reads the model names and request counts")
     p.add_argument("--ray", metavar="ADDRESS",
                    help="serve each model as a Ray Serve deployment on this Ray cluster ('auto': the one "
                         "`ray start` runs here; needs pip install mo-core[ray])")
@@ -64,13 +68,16 @@ def run(args) -> int:
         raise Error("--http-port and --grpc-port must differ (both {})", args.http_port)
     if not 0 < args.max_body_mb <= 2047:
         raise Error("--max-body-mb must be from 0 to 2047 (gRPC's limit), got {}", args.max_body_mb)
+    if not args.grace >= 0:
+        raise Error("--grace must be a number of seconds >= 0, got {}", args.grace)
     if not os.path.isdir(args.model_repository):
         raise Error("--model_repository {} is not a directory", args.model_repository)
     if args.replicas is not None and (args.ray is None or args.replicas < 1):
         raise Error("--replicas is a positive number of Ray Serve replicas: it needs --ray")
     opts = ServeOptions(args.model_repository, args.host, args.http_port, args.grpc_port, args.auth_token_file,
                         args.tls_cert, args.tls_key, args.insecure, int(args.max_body_mb * (1 << 20)),
-                        args.cache_dir, args.load_model, not args.no_access_log, args.grace)
+                        args.cache_dir, args.load_model, not args.no_access_log, args.grace,
+                        args.metrics_without_token)
     if args.ray is not None:
         return serve_ray(opts, args.ray, args.replicas or 1)
     return serve(opts)

@@ -24,6 +24,7 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from core.convert_options import OPTIONS
 from core.errors import Error
 
 from .tensors import DATATYPES
@@ -122,8 +123,32 @@ def _tensors(items, where: str, key: str) -> tuple:
         datatype = item.get("datatype")
         if datatype is not None and (datatype not in DATATYPES):
             raise _fail(where, f"'{key}[{i}].datatype' must be one of {', '.join(DATATYPES)}, got {datatype!r}")
+        for field_name, value in (("name", name), ("ir_name", ir_name)):
+            if any(getattr(t, field_name) == value for t in out):
+                raise _fail(where, f"'{key}[{i}].{field_name}' {value!r} is given twice in '{key}'; each tensor once")
         out.append(TensorConfig(name, ir_name, datatype))
     return tuple(out)
+
+
+# the convert options the repository gives itself: which files, where the IR goes and its name
+_REPOSITORY_OPTIONS = ("input_model", "input_proto", "saved_model_dir", "input_meta_graph", "input_checkpoint",
+                       "output_dir", "model_name")
+
+
+def _repository_option(arg: str) -> str | None:
+    """The repository-set option `arg` spells (exactly, or as the converter's argparse takes an
+    unambiguous prefix of a long option), else None."""
+    word = arg.split("=", 1)[0]
+    if not word.startswith("-"):
+        return None
+    spelled = {s: o.name for o in OPTIONS for s in o.spellings}
+    if word in spelled:
+        return spelled[word] if spelled[word] in _REPOSITORY_OPTIONS else None
+    if word.startswith("--"):
+        matches = {name for s, name in spelled.items() if s.startswith("--") and s.startswith(word)}
+        if len(matches) == 1 and matches <= set(_REPOSITORY_OPTIONS):
+            return matches.pop()
+    return None
 
 
 def parse_config(raw: dict, where: str) -> ModelConfig:
@@ -166,6 +191,11 @@ def parse_config(raw: dict, where: str) -> ModelConfig:
     args = raw.get("convert_args", [])
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise _fail(where, "'convert_args' must be a list of strings (mo-core convert options)")
+    for arg in args:
+        taken = _repository_option(arg)
+        if taken:
+            raise _fail(where, f"'convert_args' may not give {arg.split('=')[0]} (--{taken}): the repository "
+                               f"sets it (the model's files, the conversion cache)")
     kw["convert_args"] = tuple(args)
     plugin = raw.get("plugin_config", {})
     if not isinstance(plugin, dict) or not all(

@@ -38,6 +38,7 @@ class ServeOptions:
     load_models: list | None = None  # None: every model of the repository
     access_log: bool = True
     grace: float = 10.0
+    open_metrics: bool = False  # /metrics without the token
 
 
 def setup_logging() -> None:
@@ -153,7 +154,7 @@ def run_frontend(opts: ServeOptions, backend, names: list, token, tls, http_sock
     from .grpc_service import make_server
     from .rest import make_app, wrap
 
-    server = Server(backend, token, opts.access_log)
+    server = Server(backend, token, opts.access_log, opts.open_metrics)
     try:
         grpc_server, grpc_port = make_server(server, address(opts.host, opts.grpc_port), opts.max_body, tls=tls)
     except (OSError, RuntimeError) as exc:

@@ -77,14 +77,21 @@ class FixedModels:
         return [(name, 1) for name in self.models]
 
 
+def canonical_version(version: str) -> str:
+    """A version as the labels and stats name it: '01' and '1' are version 1 (the routes take both;
+    a label per spelling would make series without bound)."""
+    return str(int(version)) if version.isdigit() else version
+
+
 class Server:
-    def __init__(self, backend, token: bytes | None = None, access_logging: bool = True):
+    def __init__(self, backend, token: bytes | None = None, access_logging: bool = True, open_metrics: bool = False):
         from importlib.metadata import PackageNotFoundError, version
         from .stats import Statistics
         self.backend = backend
         self.stats = Statistics()
         self.token = token
         self.access_logging = access_logging
+        self.open_metrics = open_metrics  # /metrics without the token (a Prometheus scrape carries none)
         try:
             self.version = version("mo-core")
         except PackageNotFoundError:
@@ -111,7 +118,7 @@ class Server:
                                                            request.outputs)
         except ServingError as exc:
             if exc.status != 404:  # (an unknown model gets no metric of its own: no unbounded labels)
-                self.stats.failure(request.model, request.version or self._newest(request.model),
+                self.stats.failure(request.model, canonical_version(request.version) or self._newest(request.model),
                                    time.perf_counter_ns() - t0, exc.reason)
             raise
         self.stats.success(request.model, version, time.perf_counter_ns() - t0, timings)
@@ -126,7 +133,7 @@ class Server:
         loaded = [(n, str(v)) for n, v in self.backend.loaded()]
         if name:
             self.backend.metadata(name, version)  # 404 / 503 for a model or version not loaded
-            loaded = [(n, v) for n, v in loaded if n == name and (not version or v == version)]
+            loaded = [(n, v) for n, v in loaded if n == name and (not version or v == canonical_version(version))]
         return self.stats.report(loaded)
 
     def log_access(self, peer: str, what: str, status, nbytes: int, t0: float) -> None:

@@ -51,9 +51,10 @@ class ModelManager:
                 self.load(name)
             except ServingError as exc:
                 log.error("model %s: %s", name, exc.message)
+                self._still_loading_failed(name, exc.message)  # (a bad name never got further)
             except Exception as exc:  # noqa: BLE001 - a bug: this model is unavailable, the others still load
                 log.exception("model %s: internal error while loading", name)
-                self._set_state(name, None, "UNAVAILABLE", f"internal error: {type(exc).__name__}: {exc}")
+                self._still_loading_failed(name, f"internal error: {type(exc).__name__}: {exc}")
 
     def load(self, name: str) -> None:
         """(Re)load a model: the versions its config serves, replacing what was loaded."""
@@ -81,16 +82,11 @@ class ModelManager:
             try:
                 loaded = self._open(source, versions)
             except LOAD_ERRORS as exc:
-                with self._lock:
-                    states = self._states.setdefault(name, {})
-                    for version in versions:
-                        if version not in live:
-                            states[version] = ("UNAVAILABLE", str(exc))
-                    states.pop(None, None)
-                if live:
-                    log.warning("model %s: the reload failed, version(s) %s keep serving: %s", name,
-                                ", ".join(map(str, sorted(live))), exc)
+                self._open_failed(name, versions, live, str(exc))
                 raise ServingError(f"model '{name}' failed to load: {exc}", 400, "OTHER") from None
+            except BaseException as exc:  # a bug: no version is left LOADING for ever
+                self._open_failed(name, versions, live, f"internal error: {type(exc).__name__}: {exc}")
+                raise
             with self._lock:
                 if self._closed:  # shut down while this one loaded
                     for model in loaded.values():
@@ -102,6 +98,25 @@ class ModelManager:
                 self._expected.add(name)
         for version, model in old.items():
             model.close()  # after the new versions serve: no gap
+
+    def _open_failed(self, name: str, versions, live: set, reason: str) -> None:
+        """The versions that did not serve are UNAVAILABLE with `reason`; those that did keep serving."""
+        with self._lock:
+            states = self._states.setdefault(name, {})
+            for version in versions:
+                if version not in live:
+                    states[version] = ("UNAVAILABLE", reason)
+            states.pop(None, None)
+        if live:
+            log.warning("model %s: the reload failed, version(s) %s keep serving: %s", name,
+                        ", ".join(map(str, sorted(live))), reason)
+
+    def _still_loading_failed(self, name: str, reason: str) -> None:
+        """A model of load_all whose load failed before its versions had states: UNAVAILABLE."""
+        with self._lock:
+            states = self._states.get(name, {})
+            if states.get(None, ("",))[0] == "LOADING":
+                states[None] = ("UNAVAILABLE", reason)
 
     def _model_lock(self, name: str) -> threading.Lock:
         """The lock that runs one model's loads and unloads one at a time."""
@@ -115,7 +130,9 @@ class ModelManager:
         serving until the new one replaces it, READY)."""
         with self._lock:
             if version not in self._models.get(name, {}):
-                self._states.setdefault(name, {})[version] = ("LOADING", "")
+                states = self._states.setdefault(name, {})
+                states[version] = ("LOADING", "")
+                states.pop(None, None)  # (load_all's entry for the model: now its versions say it)
 
     def _open(self, source, versions) -> dict:
         """{version: ServedModel} on this process's daemons (the Ray mode opens them

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from core.errors import Error
 
+from ..registry import build_id
 from .config import ModelConfig, read_config
 
 log = logging.getLogger("mo_core.serve")
@@ -142,7 +143,7 @@ class ModelRepository:
         found = self.files(source, version)
         if found.kind == "ir":
             return found.files
-        key = _hash(found, source.config.convert_args)
+        key = _hash(found, source.config.convert_args, build_id())  # (another converter: converted again)
         out = os.path.join(self.cache_dir, f"{source.name}-{version}-{key}")
         xml, bin_ = os.path.join(out, "model.xml"), os.path.join(out, "model.bin")
         if os.path.isfile(xml) and os.path.isfile(bin_):
@@ -152,8 +153,12 @@ class ModelRepository:
         return xml, bin_
 
     def _convert(self, source: ModelSource, version: int, found: ModelFiles, out: str) -> None:
-        os.makedirs(self.cache_dir, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".convert-", dir=self.cache_dir)
+        try:
+            os.makedirs(self.cache_dir, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=".convert-", dir=self.cache_dir)
+        except OSError as exc:  # a file there, read-only, full: this model cannot load, the others may
+            raise Error("model {} version {}: the conversion cache {} cannot be used ({}); give --cache-dir a "
+                        "writable directory", source.name, version, self.cache_dir, exc.strerror or exc) from None
         args = {"caffe": lambda f: ["--input_model", f[1], "--input_proto", f[0]],
                 "tf": lambda f: ["--input_model", f[0]],
                 "saved_model": lambda f: ["--saved_model_dir", f[0]]}[found.kind](found.files)
@@ -184,9 +189,10 @@ class ModelRepository:
                             version, found.files[0], code, " ".join(e.strip() for e in errors)[:2000])
             try:
                 os.rename(tmp, out)
-            except OSError:  # another process converted it at the same time: theirs is as good
+            except OSError as exc:  # another process converted it at the same time: theirs is as good
                 if not os.path.isfile(os.path.join(out, "model.xml")):
-                    raise
+                    raise Error("model {} version {}: cannot store the converted IR in {} ({})", source.name,
+                                version, out, exc.strerror or exc) from None
         finally:
             timer.cancel()
             if proc.poll() is None:
@@ -203,8 +209,8 @@ def _bin_of(xml: str) -> str:
     return path
 
 
-def _hash(found: ModelFiles, convert_args: tuple) -> str:
-    h = hashlib.sha256(repr((found.kind, convert_args)).encode())
+def _hash(found: ModelFiles, convert_args: tuple, build: str) -> str:
+    h = hashlib.sha256(repr((found.kind, convert_args, build)).encode())
     for top in found.files:
         paths = [top] if os.path.isfile(top) else sorted(
             os.path.join(r, f) for r, _, fs in os.walk(top) for f in fs)

@@ -29,7 +29,7 @@ from .frontend import Server
 from .rest_codec import HEADER_LENGTH, encode_infer, error_body, parse_infer
 
 log = logging.getLogger("mo_core.serve")
-OPEN_PATHS = ("/v2/health/live", "/v2/health/ready")
+OPEN_PATHS = ("/v2/health/live", "/v2/health/ready")  # no token asked (probes), /metrics too if told
 JSON = "application/json"
 HEADER_LENGTH_KEY = HEADER_LENGTH.encode()  # (ASGI header names are lower-case bytes)
 JSON_TYPE = (b"content-type", JSON.encode())
@@ -84,7 +84,9 @@ class Guard:
 
     def _reject(self, scope):
         headers = dict(scope["headers"])
-        if scope["path"] not in OPEN_PATHS and not self.server.authorized(headers.get(b"authorization")):
+        path = scope["path"]
+        if path not in OPEN_PATHS and not (path == "/metrics" and self.server.open_metrics) and \
+                not self.server.authorized(headers.get(b"authorization")):
             return Response(b'{"error":"missing or wrong bearer token (Authorization: Bearer TOKEN)"}',
                             status_code=401, media_type=JSON, headers={"WWW-Authenticate": "Bearer"})
         length = headers.get(b"content-length")

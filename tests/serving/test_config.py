@@ -41,6 +41,14 @@ def test_batch_sizes_and_dynamic_batching():
     ({"replicas": {"min": 3, "max": 2}}, "'replicas.max' must be an integer from 3"),
     ({"resources": {"num_gpus": -1}}, "'resources.num_gpus' must be a number"),
     ({"device": ""}, "'device' must be a device name"),
+    ({"inputs": [{"name": "a", "ir_name": "data"}, {"name": "b", "ir_name": "data"}]},
+     "'inputs[1].ir_name' 'data' is given twice"),
+    ({"outputs": [{"name": "p"}, {"name": "p", "ir_name": "q"}]}, "'outputs[1].name' 'p' is given twice"),
+    # what the repository sets itself: the IR would be written outside the cache
+    ({"convert_args": ["--output_dir", "/tmp/x"]}, "may not give --output_dir (--output_dir)"),
+    ({"convert_args": ["-n", "other"]}, "may not give -n (--model_name)"),
+    ({"convert_args": ["--model_na=other"]}, "may not give --model_na (--model_name)"),
+    ({"convert_args": ["--input_model", "x.pb"]}, "may not give --input_model"),
 ])
 def test_mistakes_name_the_file_and_the_key(raw, words):
     with pytest.raises(Error) as exc:

@@ -214,7 +214,14 @@ def test_statistics_and_metrics(server):
     assert g.inference_stats.compute_infer.ns > 0
     with pytest.raises(InferenceServerException):
         http.get_inference_statistics("nosuch")
+    # a failure on /versions/01 is version 1's (a label per spelling made series without bound)
+    bad = httpx.post(server.url + "/v2/models/two_input/versions/01/infer",
+                     json={"inputs": [{"name": "nosuch", "datatype": "FP32", "shape": [1], "data": [1.0]}]})
+    assert bad.status_code == 400, bad.text
+    (entry,) = http.get_inference_statistics("two_input", "01")["model_stats"]
+    assert entry["version"] == "1" and entry["inference_stats"]["fail"]["count"] >= 1
     text = httpx.get(server.url + "/metrics").text
+    assert 'version="01"' not in text
     success = re.search(r'^nv_inference_request_success\{model="two_input",version="1"\} (\S+)$', text, re.M)
     assert success and float(success.group(1)) == before[1] + 3
     for name in ("nv_inference_count", "nv_inference_exec_count", "nv_inference_request_duration_us",

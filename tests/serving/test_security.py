@@ -129,6 +129,21 @@ def test_a_public_bind_needs_a_token_or_insecure(serving_models, tmp_path):
     assert proc.returncode == 1 and "chmod 600" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_metrics_without_the_token_for_a_scrape(tmp_path):
+    """--metrics-without-token: a Prometheus scrape (the Kubernetes example's annotations) sends no
+    token; /metrics answers it, every other route still asks for one. --grace below 0 is refused."""
+    (tmp_path / "repo").mkdir()
+    srv = ServerProcess(str(tmp_path / "repo"), "--auth-token-file", token_file(str(tmp_path)),
+                        "--metrics-without-token", cache_dir=str(tmp_path / "cache"))
+    try:
+        assert httpx.get(srv.url + "/metrics").status_code == 200
+        assert httpx.get(srv.url + "/v2").status_code == 401
+    finally:
+        assert srv.stop() == 0, srv.log_text()
+    proc = serve_cli("--model_repository", str(tmp_path / "repo"), "--grace", "-1")
+    assert proc.returncode == 1 and "--grace must be a number of seconds >= 0" in proc.stderr
+
+
 def test_kill_9_of_the_server_leaves_no_daemon(serving_models, tmp_path):
     _, repo = serving_models
     srv = ServerProcess(repo, "--load-model", "tiny", cache_dir=str(tmp_path / "cache"))
