@@ -26,6 +26,9 @@ from .validate import validate_network
 SUPPORTED_VERSIONS = (2, 3)
 DEFAULT_MAX_XML_BYTES = 256 * 2**20
 DEFAULT_MAX_BIN_BYTES = 4 * 2**30
+# XML elements of a topology: GoogLeNet's has ~4,800; a tree of a million takes ~250 MB to build, a file of
+# tiny elements within max_xml_bytes would take 6 GB and a quarter of a minute
+DEFAULT_MAX_XML_ELEMENTS = 1 << 20
 
 _INT_RE = re.compile(r"\s*[+-]?[0-9]+\s*")
 # Blob elements found directly under <layer> in the catalog's older examples.
@@ -232,7 +235,7 @@ def _parse_meta(root: ET.Element) -> dict[str, str]:
 
 
 def read_ir(xml_path, bin_path=None, *, max_xml_bytes: int = DEFAULT_MAX_XML_BYTES,
-            max_bin_bytes: int = DEFAULT_MAX_BIN_BYTES) -> Network:
+            max_bin_bytes: int = DEFAULT_MAX_BIN_BYTES, max_xml_elements: int = DEFAULT_MAX_XML_ELEMENTS) -> Network:
     """Parse and validate an IR. Blobs are read-only 1-D views into the mapped .bin,
     of dtype float32 or float16 as the layer's precision says (integer blobs come
     back as that float dtype too: IR v2 does not record blob types; use .view())."""
@@ -241,7 +244,12 @@ def read_ir(xml_path, bin_path=None, *, max_xml_bytes: int = DEFAULT_MAX_XML_BYT
     ctx = _Context(xml_path)
 
     _check_size(xml_path, max_xml_bytes, "topology (.xml)", ctx, "max_xml_bytes")
-    root = _parse_xml(_read_limited(xml_path, max_xml_bytes, ctx), ctx)
+    data = _read_limited(xml_path, max_xml_bytes, ctx)
+    elements = data.count(b"<") - data.count(b"</")  # (start tags, and comments: at least the elements)
+    if elements > max_xml_elements:
+        raise ctx.error(f"the topology has about {elements} XML elements, more than the limit of {max_xml_elements} "
+                        "(max_xml_elements; GoogLeNet's has ~4,800): the IR is damaged or not an IR")
+    root = _parse_xml(data, ctx)
     if root.tag != "net":
         raise ctx.error(f"not an IR file: the root element is <{root.tag}>, an IR .xml starts with <net>")
 
@@ -257,6 +265,8 @@ def read_ir(xml_path, bin_path=None, *, max_xml_bytes: int = DEFAULT_MAX_XML_BYT
         raise ctx.error("the <net> has no <layers> element; the IR is incomplete")
     binfile = _Bin(bin_path, max_bin_bytes, ctx)
     layers = [_parse_layer(el, binfile, ctx) for el in layers_el.findall("layer")]
+    if not layers:
+        raise ctx.error("the <layers> element holds no <layer>: an IR has at least an input; regenerate it")
 
     net = Network(name=root.get("name", ""), layers=layers, edges=_parse_edges(root, ctx),
                   batch=batch, version=version, meta=_parse_meta(root), results=_parse_results(root, ctx))

@@ -64,6 +64,22 @@ def test_oversized_xml_is_refused_before_reading(tmp_path, sample_net):
         read_ir(xml, max_xml_bytes=size - 1)
 
 
+def test_too_many_xml_elements_are_refused_before_parsing(tmp_path, sample_net):
+    """A file of tiny elements within max_xml_bytes built a tree 25x its size (48 MiB: 1.2 GiB,
+    14 s in the daemon); the elements are counted first. An IR without layers is refused too."""
+    xml = tmp_path / "m.xml"
+    write_ir(sample_net, xml)
+    text = xml.read_text()
+    count = text.count("<") - text.count("</")
+    assert read_ir(xml, max_xml_elements=count)
+    with pytest.raises(IRError, match=rf"about {count} XML elements, more than the limit of {count - 1}"):
+        read_ir(xml, max_xml_elements=count - 1)
+    empty = tmp_path / "empty.xml"
+    empty.write_text('<?xml version="1.0"?>\n<net name="x" version="2" batch="1"><layers/><edges/></net>\n')
+    with pytest.raises(IRError, match="holds no <layer>"):
+        read_ir(empty)
+
+
 def test_oversized_bin_is_refused(tmp_path, sample_net):
     xml = tmp_path / "m.xml"
     write_ir(sample_net, xml)
