@@ -236,6 +236,8 @@ class Server:
         self.direct_messages = 0  # requests that came over the local carrier (a statistic)
         # what the service adds to its hello reply (e.g. whether its framework loaded)
         self.info: dict = {}
+        # asked every _PARENT_CHECK_S while serving: a reason to stop (e.g. a daemon its record no longer names), or None
+        self.still_wanted: Callable[[], str | None] | None = None
         self._replies = Mailbox()
         self._tasks = FairQueue(queue_limits)  # the pool's work: per client, in turn (fair_queue.py)
         self._pool: list[threading.Thread] = []
@@ -310,6 +312,11 @@ class Server:
                         log.info("parent process %s is gone; exiting", self._parent_pid)
                         self.request_stop("parent died")
                         stop_deadline = now  # nobody is left to answer
+                    elif self.still_wanted is not None and self._stop_reason is None:
+                        unwanted = self.still_wanted()
+                        if unwanted:
+                            log.warning("%s; exiting", unwanted)
+                            self.request_stop(unwanted)
                 if self._stop_reason is not None:
                     if stop_deadline is None:
                         stop_deadline = now + _STOP_GRACE_S

@@ -512,6 +512,16 @@ def _stderr_file() -> str | None:
     return path if path.startswith("/") and os.path.isfile(path) else None
 
 
+def _replaced(device: str) -> str | None:
+    """Why this daemon is no longer its device's: the record names another live daemon (a
+    damaged record let a second one start, and clients find that one) - else None. An
+    orphan would run on unmanaged; it stops instead (its clients reconnect to the other)."""
+    record = registry.read_record(device)
+    if record is not None and record["pid"] != os.getpid():
+        return f"the {device} daemon of this runtime directory is now pid {record['pid']} (this one's record was lost)"
+    return None
+
+
 def serve_daemon(argv, name: str, make_daemon, *, add_arguments=None, before_bind=None,
                  description: str = "") -> int:
     """`python -m device_daemons.<name>`: serve_main with the daemons' options
@@ -560,6 +570,7 @@ def serve_daemon(argv, name: str, make_daemon, *, add_arguments=None, before_bin
             write_record(device, os.getpid(), server.endpoint, key_file=opts.key_file,
                          log=_stderr_file(), started=daemon.started, options=_relaunch_options(opts))
             recorded = True
+            server.still_wanted = partial(_replaced, device)
         say(f"pid {os.getpid()} serving {device} at {server.endpoint} ({opts.threads} threads, version "
             f"{registry.package_version()})")
 

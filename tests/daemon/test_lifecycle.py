@@ -298,3 +298,22 @@ def test_a_busy_daemon_of_another_build_keeps_serving_with_a_warning(fresh_runti
     finally:
         ie.close()
     assert daemon_processes(fresh_runtime) == [old]
+
+
+@pytest.mark.timeout(120)
+def test_a_daemon_whose_record_was_lost_gives_way_to_the_new_one(fresh_runtime):
+    """A damaged record: the next start cannot see the running daemon and starts another; the
+    first used to run on unmanaged (no 'daemon stop' could find it). It sees the record name
+    the other and stops."""
+    assert run_mo("daemon", "start").returncode == 0
+    first = _record(fresh_runtime)["pid"]
+    with open(os.path.join(fresh_runtime, "daemon-cpu.json"), "w") as f:
+        f.write("{damaged")
+    assert run_mo("daemon", "start").returncode == 0
+    second = _record(fresh_runtime)["pid"]
+    assert second != first
+    assert wait_until(lambda: first not in daemon_processes(fresh_runtime), 15)
+    with open(os.path.join(fresh_runtime, "daemon-cpu.log")) as f:
+        assert f"now pid {second} (this one's record was lost); exiting" in f.read()
+    assert run_mo("daemon", "stop").returncode == 0
+    assert wait_until(lambda: not daemon_processes(fresh_runtime), 10)
