@@ -78,6 +78,7 @@ from . import reaper, request_path
 from .bound_client import BoundRequests
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
 from .errors import InferenceError, remote_error
+from .ie_info import DataPtr, InputInfo, nhwc_inputs, to_ir_layout
 from .perf_counts import perf_counts
 from .request_ids import request_index
 from .transport import Connection, Link, LinkSettings
@@ -119,6 +120,13 @@ class IENetwork:
         self._shapes: dict[str, list] = {}
         self._extra: list[str] = []
         self.affinity: dict[str, str] = {}  # layer name -> device, for HETERO (IE's layer.affinity)
+        self._input_precision: dict[str, str] = {}  # input_info's settings (ie_info.py)
+        self._input_layout: dict[str, str] = {}
+
+    @property
+    def input_info(self) -> dict[str, InputInfo]:
+        """IE's input_info: {name: InputInfo} (input_data.shape; precision and layout to set)."""
+        return {name: InputInfo(self, name) for name in self._ir_inputs}
 
     def add_outputs(self, names) -> None:
         """Return the outputs of these layers too (IE's IENetwork.add_outputs)."""
@@ -130,14 +138,15 @@ class IENetwork:
         self._extra += [n for n in names if n not in self._extra]
 
     @property
-    def inputs(self) -> dict[str, list]:
-        """{input name: shape} with the batch size and reshape() applied."""
+    def inputs(self) -> dict[str, DataPtr]:
+        """{input name: shape} with the batch size and reshape() applied (lists, with IE's
+        DataPtr attributes: .shape, .precision, .layout)."""
         out = {}
         for name, dims in self._ir_inputs.items():
             dims = list(self._shapes.get(name, dims))
             if self._batch is not None:
                 dims[0] = self._batch
-            out[name] = dims
+            out[name] = DataPtr(name, dims, self._input_precision.get(name, "FP32"), self._input_layout.get(name))
         return out
 
     @property
@@ -149,7 +158,7 @@ class IENetwork:
             dims = list(dims)
             if self._batch is not None and dims and dims[0] == self._ir_batch:
                 dims[0] = self._batch
-            out[name] = dims
+            out[name] = DataPtr(name, dims)
         return out
 
     @property
@@ -320,6 +329,9 @@ class ExecutableNetwork:
                  perf_count: bool = False, config: dict | None = None):
         self._core = core
         self.perf_count = perf_count  # each request brings back per-layer times (get_perf_counts)
+        self._input_precision = dict(network._input_precision)  # as input_info had them at load
+        self._input_layout = dict(network._input_layout)
+        self._nhwc = nhwc_inputs(network)  # inputs the caller gives NHWC: transposed before sending
         self.link = link
         self.name = network.name
         self._network = network
@@ -355,8 +367,9 @@ class ExecutableNetwork:
     get_metric = get_config  # (OPTIMAL_NUMBER_OF_INFER_REQUESTS: a metric in the Inference Engine)
 
     @property
-    def input_info(self) -> dict[str, list]:
-        return self.inputs
+    def input_info(self) -> dict[str, InputInfo]:
+        """IE's (read-only) input_info: input_data.shape, precision, layout as loaded."""
+        return {name: InputInfo(self, name, read_only=True) for name in self.inputs}
 
     @property
     def bound(self) -> BoundRequests | None:
@@ -474,6 +487,8 @@ class ExecutableNetwork:
     def _prepare(self, inputs: dict | None, copy: bool = False) -> dict:
         """{name: float32 array} of `inputs`; with `copy`, arrays of their own (an
         asynchronous request reads them after the caller may have refilled its buffers)."""
+        if self._nhwc and isinstance(inputs, dict):
+            inputs = to_ir_layout(inputs, self._nhwc)  # (new arrays: no copy needed after)
         if isinstance(inputs, dict):
             for k, v in inputs.items():  # the common case, checked in one pass (a loop: no generator's calls)
                 if type(v) is not np.ndarray or v.dtype != np.float32 or type(k) is not str:

@@ -354,3 +354,31 @@ def test_completion_callbacks_and_idle_requests(ie, tiny):
     for (_, frame, out) in seen:
         assert_close(out, tiny.reference(xs[frame]))
     exec_net.close()
+
+
+@pytest.mark.timeout(120)
+def test_input_info_as_the_inference_engine_has_it(ie, tiny):
+    """Code ported from IE: input_info[name].input_data.shape, precision "U8" (a uint8 image
+    works), layout "NHWC" (the client transposes to the IR's NCHW); outputs[name].shape."""
+    net = ie.read_network(tiny.xml)
+    name = next(iter(net.input_info))
+    info = net.input_info[name]
+    assert info.input_data.shape == [1, 3, 16, 16] and info.precision == "FP32" and info.layout == "NCHW"
+    assert net.outputs["prob"].shape == [1, 10] and net.inputs == {"data": [1, 3, 16, 16]}
+    info.precision = "U8"
+    info.layout = "NHWC"
+    with pytest.raises(Error, match=r"layout 'NC' is not one of NCHW, NHWC"):
+        info.layout = "NC"
+    with pytest.raises(Error, match="precision 'FP64' is not one of"):
+        info.precision = "FP64"
+    exec_net = ie.load_network(net, "CPU")
+    assert exec_net.input_info[name].layout == "NHWC" and exec_net.input_info[name].precision == "U8"
+    with pytest.raises(Error, match="cannot change"):
+        exec_net.input_info[name].layout = "NCHW"
+    image = np.random.default_rng(9).integers(0, 255, (1, 16, 16, 3), dtype=np.uint8)
+    expected = tiny.reference(image.transpose(0, 3, 1, 2).astype(np.float32))
+    assert_close(exec_net.infer({name: image})["prob"], expected)
+    req = exec_net.start_async({name: image})
+    req.wait()
+    assert_close(req.outputs["prob"], expected)
+    exec_net.close()

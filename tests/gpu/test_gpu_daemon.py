@@ -175,6 +175,12 @@ def test_a_layer_the_gpu_lacks_fails_on_gpu_and_runs_with_hetero(ie, mvn_net):
                                                                   ("CPU", ["mvn"]), ("GPU", ["c2", "sm"])]
     assert_close(hetero.infer({"data": x})["sm"], ref["sm"], 1e-5)
     hetero.close()
+    nhwc = ie.read_network(xml)  # IE's input_info layout: the caller's NHWC array transposed for the IR
+    nhwc.input_info["data"].layout = "NHWC"
+    hetero = ie.load_network(nhwc, "HETERO:GPU,CPU")
+    assert_close(hetero.infer({"data": x.transpose(0, 2, 3, 1)})["sm"], ref["sm"], 1e-5)
+    assert hetero.input_info["data"].layout == "NHWC"
+    hetero.close()
 
 
 def test_perf_counts_on_the_gpu_and_with_hetero(ie, tiny, mvn_net):

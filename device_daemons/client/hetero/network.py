@@ -33,6 +33,7 @@ from core.errors import Error
 from core.microkernel import runtime_dir
 from ir import write_ir
 
+from ..ie_info import InputInfo, nhwc_inputs, to_ir_layout
 from ..perf_counts import perf_counts
 from ..request_ids import request_index
 from .split import HeteroError, assign_affinity, parse_hetero, run_split, split_network
@@ -171,12 +172,15 @@ class HeteroExecutableNetwork:
             raise
         self.inputs = network.inputs
         self.outputs = {key: self.parts[p].outputs[k] for key, (p, k) in self.split.results.items()}
+        self._input_precision = dict(network._input_precision)  # (input_info, as at load)
+        self._input_layout = dict(network._input_layout)
+        self._nhwc = nhwc_inputs(network)
         self.warnings = [w for part in self.parts for w in part.warnings]
         self.requests = [HeteroRequest(self) for _ in range(max(1, int(num_requests)))]
 
     @property
     def input_info(self) -> dict:
-        return self.inputs
+        return {name: InputInfo(self, name, read_only=True) for name in self.inputs}
 
     @property
     def config(self) -> dict:
@@ -210,6 +214,7 @@ class HeteroExecutableNetwork:
         if not isinstance(inputs, dict):
             raise Error("infer takes a dict {{input name: array}}; the network's inputs are {}",
                         ", ".join(map(repr, self.inputs)))
+        inputs = to_ir_layout(inputs, self._nhwc)
         unknown, missing = set(inputs) - set(self.inputs), set(self.inputs) - set(inputs)
         if unknown or missing:
             raise Error("infer: {}; the network's inputs are {}",

@@ -1,0 +1,100 @@
+"""What the Inference Engine's Python API says of a network's tensors, for code ported
+from it: `net.input_info[name].input_data.shape`, `.precision = "U8"`, `.layout = "NHWC"`,
+`net.outputs[name].shape`.
+
+A DataPtr is the dims as a list (what this API returns everywhere), with IE's attributes
+on it. An input's precision says what the caller passes (any of these is converted to the
+daemon's float32 anyway); its layout NHWC makes the client transpose a 4-D input to the
+IR's NCHW before sending it, as IE's plugins did.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.errors import Error
+
+PRECISIONS = ("FP32", "FP16", "U8", "I8", "U16", "I16", "I32", "I64", "BOOL")
+_LAYOUTS = {1: "C", 2: "NC", 3: "CHW", 4: "NCHW", 5: "NCDHW"}
+
+
+def default_layout(rank: int) -> str:
+    return _LAYOUTS.get(rank, "ANY")
+
+
+class DataPtr(list):
+    """Dims (a list) with IE's DataPtr attributes: name, shape, precision, layout."""
+
+    def __init__(self, name: str, dims, precision: str = "FP32", layout: str | None = None):
+        super().__init__(int(d) for d in dims)
+        self.name = name
+        self.precision = precision
+        self.layout = layout or default_layout(len(self))
+
+    @property
+    def shape(self) -> list:
+        return list(self)
+
+
+class InputInfo:
+    """IE's InputInfoPtr of one input of an IENetwork: precision and layout may be set
+    before load_network (read_only: an ExecutableNetwork's, as IE's InputInfoCPtr)."""
+
+    def __init__(self, owner, name: str, read_only: bool = False):
+        self._owner, self.name, self._read_only = owner, name, read_only
+
+    @property
+    def input_data(self) -> DataPtr:
+        return DataPtr(self.name, self._owner.inputs[self.name], self.precision, self.layout)
+
+    @property
+    def tensor_desc(self) -> DataPtr:
+        return self.input_data
+
+    @property
+    def precision(self) -> str:
+        return self._owner._input_precision.get(self.name, "FP32")
+
+    @precision.setter
+    def precision(self, value: str) -> None:
+        self._writable("precision")
+        value = str(value).upper()
+        if value not in PRECISIONS:
+            raise Error("input {!r}: precision {!r} is not one of {}", self.name, value, ", ".join(PRECISIONS))
+        self._owner._input_precision[self.name] = value
+
+    @property
+    def layout(self) -> str:
+        return self._owner._input_layout.get(self.name, default_layout(len(self._owner.inputs[self.name])))
+
+    @layout.setter
+    def layout(self, value: str) -> None:
+        self._writable("layout")
+        value = str(value).upper()
+        rank = len(self._owner.inputs[self.name])
+        allowed = ("NCHW", "NHWC") if rank == 4 else (default_layout(rank),)
+        if value not in allowed:
+            raise Error("input {!r} ({}-D): layout {!r} is not one of {} (the IR's layout is {})", self.name, rank,
+                        value, ", ".join(allowed), default_layout(rank))
+        self._owner._input_layout[self.name] = value
+
+    def _writable(self, what: str) -> None:
+        if self._read_only:
+            raise Error("input {!r}: the {} of a loaded network cannot change; set it on the IENetwork's "
+                        "input_info before load_network", self.name, what)
+
+
+def nhwc_inputs(network) -> frozenset:
+    """The inputs of an IENetwork whose layout was set to NHWC."""
+    return frozenset(name for name, layout in network._input_layout.items() if layout == "NHWC")
+
+
+def to_ir_layout(inputs: dict, nhwc: frozenset) -> dict:
+    """`inputs` ({name: array}) with the NHWC ones transposed to the IR's NCHW (the caller's
+    arrays are not changed)."""
+    out = dict(inputs)
+    for name in nhwc & out.keys():
+        arr = np.asarray(out[name])
+        if arr.ndim != 4:
+            raise Error("input {!r} has layout NHWC (input_info), but the array given has {} dims", name, arr.ndim)
+        out[name] = np.ascontiguousarray(arr.transpose(0, 3, 1, 2))
+    return out
