@@ -78,7 +78,7 @@ from . import reaper, request_path
 from .bound_client import BoundRequests
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
 from .errors import InferenceError, remote_error
-from .ie_info import DataPtr, InputInfo, nhwc_inputs, to_ir_layout
+from .ie_info import Blob, DataPtr, InputInfo, input_blobs, nhwc_inputs, to_ir_layout
 from .perf_counts import perf_counts
 from .request_ids import request_index
 from .transport import Connection, Link, LinkSettings
@@ -215,12 +215,29 @@ class InferRequest:
         self.outputs: dict[str, np.ndarray] = {}
         self.perf: list[dict] = []  # the daemon's per-step rows of the last request (PERF_COUNT)
         self._callback = None
+        self._input_blobs: dict = {}
 
     def set_completion_callback(self, py_callback, py_data=None) -> None:
         """IE's: py_callback(status, py_data) when an asynchronous run of this request ends
         (on a thread of the network; `outputs` are set by then), StatusCode.OK or
         GENERAL_ERROR (wait() raises the error)."""
         self._callback = None if py_callback is None else (py_callback, py_data)
+
+    @property
+    def input_blobs(self) -> dict:
+        """IE's input blobs: fill `input_blobs[name].buffer[:]`, then infer() / async_infer()
+        without inputs sends them."""
+        return input_blobs(self._exec_net, self._input_blobs)
+
+    @property
+    def output_blobs(self) -> dict:
+        """IE's output blobs of the last completed run: `output_blobs[name].buffer`."""
+        return {name: Blob(name, array) for name, array in self.outputs.items()}
+
+    def _inputs_or_blobs(self, inputs):
+        if inputs is None and self._input_blobs:
+            return {name: blob.buffer for name, blob in self._input_blobs.items()}
+        return inputs
 
     @property
     def busy(self) -> bool:
@@ -235,6 +252,7 @@ class InferRequest:
         """Start the request (a thread of the network sends it; the inputs are copied
         before this returns, so their buffers may be refilled); wait() for it."""
         self._check_idle()
+        inputs = self._inputs_or_blobs(inputs)
         self.outputs = {}
         self.latency = None
         self.perf = []
@@ -271,6 +289,7 @@ class InferRequest:
     def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict:
         """Synchronous request (sent from this thread); returns the outputs."""
         self._check_idle()
+        inputs = self._inputs_or_blobs(inputs)
         self.outputs = {}
         self.latency = None
         self.perf = []

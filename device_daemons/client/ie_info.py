@@ -83,6 +83,25 @@ class InputInfo:
                         "input_info before load_network", self.name, what)
 
 
+class Blob:
+    """IE's Blob: `buffer` (the array) and `tensor_desc` (dims, precision, layout)."""
+
+    def __init__(self, name: str, buffer: np.ndarray, layout: str | None = None):
+        self.buffer = buffer
+        self.tensor_desc = DataPtr(name, buffer.shape, "FP32", layout)
+
+
+def input_blobs(owner, blobs: dict) -> dict:
+    """A request's input blobs, made once per input of `owner` (an ExecutableNetwork's inputs
+    and input_info layouts): float32 buffers the caller fills, in the layout it gives."""
+    for name, dims in owner.inputs.items():
+        layout = owner._input_layout.get(name)
+        shape = (dims[0], dims[2], dims[3], dims[1]) if layout == "NHWC" else tuple(dims)
+        if name not in blobs or blobs[name].buffer.shape != shape:
+            blobs[name] = Blob(name, np.zeros(shape, np.float32), layout)
+    return blobs
+
+
 def nhwc_inputs(network) -> frozenset:
     """The inputs of an IENetwork whose layout was set to NHWC."""
     return frozenset(name for name, layout in network._input_layout.items() if layout == "NHWC")

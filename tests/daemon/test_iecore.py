@@ -382,3 +382,19 @@ def test_input_info_as_the_inference_engine_has_it(ie, tiny):
     req.wait()
     assert_close(req.outputs["prob"], expected)
     exec_net.close()
+
+
+@pytest.mark.timeout(120)
+def test_input_and_output_blobs(ie, tiny):
+    """IE's blob idiom: fill request.input_blobs[name].buffer, infer() or async_infer() without
+    inputs, read request.output_blobs[name].buffer."""
+    exec_net = ie.load_network(ie.read_network(tiny.xml), "CPU", num_requests=1)
+    req = exec_net.requests[0]
+    blob = req.input_blobs["data"]
+    assert blob.buffer.shape == (1, 3, 16, 16) and blob.tensor_desc.layout == "NCHW"
+    for seed, run in ((30, lambda: req.infer()), (31, lambda: (req.async_infer(), req.wait()))):
+        blob.buffer[:] = tiny.input(seed)
+        run()
+        assert_close(req.output_blobs["prob"].buffer, tiny.reference(tiny.input(seed)))
+    assert req.input_blobs["data"] is blob  # (the same buffers each time)
+    exec_net.close()

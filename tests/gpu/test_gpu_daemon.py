@@ -180,6 +180,10 @@ def test_a_layer_the_gpu_lacks_fails_on_gpu_and_runs_with_hetero(ie, mvn_net):
     hetero = ie.load_network(nhwc, "HETERO:GPU,CPU")
     assert_close(hetero.infer({"data": x.transpose(0, 2, 3, 1)})["sm"], ref["sm"], 1e-5)
     assert hetero.input_info["data"].layout == "NHWC"
+    req = hetero.requests[0]  # IE's blobs: filled in the caller's layout, run without inputs
+    req.input_blobs["data"].buffer[:] = x.transpose(0, 2, 3, 1)
+    req.infer()
+    assert_close(req.output_blobs["sm"].buffer, ref["sm"], 1e-5)
     hetero.close()
 
 
