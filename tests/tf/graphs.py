@@ -70,6 +70,14 @@ def _(rng, x):
     return tf.nn.conv2d_transpose(x, w(rng, 3, 3, 2, 3), output_shape=[1, 9, 9, 2], strides=2, padding="VALID")
 
 
+@case("conv_transpose_output_padding", (1, 5, 6, 3))
+def _(rng, x):
+    # Keras' output_padding: a VALID output one row and column larger than the kernels cover (11x13 -> 12x14),
+    # then the bias (the uncovered border is the bias alone)
+    y = tf.nn.conv2d_transpose(x, w(rng, 3, 3, 2, 3), output_shape=[1, 12, 14, 2], strides=2, padding="VALID")
+    return tf.nn.bias_add(y, w(rng, 2))
+
+
 @case("conv_bias_relu", (1, 8, 8, 3))
 def _(rng, x):
     y = tf.nn.conv2d(x, w(rng, 3, 3, 3, 6), strides=1, padding="SAME")

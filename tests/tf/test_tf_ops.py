@@ -28,3 +28,19 @@ def test_fp32_equals_tensorflow(ie, tf_graphs, tmp_path, case):
 @pytest.mark.parametrize("case", CASES)
 def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
     compare_with_tf(ie, tf_graphs, case, tmp_path, data_type="FP16", tol=1e-2)
+
+
+def test_output_padding_as_ir_v11_on_openvino(tf_graphs, tmp_path):
+    """The uncovered border (Deconvolution + Pad) in IR v11 on the OpenVINO runtime too."""
+    import numpy as np
+    import openvino as ov
+    from tests.support import run_cli
+    from tests.tf.tf_helpers import nchw, nhwc, rel_err
+    case = "conv_transpose_output_padding"
+    code, out, err = run_cli("convert", "--input_model", tf_graphs.path(case), "-b", "1", "--ir_version", "11",
+                             "--output_dir", str(tmp_path), "--model_name", case)
+    assert code == 0, out + err
+    arrays = tf_graphs.arrays(case)
+    compiled = ov.Core().compile_model(str(tmp_path / (case + ".xml")), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    (result,) = compiled({0: nchw(arrays["in1/x"])}).values()
+    assert rel_err(nhwc(np.asarray(result)), arrays["out1/0"]) < 1e-5

@@ -15,6 +15,7 @@ from core.errors import Error, ShapeError
 from core.front.tf.ops.base import TFOp, const_input, expect_inputs
 from core.front.tf.tensors import attr, describe
 from core.ops.convolution import Convolution, Deconvolution
+from core.ops.pad import Pad
 
 
 def spatial_pair(node, name, default=None):
@@ -146,12 +147,20 @@ class Conv2DBackpropInput(TFOp):
         _, f, x = node.data_inputs()
         if f.soft_get("value") is None:
             raise lw.unsupported(node, "its filter is computed from the model's data, not a constant")
-        if np.any(node.tf["pad_end"] < 0):
-            raise lw.unsupported(node, "its output is larger than the transposed convolution covers")
         w = np.asarray(f.value, dtype=np.float32)
         kh, kw, cout, _ = w.shape
+        # an output larger than the kernels cover (Keras' output_padding): the last rows and columns
+        # get nothing, zeros - a Pad after the Deconvolution (the bias, a BiasAdd of its own, comes after)
+        extra = np.maximum(-np.asarray(node.tf["pad_end"], dtype=np.int64), 0)
+        out = node.out_node(0)
         lw.keep_inputs(node, x)
         lw.retype(node, Deconvolution, {
             "kernel": np.array([kh, kw], np.int64), "stride": node.tf["strides"], "dilation": node.tf["dilation"],
-            "pad": node.tf["pad_begin"], "pad_end": node.tf["pad_end"], "group": 1, "output": int(cout)})
+            "pad": node.tf["pad_begin"], "pad_end": np.maximum(node.tf["pad_end"], 0), "group": 1,
+            "output": int(cout)})
         lw.add_blob(node, "weights", w.transpose(3, 2, 0, 1))
+        if extra.any():
+            pad = lw.insert_after(node, node.name + "/covered", Pad, {
+                "pads_begin": np.zeros(4, np.int64), "pads_end": np.array([0, 0, extra[0], extra[1]], np.int64)})
+            covered = pad.in_node(0)  # the Deconvolution's output: TensorFlow's shape less the uncovered part
+            covered["tf_shape"] = np.asarray(out["tf_shape"], np.int64) - np.array([0, extra[0], extra[1], 0])
