@@ -57,9 +57,11 @@ log = logging.getLogger("mo_core.microkernel.sandbox")
 MODE_ENV = "MO_CORE_SANDBOX"
 READ_ENV = "MO_CORE_SANDBOX_READ"
 MEMORY_ENV, CPU_ENV, FILES_ENV = "MO_CORE_SANDBOX_MEMORY_MB", "MO_CORE_SANDBOX_CPU_S", "MO_CORE_SANDBOX_FILES"
+TMP_ENV = "MO_CORE_SANDBOX_TMP_MB"  # the sandbox's /tmp (a tmpfs: host memory)
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "nsswitch.conf", "passwd",
               "group")
+_CLONE_THREAD = 0x00010000
 _DENIED_CALLS = ("ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root", "chroot",
                  "unshare", "setns", "bpf", "perf_event_open", "keyctl", "add_key", "request_key", "userfaultfd",
                  "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot",
@@ -223,6 +225,12 @@ def _compile(sc) -> bytes:
     deny = sc.ERRNO(errno.EPERM)
     rules.add_rule(deny, "socket", sc.Arg(0, sc.NE, socket.AF_UNIX))
     rules.add_rule(deny, "connect")
+    # no new processes (a model's Python layer forked 1000, past every per-process limit): threads stay (clone
+    # with CLONE_THREAD); clone3 answers ENOSYS, so the C library makes its threads with clone
+    rules.add_rule(deny, "fork")
+    rules.add_rule(deny, "vfork")
+    rules.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, _CLONE_THREAD, 0))
+    rules.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     for call in _DENIED_CALLS:
         try:
             rules.add_rule(deny, call)
@@ -252,7 +260,10 @@ def command(argv: list[str], sandbox: Sandbox, interpreter: str, own_dir: str, r
     args = [shutil.which("prlimit") or "prlimit", f"--as={memory << 20}", f"--cpu={cpu}", f"--nofile={files}",
             "--core=0", "--", shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent",
             "--new-session", "--hostname", "sandbox", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr",
-            *_system_args(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+            *_system_args(), "--proc", "/proc", "--dev", "/dev",
+            # sized: a tmpfs is the host's memory, outside the address-space limit (2 GB in /tmp, 1 GB in /dev/shm)
+            "--size", str(_env_int(TMP_ENV, 256) << 20), "--tmpfs", "/tmp", "--size", str(64 << 20), "--tmpfs",
+            "/dev/shm"]
     extra = [p for p in (os.environ.get(READ_ENV) or "").split(":") if p]
     args += _mounts(python_roots(interpreter) + [repo_root] + extra + list(sandbox.read_only), "--ro-bind")
     args += _mounts([own_dir] + list(sandbox.writable), "--bind")

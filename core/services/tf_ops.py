@@ -164,6 +164,20 @@ _FAMILIES = (
 # not check that shape[0] is their count - so its other rows are whatever memory held: another client's tensors)
 ALLOWED_OPS = frozenset(name for family in _FAMILIES for name in family.split()) - {
     "Empty", "TemporaryVariable", "DestroyTemporaryVariable", "ParallelConcat"}
+# ops that change what a Session keeps between runs (variables, mutable lookup tables, counters): only freezing
+# (a SavedModel's init and restore ops) may run them. A graph the TensorFlow worker runs again and again (an
+# offloaded sub-graph, a shape question) must hold nothing after a run: a MutableHashTable filled 4M entries a
+# request grew the shared worker by 1.3 GB in 7 requests, until another client's graph ran out of memory
+PERSISTENT_STATE_OPS = frozenset("""
+    Assign AssignAdd AssignAddVariableOp AssignSub AssignSubVariableOp AssignVariableOp CountUpTo ResourceCountUpTo
+    LookupTableImport LookupTableImportV2 LookupTableInsert LookupTableInsertV2 LookupTableRemoveV2
+    MutableDenseHashTable MutableDenseHashTableV2 MutableHashTable MutableHashTableOfTensors
+    MutableHashTableOfTensorsV2 MutableHashTableV2 ResourceScatterAdd ResourceScatterDiv ResourceScatterMax
+    ResourceScatterMin ResourceScatterMul ResourceScatterNdAdd ResourceScatterNdMax ResourceScatterNdMin
+    ResourceScatterNdSub ResourceScatterNdUpdate ResourceScatterSub ResourceScatterUpdate ScatterAdd ScatterDiv
+    ScatterMax ScatterMin ScatterMul ScatterNdAdd ScatterNdMax ScatterNdMin ScatterNdSub ScatterNdUpdate ScatterSub
+    ScatterUpdate""".split())
+RUN_OPS = ALLOWED_OPS - PERSISTENT_STATE_OPS
 
 
 @dataclass(frozen=True)

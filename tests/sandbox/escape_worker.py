@@ -89,8 +89,40 @@ def spin(args, arrays):
     return {"ok": True, "result": n}
 
 
+def start_process(args, arrays):
+    """fork(), and a thread (which must still work: TensorFlow and oneDNN make them)."""
+    import threading
+    box = []
+    thread = threading.Thread(target=lambda: box.append("thread ran"))
+    thread.start()
+    thread.join()
+
+    def go():
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        return "forked"
+    return dict(_errno(go), thread=box)
+
+
+def fill_tmpfs(args, arrays):
+    """Write `mb` MiB to `path` (a tmpfs is host memory)."""
+    def go():
+        with open(args["path"], "wb") as f:
+            for _ in range(int(args["mb"])):
+                f.write(b"\0" * (1 << 20))
+        return args["mb"]
+    try:
+        return _errno(go)
+    finally:
+        if os.path.exists(args["path"]):
+            os.unlink(args["path"])
+
+
 def _setup(server, opts):
-    for verb in (read, write, listdir, open_socket, signal_process, allocate, open_many, spin):
+    for verb in (read, write, listdir, open_socket, signal_process, allocate, open_many, spin, start_process,
+                 fill_tmpfs):
         server.handle(verb.__name__, verb)
     server.info["whoami"] = {"pid": os.getpid(), "uid": os.getuid()}
 

@@ -31,6 +31,14 @@ def test_offloading_a_file_read_is_an_error(canaries, tmp_path, option):
     assert CANARY_TEXT not in out + err
 
 
+def test_a_graph_that_keeps_state_between_runs_is_not_offloaded(canaries, tmp_path):
+    """Mutating a table or a variable is freezing's business only: an offloaded graph runs again
+    and again in the shared TF worker and must hold nothing after a run."""
+    code, out, err, outdir = convert(tmp_path, "--input_model", canaries.path("growing_table"),
+                                     "--tensorflow_subgraph_patterns", ".*")
+    assert_clean_failure(code, out, err, outdir, "op 'MutableHashTableV2'", "pure computations")
+
+
 def test_a_fifo_path_does_not_block_the_conversion(canaries, tmp_path):
     fifo = canaries.canary("fifo")
     if not os.path.exists(fifo):

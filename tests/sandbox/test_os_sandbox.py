@@ -89,6 +89,16 @@ def test_it_cannot_open_a_socket_or_reach_a_process(escaper):
     assert worker.service_info["whoami"]["pid"] != worker.pid
 
 
+def test_it_cannot_start_processes_or_fill_the_hosts_memory_through_a_tmpfs(escaper):
+    """A model's Python layer forked 1000 processes (each within its own limits) and pinned 2 GB
+    in /tmp and 1 GB in /dev/shm (tmpfs: host memory, outside the address-space limit)."""
+    worker, _, _ = escaper
+    assert attempt(worker, "start_process") == {"ok": False, "errno": "EPERM", "thread": ["thread ran"]}
+    for path, mb in (("/tmp/fill", 300), ("/dev/shm/fill", 100)):
+        assert attempt(worker, "fill_tmpfs", path=path, mb=mb) == {"ok": False, "errno": "ENOSPC"}, path
+    assert attempt(worker, "fill_tmpfs", path="/tmp/fill", mb=16)["ok"] is True
+
+
 def test_it_dies_on_its_limits_and_its_parent_carries_on(escaper, tmp_path):
     worker, _, _ = escaper
     assert attempt(worker, "allocate", mb=2048) == {"ok": False, "errno": "MemoryError"}  # address space

@@ -215,7 +215,7 @@ def _check_allowed(graph, nodes) -> None:
     TensorFlow worker sees it."""
     from core.services import tf_ops
     source = graph.graph.get("tf_graph_def")
-    found = tf_ops.refused_nodes(nodes, source.library if source is not None else _NoLibrary())
+    found = tf_ops.refused_nodes(nodes, source.library if source is not None else _NoLibrary(), tf_ops.RUN_OPS)
     if found:
         raise Error("Cannot offload to TensorFlow: {}. mo-core runs only pure computations in TensorFlow (the "
                     "allow-list of core/services/tf_ops.py), never ops that reach files, the network, Python or the "
