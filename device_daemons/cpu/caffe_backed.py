@@ -16,46 +16,67 @@ plus Caffe's own forward.
 """
 from __future__ import annotations
 
+import hashlib
 import threading
 
 import numpy as np
 
-from core.microkernel import MicrokernelError, WorkerProcess
+from core.microkernel import MicrokernelError, MicrokernelTimeout, WorkerError, WorkerProcess
 from core.services import caffe_worker as contract
 from ir import IRError, Network
 
 from .kernels import KernelError
+from .quarantine import Quarantine, env_number
 
 
 RESTART_BUDGET, RESTART_WINDOW = 3, 60.0  # restarts per window (then refused until the window moves on)
+TIMEOUT_ENV, QUARANTINE_ENV = "MO_CORE_CAFFE_TIMEOUT", "MO_CORE_CAFFE_QUARANTINE_S"
 
 
 class CaffeWorkerPool:
     """One Caffe worker per daemon, started on first use, restarted on a crash (at most
-    RESTART_BUDGET times per RESTART_WINDOW seconds).
+    RESTART_BUDGET times per RESTART_WINDOW seconds). A request has MO_CORE_CAFFE_TIMEOUT
+    seconds (default 60) to run, and as long to wait for the worker (one request at a time:
+    another's slow layer makes it wait that long at most); a layer definition the worker
+    died or hung running is quarantined (quarantine.py), so one IR does not spend the
+    restart budget every client's Caffe-backed layers share.
     `python_path`: the only directories its Python layers may come from."""
 
-    def __init__(self, python_path: list[str] | None = None, timeout: float = 120.0):
-        self.timeout = timeout
+    def __init__(self, python_path: list[str] | None = None, timeout: float | None = None):
+        self.timeout = timeout or env_number(TIMEOUT_ENV, 60.0, 1.0)
         self.python_path = list(python_path or [])
         self._worker = None
         self._lock = threading.Lock()
+        self._quarantine = Quarantine("this Caffe layer", "Caffe worker", QUARANTINE_ENV)  # by its definition
 
-    def call(self, op, args, arrays):
-        with self._lock:  # Caffe nets are not thread-safe: one request at a time
+    def call(self, op, args, arrays, key: str = ""):
+        with self._lock:
+            self._quarantine.check(key)
+        # Caffe nets are not thread-safe: one request at a time (the wait bounded: a slow layer held it for minutes)
+        if not self._lock.acquire(timeout=self.timeout):
+            raise MicrokernelTimeout(f"the daemon's Caffe worker stayed busy with other requests for {self.timeout:g} "
+                                     f"s ({TIMEOUT_ENV})")
+        try:
             if self._worker is None:
                 self._worker = WorkerProcess(
                     contract.WORKER_MODULE, name="caffe", startup_timeout=120, request_timeout=self.timeout,
                     restart_budget=RESTART_BUDGET, restart_window=RESTART_WINDOW,
                     args=contract.worker_args(self.python_path, "configured"),
                     env={"GLOG_minloglevel": "2"}, sandbox=contract.sandbox(python_path=self.python_path))
-            return self._worker.call(op, args, arrays, timeout=self.timeout)
+            try:
+                return self._worker.call(op, args, arrays, timeout=self.timeout)
+            except (WorkerError, MicrokernelTimeout) as exc:
+                self._quarantine.failed(key, exc)
+                raise
+        finally:
+            self._lock.release()
 
     def stop(self):
         with self._lock:
             if self._worker is not None:
                 self._worker.stop()
                 self._worker = None
+            self._quarantine.clear()
 
 
 def caffe_backed_kernels(network: Network, pool: CaffeWorkerPool, known_types, custom_types=()) -> dict[str, type]:
@@ -82,6 +103,7 @@ def caffe_backed_kernels(network: Network, pool: CaffeWorkerPool, known_types, c
                               f"with this version, or give a custom CPU kernel for {layer.type} with -l FILE.")
             self.layer = layer
             self.definition = definition
+            self.key = hashlib.sha256(definition.encode("utf-8", "replace")).hexdigest()  # (its quarantine)
             self.blobs = [np.ascontiguousarray(b, dtype=np.float32) for b in layer.blobs.values()]
             self.ir_in = [tuple(p.dims) for p in layer.inputs]
             self.ir_out = [tuple(p.dims) for p in layer.outputs]
@@ -96,7 +118,7 @@ def caffe_backed_kernels(network: Network, pool: CaffeWorkerPool, known_types, c
         def forward(self, inputs):
             args, arrays = contract.forward_layer_request(self.definition, inputs, self.blobs)
             try:
-                result, outputs = pool.call(contract.FORWARD_LAYER, args, arrays)
+                result, outputs = pool.call(contract.FORWARD_LAYER, args, arrays, self.key)
                 outputs = contract.check_forward_layer_result(result, outputs)
             except MicrokernelError as exc:  # an error reply, a crash, a hang, a broken reply
                 raise KernelError(self.layer, f"the Caffe worker failed to run it: {exc}") from None

@@ -55,19 +55,13 @@ from core.microkernel.shared_buffer import SharedBuffer
 from core.services import tf_worker as contract
 
 from .kernels.base import Kernel, register
+from .quarantine import Quarantine, env_number
 
 RESTART_BUDGET, RESTART_WINDOW = 5, 60.0
 WORKER_NAME = "tfd"  # (its sockets' directory names it: w<daemon pid>-tfd-<random>)
 WORKERS_ENV, QUARANTINE_ENV = "MO_CORE_TF_WORKERS", "MO_CORE_TF_QUARANTINE_S"
 DEFAULT_TIMEOUT, LOAD_TIMEOUT = 30.0, 120.0
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6  # as the daemon polls for its clients
-
-
-def _env_number(name: str, default: float, low: float) -> float:
-    try:
-        return max(low, float(os.environ.get(name, default)))
-    except ValueError:
-        return default
 
 
 class _Slot:
@@ -93,14 +87,14 @@ class TFWorkerPool:
     """The daemon's TF workers (see the module doc); kernels call through a slot_for()."""
 
     def __init__(self, size: int | None = None):
-        self.size = size or int(_env_number(WORKERS_ENV, 2, 1))
+        self.size = size or int(env_number(WORKERS_ENV, 2, 1))
         self._slots = [_Slot(i) for i in range(self.size)]
         self._cond = threading.Condition()
-        self._quarantine: dict[str, tuple[float, str]] = {}  # graph id -> (until, why)
+        self._quarantine = Quarantine("this sub-graph", "TF worker", QUARANTINE_ENV)  # by graph id
 
     @staticmethod
     def timeout() -> float:
-        return _env_number(contract.TIMEOUT_ENV, DEFAULT_TIMEOUT, 1.0)
+        return env_number(contract.TIMEOUT_ENV, DEFAULT_TIMEOUT, 1.0)
 
     # ----------------------------------------------------------------- slots
     @contextlib.contextmanager
@@ -110,7 +104,7 @@ class TFWorkerPool:
         deadline = time.monotonic() + self.timeout()
         with self._cond:
             while True:
-                self._check_quarantine(kernel)
+                self._quarantine.check(kernel.graph_id)
                 idle = [s for s in self._slots if not s.busy]
                 if idle:
                     slot = min(idle, key=lambda s: (s is not kernel.slot, kernel.graph_id not in s.loaded,
@@ -129,28 +123,10 @@ class TFWorkerPool:
                 slot.busy = False
                 self._cond.notify()
 
-    def _check_quarantine(self, kernel) -> None:
-        entry = self._quarantine.get(kernel.graph_id)
-        if entry is None:
-            return
-        until, why = entry
-        left = until - time.monotonic()
-        if left <= 0:
-            del self._quarantine[kernel.graph_id]
-            return
-        raise RemoteError("quarantined", f"this sub-graph is quarantined for {left:.0f} s more: {why}. Until then the "
-                                         f"daemon refuses to run it ({QUARANTINE_ENV})")
-
     def _failed(self, kernel, exc: Exception) -> None:
-        """The worker died or hung running the kernel's graph: the graph is quarantined
-        (not when the worker could not even be restarted: that is not the graph's doing)."""
-        seconds = _env_number(QUARANTINE_ENV, 300, 0)
-        if seconds <= 0 or (isinstance(exc, WorkerError) and "restart budget" in str(exc)):
-            return
-        what = "did not answer in time" if isinstance(exc, MicrokernelTimeout) else "died"
-        why = f"the TF worker {what} running it ({str(exc).splitlines()[0][:300]})"
+        """The worker died or hung running the kernel's graph: the graph is quarantined."""
         with self._cond:
-            self._quarantine[kernel.graph_id] = (time.monotonic() + seconds, why)
+            self._quarantine.failed(kernel.graph_id, exc)
 
     def call(self, slot: _Slot, kernel, op, args, arrays, timeout: float | None = None, spin: float = 0.0):
         """A verb on the slot's worker, on its one path (its local carrier). A death or a hang

@@ -235,11 +235,8 @@ POOLING_MAPPING = ('<CustomLayersMapping><CustomLayer NativeType="Pooling" hasPa
                    'protoParamName="pooling_param"/></CustomLayersMapping>')
 
 
-def test_a_mapped_builtin_type_runs_through_caffe(fresh_runtime, tmp_path):
-    """A type the daemon has a kernel for (Pooling), mapped in CustomLayersMapping.xml:
-    the layer keeps Caffe's parameters, not the IR's, so Caffe runs it (equal to
-    pycaffe); a daemon without --caffe-fallback says to start one with it."""
-    from device_daemons.client import IECore, InferenceError, daemon
+def mapped_pooling_ir(tmp_path):
+    """(the .xml of a Pooling mapped in CustomLayersMapping.xml, an input, pycaffe's output)."""
     proto = write_text(str(tmp_path / "mapped.prototxt"), MAPPED_BUILTIN)
     weights = str(tmp_path / "mapped.caffemodel")
     make_caffemodel(proto, weights)
@@ -247,12 +244,52 @@ def test_a_mapped_builtin_type_runs_through_caffe(fresh_runtime, tmp_path):
     res = run_mo("convert", "--input_model", weights, "--input_proto", proto, "-k", mapping, "--use-caffe-fallback",
                  "--output_dir", str(tmp_path / "ir"), "--silent")
     assert res.returncode == 0, res.stderr
-    xml = str(tmp_path / "ir" / "mapped.xml")
     x = np.random.default_rng(3).standard_normal((1, 3, 4, 4)).astype(np.float32)
     caffe = import_caffe()
     net = caffe.Net(proto, weights, caffe.TEST)
     net.blobs["data"].data[...] = x
-    ref = net.forward()["pool"].copy()
+    return str(tmp_path / "ir" / "mapped.xml"), x, net.forward()["pool"].copy()
+
+
+def test_a_layer_that_kills_the_caffe_worker_is_quarantined(fresh_runtime, tmp_path):
+    """A layer whose definition makes Caffe abort (a CHECK on kernel_size 0): after the first
+    crash its runs are refused at once, without spending the restart budget every client's
+    Caffe-backed layers share (four such requests refused them all for a minute); another
+    layer still runs."""
+    import time
+    from device_daemons.client import IECore, InferenceError, daemon
+    xml, x, ref = mapped_pooling_ir(tmp_path)
+    with open(xml) as f:
+        text = f.read()
+    assert "kernel_size: 2" in text
+    bad = str(tmp_path / "ir" / "bad.xml")
+    with open(bad, "w") as f:
+        f.write(text.replace("kernel_size: 2", "kernel_size: 0"))
+    shutil.copy(xml[:-4] + ".bin", bad[:-4] + ".bin")
+    daemon.launch("CPU", caffe_fallback=True)
+    try:
+        ie = IECore(policy="existing")
+        hostile = ie.load_network(ie.read_network(model=bad), "CPU", config=F32)
+        with pytest.raises(InferenceError, match="the Caffe worker failed to run it"):
+            hostile.infer({"data": x})
+        for _ in range(4):
+            t0 = time.monotonic()
+            with pytest.raises(InferenceError, match="quarantined for .* the Caffe worker died running it"):
+                hostile.infer({"data": x})
+            assert time.monotonic() - t0 < 5
+        out = ie.load_network(ie.read_network(model=xml), "CPU", config=F32).infer({"data": x})
+        np.testing.assert_allclose(out["pool"], ref, rtol=1e-5, atol=1e-6)
+        ie.close()
+    finally:
+        daemon.stop("CPU")
+
+
+def test_a_mapped_builtin_type_runs_through_caffe(fresh_runtime, tmp_path):
+    """A type the daemon has a kernel for (Pooling), mapped in CustomLayersMapping.xml:
+    the layer keeps Caffe's parameters, not the IR's, so Caffe runs it (equal to
+    pycaffe); a daemon without --caffe-fallback says to start one with it."""
+    from device_daemons.client import IECore, InferenceError, daemon
+    xml, x, ref = mapped_pooling_ir(tmp_path)
     daemon.launch("CPU")
     try:
         ie = IECore(policy="existing")
