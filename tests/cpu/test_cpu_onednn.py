@@ -368,6 +368,26 @@ def test_residual_sums_are_fused_into_the_convolution_when_safe(tmp_path):
 
 
 
+@pytest.mark.parametrize("tail", ["output", "conv"])
+@pytest.mark.parametrize("chain", [[("Sigmoid", ""), ("ReLU", "")],
+                                   [("Scale", "scale_param { bias_term: true }"), ("ReLU", "")]])  # (BN's form)
+def test_a_residual_sum_followed_by_a_chain_of_activations(tmp_path, chain, tail):
+    """A pre-activation block (Add -> BN -> ReLU, ResNet50V2's): the sum goes into the convolution
+    as a post-op; an activation that had the next one fused into it was taken alone, the next
+    one never ran: NaN outputs, or a crash when a layer read it."""
+    text = conv("a", "data", "a", 8, "kernel_size: 1") + conv("b", "data", "b", 8)
+    text += layer("Eltwise", "sum", ["a", "b"], "x0")
+    last = f"act{len(chain) - 1}"  # (its top named as the layer: the IR names outputs by layer)
+    for k, (kind, params) in enumerate(chain):
+        text += layer(kind, f"act{k}", f"x{k}", last if k == len(chain) - 1 else f"x{k + 1}", params)
+    if tail == "conv":
+        text += conv("out", last, "out", 4, "kernel_size: 1")
+    c = caffe_case(tmp_path, text, {"data": (1, 4, 8, 8)}, scale=0.3)
+    ours, ref = c.run()
+    name = "out" if tail == "conv" else last
+    assert_close(ours[name], ref[name], 1e-4, name)
+
+
 # SSD heads as their exports have them: a convolution (blocked output) read through Permutes and
 # Reshapes that split its channel blocks; a Permute that is a network output; one of a numpy array
 TRANSPOSES = (conv("c1", "data", "c1", 24) + layer("ReLU", "r1", "c1", "c1")

@@ -358,7 +358,7 @@ class _Compiler:
         while slot not in self.outputs and len(self.consumers.get(slot, ())) == 1:
             j = self.consumers[slot][0]
             post = self.post_ops_of(j, ops) if j not in fused else None
-            if not post:
+            if not post or j in fused.values():  # (j runs activations fused into it: taking j alone lost them)
                 break
             for p in post:
                 op.fuse(p)
