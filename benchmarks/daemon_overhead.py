@@ -13,8 +13,9 @@ converted as there), the IR our converter makes (batch 1) runs
   daemon (its own runtime directory) started for the round: the way a local client's
   synchronous request takes by default (device_daemons/client/request_path.py),
 in one fresh process per network and round; the same random input (seed 0); both with
-the same oneDNN thread count (printed) and precision (--precision: the daemon's default, bf16
-where the CPU has it, or f32). Measured two ways in that process, so that a
+the same oneDNN thread count and precision (--precision: the daemon's default, bf16
+where the CPU has it, or f32; printed as the daemon's load reply gives them, the plan's
+beside them where they differ). Measured two ways in that process, so that a
 change of the machine's load hits both alike:
 - calls: the two called alternately (plan, daemon, plan, ...); the extra time is the
   median of the paired differences (a daemon call minus the plan call before it). Each
@@ -28,9 +29,11 @@ process runs in a session of its own, as the daemon does: with autogroup schedul
 process of a busy session would get less CPU than the daemon it is compared with.
 Per network: the median latency of each (the median of the rounds' medians), and the
 daemon's extra time, the median of the paired differences (daemon call minus the plan
-call before it), and, from the blocks, the daemon's compute time as its replies report it
-and what is left of a daemon call (the round trip: the copy into the slot, two wake-ups,
-Python on both sides). relu is Input -> ReLU on 1x3x224x224 (the request path alone). The
+call before it), each way's share of the plan's median time in that way (the plan
+called back to back in the blocks is not the plan called after a daemon call), and,
+from the blocks, the daemon's compute time as its replies report it and what is left
+of a daemon call (the round trip: the copy into the slot, two wake-ups, Python on both
+sides). relu is Input -> ReLU on 1x3x224x224 (the request path alone). The
 goal (issue 25): the daemon adds at most 0.3 ms or 2% to any network.
 """
 import argparse
@@ -65,10 +68,10 @@ def make_ir(model: str, out_dir: str) -> str:
 def run_pair(xml: str, iterations: int, precision: str) -> None:
     """The plan and the daemon called alternately on one IR, in this process, both at
     `precision` ("default": the daemon's, bf16 where the CPU has it): prints JSON {plan,
-    daemon: median s, extra: median paired difference s, threads}."""
+    daemon: median s, extra: median paired difference s, plan_block: the plan's median
+    in the blocks, threads: the daemon's (its load reply) and the plan's}."""
     from device_daemons.client import IECore
     from device_daemons.client.request_path import COMPUTE_WEIGHT
-    from device_daemons.cpu.onednn.library import NativeUnavailable, load
     from device_daemons.cpu.plan import ExecutionPlan
     from ir import read_ir
     network = read_ir(xml)
@@ -91,7 +94,7 @@ def run_pair(xml: str, iterations: int, precision: str) -> None:
         end = time.perf_counter()
         plan_times.append(middle - start)
         daemon_times.append(end - middle)
-    block_extra, computes, daemon_blocks = [], [], []
+    block_extra, computes, daemon_blocks, plan_blocks = [], [], [], []
     for _ in range(max(1, iterations // BLOCK)):
         medians = []
         for daemon, fn in ((False, plan.infer), (True, exec_net.infer)):
@@ -106,11 +109,10 @@ def run_pair(xml: str, iterations: int, precision: str) -> None:
                     computes.append((before + (exec_net.compute_us - before) / COMPUTE_WEIGHT) * 1e-6)
             medians.append(statistics.median(times[2:]))
         block_extra.append(medians[1] - medians[0])
+        plan_blocks.append(medians[0])
         daemon_blocks.append(medians[1])
-    try:
-        threads = load().default_threads
-    except NativeUnavailable:
-        threads = None
+    threads = {"daemon": exec_net.get_config("INFERENCE_NUM_THREADS"), "plan": plan.threads}
+    precisions = {"daemon": exec_net.get_config("INFERENCE_PRECISION_HINT"), "plan": plan.precision_used}
     status = ie._link("CPU").call("status")[0]
     ie.close()
     print(json.dumps({"plan": statistics.median(plan_times), "daemon": statistics.median(daemon_times),
@@ -118,8 +120,52 @@ def run_pair(xml: str, iterations: int, precision: str) -> None:
                       "block_extra": statistics.median(block_extra),
                       "compute": statistics.median(computes) if computes else None,
                       "daemon_block": statistics.median(daemon_blocks),
-                      "threads": threads, "backend": plan.program.backend,
+                      "plan_block": statistics.median(plan_blocks),  # (the blocks' share divides by this)
+                      "threads": threads, "precisions": precisions, "backend": plan.program.backend,
                       "local_share": status.get("local_requests", 0) / max(1, status["requests"])}))
+
+
+WAYS = {"calls": ("extra", "plan"), "blocks": ("block_extra", "plan_block")}  # way: (its extra, its plan time)
+
+
+def way_cells(model_runs: list, way: str) -> tuple[list, bool]:
+    """(the table's cells of one way - extra ms, rounds, the plan's ms in that way, share -,
+    goal met) for a network: the share is over that way's own median plan time (the
+    blocks' plan runs back to back, the calls' after a daemon call: not the same figure)."""
+    key, base = WAYS[way]
+    plan = statistics.median(run[base] for run in model_runs)
+    extra = statistics.median(run[key] for run in model_runs)
+    ok = extra <= GOAL_MS * 1e-3 or extra <= GOAL_SHARE * plan
+    spread = [run[key] * 1e3 for run in model_runs]
+    return ["{:+.3f}{}".format(extra * 1e3, "" if ok else "!"), "{:.2f}..{:.2f}".format(min(spread), max(spread)),
+            "{:.3f}".format(plan * 1e3), "{:.1f}%".format(100 * extra / plan)], ok
+
+
+def setting(run: dict, key: str) -> str:
+    """The daemon's thread count or precision (its load reply), the plan's beside it where it differs."""
+    daemon, plan = run[key]["daemon"], run[key]["plan"]
+    return str(daemon) if str(daemon) == str(plan) else "{}/plan {}".format(daemon, plan)
+
+
+def report(models: list, runs: dict, args) -> None:
+    """The table: a row per network."""
+    print("daemon vs the same plan in-process, batch 1, --precision {}, synchronous requests; {} rounds x {} "
+          "iterations each way (calls: alternate calls; blocks: {} calls of one, then of the other - the module doc); "
+          "the median of the rounds' medians, min-max of the rounds; each way's share is over the plan's median "
+          "in that way (blocks: its own plan ms column)".format(args.precision, args.rounds, args.iterations, BLOCK))
+    print("{:<26}{:>9}{:>11}{:>11}{:>14}{:>8}{:>11}{:>14}{:>9}{:>8}{:>9}{:>8}{:>9}{:>7}{:>9}".format(
+        "network", "plan ms", "daemon ms", "calls: ms", "rounds", "share", "blocks: ms", "rounds", "plan ms", "share",
+        "compute", "trip", "threads", "prec", "carrier"))
+    for model in models:
+        plan, daemon = (statistics.median(run[k] for run in runs[model]) for k in ("plan", "daemon"))
+        calls, blocks = way_cells(runs[model], "calls")[0], way_cells(runs[model], "blocks")[0]
+        cells = calls[:2] + calls[3:] + blocks  # (the calls' plan ms is the first column)
+        split = [(run["compute"], run["daemon_block"]) for run in runs[model] if run["compute"] is not None]
+        compute, trip = (("{:.3f}".format(statistics.median(c for c, _ in split) * 1e3),
+                          "{:.3f}".format(statistics.median(b - c for c, b in split) * 1e3)) if split else ("-", "-"))
+        print("{:<26}{:>9.3f}{:>11.3f}{:>11}{:>14}{:>8}{:>11}{:>14}{:>9}{:>8}{:>9}{:>8}{:>9}{:>7}{:>8.0f}%".format(
+            model, plan * 1e3, daemon * 1e3, *cells, compute, trip, setting(runs[model][0], "threads"),
+            setting(runs[model][0], "precisions"), 100 * min(run["local_share"] for run in runs[model])))
 
 
 def main() -> int:
@@ -160,36 +206,14 @@ def main() -> int:
             loads.append(os.getloadavg()[0])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("daemon vs the same plan in-process, batch 1, {} precision, synchronous requests; {} rounds x {} "
-          "iterations each way (calls: alternate calls; blocks: {} calls of one, then of the other - the module doc); "
-          "the median of the rounds' medians, min-max of the rounds".format(args.precision, args.rounds,
-                                                                            args.iterations, BLOCK))
-    print("{:<26}{:>9}{:>11}{:>11}{:>14}{:>8}{:>11}{:>14}{:>8}{:>9}{:>8}{:>9}{:>9}".format(
-        "network", "plan ms", "daemon ms", "calls: ms", "rounds", "share", "blocks: ms", "rounds", "share",
-        "compute", "trip", "threads", "carrier"))
-    met = {"calls": True, "blocks": True}
-    for model in models:
-        plan, daemon = (statistics.median(run[k] for run in runs[model]) for k in ("plan", "daemon"))
-        cells = []
-        for way, key in (("calls", "extra"), ("blocks", "block_extra")):
-            extra = statistics.median(run[key] for run in runs[model])
-            ok = extra <= GOAL_MS * 1e-3 or extra <= GOAL_SHARE * plan
-            met[way] &= ok
-            cells += ["{:+.3f}{}".format(extra * 1e3, "" if ok else "!"),
-                      "{:.2f}..{:.2f}".format(min(run[key] for run in runs[model]) * 1e3,
-                                              max(run[key] for run in runs[model]) * 1e3),
-                      "{:.1f}%".format(100 * extra / plan)]
-        split = [(run["compute"], run["daemon_block"]) for run in runs[model] if run["compute"] is not None]
-        compute, trip = (("{:.3f}".format(statistics.median(c for c, _ in split) * 1e3),
-                          "{:.3f}".format(statistics.median(b - c for c, b in split) * 1e3)) if split else ("-", "-"))
-        print("{:<26}{:>9.3f}{:>11.3f}{:>11}{:>14}{:>8}{:>11}{:>14}{:>8}{:>9}{:>8}{:>9}{:>8.0f}%".format(
-            model, plan * 1e3, daemon * 1e3, *cells, compute, trip, runs[model][0]["threads"],
-            100 * min(run["local_share"] for run in runs[model])))
+    report(models, runs, args)
+    met = {way: all(way_cells(runs[m], way)[1] for m in models) for way in WAYS}
     print("goal: the daemon adds <= {} ms or <= {:.0f}% over the plan in-process on every network (! marks a miss): "
           "calls {}, blocks {}; load average during the runs {:.2f}-{:.2f} (os.getloadavg, 1 min), {} CPUs; carrier: "
           "the share of the daemon's requests that came over its local carrier; compute: the daemon's own "
           "timing of the computation in its blocks (the median of what its replies said, ms); trip: the rest of a "
-          "daemon call there (its block median minus its compute: the round trip)".format(
+          "daemon call there (its block median minus its compute: the round trip); threads, prec: the daemon's "
+          "(its load reply; the plan's after a slash where they differ)".format(
               GOAL_MS, 100 * GOAL_SHARE, "met" if met["calls"] else "NOT met", "met" if met["blocks"] else "NOT met",
               min(loads), max(loads), len(os.sched_getaffinity(0))))
     return 0

@@ -121,7 +121,9 @@ def measure_backend(args):
     for _ in range(args.iterations):
         exec_net.infer({name: x})
     stages["infer"] = snapshot(pid)
-    print(json.dumps({"pid": pid, "stages": stages}))
+    # what the daemon compiled the model at (its load reply): the breakdown compiles the same
+    print(json.dumps({"pid": pid, "stages": stages, "precision": exec_net.get_config("INFERENCE_PRECISION_HINT"),
+                      "threads": exec_net.get_config("INFERENCE_NUM_THREADS")}))
 
 
 def ir_terms(xml):
@@ -191,14 +193,17 @@ def mb(value):
     return f"{value / MB:7.1f}"
 
 
-def program_terms(xml):
+def program_terms(xml, precision, threads):
     """(weights in oneDNN's layouts, arena, scratchpad) in bytes: the same program the
-    daemon compiles, compiled here (deterministic: same IR, shapes and library)."""
+    daemon compiles, compiled here at the precision and threads its load reply gave
+    (deterministic: same IR, shapes, precision and library; bf16 halves the weights)."""
     from device_daemons.cpu.onednn import op
     from device_daemons.cpu.plan import ExecutionPlan
     from ir import read_ir
     network = read_ir(xml)
-    plan = ExecutionPlan(network, backend="onednn")
+    plan = ExecutionPlan(network, backend="onednn", precision=precision, threads=threads)
+    if plan.precision_used != precision:
+        raise SystemExit(f"the breakdown's program compiled at {plan.precision_used}, the daemon's at {precision}")
     constants = sum(m.desc.size for e in op._CONSTANTS.get(id(network), {}).values() for _, m in e)
     return constants, plan.program.arena.nbytes, plan.program.scratchpad.nbytes
 
@@ -210,7 +215,8 @@ def verdict(peak, allowed):
 
 def report(backend, result, weights, largest, top, program=None):
     s = result["stages"]
-    print(f"\n== {backend} backend (daemon pid {result['pid']})")
+    print(f"\n== {backend} backend (daemon pid {result['pid']}, precision {result['precision']}, "
+          f"{result['threads']} threads: the daemon's load reply{'; the breakdown compiled alike' if program else ''})")
     print(f"{'stage':<9} {'VmRSS':>7} {'VmHWM':>7} {'anon':>7} {'file':>7} {'shmem':>7} {'threads':>7}  (MB)")
     for stage in ("idle", "runtime", "kinds", "loaded", "infer"):
         v = s[stage]
@@ -279,9 +285,9 @@ def main():
               f"load average {os.getloadavg()[0]:.1f}")
         met = {}
         for b in args.backends.split(","):
-            program = program_terms(xml) if b == "onednn" else None
-            met[b] = report(b, run_backend(b, xml, relu_xml, kinds_xml, args.iterations), weights, largest,
-                            args.mappings, program)
+            result = run_backend(b, xml, relu_xml, kinds_xml, args.iterations)
+            program = program_terms(xml, result["precision"], result["threads"]) if b == "onednn" else None
+            met[b] = report(b, result, weights, largest, args.mappings, program)
         print("\nmemory goal, fixed overhead = the daemon after the miniature net of GoogLeNet's layer kinds: "
               + "; ".join(f"{b} {goals['stated']}" for b, goals in met.items()))
         print("memory goal, strict baseline = the idle daemon after an Input->ReLU net: "

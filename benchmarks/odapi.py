@@ -6,13 +6,17 @@ once, cached). Same frozen graph, pipeline.config and support JSON for every too
 
 - conversion: `mo-core convert` (IR v2, and --ir_version 11) vs `mo` of
   openvino-dev 2024.6 (its own venv, benchmarks/references.py) with its own
-  *_support_api_v1.15.json; each run a fresh process, runs interleaved, medians;
+  *_support_api_v1.15.json; each run a fresh process in a session of its own,
+  runs interleaved, medians; the ratio compares the same IR version (ours
+  --ir_version 11 against mo's, checked; IR v2 is printed beside);
 - latency (batch 1, f32, the fixed image of the tests): the CPU daemon on our IR v2,
   the OpenVINO runtime of this venv on mo's IR (its input stays NHWC: fed the same
   image in that layout) and on our IR v11 (LATENCY hint, f32); rounds interleaved,
-  each engine alone in a process of its own per round (the median of its `iterations`
-  runs), medians over the rounds. Our and mo's IR must
-  find the same detections above 0.3 (benchmarks/odapi_exports.py: unpaired).
+  each engine alone in a process (and session, as the daemon has) of its own per
+  round (the median of its `iterations` runs), medians over the rounds; each
+  engine's precision and threads printed as it reports them. The IRs must find the
+  same detections above 0.3 (benchmarks/odapi_exports.py: unpaired), else the
+  latency verdict is "not comparable".
 
 The goals of issue 23: convert in <= 1/10 of mo's time; latency <= 1.0x OpenVINO on
 mo's IR. The machine load is printed with the figures.
@@ -22,6 +26,7 @@ mo's IR. The machine load is printed with the figures.
 import argparse
 import glob
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -36,11 +41,13 @@ from benchmarks.odapi_exports import MODELS, built, ir_detections, unpaired  # n
 from benchmarks.timing import measure  # noqa: E402
 
 JSON = {"ssd": "ssd_support_api_v1.15.json", "faster_rcnn": "faster_rcnn_support_api_v1.15.json"}
+OURS_V11, MO = "mo-core convert (IR v11)", "openvino-dev 2024.6 mo"
 
 
 def timed(cmd) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO))
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=dict(os.environ, PYTHONPATH=REPO),
+                          start_new_session=True)  # (every tool alike: see latency())
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit("command failed: {}\n{}".format(" ".join(cmd), (proc.stdout + proc.stderr)[-3000:]))
@@ -63,12 +70,12 @@ def commands(exports, model: str, out: str) -> list:
             os.path.join(REPO, "core", "front", "tf", "object_detection", "support", JSON[arch]),
             "--tensorflow_object_detection_api_pipeline_config", config, "--model_name", "model", "--silent"] + shape
     return [("mo-core convert (IR v2)", ours + ["--output_dir", os.path.join(out, "v2")]),
-            ("mo-core convert (IR v11)", ours + ["--output_dir", os.path.join(out, "v11"), "--ir_version", "11"]),
-            ("openvino-dev 2024.6 mo", [openvino_mo(tensorflow=True), "--input_model", graph,
-                                        "--transformations_config", mo_json(JSON[arch]),
-                                        "--tensorflow_object_detection_api_pipeline_config", config,
-                                        "--output_dir", os.path.join(out, "mo"), "--model_name", "model",
-                                        "--compress_to_fp16=False", "--silent"] + shape)]
+            (OURS_V11, ours + ["--output_dir", os.path.join(out, "v11"), "--ir_version", "11"]),
+            (MO, [openvino_mo(tensorflow=True), "--input_model", graph,
+                  "--transformations_config", mo_json(JSON[arch]),
+                  "--tensorflow_object_detection_api_pipeline_config", config,
+                  "--output_dir", os.path.join(out, "mo"), "--model_name", "model",
+                  "--compress_to_fp16=False", "--silent"] + shape)]
 
 
 WARMUP = 5  # untimed runs of each engine in its process
@@ -90,6 +97,9 @@ def run_engine(name: str, out: str, iterations: int) -> None:
         xml = os.path.join(out, "mo" if "mo's" in name else "v11", "model.xml")
         compiled = ov.Core().compile_model(xml, "CPU", {"INFERENCE_PRECISION_HINT": "f32",
                                                         "PERFORMANCE_HINT": "LATENCY"})
+        precision = compiled.get_property("INFERENCE_PRECISION_HINT")
+        settings = {"precision": getattr(precision, "get_type_name", lambda: str(precision))(),
+                    "threads": int(compiled.get_property("INFERENCE_NUM_THREADS"))}
         request = compiled.create_infer_request()
         feed = {}
         for port in compiled.inputs:
@@ -107,6 +117,8 @@ def run_engine(name: str, out: str, iterations: int) -> None:
         ie = IECore()
         exec_net = ie.load_network(ie.read_network(model=os.path.join(out, "v2", "model.xml")), "CPU",
                                    config={"INFERENCE_PRECISION_HINT": "f32"})  # f32 as OpenVINO's rows
+        settings = {"precision": exec_net.get_config("INFERENCE_PRECISION_HINT"),
+                    "threads": exec_net.get_config("INFERENCE_NUM_THREADS")}
 
         def run():
             return next(iter(exec_net.infer({"image_tensor": nchw}).values()))
@@ -118,37 +130,76 @@ def run_engine(name: str, out: str, iterations: int) -> None:
         np.save(os.path.join(out, "detections-{}.npy".format(ENGINES.index(name))), np.asarray(run()))
         # (WARMUP untimed runs, every engine alike: first-run costs, the client learning the daemon's time)
         median, _ = measure(run, iterations, warmup=WARMUP - 1)
-        print(json.dumps({"ms": median * 1000}))
+        print(json.dumps(dict(settings, ms=median * 1000)))
     finally:
         if close is not None:
             close()
 
 
-def latency(out: str, image, iterations: int, rounds: int) -> dict:
-    """Median ms per engine: `rounds` rounds, each engine in a process of its own per round."""
+def latency(out: str, image, iterations: int, rounds: int) -> tuple[dict, dict, list]:
+    """({engine: median ms}, {engine: its precision and threads}, the detections' problems):
+    `rounds` rounds, each engine in a process of its own per round."""
     import json
 
     import numpy as np
     np.save(os.path.join(out, "image.npy"), image)
     times = {name: [] for name in ENGINES}
+    settings = {}
     # a private daemon of this tree's code (a user's daemon may run other code), stopped after each run
     env = dict(os.environ, PYTHONPATH=REPO, MO_CORE_RUNTIME_DIR=os.path.join(out, "rt"))
-    for _ in range(rounds):
-        for name in ENGINES:
+    for r in range(rounds):
+        for name in ENGINES[::-1] if r % 2 else ENGINES:  # (no engine always first)
+            # a session of its own, as the daemon has (core/microkernel/launcher.py): with autogroup
+            # scheduling an engine left in this benchmark's session would share its group's CPU share
             proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--engine", name, "--out", out,
-                                   "--iterations", str(iterations)], capture_output=True, text=True, cwd=REPO, env=env)
+                                   "--iterations", str(iterations)], capture_output=True, text=True, cwd=REPO, env=env,
+                                  start_new_session=True)
             subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True,
                            cwd=REPO)
             if proc.returncode != 0:
                 raise SystemExit("{} failed:\n{}".format(name, (proc.stdout + proc.stderr)[-3000:]))
-            times[name].append(json.loads(proc.stdout.strip().splitlines()[-1])["ms"])
+            result = json.loads(proc.stdout.strip().splitlines()[-1])
+            times[name].append(result.pop("ms"))
+            settings[name] = result
+    return {name: statistics.median(v) for name, v in times.items()}, settings, detection_problems(out)
+
+
+def detection_problems(out: str) -> list:
+    """Where the OpenVINO rows' detections differ from the CPU daemon's (empty: the same work)."""
+    import numpy as np
     ours = np.load(os.path.join(out, "detections-{}.npy".format(ENGINES.index(DAEMON))))
+    problems = []
     for i, name in enumerate(ENGINES[:2]):
         theirs = np.load(os.path.join(out, "detections-{}.npy".format(i)))
-        problems = unpaired(ir_detections(ours), ir_detections(theirs))
-        if problems:
-            print("[ WARNING ] {} finds other detections than the CPU daemon: {}".format(name, problems[:3]))
-    return {name: statistics.median(v) for name, v in times.items()}
+        problems += ["{}: {}".format(name, p) for p in unpaired(ir_detections(ours), ir_detections(theirs))]
+    return problems
+
+
+def ir_version(xml: str) -> str:
+    """The version attribute of an IR's <net>."""
+    with open(xml) as f:
+        found = re.search(r'<net\b[^>]*\bversion="(\d+)"', f.read(4096))
+    return "v" + found.group(1) if found else "?"
+
+
+def conversion_verdict(times: dict, out: str) -> str:
+    """Ours against mo at the same IR version (mo writes v11: ours with --ir_version 11)."""
+    ours, theirs = ir_version(os.path.join(out, "v11", "model.xml")), ir_version(os.path.join(out, "mo", "model.xml"))
+    if ours != theirs:
+        return "not comparable: mo-core wrote IR {}, mo IR {}".format(ours, theirs)
+    ratio = statistics.median(times[OURS_V11]) / statistics.median(times[MO])
+    return "ratio mo-core (IR {}) / mo (IR {}): {:.3f} (goal <= 0.1: {})".format(
+        ours, theirs, ratio, "met" if ratio <= 0.1 else "NOT met")
+
+
+def latency_verdict(lat: dict, problems: list) -> str:
+    """The daemon against OpenVINO on mo's IR: not comparable unless the IRs find the same detections."""
+    ratio = lat[DAEMON] / lat["OpenVINO runtime on mo's IR"]
+    if problems:
+        return "ratio CPU daemon / OpenVINO on mo's IR: {:.2f}x - not comparable: the IRs find different " \
+               "detections ({} unpaired, e.g. {})".format(ratio, len(problems), "; ".join(problems[:2]))
+    return "ratio CPU daemon / OpenVINO on mo's IR: {:.2f}x (goal <= 1.0x: {})".format(
+        ratio, "met" if ratio <= 1.0 else "NOT met")
 
 
 def bench(exports, model: str, runs: int, iterations: int) -> None:
@@ -163,7 +214,8 @@ def bench(exports, model: str, runs: int, iterations: int) -> None:
             for name, cmd in tools:
                 load.append(os.getloadavg()[0])
                 times[name].append(timed(cmd))
-        lat = latency(out, exports.tf_out(model)["image"], iterations, max(3, runs))
+        conversion = conversion_verdict(times, out)
+        lat, settings, problems = latency(out, exports.tf_out(model)["image"], iterations, max(3, runs))
     finally:
         shutil.rmtree(out, ignore_errors=True)
     print("\nmodel: {} (OD API 2.8 export, {:.1f} MB), {} conversion runs each (fresh processes), load average "
@@ -171,14 +223,13 @@ def bench(exports, model: str, runs: int, iterations: int) -> None:
     print("{:<32}{:>10}{:>10}{:>10}".format("converter", "median s", "min s", "max s"))
     for name, values in times.items():
         print("{:<32}{:>10.2f}{:>10.2f}{:>10.2f}".format(name, statistics.median(values), min(values), max(values)))
-    ratio = statistics.median(times["mo-core convert (IR v2)"]) / statistics.median(times["openvino-dev 2024.6 mo"])
-    print("ratio mo-core (IR v2) / mo: {:.3f} (goal <= 0.1: {})".format(ratio, "met" if ratio <= 0.1 else "NOT met"))
-    print("{:<32}{:>12}".format("engine (batch 1, f32)", "median ms"))
+    print(conversion)
+    print("{:<32}{:>12}{:>11}{:>9}   (each in a process and session of its own, as the daemon)".format(
+        "engine (batch 1)", "median ms", "precision", "threads"))
     for name, ms in lat.items():
-        print("{:<32}{:>12.2f}".format(name, ms))
-    ratio = lat[DAEMON] / lat["OpenVINO runtime on mo's IR"]
-    print("ratio CPU daemon / OpenVINO on mo's IR: {:.2f}x (goal <= 1.0x: {}), load average now {:.2f}".format(
-        ratio, "met" if ratio <= 1.0 else "NOT met", os.getloadavg()[0]))
+        print("{:<32}{:>12.2f}{:>11}{:>9}".format(name, ms, str(settings[name]["precision"]),
+                                                  str(settings[name]["threads"])))
+    print("{}, load average now {:.2f}".format(latency_verdict(lat, problems), os.getloadavg()[0]))
 
 
 def main():

@@ -3,7 +3,7 @@ wrapped in the same server framework, GoogLeNet batch 1 (He-scaled random
 caffemodel made by pycaffe, converted once: IR v2 for the daemon, IR v11 for
 OpenVINO; the same random input for every engine, float32).
 
-    python benchmarks/serve.py [--requests 60] [--rounds 3] [--seconds 4] [--concurrency 1,4,16]
+    python benchmarks/serve.py [--requests 120] [--rounds 3] [--seconds 4] [--concurrency 1,4,16]
                                [--delay-us 2000] [--max-batch 8] [--instances 1] [--rows gRPC,...]
                                [--precision f32|default]
 
@@ -28,8 +28,14 @@ Rows:
   app on uvicorn called over one keep-alive http.client connection; each answers 4000
   bytes (GoogLeNet's output), in a process of its own (`--floor-server`). What any server
   built on these libraries adds on this machine at the least.
-Latency at concurrency 1: --rounds rounds interleave every row (--requests each), p50/p99 over
-all. Where a served row's time goes: the server's own statistics (Triton's statistics
+Latency at concurrency 1: --rounds rounds interleave every row (their order reversed every
+other round; ceil(--requests / --rounds) requests a round, the total printed), p50 over all,
+p99 only where a row has at least 100 requests (else its 99th percentile is its maximum).
+Each row's compute threads are printed (our daemons: the direct one's load reply, the
+server's daemon configured the same; OpenVINO: its compiled model's). Every server runs in
+a session of its own, as the daemons do, and so does this benchmark (it starts itself again
+in one): autogroup scheduling gives each session one share of a busy machine. Where a
+served row's time goes: the server's own statistics (Triton's statistics
 extension, read before and after each block of a row's requests) give the mean of its
 request duration, of the queue and of the daemon call in it, beside the client's mean;
 the rest is the wire, the client library and the front end's parsing outside its timing.
@@ -78,16 +84,20 @@ def convert(out_dir: str, ir_version: str) -> str:
     return os.path.join(out_dir, "model.xml")
 
 
-def repository(tmp: str, max_batch: int, delay_us: int, instances: int, config: dict) -> tuple[str, str]:
+def repository(tmp: str) -> tuple[str, str]:
     repo = os.path.join(tmp, "repo")
     xml = convert(os.path.join(repo, "googlenet", "1"), "2")
     shutil.copytree(os.path.dirname(xml), os.path.join(repo, "googlenet_batched", "1"))
+    return repo, xml
+
+
+def write_configs(repo: str, max_batch: int, delay_us: int, instances: int, config: dict) -> None:
+    """The served models' config.json: `config` their daemon's load config."""
     with open(os.path.join(repo, "googlenet", "config.json"), "w") as f:
         json.dump({"plugin_config": config}, f)
     with open(os.path.join(repo, "googlenet_batched", "config.json"), "w") as f:
         json.dump({"max_batch_size": max_batch, "dynamic_batching": {"max_queue_delay_microseconds": delay_us},
                    "instance_count": instances, "plugin_config": config}, f)
-    return repo, xml
 
 
 # --------------------------------------------------------------------------- the OpenVINO server
@@ -117,7 +127,17 @@ class OpenVINOBackend(FixedModels):
                               "outputs": [tensor("prob", compiled.outputs[0])]} for name in self.HINTS}
 
     def describe(self) -> str:
-        return ", ".join(f"{n}: {self.HINTS[n]} hint, {m[2]} infer requests" for n, m in self.compiled.items())
+        return ", ".join(f"{n}: {self.HINTS[n]} hint, {m[2]} infer requests, {self.threads(n)}"
+                         for n, m in self.compiled.items())
+
+    def settings(self, name: str) -> tuple[int, int]:
+        """(threads, streams) of a compiled model, as OpenVINO reports them."""
+        compiled = self.compiled[name][0]
+        return int(compiled.get_property("INFERENCE_NUM_THREADS")), int(compiled.get_property("NUM_STREAMS"))
+
+    def threads(self, name: str) -> str:
+        threads, streams = self.settings(name)
+        return f"{threads} threads" + (f" in {streams} streams" if streams > 1 else "")
 
     def precision(self) -> str:
         hint = next(iter(self.compiled.values()))[0].get_property("INFERENCE_PRECISION_HINT")
@@ -188,8 +208,10 @@ def openvino_server(xml: str, config: dict) -> int:
 
 class Process:
     def __init__(self, cmd: list, env: dict | None = None):
+        # a session of its own, as the daemons have (core/microkernel/launcher.py): see in_own_session
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                                     env=dict(os.environ, PYTHONPATH=ROOT, GLOG_minloglevel="2", **(env or {})))
+                                     env=dict(os.environ, PYTHONPATH=ROOT, GLOG_minloglevel="2", **(env or {})),
+                                     start_new_session=True)
         self.lines: list[str] = []
         self.ports = None
         self.event = threading.Event()
@@ -218,6 +240,21 @@ class Process:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def in_own_session(argv: list) -> int | None:
+    """This benchmark run again in a session of its own (its exit status), unless it
+    leads one already (None: go on). Its in-process engines (the daemon's client,
+    OpenVINO direct) then get the scheduling the daemons and servers get: with autogroup
+    scheduling a process of a busy session (the shell's) shares that session's CPU share."""
+    if os.getsid(0) == os.getpid():
+        return None
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), *argv], start_new_session=True)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:  # (a new session has no terminal: pass Ctrl-C on, let it clean up)
+        proc.send_signal(signal.SIGINT)
+        return proc.wait()
 
 
 # --------------------------------------------------------------------------- engines
@@ -309,6 +346,25 @@ def split_row(name: str, latencies: list, split: dict | None) -> str:
             f"{client - mean['success']:9.2f}")
 
 
+P99_MIN = 100  # requests a row needs before its 99th percentile is more than its slowest one
+
+
+def p99_cell(latencies: list) -> str:
+    return f"{np.percentile(latencies, 99):.2f}" if len(latencies) >= P99_MIN else "-"
+
+
+def threads_cell(name: str, ours, ov_backend) -> str:
+    """The row's compute threads: our daemons' (the direct one's load reply, the server's
+    config the same), OpenVINO's compiled model's (streams), none for the floor."""
+    if name.startswith("floor"):
+        return "-"
+    if name.startswith("OpenVINO"):
+        threads, streams = ov_backend.settings("googlenet_latency" if name.endswith(("LATENCY", "LAT.")) else
+                                               "googlenet")
+        return str(threads) if streams == 1 else f"{threads} ({streams} streams)"
+    return str(ours)
+
+
 def throughput(make, concurrency: int, seconds: float) -> float:
     """Requests per second of `concurrency` callers for `seconds`; each caller makes
     its client on its own thread (tritonclient.http's gevent client is bound to it)."""
@@ -339,7 +395,8 @@ def throughput(make, concurrency: int, seconds: float) -> float:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--requests", type=int, default=60)
+    ap.add_argument("--requests", type=int, default=120, help="latency requests per row in all (default %(default)s; "
+                                                                "p99 from 100 up)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--concurrency", default="1,4,16")
@@ -358,6 +415,9 @@ def main(argv=None) -> int:
         return openvino_server(args.openvino_server, config)
     if args.floor_server:
         return floor_server()
+    again = in_own_session(sys.argv[1:] if argv is None else argv)
+    if again is not None:
+        return again
     levels = [int(c) for c in args.concurrency.split(",")]
     start_load = os.getloadavg()[0]  # (before this run's own processes: what other work there is)
     tmp = tempfile.mkdtemp(prefix="bench-serve-")
@@ -365,13 +425,17 @@ def main(argv=None) -> int:
     os.environ["MO_CORE_RUNTIME_DIR"] = runtime
     servers = []
     try:
-        repo, xml = repository(tmp, args.max_batch, args.delay_us, args.instances, config)
+        repo, xml = repository(tmp)
         xml11 = convert(os.path.join(tmp, "v11"), "11")
         x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
         from device_daemons.client import IECore
         ie = IECore(policy="auto")
         exec_net = ie.load_network(ie.read_network(xml), "CPU", config=config)
         ours_precision = exec_net.get_config("INFERENCE_PRECISION_HINT")
+        ours_threads = exec_net.get_config("INFERENCE_NUM_THREADS")
+        # the server's own daemon gets the direct one's thread count in its config: the same, and said
+        write_configs(repo, args.max_batch, args.delay_us, args.instances,
+                      dict(config, INFERENCE_NUM_THREADS=ours_threads))
         reference = exec_net.infer({"data": x})["prob"].copy()
 
         ours = Process([sys.executable, "-m", "cli", "serve", "--model_repository", repo, "--http-port", "0",
@@ -435,11 +499,12 @@ def main(argv=None) -> int:
             ceiling[batch] = batch * throughput(lambda: (lambda: batched.infer({"data": xb})), 1, args.seconds)
             batched.close()
         load_lat = [os.getloadavg()[0]]
-        for _ in range(args.rounds):
-            for name, _ in engines:
+        per_round = -(-args.requests // args.rounds)  # (at least --requests in all; the header says how many)
+        for r in range(args.rounds):
+            for name, _ in engines[::-1] if r % 2 else engines:  # (no row always first)
                 call = calls[name]
                 before = server_stats(*sources[name]) if name in sources else None
-                for _ in range(args.requests // args.rounds):
+                for _ in range(per_round):
                     t0 = time.perf_counter()
                     call()
                     lat[name].append((time.perf_counter() - t0) * 1e3)
@@ -452,23 +517,25 @@ def main(argv=None) -> int:
         for name, make in engines:
             load0 = os.getloadavg()[0]
             rps = [throughput(make, c, args.seconds) for c in levels]
-            rows.append((name, np.percentile(lat[name], 50), np.percentile(lat[name], 99), rps, load0,
-                         os.getloadavg()[0]))
+            rows.append((name, np.percentile(lat[name], 50), p99_cell(lat[name]), rps, load0, os.getloadavg()[0]))
         print()
         precision = ("f32" if args.precision == "f32" else
                      f"each engine's default precision (ours {ours_precision}, OpenVINO {ov_backend.precision()})")
-        print(f"GoogLeNet b1, {precision}, {os.cpu_count()} CPUs; latency: {args.rounds} interleaved rounds, "
-              f"{args.requests} requests per row (load {load_lat[0]:.2f} -> {load_lat[1]:.2f}); throughput: "
-              f"{args.seconds:g} s per concurrency level; dynamic batching: max_batch_size {args.max_batch}, "
-              f"max_queue_delay {args.delay_us} us, {args.instances} batch(es) in flight; OpenVINO "
-              f"{ov_backend.describe()}")
-        head = f"{'engine':<34} {'p50 ms':>8} {'p99 ms':>8} " + " ".join(f"{'c=' + str(c) + ' req/s':>12}"
-                                                                         for c in levels) + "   load (1 min)"
+        print(f"GoogLeNet b1, {precision}, {os.cpu_count()} CPUs; latency: {args.rounds} interleaved rounds (the "
+              f"order reversed every other round), {per_round * args.rounds} requests per row ({args.rounds} x "
+              f"{per_round}; load {load_lat[0]:.2f} -> {load_lat[1]:.2f}); p99 only from {P99_MIN} requests up "
+              f"(fewer: '-', its 99th percentile would be the maximum); throughput: {args.seconds:g} s per "
+              f"concurrency level; dynamic batching: max_batch_size {args.max_batch}, max_queue_delay "
+              f"{args.delay_us} us, {args.instances} batch(es) in flight; our daemons {ours_threads} threads (the "
+              f"direct one's load reply, the server's given the same); OpenVINO {ov_backend.describe()}; every "
+              f"server and daemon in a session of its own, and this process too")
+        head = f"{'engine':<34} {'threads':>14} {'p50 ms':>8} {'p99 ms':>8} " + " ".join(
+            f"{'c=' + str(c) + ' req/s':>12}" for c in levels) + "   load (1 min)"
         print(head)
         print("-" * len(head))
         for name, p50, p99, rps, l0, l1 in rows:
-            print(f"{name:<34} {p50:8.2f} {p99:8.2f} " + " ".join(f"{r:12.1f}" for r in rps)
-                  + f"   {l0:.2f} -> {l1:.2f}")
+            print(f"{name:<34} {threads_cell(name, ours_threads, ov_backend):>14} {p50:8.2f} {p99:>8} "
+                  + " ".join(f"{r:12.1f}" for r in rps) + f"   {l0:.2f} -> {l1:.2f}")
         by = {r[0]: r for r in rows}
         # the throughput rows load the machine themselves (16 callers, the servers): only the load before the
         # run shows other work; the latency rounds run one request at a time, so their load shows it too
