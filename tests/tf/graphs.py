@@ -70,6 +70,13 @@ def _(rng, x):
     return tf.nn.conv2d_transpose(x, w(rng, 3, 3, 2, 3), output_shape=[1, 9, 9, 2], strides=2, padding="VALID")
 
 
+@case("conv1d_dilated", (1, 10, 4))
+def _(rng, x):
+    # Keras' dilated Conv1D: SpaceToBatchND of NWC -> ExpandDims -> Conv2D -> Squeeze -> BatchToSpaceND
+    y = tf.nn.convolution(x, w(rng, 3, 4, 6), padding="SAME", dilations=2)
+    return tf.nn.bias_add(y, w(rng, 6))
+
+
 @case("conv_transpose_output_padding", (1, 5, 6, 3))
 def _(rng, x):
     # Keras' output_padding: a VALID output one row and column larger than the kernels cover (11x13 -> 12x14),

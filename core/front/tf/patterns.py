@@ -3,7 +3,8 @@ and constant values are known (before lowering). In this order:
 
 1. atrous convolution: SpaceToBatchND -> Conv2D/DepthwiseConv2dNative (VALID) ->
    BatchToSpaceND is one convolution with dilation = the block shape, pads =
-   paddings - crops;
+   paddings - crops; a dilated Conv1D's (SpaceToBatchND of NWC -> ExpandDims to
+   N1WC -> Conv2D -> Squeeze -> BatchToSpaceND) the same on W;
 2. zero padding: a Pad with zeros on H and W only, read by nothing but a
    convolution, goes into the convolution's pads; before a max pooling only when
    its input cannot be negative (it comes from Relu/Relu6/Sigmoid: a padded zero
@@ -62,14 +63,33 @@ def _remove_ops(graph, *ops):
 
 
 # --- 1. atrous convolution -------------------------------------------------------------
+def _atrous_chain(b2s):
+    """(space-to-batch, first op after it, convolution, last op before batch-to-space) of an
+    atrous convolution ending at `b2s`, 2-D or a Conv1D's (ExpandDims ... Squeeze), else None."""
+    last = _producer(b2s.in_node(0), "Conv2D", "DepthwiseConv2dNative", "Squeeze")
+    if last is None or _only_reader(last.out_node(0)) is None:
+        return None
+    conv, first = last, None
+    if last.tf_op == "Squeeze":
+        conv = _producer(last.in_node(0), "Conv2D", "DepthwiseConv2dNative")
+        first = conv and _producer(conv.in_node(0), "ExpandDims")
+        if first is None or _only_reader(conv.out_node(0)) is None or _only_reader(first.out_node(0)) is None:
+            return None
+        axis = _value(first.in_node(1))
+        if axis is None or int(axis.ravel()[0]) % 4 != 1:  # (1 or -3: conv1d's NWC -> N1WC, the 1-D block W's)
+            return None
+    s2b = _producer((first or conv).in_node(0), "SpaceToBatchND")
+    if s2b is None or _only_reader(s2b.out_node(0)) is None:
+        return None
+    return s2b, first or conv, conv, last
+
+
 def fold_atrous(graph):
     for b2s in graph.op_nodes(tf_op="BatchToSpaceND"):
-        conv = _producer(b2s.in_node(0), "Conv2D", "DepthwiseConv2dNative")
-        if conv is None or _only_reader(conv.out_node(0)) is None:
+        chain = _atrous_chain(b2s)
+        if chain is None:
             continue
-        s2b = _producer(conv.in_node(0), "SpaceToBatchND")
-        if s2b is None or _only_reader(s2b.out_node(0)) is None:
-            continue
+        s2b, first, conv, last = chain
         block, pads = _value(s2b.in_node(1)), _value(s2b.in_node(2))
         block2, crops = _value(b2s.in_node(1)), _value(b2s.in_node(2))
         if any(v is None for v in (block, pads, block2, crops)) or not np.array_equal(block, block2):
@@ -77,16 +97,22 @@ def fold_atrous(graph):
         if conv.tf["padding"] != "VALID" or np.any(conv.tf["dilation"] != 1) or np.any(conv.tf["strides"] != 1):
             continue
         begin, end = (pads[:, 0] - crops[:, 0]).astype(np.int64), (pads[:, 1] - crops[:, 1]).astype(np.int64)
+        block = block.astype(np.int64).ravel()
         if begin.min() < 0 or end.min() < 0:
             continue
-        conv.tf.update({"dilation": block.astype(np.int64).ravel(), "pad_begin": begin, "pad_end": end,
-                        "padding": "EXPLICIT"})
-        _reconnect_input(graph, conv, 0, s2b.in_node(0))
-        graph.remove_node(conv.out_node(0).id)  # the space-to-batch tensor only fed BatchToSpaceND
+        if len(block) == 1:  # W of N1WC
+            block, begin, end = (np.concatenate([[v0], v]).astype(np.int64) for v0, v in
+                                 ((1, block), (0, begin), (0, end)))
+        conv.tf.update({"dilation": block, "pad_begin": begin, "pad_end": end, "padding": "EXPLICIT"})
+        if first is not conv:  # (the N1WC tensors between: the unbatched sizes now)
+            for data, outer in ((first.out_node(0), s2b.in_node(0)), (conv.out_node(0), b2s.out_node(0))):
+                data.shape = np.insert(np.asarray(outer.shape, np.int64), 1, 1)
+        _reconnect_input(graph, first, 0, s2b.in_node(0))
+        graph.remove_node(last.out_node(0).id)  # the space-to-batch tensor only fed BatchToSpaceND
         out = b2s.out_node(0)
         graph.remove_edge(b2s.id, out.id)
-        graph.connect(conv, out, out=0)
-        conv["name"] = b2s.name  # it computes BatchToSpaceND's tensor now
+        graph.connect(last, out, out=0)
+        last["name"] = b2s.name  # it computes BatchToSpaceND's tensor now
         _remove_ops(graph, b2s, s2b)
 
 
