@@ -4,6 +4,7 @@ device daemons, from a model repository (device_daemons/serving).
     mo-core serve --model_repository models/                          # embedded: REST :8000, gRPC :8001
     mo-core serve --model_repository models/ --ray auto --replicas 2  # each model a Ray Serve deployment
 """
+import math
 import os
 
 from core.errors import Error
@@ -68,7 +69,7 @@ def run(args) -> int:
         raise Error("--http-port and --grpc-port must differ (both {})", args.http_port)
     if not 0 < args.max_body_mb <= 2047:
         raise Error("--max-body-mb must be from 0 to 2047 (gRPC's limit), got {}", args.max_body_mb)
-    if not args.grace >= 0:
+    if not (math.isfinite(args.grace) and args.grace >= 0):
         raise Error("--grace must be a number of seconds >= 0, got {}", args.grace)
     if not os.path.isdir(args.model_repository):
         raise Error("--model_repository {} is not a directory", args.model_repository)

@@ -5,12 +5,16 @@ there) and removes the directory when the server closes them - or when the serve
 dies without closing them (kill -9, a Ray replica whose node went away), so no
 daemon outlives the server that started it.
 
+The server tells the watchdog by closing a pipe (the watchdog's stdin), not by a
+signal: a SIGTERM sent before the watchdog had installed its handler killed it
+without the clean-up (a replica whose model failed at once left its directory).
+The kernel closes the pipe when the server dies, too.
+
 The environment variable is set for this whole process: a serving process (the
 embedded server, a Ray replica) owns its process."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,17 +33,18 @@ class OwnedDaemons:
         self.watchdog = subprocess.Popen(
             [sys.executable, "-m", "device_daemons.serving.watchdog", "--parent", str(os.getpid()),
              "--runtime-dir", self.runtime_dir],
-            env=env, stdin=subprocess.DEVNULL, start_new_session=True)  # (Ctrl-C reaches the server, not it)
+            env=env, stdin=subprocess.PIPE, start_new_session=True)  # (Ctrl-C reaches the server, not it)
 
     def close(self, timeout: float = 60.0) -> None:
-        """Stop the daemons started here (the watchdog does it, then exits)."""
-        if self.watchdog.poll() is None:
-            self.watchdog.send_signal(signal.SIGTERM)
-            try:
-                self.watchdog.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.watchdog.kill()
-                self.watchdog.wait()
+        """Stop the daemons started here: the watchdog reads the end of its pipe,
+        stops them, removes the directory and exits."""
+        if not self.watchdog.stdin.closed:
+            self.watchdog.stdin.close()
+        try:
+            self.watchdog.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.watchdog.kill()
+            self.watchdog.wait()
 
     def __enter__(self) -> "OwnedDaemons":
         return self
