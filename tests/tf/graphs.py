@@ -70,6 +70,17 @@ def _(rng, x):
     return tf.nn.conv2d_transpose(x, w(rng, 3, 3, 2, 3), output_shape=[1, 9, 9, 2], strides=2, padding="VALID")
 
 
+@case("nested_function_call", (1, 6, 6, 8))
+def _(rng, x):
+    # Keras 3's grouped Conv2D: a function of its own marked not to inline, so freezing keeps the call
+    k = w(rng, 3, 3, 4, 8)
+
+    @tf.function(experimental_attributes={"_noinline": True}, autograph=False)
+    def grouped(t):
+        return tf.nn.conv2d(t, k, 1, "SAME")
+    return tf.nn.relu(grouped(x))
+
+
 @case("conv1d_dilated", (1, 10, 4))
 def _(rng, x):
     # Keras' dilated Conv1D: SpaceToBatchND of NWC -> ExpandDims -> Conv2D -> Squeeze -> BatchToSpaceND
