@@ -78,7 +78,7 @@ from . import reaper, request_path
 from .bound_client import BoundRequests
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
 from .errors import InferenceError, remote_error
-from .ie_info import Blob, DataPtr, InputInfo, input_blobs, nhwc_inputs, to_ir_layout
+from .ie_info import DataPtr, InputInfo, RequestIdioms, nhwc_inputs, to_ir_layout
 from .perf_counts import perf_counts
 from .request_ids import request_index
 from .transport import Connection, Link, LinkSettings
@@ -204,8 +204,9 @@ class IENetwork:
         return f"<IENetwork {self.name!r} inputs={self.inputs} outputs={list(self.outputs)}>"
 
 
-class InferRequest:
-    """A reusable inference request slot (IE's InferRequest)."""
+class InferRequest(RequestIdioms):
+    """A reusable inference request slot (IE's InferRequest; its callback, blobs and
+    REQUEST_BUSY: ie_info.RequestIdioms)."""
 
     def __init__(self, exec_net: "ExecutableNetwork", index: int = -1):
         self._exec_net = exec_net
@@ -214,39 +215,11 @@ class InferRequest:
         self.latency: float | None = None  # ms of the last completed request
         self.outputs: dict[str, np.ndarray] = {}
         self.perf: list[dict] = []  # the daemon's per-step rows of the last request (PERF_COUNT)
-        self._callback = None
-        self._input_blobs: dict = {}
-
-    def set_completion_callback(self, py_callback, py_data=None) -> None:
-        """IE's: py_callback(status, py_data) when an asynchronous run of this request ends
-        (on a thread of the network; `outputs` are set by then), StatusCode.OK or
-        GENERAL_ERROR (wait() raises the error)."""
-        self._callback = None if py_callback is None else (py_callback, py_data)
-
-    @property
-    def input_blobs(self) -> dict:
-        """IE's input blobs: fill `input_blobs[name].buffer[:]`, then infer() / async_infer()
-        without inputs sends them."""
-        return input_blobs(self._exec_net, self._input_blobs)
-
-    @property
-    def output_blobs(self) -> dict:
-        """IE's output blobs of the last completed run: `output_blobs[name].buffer`."""
-        return {name: Blob(name, array) for name, array in self.outputs.items()}
-
-    def _inputs_or_blobs(self, inputs):
-        if inputs is None and self._input_blobs:
-            return {name: blob.buffer for name, blob in self._input_blobs.items()}
-        return inputs
+        self._init_idioms()
 
     @property
     def busy(self) -> bool:
         return self._future is not None and not self._future.done()
-
-    def _check_idle(self) -> None:
-        if self.busy:
-            raise Error("REQUEST_BUSY: request {} is still running; wait() for it before starting it again",
-                        self.index)
 
     def async_infer(self, inputs: dict | None = None, timeout: float | None = None) -> None:
         """Start the request (a thread of the network sends it; the inputs are copied

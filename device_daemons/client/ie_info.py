@@ -102,6 +102,47 @@ def input_blobs(owner, blobs: dict) -> dict:
     return blobs
 
 
+class RequestIdioms:
+    """The Inference Engine's request idioms, shared by InferRequest and HETERO's request:
+    a completion callback, input and output blobs, REQUEST_BUSY. A subclass sets
+    `_exec_net` and `outputs`, calls _init_idioms() and says when it is `busy`."""
+
+    def _init_idioms(self) -> None:
+        self._callback = None
+        self._input_blobs: dict = {}  # input_blobs, made on first use
+
+    @property
+    def busy(self) -> bool:
+        raise NotImplementedError
+
+    def set_completion_callback(self, py_callback, py_data=None) -> None:
+        """IE's: py_callback(status, py_data) when an asynchronous run of this request ends
+        (`outputs` are set by then), StatusCode.OK or GENERAL_ERROR (wait() raises the error)."""
+        self._callback = None if py_callback is None else (py_callback, py_data)
+
+    @property
+    def input_blobs(self) -> dict:
+        """IE's input blobs: fill `input_blobs[name].buffer[:]`, then infer() / async_infer()
+        without inputs sends them."""
+        return input_blobs(self._exec_net, self._input_blobs)
+
+    @property
+    def output_blobs(self) -> dict:
+        """IE's output blobs of the last completed run: `output_blobs[name].buffer`."""
+        return {name: Blob(name, array) for name, array in self.outputs.items()}
+
+    def _inputs_or_blobs(self, inputs):
+        if inputs is None and self._input_blobs:
+            return {name: blob.buffer for name, blob in self._input_blobs.items()}
+        return inputs
+
+    def _check_idle(self) -> None:
+        if self.busy:
+            index = getattr(self, "index", -1)
+            raise Error("REQUEST_BUSY: the request{} is still running; wait() for it before starting it again",
+                        f" {index}" if index >= 0 else "")
+
+
 def nhwc_inputs(network) -> frozenset:
     """The inputs of an IENetwork whose layout was set to NHWC."""
     return frozenset(name for name, layout in network._input_layout.items() if layout == "NHWC")

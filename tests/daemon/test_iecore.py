@@ -314,7 +314,7 @@ def test_start_async_copies_its_inputs_and_a_busy_request_refuses_a_restart(slow
         exec_net = core.load_network(core.read_network(xml), "CPU", num_requests=1)
         slow = np.full((1, 4), 101.0, np.float32)  # the SlowOp kernel sleeps 1 s on it
         first = exec_net.start_async(request_id=0, inputs={"data": slow})
-        with pytest.raises(Error, match="REQUEST_BUSY: request 0 is still running"):
+        with pytest.raises(Error, match="REQUEST_BUSY: the request 0 is still running"):
             exec_net.start_async(request_id=0, inputs={"data": slow})
         others = [exec_net.start_async({"data": slow}) for _ in range(3)]
         buf = np.arange(4, dtype=np.float32).reshape(1, 4)

@@ -33,7 +33,7 @@ from core.errors import Error
 from core.microkernel import runtime_dir
 from ir import write_ir
 
-from ..ie_info import Blob, InputInfo, input_blobs, nhwc_inputs, to_ir_layout
+from ..ie_info import InputInfo, RequestIdioms, nhwc_inputs, to_ir_layout
 from ..perf_counts import perf_counts
 from ..request_ids import request_index
 from .split import HeteroError, assign_affinity, parse_hetero, run_split, split_network
@@ -59,7 +59,7 @@ def hetero_affinity(core, network, device_name: str) -> dict[str, str]:
     return _affinity(core, network, hetero_devices(device_name))
 
 
-class HeteroRequest:
+class HeteroRequest(RequestIdioms):
     """An asynchronous request of a HeteroExecutableNetwork (a thread runs the parts)."""
 
     def __init__(self, exec_net: "HeteroExecutableNetwork"):
@@ -69,35 +69,12 @@ class HeteroRequest:
         self.outputs: dict = {}
         self.latency: float | None = None
         self.perf: list[dict] = []  # the parts' perf rows of the last request (PERF_COUNT)
-        self._callback = None
         self._running = False  # (not the thread's life: a callback that restarts the request runs on it)
-        self._blobs: dict = {}  # input_blobs, made on first use
-
-    def set_completion_callback(self, py_callback, py_data=None) -> None:
-        """As InferRequest's: py_callback(status, py_data) when an asynchronous run ends."""
-        self._callback = None if py_callback is None else (py_callback, py_data)
+        self._init_idioms()
 
     @property
     def busy(self) -> bool:
         return self._running
-
-    @property
-    def input_blobs(self) -> dict:
-        """As InferRequest's: fill the buffers, then infer() / async_infer() without inputs."""
-        return input_blobs(self._exec_net, self._blobs)
-
-    @property
-    def output_blobs(self) -> dict:
-        return {name: Blob(name, array) for name, array in self.outputs.items()}
-
-    def _inputs_or_blobs(self, inputs):
-        if inputs is None and self._blobs:
-            return {name: b.buffer for name, b in self._blobs.items()}
-        return inputs
-
-    def _check_idle(self) -> None:
-        if self.busy:
-            raise Error("REQUEST_BUSY: the request is still running; wait() for it before starting it again")
 
     def async_infer(self, inputs: dict | None = None, timeout: float | None = None) -> None:
         """Start the request on a thread (the inputs copied before this returns)."""
