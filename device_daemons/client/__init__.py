@@ -6,8 +6,9 @@ errors.
 
     from device_daemons.client import IECore
 """
+from ..registry import build_id  # (the code this process runs: what a daemon's build is compared with)
 from .api import (DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout, ExecutableNetwork, IECore, IENetwork,
                   InferenceError, InferRequest, StatusCode)
 
 __all__ = ["IECore", "IENetwork", "ExecutableNetwork", "InferRequest", "InferenceError", "DaemonError", "DaemonDied",
-           "DaemonNotRunning", "DaemonTimeout", "StatusCode"]
+           "DaemonNotRunning", "DaemonTimeout", "StatusCode", "build_id"]

@@ -29,8 +29,8 @@ import time
 from dataclasses import dataclass
 
 from core.errors import Error
+from device_daemons.client import build_id
 
-from ..registry import build_id
 from .config import ModelConfig, read_config
 
 log = logging.getLogger("mo_core.serve")
