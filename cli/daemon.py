@@ -24,9 +24,9 @@ def add_parser(sub):
                                        "to daemon-<device>.log in the runtime directory) and wait until it "
                                        "answers. If one runs already, say so and exit 0.")
     s.add_argument("--device", "-d", default="CPU", help="device of the daemon (default: CPU)")
-    s.add_argument("--endpoint", help="where it listens: tcp://HOST:PORT (loopback without a key; any other "
-                                      "address needs --key-file) or ipc://PATH (default: a private ipc socket "
-                                      "in the runtime directory)")
+    s.add_argument("--endpoint", help="where it listens: tcp://HOST:PORT (loopback: a key is made in the runtime "
+                                      "directory unless --key-file gives one; any other address needs --key-file) "
+                                      "or ipc://PATH (default: a private ipc socket in the runtime directory)")
     s.add_argument("--key-file", help="HMAC key file (mode 0600) that clients must also use; required for a "
                                       "non-loopback tcp endpoint")
     s.add_argument("--threads", type=int, help="requests served in parallel (default: CPUs, at most 4)")

@@ -92,6 +92,19 @@ def check_daemon_endpoint(endpoint: str, have_key: bool) -> None:
         raise DaemonError(str(exc)) from None
 
 
+def _runtime_key(device: str) -> tuple[str, bytes]:
+    """(path, key) of the device's key in the runtime directory, made once and kept: a client
+    that signed for the daemon before a restart at the same endpoint signs for the new one
+    too (a new key each start left it waiting out its timeout, its messages dropped)."""
+    path = registry.key_path(device)
+    try:
+        return path, load_key_file(path)
+    except MicrokernelError:  # none yet, damaged, or readable by others: made (again)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    return path, create_key_file(path)
+
+
 def recorded_key_file(endpoint: str) -> str | None:
     """The key file of this user's running daemon at `endpoint`, if its record names one."""
     return next((r.get("key_file") for r in registry.list_records() if r["endpoint"] == endpoint), None) or None
@@ -156,10 +169,7 @@ def launch(device: str = "CPU", *, endpoint: str | None = None, key_file: str | 
         if record is not None:
             return Launch(record, False)
         if make_key:
-            key_file = registry.key_path(device)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(key_file)  # (a stopped daemon's: every start gets a new key)
-            key = create_key_file(key_file)
+            key_file, key = _runtime_key(device)
         return _spawn(device, endpoint, key_file, key, args, startup_timeout)
     finally:
         lock.__exit__(None, None, None)

@@ -317,3 +317,30 @@ def test_a_daemon_whose_record_was_lost_gives_way_to_the_new_one(fresh_runtime):
         assert f"now pid {second} (this one's record was lost); exiting" in f.read()
     assert run_mo("daemon", "stop").returncode == 0
     assert wait_until(lambda: not daemon_processes(fresh_runtime), 10)
+
+
+@pytest.mark.timeout(120)
+def test_a_client_on_loopback_tcp_outlives_a_restart_of_its_daemon(fresh_runtime, tiny):
+    """The start's key is kept across restarts at that endpoint: a client that signed for the
+    first daemon signs for the next (a new key each start left it waiting out its timeout, its
+    messages dropped as unsigned)."""
+    import socket
+    from device_daemons.client import IECore
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        endpoint = f"tcp://127.0.0.1:{s.getsockname()[1]}"
+    assert run_mo("daemon", "start", "--endpoint", endpoint).returncode == 0
+    key_file = _record(fresh_runtime)["key_file"]
+    with open(key_file, "rb") as f:
+        key = f.read()
+    x = tiny.input(4)
+    with IECore(endpoint=endpoint, timeout=20) as ie:
+        exec_net = ie.load_network(ie.read_network(tiny.xml), config=F32)
+        assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
+        assert run_mo("daemon", "stop").returncode == 0
+        assert run_mo("daemon", "start", "--endpoint", endpoint).returncode == 0
+        with open(key_file, "rb") as f:
+            assert f.read() == key
+        again = ie.load_network(ie.read_network(tiny.xml), config=F32)
+        assert_close(again.infer({"data": x})["prob"], tiny.reference(x))
+    assert run_mo("daemon", "stop").returncode == 0
