@@ -72,6 +72,18 @@ def main(out_dir):
             freeze(g, sess, ["out"], os.path.join(out_dir, "is_training.pb"))
             data = rng.standard_normal((1, 6, 6, 3)).astype(np.float32)
             np.savez(os.path.join(out_dir, "is_training.npz"), x=data, out=sess.run(out, {x: data, is_training: False}))
+    g = tf1.Graph()  # conds inside conds, on the switch passed through and on its negation
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [1, 4], name="x")
+        t = tf1.placeholder_with_default(True, [], name="is_training")
+        inner = lambda a, b: lambda: tf.cond(t, lambda: x * a, lambda: x - b)  # noqa: E731
+        y = tf.cond(t, inner(2.0, 1.0), inner(3.0, 4.0))
+        z = tf.cond(tf.logical_not(t), lambda: y + 10.0, lambda: y * 0.5)
+        out = tf.identity(z, name="out")
+        with tf1.Session(graph=g) as sess:
+            freeze(g, sess, ["out"], os.path.join(out_dir, "nested_cond.pb"))
+            data = rng.standard_normal((1, 4)).astype(np.float32)
+            np.savez(os.path.join(out_dir, "nested_cond.npz"), x=data, out=sess.run(out, {x: data, t: False}))
 
 
 if __name__ == "__main__":

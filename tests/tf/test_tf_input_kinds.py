@@ -98,6 +98,12 @@ def test_a_frozen_training_switch_resolves_tf1_control_flow(ie, graphs, tmp_path
     assert not {"Switch", "Merge", "Mean"} & {layer.type for layer in net.layers}
     ours = infer(ie, str(tmp_path / "is_training.xml"), {"x": ref["x"]}, nhwc_io=False)
     np.testing.assert_allclose(ours, ref["out"], rtol=1e-5, atol=1e-5)
+    # conds inside conds (the inner predicate the outer Switch passes on) and on a LogicalNot of the switch:
+    # all resolved, no pivot of theirs left behind as an output
+    ref = np.load(graphs / "nested_cond.npz")
+    xml = convert_model(graphs / "nested_cond.pb", tmp_path / "nested", freeze_placeholder_with_value="is_training->0")
+    assert len(read_ir(xml).outputs()) == 1
+    np.testing.assert_allclose(infer(ie, xml, {"x": ref["x"]}), ref["out"], rtol=1e-6)
     code, out, err = run_cli("convert", "--input_model", str(graphs / "is_training.pb"), "--output_dir",
                              str(tmp_path / "unfrozen"))
     assert code == 1 and "--freeze_placeholder_with_value \"is_training->False\"" in out + err, out + err

@@ -30,10 +30,20 @@ def _source(nodes: dict, text: str):
     return nodes.get(name), port
 
 
-def _constant_predicate(nodes: dict, text: str):
-    """The bool value of tensor `text` when it is a Const (through Identities), else None."""
-    node, port = _source(nodes, text)
-    if node is None or node.op != "Const" or port != 0 or "value" not in node.attr:
+def _predicate(nodes: dict, taken: dict, text: str, depth: int = 0):
+    """The constant bool tensor `text` holds, else None: a Const through Identities, a
+    resolved Switch's live output (its data: a nested cond's predicate), a LogicalNot of one."""
+    name, port = tensor_key(text)
+    node = nodes.get(name)
+    if node is None or depth > 64:
+        return None
+    data = [i for i in node.input if not i.startswith("^")]
+    if data and ((node.op == "Identity" and port == 0) or (node.op in SWITCHES and taken.get(name) == port)):
+        return _predicate(nodes, taken, data[0], depth + 1)
+    if node.op == "LogicalNot" and data:
+        value = _predicate(nodes, taken, data[0], depth + 1)
+        return None if value is None else not value
+    if node.op != "Const" or port != 0 or "value" not in node.attr:
         return None
     value = tensor_to_numpy(node.attr["value"].tensor, "the predicate '{}'".format(node.name))
     return bool(value.reshape(-1)[0]) if value.size == 1 and value.dtype == np.bool_ else None
@@ -45,7 +55,7 @@ def switch_placeholders(graph_def) -> list[str]:
     nodes = {n.name: n for n in graph_def.node}
     found = []
     for n in graph_def.node:
-        if n.op in ("Switch", "RefSwitch") and len(n.input) >= 2:
+        if n.op in SWITCHES and len(n.input) >= 2:
             source, _ = _source(nodes, n.input[1])
             if source is not None and source.op in ("Placeholder", "PlaceholderWithDefault") \
                     and source.name not in found:
@@ -53,26 +63,35 @@ def switch_placeholders(graph_def) -> list[str]:
     return found
 
 
-def _order(graph_def) -> list:
-    """The nodes producers first (a cycle, as in a while loop, leaves its nodes out)."""
-    nodes = {n.name: n for n in graph_def.node}
-    readers: dict[str, list[str]] = {name: [] for name in nodes}
-    pending = {}
-    for n in graph_def.node:
-        sources = {tensor_key(i.lstrip("^"))[0] for i in n.input} & nodes.keys()
-        pending[n.name] = len(sources)
-        for s in sources:
-            readers[s].append(n.name)
-    ready = [name for name, count in pending.items() if count == 0]
-    order = []
-    while ready:
-        name = ready.pop()
-        order.append(nodes[name])
-        for r in readers[name]:
-            pending[r] -= 1
-            if pending[r] == 0:
-                ready.append(r)
-    return order
+SWITCHES, MERGES = ("Switch", "RefSwitch"), ("Merge", "RefMerge")
+
+
+def _is_dead(text: str, dead_nodes: set, taken: dict) -> bool:
+    name, port = tensor_key(text.lstrip("^"))
+    return name in dead_nodes or (not text.startswith("^") and name in taken and port != taken[name])
+
+
+def _dead(graph_def, taken: dict) -> set[str]:
+    """The nodes that never run (TensorFlow's deadness), to a fixed point: a node with a dead
+    input is dead, a Merge when all its data inputs are (or a control input is); loops and
+    what follows them included."""
+    dead_nodes: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for n in graph_def.node:
+            if n.name in dead_nodes:
+                continue
+            if n.op in MERGES:
+                data = [i for i in n.input if not i.startswith("^")]
+                dead = all(_is_dead(i, dead_nodes, taken) for i in data) or any(
+                    _is_dead(i, dead_nodes, taken) for i in n.input if i.startswith("^"))
+            else:
+                dead = any(_is_dead(i, dead_nodes, taken) for i in n.input)
+            if dead:
+                dead_nodes.add(n.name)
+                changed = True
+    return dead_nodes
 
 
 def _read_names(nodes) -> set[str]:
@@ -95,35 +114,24 @@ def resolve_constant_switches(graph_def) -> int:
     """Rewrites every Switch of a constant predicate and what follows from it (module
     doc); the number of Switches resolved."""
     nodes = {n.name: n for n in graph_def.node}
-    taken = {}
-    for n in graph_def.node:
-        if n.op in ("Switch", "RefSwitch") and len(n.input) >= 2:
-            value = _constant_predicate(nodes, n.input[1])
-            if value is not None:
-                taken[n.name] = int(value)  # output 1 carries the data when the predicate is true
+    taken: dict[str, int] = {}  # output 1 carries the data when the predicate is true
+    while True:  # (a nested cond's predicate is known once the outer Switch is)
+        found = {n.name: int(value) for n in graph_def.node if n.op in SWITCHES and n.name not in taken
+                 and len(n.input) >= 2 and (value := _predicate(nodes, taken, n.input[1])) is not None}
+        if not found:
+            break
+        taken.update(found)
     if not taken:
         return 0
     read_before = _read_names(graph_def.node)
-    dead_nodes: set[str] = set()
-
-    def dead(text: str) -> bool:
-        name, port = tensor_key(text.lstrip("^"))
-        if name in dead_nodes:
-            return True
-        return not text.startswith("^") and name in taken and port != taken[name]
-
+    dead_nodes = _dead(graph_def, taken)
     merges = {}  # Merge name -> index of its one live input
-    for n in _order(graph_def):
-        data = [i for i in n.input if not i.startswith("^")]
-        control = [i for i in n.input if i.startswith("^")]
-        if n.op in ("Merge", "RefMerge"):
-            live = [k for k, i in enumerate(data) if not dead(i)]
-            if not live or any(dead(c) for c in control):
-                dead_nodes.add(n.name)
-            elif len(live) == 1 and len(live) < len(data):
+    for n in graph_def.node:
+        if n.op in MERGES and n.name not in dead_nodes:
+            data = [i for i in n.input if not i.startswith("^")]
+            live = [k for k, i in enumerate(data) if not _is_dead(i, dead_nodes, taken)]
+            if len(live) == 1 < len(data):
                 merges[n.name] = live[0]
-        elif any(dead(i) for i in n.input):
-            dead_nodes.add(n.name)
     kept = [n for n in graph_def.node if n.name not in dead_nodes]
     for n in kept:
         if n.name in taken:  # the Switch passes its data on: an Identity of it
@@ -146,7 +154,13 @@ def resolve_constant_switches(graph_def) -> int:
                 n.input[k] = name
             elif name in merges and port == 1:
                 n.input[k] = index_consts.setdefault(name, name + "/value_index")
-    kept = _without_orphans(kept, read_before)
+    # control inputs on the resolved Switches and on the Identities of their outputs (tf.cond's switch_t /
+    # switch_f, which branch constants wait for) order nothing any more: left, they kept those as outputs
+    anchors = set(taken) | {n.name for n in kept if n.op == "Identity" and n.input
+                            and tensor_key(n.input[0].lstrip("^"))[0] in taken}
+    for n in kept:
+        n.input[:] = [i for i in n.input if not (i.startswith("^") and i[1:] in anchors)]
+    kept = _without_orphans(kept, read_before | anchors)  # (an unread switch_t / switch_f was a sink already)
     del graph_def.node[:]
     graph_def.node.extend(kept)
     for merge, const_name in index_consts.items():
