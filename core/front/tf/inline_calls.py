@@ -9,12 +9,15 @@ Inside a function a node's output is named `node:<output arg>:<index>`; its port
 in a GraphDef is the index counted from the op's first output argument. Most ops
 have one output argument (the port is the index); those with several are listed in
 _OUTPUT_ARGS. A call whose body names another argument of an op not listed, uses
-attribute placeholders (a polymorphic function) or is nested deeper than
-_MAX_DEPTH stays a call (the unsupported-op report names it).
+attribute placeholders (a polymorphic function), runs an op that is not a pure
+computation (tf_ops.RUN_OPS: a write would vanish with the call) or is nested
+deeper than _MAX_DEPTH stays a call (the unsupported-op report, or the offload's
+allow-list, names it).
 """
 from __future__ import annotations
 
 from core.front.tf.tf_subgraph import tensor_key
+from core.services import tf_ops
 
 CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
 _MAX_DEPTH = 8
@@ -67,6 +70,9 @@ def _body(call, fdef) -> tuple[list, list]:
         raise _Unknown("the call's inputs do not match the function's arguments")
     args = {arg.name: data_inputs[k] for k, arg in enumerate(signature.input_arg)}
     nodes = {n.name: n for n in fdef.node_def}
+    impure = sorted({n.op for n in fdef.node_def} - tf_ops.RUN_OPS - set(CALL_OPS))
+    if impure:  # (inlined, a side effect the IR drops would vanish silently: the call stays, the allow-list says)
+        raise _Unknown(f"the function runs {', '.join(impure)}")
     prefix = call.name + "/"
     made = []
     for node_def in fdef.node_def:
