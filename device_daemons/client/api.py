@@ -312,6 +312,11 @@ def _perf_count(config: dict | None) -> bool:
     return str(value).upper() == "YES"
 
 
+def _forked(loaded) -> bool:
+    """Whether a (connection, handle) is of the process this one was forked from."""
+    return loaded is not None and loaded[0].owner != os.getpid()
+
+
 class ExecutableNetwork:
     """A network loaded on a device daemon (IE's ExecutableNetwork). It is the
     LoadedNetwork its requests run on (request_path.py): link, loaded, forget,
@@ -429,6 +434,9 @@ class ExecutableNetwork:
 
     @staticmethod
     def _unload_quietly(box: dict) -> None:
+        if _forked(box.get("loaded")):  # a forked child: the parent's network, connection and threads
+            box.clear()
+            return
         executor = box.pop("executor", None)
         if executor is not None:
             executor.shutdown(wait=False)
@@ -451,6 +459,10 @@ class ExecutableNetwork:
         """Unload the network from the daemon (also done when this object is collected);
         requests after it are errors."""
         self._closed = True
+        if _forked(self._loaded):  # (as _unload_quietly)
+            self._loaded = None
+            self._box.clear()
+            return
         loaded = self._loaded
         self._loaded = None
         self._box.pop("loaded", None)

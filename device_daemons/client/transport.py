@@ -25,6 +25,7 @@ deadline is DaemonTimeout (the daemon is shared, so it is not killed).
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -71,6 +72,7 @@ class Connection:
         self.local = local
         self.dead: str | None = None  # why it is considered dead
         self.checked = time.monotonic()
+        self.owner = os.getpid()  # (a forked child has its sockets, not their I/O threads: not its to use)
         self.slots = slots(self)
 
     def learn(self, info: dict, key: bytes | None, timeout: float, carrier: bool) -> None:
@@ -137,6 +139,11 @@ class Link:
     # ----------------------------------------------------------------- connect
     def connection(self) -> Connection:
         conn = self._conn
+        if conn is not None and conn.owner != os.getpid():  # (before any lock: a parent's thread may hold it)
+            raise DaemonError(f"this process (pid {os.getpid()}) was forked from pid {conn.owner} after its IECore "
+                              f"connected to the {self.device} daemon: ZeroMQ sockets and the client's threads do "
+                              f"not survive fork. Make a new IECore in the child (or start children with "
+                              f"multiprocessing's 'spawn' method)")
         if conn is not None and conn.alive(_ALIVE_CACHE_S):
             return conn
         with self._lock:
@@ -216,6 +223,10 @@ class Link:
             self._conn = None
 
     def close(self) -> None:
+        conn = self._conn
+        if conn is not None and conn.owner != os.getpid():  # a forked child: the parent's to close
+            self.closed, self._conn = True, None
+            return
         with self._lock:
             self.closed = True
             if self._conn is not None:

@@ -285,3 +285,38 @@ def test_the_networks_of_a_killed_client_are_unloaded(fresh_runtime, tiny):
         status = ie._link("CPU").call("status")[0]
         assert [n["handle"] for n in status["networks"]] == [mine._loaded[1]], status["networks"]
         assert_close(mine.infer({"data": tiny.input(3)})["prob"], tiny.reference(tiny.input(3)))
+
+
+FORKED = """
+import os, sys
+import numpy as np
+from device_daemons.client import DaemonError, IECore
+ie = IECore(timeout=20)
+exec_net = ie.load_network(ie.read_network(sys.argv[1]), "CPU")
+x = np.zeros((1, 3, 16, 16), np.float32)
+exec_net.infer({"data": x})
+pid = os.fork()
+if pid == 0:
+    try:
+        exec_net.infer({"data": x})
+        print("child: no error")
+    except DaemonError as exc:
+        print("child:", exc)
+    os._exit(0)
+os.waitpid(pid, 0)
+print("parent:", sorted(exec_net.infer({"data": x})))
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_forked_child_gets_a_clear_error_not_a_hang(fresh_runtime, tiny):
+    """ZeroMQ sockets and the client's threads do not survive fork: a child using its parent's
+    IECore hung for good; it gets an error saying so, and the parent goes on."""
+    import subprocess
+    import sys
+    from tests.support import REPO
+    proc = subprocess.run([sys.executable, "-c", FORKED, tiny.xml], capture_output=True, text=True, timeout=90,
+                          env=dict(os.environ, PYTHONPATH=REPO))
+    assert proc.returncode == 0, proc.stderr
+    assert "child: this process (pid" in proc.stdout and "was forked from pid" in proc.stdout, proc.stdout
+    assert "parent: ['prob']" in proc.stdout, proc.stdout
