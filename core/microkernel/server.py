@@ -53,6 +53,7 @@ BUILTIN_OPS = ("hello", "ping", "shutdown")
 
 _POLL_MS = 200  # how often the loop looks at signals / stop requests
 _PARENT_CHECK_S = 0.5
+_WANTED_CHECK_S = 5.0  # (still_wanted may read files: a record, /proc; what it finds is rare and not urgent)
 _STOP_GRACE_S = 2.0  # in-flight pool requests may finish this long after a stop
 _LINGER_MS = 1000  # time to flush the last replies when closing
 _TB_LINES = 12
@@ -236,7 +237,7 @@ class Server:
         self.direct_messages = 0  # requests that came over the local carrier (a statistic)
         # what the service adds to its hello reply (e.g. whether its framework loaded)
         self.info: dict = {}
-        # asked every _PARENT_CHECK_S while serving: a reason to stop (e.g. a daemon its record no longer names), or None
+        # asked every _WANTED_CHECK_S while serving: a reason to stop (a daemon its record no longer names), or None
         self.still_wanted: Callable[[], str | None] | None = None
         self._replies = Mailbox()
         self._tasks = FairQueue(queue_limits)  # the pool's work: per client, in turn (fair_queue.py)
@@ -300,6 +301,7 @@ class Server:
         if listener is not None:
             poller.register(listener.fileno(), zmq.POLLIN)
         next_parent_check = 0.0
+        next_wanted_check = time.monotonic() + _WANTED_CHECK_S
         stop_deadline = None
         try:
             while True:
@@ -312,7 +314,8 @@ class Server:
                         log.info("parent process %s is gone; exiting", self._parent_pid)
                         self.request_stop("parent died")
                         stop_deadline = now  # nobody is left to answer
-                    elif self.still_wanted is not None and self._stop_reason is None:
+                    elif self.still_wanted is not None and self._stop_reason is None and now >= next_wanted_check:
+                        next_wanted_check = now + _WANTED_CHECK_S
                         unwanted = self.still_wanted()
                         if unwanted:
                             log.warning("%s; exiting", unwanted)

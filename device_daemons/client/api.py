@@ -78,7 +78,7 @@ from . import reaper, request_path
 from .bound_client import BoundRequests
 from .daemon import DaemonDied, DaemonError, DaemonNotRunning, DaemonTimeout
 from .errors import InferenceError, remote_error
-from .ie_info import DataPtr, InputInfo, RequestIdioms, nhwc_inputs, to_ir_layout
+from .ie_info import DataPtr, InputInfo, RequestIdioms, StatusCode, take_input_settings, to_ir_layout
 from .perf_counts import perf_counts
 from .request_ids import request_index
 from .transport import Connection, Link, LinkSettings
@@ -87,13 +87,6 @@ __all__ = ["IECore", "IENetwork", "ExecutableNetwork", "InferRequest", "Inferenc
            "DaemonError", "DaemonDied", "DaemonNotRunning", "DaemonTimeout", "StatusCode"]
 
 POLICIES = ("auto", "existing")
-
-
-class StatusCode:
-    OK = 0
-    GENERAL_ERROR = -1
-    RESULT_NOT_READY = -9
-    INFER_NOT_STARTED = -11
 
 
 # --------------------------------------------------------------------------- network
@@ -314,7 +307,7 @@ def _perf_count(config: dict | None) -> bool:
 
 def _forked(loaded) -> bool:
     """Whether a (connection, handle) is of the process this one was forked from."""
-    return loaded is not None and loaded[0].owner != os.getpid()
+    return loaded is not None and loaded[0].forked
 
 
 class ExecutableNetwork:
@@ -326,9 +319,7 @@ class ExecutableNetwork:
                  perf_count: bool = False, config: dict | None = None):
         self._core = core
         self.perf_count = perf_count  # each request brings back per-layer times (get_perf_counts)
-        self._input_precision = dict(network._input_precision)  # as input_info had them at load
-        self._input_layout = dict(network._input_layout)
-        self._nhwc = nhwc_inputs(network)  # inputs the caller gives NHWC: transposed before sending
+        take_input_settings(self, network)  # input_info as at load: the NHWC inputs are transposed before sending
         self.link = link
         self.name = network.name
         self._network = network
@@ -492,7 +483,7 @@ class ExecutableNetwork:
         """{name: float32 array} of `inputs`; with `copy`, arrays of their own (an
         asynchronous request reads them after the caller may have refilled its buffers)."""
         if self._nhwc and isinstance(inputs, dict):
-            inputs = to_ir_layout(inputs, self._nhwc)  # (new arrays: no copy needed after)
+            inputs = to_ir_layout(inputs, self._nhwc)
         if isinstance(inputs, dict):
             for k, v in inputs.items():  # the common case, checked in one pass (a loop: no generator's calls)
                 if type(v) is not np.ndarray or v.dtype != np.float32 or type(k) is not str:

@@ -14,6 +14,14 @@ import numpy as np
 from core.errors import Error
 
 PRECISIONS = ("FP32", "FP16", "U8", "I8", "U16", "I16", "I32", "I64", "BOOL")
+
+
+class StatusCode:
+    """wait()'s results and a completion callback's status, as the Inference Engine's."""
+    OK = 0
+    GENERAL_ERROR = -1
+    RESULT_NOT_READY = -9
+    INFER_NOT_STARTED = -11
 _LAYOUTS = {1: "C", 2: "NC", 3: "CHW", 4: "NCHW", 5: "NCDHW"}
 
 
@@ -143,9 +151,12 @@ class RequestIdioms:
                         f" {index}" if index >= 0 else "")
 
 
-def nhwc_inputs(network) -> frozenset:
-    """The inputs of an IENetwork whose layout was set to NHWC."""
-    return frozenset(name for name, layout in network._input_layout.items() if layout == "NHWC")
+def take_input_settings(owner, network) -> None:
+    """A loaded network's copy of the IENetwork's input_info at load: precisions, layouts and
+    the NHWC inputs the client transposes before sending (`_nhwc`)."""
+    owner._input_precision = dict(network._input_precision)
+    owner._input_layout = dict(network._input_layout)
+    owner._nhwc = frozenset(name for name, layout in network._input_layout.items() if layout == "NHWC")
 
 
 def to_ir_layout(inputs: dict, nhwc: frozenset) -> dict:

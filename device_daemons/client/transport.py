@@ -56,6 +56,17 @@ class LinkSettings:
     shared_memory: bool = True  # the local carrier may be used (it needs shared memory)
 
 
+_pid = os.getpid()  # this process's, renewed by a fork hook: a request's fork check makes no system call
+
+
+def _after_fork() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
 class Connection:
     """One connection to one daemon incarnation."""
 
@@ -72,8 +83,13 @@ class Connection:
         self.local = local
         self.dead: str | None = None  # why it is considered dead
         self.checked = time.monotonic()
-        self.owner = os.getpid()  # (a forked child has its sockets, not their I/O threads: not its to use)
+        self.owner = _pid  # (a forked child has its sockets, not their I/O threads: not its to use)
         self.slots = slots(self)
+
+    @property
+    def forked(self) -> bool:
+        """Whether this process was forked from the one that made the connection."""
+        return self.owner != _pid
 
     def learn(self, info: dict, key: bytes | None, timeout: float, carrier: bool) -> None:
         """Take what the daemon's hello says: its pid, its local carrier (used when
@@ -139,8 +155,8 @@ class Link:
     # ----------------------------------------------------------------- connect
     def connection(self) -> Connection:
         conn = self._conn
-        if conn is not None and conn.owner != os.getpid():  # (before any lock: a parent's thread may hold it)
-            raise DaemonError(f"this process (pid {os.getpid()}) was forked from pid {conn.owner} after its IECore "
+        if conn is not None and conn.forked:  # (before any lock: a parent's thread may hold it)
+            raise DaemonError(f"this process (pid {_pid}) was forked from pid {conn.owner} after its IECore "
                               f"connected to the {self.device} daemon: ZeroMQ sockets and the client's threads do "
                               f"not survive fork. Make a new IECore in the child (or start children with "
                               f"multiprocessing's 'spawn' method)")
@@ -224,7 +240,7 @@ class Link:
 
     def close(self) -> None:
         conn = self._conn
-        if conn is not None and conn.owner != os.getpid():  # a forked child: the parent's to close
+        if conn is not None and conn.forked:  # the parent's to close
             self.closed, self._conn = True, None
             return
         with self._lock:

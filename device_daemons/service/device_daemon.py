@@ -298,6 +298,7 @@ class DeviceDaemon:
 
     def load_network(self, args: dict, arrays: list) -> dict:
         req = contract.parse_load(args)
+        self._reap_handles()  # (first: what ended clients held is freed before this network is built)
         paths = [os.path.abspath(p) for p in req.kernels]
         source = self._source(req)
         try:
@@ -305,7 +306,6 @@ class DeviceDaemon:
                                           req.batch, req.outputs, req.config)
         finally:
             source.close()
-        self._reap_handles()
         with self._lock:
             handle_id = secrets.randbits(62) + 1  # unguessable: another client cannot name it (issue 21)
             while handle_id in self._handles:

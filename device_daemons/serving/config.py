@@ -133,6 +133,7 @@ def _tensors(items, where: str, key: str) -> tuple:
 # the convert options the repository gives itself: which files, where the IR goes and its name
 _REPOSITORY_OPTIONS = ("input_model", "input_proto", "saved_model_dir", "input_meta_graph", "input_checkpoint",
                        "output_dir", "model_name")
+_SPELLED = {s: o.name for o in OPTIONS for s in o.spellings}  # every convert option's spellings
 
 
 def _repository_option(arg: str) -> str | None:
@@ -141,11 +142,10 @@ def _repository_option(arg: str) -> str | None:
     word = arg.split("=", 1)[0]
     if not word.startswith("-"):
         return None
-    spelled = {s: o.name for o in OPTIONS for s in o.spellings}
-    if word in spelled:
-        return spelled[word] if spelled[word] in _REPOSITORY_OPTIONS else None
+    if word in _SPELLED:
+        return _SPELLED[word] if _SPELLED[word] in _REPOSITORY_OPTIONS else None
     if word.startswith("--"):
-        matches = {name for s, name in spelled.items() if s.startswith("--") and s.startswith(word)}
+        matches = {name for s, name in _SPELLED.items() if s.startswith(word)}
         if len(matches) == 1 and matches <= set(_REPOSITORY_OPTIONS):
             return matches.pop()
     return None

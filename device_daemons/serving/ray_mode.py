@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
-import math
 import os
 import secrets
 import socket
@@ -442,8 +441,6 @@ def check_reachable(address: str) -> None:
 def serve_ray(opts: ServeOptions, address: str, default_replicas: int) -> int:
     setup_logging()
     logging.getLogger("ray").setLevel(logging.WARNING)
-    if not (math.isfinite(opts.grace) and opts.grace >= 0):  # (Ray Serve would refuse it at every deploy)
-        raise Error("--grace must be a number of seconds >= 0, got {}", opts.grace)
     token, tls = security(opts)
     repository = ModelRepository(opts.model_repository, opts.cache_dir)
     names = opts.load_models if opts.load_models is not None else repository.names()

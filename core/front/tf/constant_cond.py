@@ -16,6 +16,8 @@ import numpy as np
 from core.front.tf.tensors import tensor_to_numpy
 from core.front.tf.tf_subgraph import set_const, tensor_key
 
+SWITCHES, MERGES = ("Switch", "RefSwitch"), ("Merge", "RefMerge")
+
 
 def _source(nodes: dict, text: str):
     """The node a tensor comes from through Identities."""
@@ -33,12 +35,11 @@ def _source(nodes: dict, text: str):
 def _predicate(nodes: dict, taken: dict, text: str, depth: int = 0):
     """The constant bool tensor `text` holds, else None: a Const through Identities, a
     resolved Switch's live output (its data: a nested cond's predicate), a LogicalNot of one."""
-    name, port = tensor_key(text)
-    node = nodes.get(name)
+    node, port = _source(nodes, text)
     if node is None or depth > 64:
         return None
     data = [i for i in node.input if not i.startswith("^")]
-    if data and ((node.op == "Identity" and port == 0) or (node.op in SWITCHES and taken.get(name) == port)):
+    if data and node.op in SWITCHES and taken.get(node.name) == port:
         return _predicate(nodes, taken, data[0], depth + 1)
     if node.op == "LogicalNot" and data:
         value = _predicate(nodes, taken, data[0], depth + 1)
@@ -61,9 +62,6 @@ def switch_placeholders(graph_def) -> list[str]:
                     and source.name not in found:
                 found.append(source.name)
     return found
-
-
-SWITCHES, MERGES = ("Switch", "RefSwitch"), ("Merge", "RefMerge")
 
 
 def _is_dead(text: str, dead_nodes: set, taken: dict) -> bool:
@@ -110,6 +108,12 @@ def _without_orphans(kept: list, read_before: set[str]) -> list:
         kept = [n for n in kept if n.name not in orphans]
 
 
+def _to_identity(node, inputs: list) -> None:
+    node.op, node.input[:] = "Identity", inputs
+    for key in [k for k in node.attr if k != "T"]:
+        del node.attr[key]
+
+
 def resolve_constant_switches(graph_def) -> int:
     """Rewrites every Switch of a constant predicate and what follows from it (module
     doc); the number of Switches resolved."""
@@ -134,16 +138,10 @@ def resolve_constant_switches(graph_def) -> int:
                 merges[n.name] = live[0]
     kept = [n for n in graph_def.node if n.name not in dead_nodes]
     for n in kept:
-        if n.name in taken:  # the Switch passes its data on: an Identity of it
-            data = n.input[0]
-            n.op, n.input[:] = "Identity", [data] + [i for i in n.input[2:] if i.startswith("^")]
-            for key in [k for k in n.attr if k != "T"]:
-                del n.attr[key]
-        elif n.name in merges:
-            live = [i for i in n.input if not i.startswith("^")][merges[n.name]]
-            n.op, n.input[:] = "Identity", [live]
-            for key in [k for k in n.attr if k != "T"]:
-                del n.attr[key]
+        if n.name in taken:  # the Switch passes its data on
+            _to_identity(n, [n.input[0]] + [i for i in n.input[2:] if i.startswith("^")])
+        elif n.name in merges:  # the Merge its one live input
+            _to_identity(n, [[i for i in n.input if not i.startswith("^")][merges[n.name]]])
     index_consts = {}
     for n in kept:  # readers of a Switch's taken port read the Identity; of a Merge's value_index, a Const
         for k, text in enumerate(n.input):

@@ -33,7 +33,7 @@ from core.errors import Error
 from core.microkernel import runtime_dir
 from ir import write_ir
 
-from ..ie_info import InputInfo, RequestIdioms, nhwc_inputs, to_ir_layout
+from ..ie_info import InputInfo, RequestIdioms, StatusCode, take_input_settings, to_ir_layout
 from ..perf_counts import perf_counts
 from ..request_ids import request_index
 from .split import HeteroError, assign_affinity, parse_hetero, run_split, split_network
@@ -93,7 +93,7 @@ class HeteroRequest(RequestIdioms):
                 self._error = exc
             self._running = False
             if callback is not None:
-                callback[0](0 if self._error is None else -1, callback[1])  # StatusCode.OK / GENERAL_ERROR
+                callback[0](StatusCode.OK if self._error is None else StatusCode.GENERAL_ERROR, callback[1])
         callback = self._callback
         self._running = True
         self._thread = threading.Thread(target=run, name="mo-core-hetero-request", daemon=True)
@@ -101,13 +101,13 @@ class HeteroRequest(RequestIdioms):
 
     def wait(self, timeout: float | None = -1) -> int:
         if self._thread is None:
-            return -11  # StatusCode.INFER_NOT_STARTED
+            return StatusCode.INFER_NOT_STARTED
         self._thread.join(None if timeout is None or timeout < 0 else timeout)
         if self._thread.is_alive():
-            return -9  # StatusCode.RESULT_NOT_READY
+            return StatusCode.RESULT_NOT_READY
         if self._error is not None:
             raise self._error
-        return 0
+        return StatusCode.OK
 
     def infer(self, inputs: dict | None = None, timeout: float | None = None) -> dict:
         self._check_idle()
@@ -166,9 +166,7 @@ class HeteroExecutableNetwork:
             raise
         self.inputs = network.inputs
         self.outputs = {key: self.parts[p].outputs[k] for key, (p, k) in self.split.results.items()}
-        self._input_precision = dict(network._input_precision)  # (input_info, as at load)
-        self._input_layout = dict(network._input_layout)
-        self._nhwc = nhwc_inputs(network)
+        take_input_settings(self, network)
         self.warnings = [w for part in self.parts for w in part.warnings]
         self.requests = [HeteroRequest(self) for _ in range(max(1, int(num_requests)))]
 
