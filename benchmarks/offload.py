@@ -176,7 +176,7 @@ def run(models, work, args):
     block_pb = os.path.join(work, "block_subgraph.pb")
     with open(block_pb, "wb") as f:
         f.write(block_graph)
-    erf = convert(models.path("erf_56"), work, "erf", offload_unsupported_operations_to_tf=True)
+    erf = convert(models.path("erf_56"), work, "erf", tensorflow_operation_patterns="Erf")
     erf_graph, erf_in, erf_out = subgraph_of(erf)
     erf_pb = os.path.join(work, "erf_subgraph.pb")
     with open(erf_pb, "wb") as f:
@@ -278,7 +278,7 @@ def sandbox_cost(models, work, args):
     if why_not is not None:
         print("\nThe OS sandbox is unavailable here ({}): nothing to compare".format(why_not))
         return
-    erf = convert(models.path("erf_56"), work, "erf_sandbox", offload_unsupported_operations_to_tf=True)
+    erf = convert(models.path("erf_56"), work, "erf_sandbox", tensorflow_operation_patterns="Erf")
     x = np.ascontiguousarray(models.arrays("erf_56")["in1/x"].transpose(0, 3, 1, 2))
     starts = {"on": [], "off": []}
     calls = {"on": [], "off": []}

@@ -1,4 +1,4 @@
-"""Element-wise activations: ReLU, Activation (sigmoid/tanh/elu/relu6), Clamp, PReLU, Power."""
+"""Element-wise activations: ReLU, Activation (sigmoid/tanh/elu/relu6/erf/gelu), Clamp, PReLU, Power."""
 from core.ops.op import Op, copy_shape_infer, ir_attrs
 
 
@@ -12,6 +12,10 @@ class ReLU(Op):
         return ir_attrs("ReLU", negative_slope=lambda n: n.soft_get("negative_slope") or None)
 
 
+def _gelu_mode(node):
+    return node.soft_get("approximation_mode") if node.activation == "gelu" else None
+
+
 class Activation(Op):
     op = "Activation"
 
@@ -19,7 +23,7 @@ class Activation(Op):
         super().__init__(graph, {"type": "Activation", "op": self.op, "infer": copy_shape_infer}, attrs)
 
     def backend_attrs(self):
-        return ir_attrs("Activation", type=lambda n: n.activation)
+        return ir_attrs("Activation", type=lambda n: n.activation, approximation_mode=_gelu_mode)
 
 
 class Clamp(Op):

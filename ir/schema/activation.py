@@ -5,9 +5,11 @@ from .layer import LayerSchema
 SCHEMAS = [
     LayerSchema("ReLU", [Float("negative_slope", 0.0)]),
     LayerSchema("Activation", [
-        Enum("type", ("sigmoid", "tanh", "elu", "relu6", "abs", "relu"), ignore_case=True),
+        Enum("type", ("sigmoid", "tanh", "elu", "relu6", "abs", "relu", "erf", "gelu"), ignore_case=True),
         Float("alpha", 1.0, doc="elu: the scale of the negative part"),
         Float("negative_slope", 0.0, doc="relu: the leak"),
+        Enum("approximation_mode", ("erf", "tanh"), "erf", ignore_case=True,
+             doc="gelu: x * Phi(x) exactly (erf) or in the tanh form (ir/special.py)"),
     ]),
     LayerSchema("Clamp", [Float("min"), Float("max")]),
     LayerSchema("PReLU", [Bool("channel_shared", False)]),

@@ -388,6 +388,20 @@ def test_a_residual_sum_followed_by_a_chain_of_activations(tmp_path, chain, tail
     assert_close(ours[name], ref[name], 1e-4, name)
 
 
+def test_gelu_is_a_post_op_of_the_convolution_and_erf_runs_on_numpy(tmp_path):
+    """oneDNN's gelu_erf / gelu_tanh post-ops; a lone Erf has no oneDNN form (the numpy kernel, checked
+    against Python's erf in test_cpu_plan.py, is the reference of both)."""
+    from tests.cpu.test_cpu_mobile import Net, ran_in, run_both
+    net = Net((1, 8, 9, 11))
+    erf = net.add("Activation", ["data"], {"type": "erf"})
+    exact = net.add("Activation", [net.conv(erf, 16)], {"type": "gelu"})
+    tanh = net.add("Activation", [net.conv(exact, 16)], {"type": "gelu", "approximation_mode": "tanh"})
+    net.conv(tanh, 8)
+    plan = run_both(tmp_path, net)
+    assert ran_in(plan, exact) != exact and ran_in(plan, tanh) != tanh  # inside the convolutions
+    assert [s.backend for s in plan.program.steps if s.name == erf] == ["numpy"]
+
+
 # SSD heads as their exports have them: a convolution (blocked output) read through Permutes and
 # Reshapes that split its channel blocks; a Permute that is a network output; one of a numpy array
 TRANSPOSES = (conv("c1", "data", "c1", 24) + layer("ReLU", "r1", "c1", "c1")

@@ -2,6 +2,7 @@
 release, output naming, input validation, reshape."""
 from __future__ import annotations
 
+import math
 import textwrap
 
 import numpy as np
@@ -335,6 +336,26 @@ def test_activation_types(tmp_path, kind, ref):
     x = (RNG.standard_normal((2, 3, 5)) * 5).astype(np.float32)
     plan = ExecutionPlan(single_layer_ir(tmp_path, "Activation", {"type": kind}, [x.shape], [x.shape]))
     np.testing.assert_allclose(plan.infer({"in0": x})["layer"], ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("data", [{"type": "erf"}, {"type": "gelu"}, {"type": "gelu", "approximation_mode": "tanh"}],
+                         ids=["erf", "gelu", "gelu_tanh"])
+def test_erf_and_gelu_against_pythons_erf(tmp_path, data):
+    """The numpy kernels down the tails too: exact GELU at x = -12 is ~1e-32, kept to f32's relative
+    precision (oneDNN's post-op is held to the network-level tolerance: test_cpu_onednn.py)."""
+    x = np.concatenate([np.linspace(-12, 12, 481), RNG.standard_normal(119) * 1e-3]).astype(np.float32)
+    x = x.reshape(2, 3, 100)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "Activation", data, [x.shape], [x.shape]), backend="numpy")
+    erf = np.vectorize(math.erf)
+    erfc = np.vectorize(math.erfc)
+    x64 = x.astype(np.float64)
+    if data["type"] == "erf":
+        ref = erf(x64)
+    elif data.get("approximation_mode") == "tanh":
+        ref = 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64 ** 3)))
+    else:
+        ref = 0.5 * x64 * erfc(-x64 / math.sqrt(2))
+    np.testing.assert_allclose(plan.infer({"in0": x})["layer"], ref, rtol=2e-6, atol=1e-37)
 
 
 CLASH = """name: "clash"

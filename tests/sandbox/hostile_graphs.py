@@ -217,7 +217,7 @@ def endless_loop():
 
 
 def plain():
-    """A benign graph of the same shape: y = erf(x) * 2 (the converter offloads Erf)."""
+    """A benign graph of the same shape: y = erf(x) * 2 (the tests embed it as an offloaded sub-graph)."""
     def build(x):
         tf.multiply(tf.math.erf(x), 2.0, name="y")
     write_graph("plain", graph_of(build), output="y")

@@ -159,6 +159,23 @@ def _(rng, x):
     return tf.maximum(x, 0.2 * x)
 
 
+@case("gelu_forms", (1, 5, 6, 4))
+def _(rng, x):
+    # each GELU form is one Activation gelu (test_tf_options.py checks the IR); inputs out to |x| ~ 10,
+    # where exact GELU's negative tail is ~1e-23
+    x = x * 4.0
+    return [tf.nn.gelu(x, approximate=False), tf.nn.gelu(x, approximate=True),
+            x * 0.5 * (1.0 + tf.math.erf(x / tf.sqrt(2.0))), 0.5 * (x * (1.0 + tf.math.erf(x * 0.70710678)))]
+
+
+@case("erf_erfc_not_gelu", (1, 4, 4, 3))
+def _(rng, x):
+    # Erf and Erfc alone, a product that is not GELU (0.4), and a GELU whose gate is also an output
+    x = x * 3.0
+    gate = 1.0 + tf.math.erf(x * 0.70710678)
+    return [tf.math.erf(x), tf.math.erfc(x), 0.4 * x * (1.0 + tf.math.erf(x / tf.sqrt(2.0))), 0.5 * x * gate, gate]
+
+
 @case("softmax_4d", (1, 3, 4, 6))
 def _(rng, x):
     return tf.nn.softmax(x * 3.0)

@@ -30,17 +30,19 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
     compare_with_tf(ie, tf_graphs, case, tmp_path, data_type="FP16", tol=1e-2)
 
 
-def test_output_padding_as_ir_v11_on_openvino(tf_graphs, tmp_path):
-    """The uncovered border (Deconvolution + Pad) in IR v11 on the OpenVINO runtime too."""
+@pytest.mark.parametrize("case", ["conv_transpose_output_padding", "gelu_forms", "erf_erfc_not_gelu"])
+def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
+    """IR v11 on the OpenVINO runtime too: the uncovered border (Deconvolution + Pad); Gelu-7 and Erf."""
     import numpy as np
     import openvino as ov
     from tests.support import run_cli
     from tests.tf.tf_helpers import nchw, nhwc, rel_err
-    case = "conv_transpose_output_padding"
     code, out, err = run_cli("convert", "--input_model", tf_graphs.path(case), "-b", "1", "--ir_version", "11",
                              "--output_dir", str(tmp_path), "--model_name", case)
     assert code == 0, out + err
     arrays = tf_graphs.arrays(case)
     compiled = ov.Core().compile_model(str(tmp_path / (case + ".xml")), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    (result,) = compiled({0: nchw(arrays["in1/x"])}).values()
-    assert rel_err(nhwc(np.asarray(result)), arrays["out1/0"]) < 1e-5
+    results = compiled({0: nchw(arrays["in1/x"])})
+    by_name = {name: np.asarray(value) for port, value in results.items() for name in port.get_names()}
+    for i, tf_name in enumerate(tf_graphs.meta(case)["outputs"]):
+        assert rel_err(nhwc(by_name[tf_name.partition(":")[0]]), arrays["out1/{}".format(i)]) < 1e-5, tf_name

@@ -143,10 +143,24 @@ def test_extension_for_a_tf_op(ie, tf_graphs, tmp_path):
     assert "Erf" in [l.type for l in read_ir(os.path.join(tmp_path, "erf_extension.xml")).layers]
 
 
-def test_without_the_extension_erf_is_reported(tf_graphs, tmp_path):
-    code, _, err = run_cli("convert", "--input_model", tf_graphs.path("erf_extension"), "-b", "1", "--output_dir",
-                           str(tmp_path))
-    assert code == 1 and "Erf (1 node)" in err and "#23" in err
+def test_without_the_extension_erf_is_native(ie, tf_graphs, tmp_path):
+    """The extension above replaces the built-in Erf; without it Erf is an Activation of the IR."""
+    compare_with_tf(ie, tf_graphs, "erf_extension", tmp_path)
+    layers = read_ir(os.path.join(tmp_path, "erf_extension.xml")).layers
+    assert [layer.data.get("type") for layer in layers if layer.type == "Activation"] == ["erf"]
+
+
+@pytest.mark.parametrize("case,gelus,erfs", [("gelu_forms", ["erf", "tanh", "erf", "erf"], 0),
+                                              ("erf_erfc_not_gelu", [], 4)])
+def test_gelu_sub_graphs_are_one_layer(ie, tf_graphs, tmp_path, case, gelus, erfs):
+    """Every GELU form is one Activation gelu (its approximation kept); a product that is not GELU, or
+    whose gate something else reads, stays as it is (Erfc: erf then Power)."""
+    compare_with_tf(ie, tf_graphs, case, tmp_path)
+    activations = [layer for layer in read_ir(os.path.join(tmp_path, case + ".xml")).layers
+                   if layer.type == "Activation"]
+    assert [a.data.get("approximation_mode") for a in activations if a.data.get("type") == "gelu"] == gelus
+    assert sum(a.data.get("type") == "erf" for a in activations) == erfs
+    assert {a.data.get("type") for a in activations} <= {"gelu", "erf"}
 
 
 def test_model_name_and_cli(tf_graphs, tmp_path):

@@ -15,15 +15,20 @@ and constant values are known (before lowering). In this order:
    over the channels (or C, H, W) -> Normalize. (Normalize divides by
    sqrt(sum + eps) where TensorFlow takes max(sum, eps): the same unless the
    sum of squares is about eps.)
+5. GELU: 0.5 * x * erfc(-x / sqrt 2) (tf.nn.gelu, Keras' "gelu"), 0.5 * x * (1 + erf(x /
+   sqrt 2)) (BERT's) and the tanh form 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 *
+   x^3))), with the products in any order -> one Activation gelu (an eltwise post-op on
+   oneDNN, not seven layers).
 A sub-graph whose inner tensors are read by anything else stays as it is.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from core.front.tf.ops.activation import Activations
+from core.front.tf.ops.activation import Activations, Gelu
 from core.front.tf.ops.base import TFOp
 from core.ops.normalization import Normalize
+from ir.special import GELU_TANH_CUBIC, SQRT_2_OVER_PI
 
 NON_NEGATIVE = {"Relu", "Relu6", "Sigmoid", "Softmax"}
 
@@ -248,8 +253,137 @@ def _l2_chain(x, inv):
     return rank, axes, float(eps.ravel()[0]), (rsqrt, maximum, reduce, square)
 
 
+# --- 5. GELU ------------------------------------------------------------------------------
+_INV_SQRT2 = 0.5 ** 0.5
+
+
+def _scalar(data) -> float | None:
+    value = _value(data)
+    return float(value.ravel()[0]) if value is not None and value.size == 1 else None
+
+
+def _near(value: float | None, target: float) -> bool:
+    return value is not None and abs(value - target) <= 1e-5 * abs(target)
+
+
+class _Match:
+    """The ops of a candidate sub-graph, each output read only inside it (but x's)."""
+
+    def __init__(self):
+        self.ops = []
+
+    def op(self, data, *types):
+        node = _producer(data, *types)
+        if node is None or _only_reader(data) is None:
+            return None
+        self.ops.append(node)
+        return node
+
+    def pair(self, node):
+        """(constant, other) inputs of a two-input op with one scalar constant, else (None, None)."""
+        a, b = node.data_inputs()
+        if _scalar(a) is not None and _value(b) is None:
+            return _scalar(a), b
+        if _scalar(b) is not None and _value(a) is None:
+            return _scalar(b), a
+        return None, None
+
+
+def _scaled(m: _Match, data, factor: float):
+    """x where data = x * factor (a Mul by the constant, or a RealDiv by its inverse), else None."""
+    node = m.op(data, "Mul", "RealDiv")
+    if node is None:
+        return None
+    if node.tf_op == "RealDiv":
+        x, divisor = node.data_inputs()
+        ok = _value(x) is None and bool(_scalar(divisor)) and _near(1.0 / _scalar(divisor), factor)
+        return x if ok else None
+    c, x = m.pair(node)
+    return x if _near(c, factor) else None
+
+
+def _gate(m: _Match, data):
+    """(x, approximation) when data is GELU's gate over x: 2 * Phi(x) or its tanh form."""
+    erfc = m.op(data, "Erfc")
+    if erfc is not None:  # erfc(-x / sqrt 2): a Neg then the scale, or a negative scale
+        arg, mark = erfc.in_node(0), len(m.ops)
+        neg = _scaled(m, arg, _INV_SQRT2)
+        neg = neg is not None and m.op(neg, "Neg")
+        if neg:
+            return neg.in_node(0), "erf"
+        del m.ops[mark:]
+        return _scaled(m, arg, -_INV_SQRT2), "erf"
+    add = m.op(data, "AddV2", "Add")
+    if add is None:
+        return None, None
+    one, term = m.pair(add)
+    if not _near(one, 1.0):
+        return None, None
+    erf = m.op(term, "Erf")
+    if erf is not None:
+        return _scaled(m, erf.in_node(0), _INV_SQRT2), "erf"
+    tanh = m.op(term, "Tanh")
+    inner = tanh and _scaled(m, tanh.in_node(0), SQRT_2_OVER_PI)
+    total = inner is not None and m.op(inner, "AddV2", "Add")
+    if not total:
+        return None, None
+    a, b = total.data_inputs()
+    for x, cubic in ((a, b), (b, a)):
+        mark = len(m.ops)
+        cube = _scaled(m, cubic, GELU_TANH_CUBIC)
+        power = cube is not None and m.op(cube, "Pow")
+        if power and power.in_node(0).id == x.id and _scalar(power.in_node(1)) == 3.0:
+            return x, "tanh"
+        del m.ops[mark:]
+    return None, None
+
+
+def _factors(m: _Match, node) -> list:
+    """The factors of the product that `node` (a Mul) computes: Muls read only by it are opened."""
+    leaves = []
+    for data in node.data_inputs():
+        inner = _value(data) is None and m.op(data, "Mul")
+        leaves.extend(_factors(m, inner) if inner else [data])
+    return leaves
+
+
+def _gelu_of(node):
+    """(x, approximation, ops to remove) when the Mul `node` computes GELU, else None."""
+    m = _Match()
+    factors = _factors(m, node)
+    constants = [_scalar(f) for f in factors if _value(f) is not None]
+    tensors = [f for f in factors if _value(f) is None]
+    if len(tensors) != 2 or None in constants or not _near(float(np.prod(constants)), 0.5):
+        return None
+    for x, gate in (tensors, tensors[::-1]):
+        mark = len(m.ops)
+        gx, approximation = _gate(m, gate)
+        if gx is not None and gx.id == x.id:
+            return x, approximation, m.ops
+        del m.ops[mark:]
+    return None
+
+
+def fold_gelu(graph):
+    for node in graph.op_nodes(tf_op="Mul"):
+        if node.id not in graph or node.soft_get("tf_class") is None:
+            continue
+        match = _gelu_of(node)
+        if match is None:
+            continue
+        x, approximation, ops = match
+        node["tf_op"] = "Gelu"
+        node["tf_class"] = Gelu
+        node.tf["approximation"] = approximation
+        for u, v, key in list(graph.in_edges(node.id, keys=True)):
+            graph.remove_edge(u, v, key)
+        graph.connect(x, node, inp=0)
+        _remove_ops(graph, *ops)
+
+
 def replace_patterns(graph):
     fold_atrous(graph)
     fold_padding(graph)
     fold_leaky_relu(graph)
     fold_l2_normalize(graph)
+    fold_gelu(graph)

@@ -1,11 +1,13 @@
 """Element-wise activations: ReLU (leaky), Activation (sigmoid, tanh, elu, abs,
-relu6, relu), Clamp, PReLU, Power ((shift + scale * x) ^ power).
+relu6, relu, erf, gelu), Clamp, PReLU, Power ((shift + scale * x) ^ power).
 
 All of them may run in place (the plan says when the input buffer is free).
 """
 from __future__ import annotations
 
 import numpy as np
+
+from ir.special import erf, gelu
 
 from .base import Kernel, broadcast_shape, channel_vector, register
 
@@ -60,12 +62,17 @@ class Activation(_Elementwise):
         self.kind = self.attrs["type"]
         self.alpha = self.attrs["alpha"]
         self.slope = self.attrs["negative_slope"]
+        self.approximation = self.attrs["approximation_mode"]
 
     def forward(self, inputs):
         x = inputs[0]
         out = self._out(x)
         kind = self.kind
-        if kind == "sigmoid":
+        if kind == "gelu":
+            out[...] = gelu(x, self.approximation)
+        elif kind == "erf":
+            out[...] = erf(x)
+        elif kind == "sigmoid":
             sigmoid(x, out)
         elif kind == "tanh":
             np.tanh(x, out=out)

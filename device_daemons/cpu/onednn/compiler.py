@@ -341,9 +341,16 @@ class _Compiler:
                     fused[j] = i
                     out_slot[i] = self.steps[j].out_slots[0]
         for i, op in ops.items():
-            if op.accepts_post_ops and i not in fused:
+            if op.accepts_post_ops and i not in fused and not self.lone_eltwise(i, ops):
                 out_slot[i] = self.activation_chain(op, i, out_slot.get(i, self.steps[i].out_slots[0]), ops, fused)
         return fused, out_slot
+
+    def lone_eltwise(self, i, ops) -> bool:
+        """Step i is an element-wise layer that is one eltwise primitive: oneDNN has no jit eltwise
+        with post-ops (its reference kernel took 270 ms for a bias + GELU over 1.2 M values that the
+        jit kernels do in 1 ms as two steps), so the activations after it run as steps of their own."""
+        own = self.post_ops_of(i, ops)
+        return bool(own) and own[0][0] == "eltwise"
 
     def post_ops_of(self, j, ops) -> list | None:
         """The post-ops computing step j when it is a one-input element-wise op."""

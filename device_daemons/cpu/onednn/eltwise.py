@@ -40,6 +40,8 @@ def unary_post_ops(step, shape=None) -> list | None:
             return [("eltwise", "elu", kernel.alpha, 0.0)]
         if kind == "relu":
             return [("eltwise", "relu", kernel.slope, 0.0)]
+        if kind == "gelu":
+            return [("eltwise", "gelu_" + kernel.approximation, 0.0, 0.0)]
         return [("eltwise",) + _ACTIVATIONS[kind]] if kind in _ACTIVATIONS else None
     if layer_type == "Power":
         if kernel.power == 1.0:

@@ -1,5 +1,5 @@
 """Element-wise activations on the GPU (activation.cl): ReLU (leaky), Clamp,
-Activation (sigmoid, tanh, elu, abs, relu6, relu), PReLU, Power.
+Activation (sigmoid, tanh, elu, abs, relu6, relu, erf, gelu), PReLU, Power.
 
 `activation_code(kernel)` says which of them a convolution, fully connected,
 eltwise or scale-shift layer can apply in its epilogue instead (the plan fuses
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import (ACT_ABS, ACT_CLAMP, ACT_ELU, ACT_RELU, ACT_SIGMOID, ACT_TANH, GpuKernel, channel_layout, f32,
-                   i32, register, round_up)
+from .base import (ACT_ABS, ACT_CLAMP, ACT_ELU, ACT_ERF, ACT_GELU_ERF, ACT_GELU_TANH, ACT_RELU, ACT_SIGMOID,
+                   ACT_TANH, GpuKernel, channel_layout, f32, i32, register, round_up)
 
-_ACTIVATION_TYPES = {"sigmoid": ACT_SIGMOID, "tanh": ACT_TANH, "abs": ACT_ABS}
+_ACTIVATION_TYPES = {"sigmoid": ACT_SIGMOID, "tanh": ACT_TANH, "abs": ACT_ABS, "erf": ACT_ERF}
 
 
 def activation_code(kernel) -> tuple | None:
@@ -30,6 +30,8 @@ def activation_code(kernel) -> tuple | None:
             return ACT_CLAMP, 0.0, 6.0
         if ref.kind == "elu":
             return ACT_ELU, ref.alpha, 0.0
+        if ref.kind == "gelu":
+            return (ACT_GELU_TANH if ref.approximation == "tanh" else ACT_GELU_ERF), 0.0, 0.0
         return _ACTIVATION_TYPES[ref.kind], 0.0, 0.0
     return None
 

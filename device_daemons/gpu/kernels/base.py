@@ -50,7 +50,7 @@ MMA_KINDS = ("mma", "wino_mma")  # configurations whose GEMM runs on tensor core
 # IR type -> GPU kernel class. Filled by the @register decorator of each family module.
 GPU_KERNELS: dict[str, type] = {}
 
-ACT_NONE, ACT_RELU, ACT_CLAMP, ACT_SIGMOID, ACT_TANH, ACT_ELU, ACT_ABS = range(7)
+ACT_NONE, ACT_RELU, ACT_CLAMP, ACT_SIGMOID, ACT_TANH, ACT_ELU, ACT_ABS, ACT_ERF, ACT_GELU_ERF, ACT_GELU_TANH = range(10)
 NO_ACTIVATION = (ACT_NONE, 0.0, 0.0)
 
 

@@ -30,6 +30,9 @@
 #define ACT_TANH 4
 #define ACT_ELU 5       // a: alpha
 #define ACT_ABS 6
+#define ACT_ERF 7
+#define ACT_GELU_ERF 8  // x * Phi(x), erfc keeps the negative tail's relative accuracy
+#define ACT_GELU_TANH 9
 
 inline float activate(float v, int act, float a, float b) {
     switch (act) {
@@ -39,6 +42,9 @@ inline float activate(float v, int act, float a, float b) {
     case ACT_TANH: return tanh(v);
     case ACT_ELU: return v > 0.0f ? v : a * expm1(v);
     case ACT_ABS: return fabs(v);
+    case ACT_ERF: return erf(v);
+    case ACT_GELU_ERF: return 0.5f * v * erfc(-v * M_SQRT1_2_F);
+    case ACT_GELU_TANH: return 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
     default: return v;
     }
 }

@@ -1,6 +1,6 @@
 """Element-wise activations: ReLU (leaky: PRelu), Activation (Sigmoid, Tanh, Elu,
-Abs, Clamp for relu6, ReLU), Clamp, PReLU (PRelu), Power ((shift + scale*x)^power
-as Multiply, Add, Power)."""
+Abs, Clamp for relu6, ReLU, Erf, Gelu-7 with its approximation mode), Clamp, PReLU
+(PRelu), Power ((shift + scale*x)^power as Multiply, Add, Power)."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,7 +30,10 @@ def activation(m: Mapping):
         return [m.op("Elu", [x], x.shape, attrs={"alpha": a["alpha"]})]
     if kind == "relu6":
         return [m.op("Clamp", [x], x.shape, attrs={"min": 0.0, "max": 6.0})]
-    type_ = {"sigmoid": "Sigmoid", "tanh": "Tanh", "abs": "Abs"}[kind]
+    if kind == "gelu":
+        mode = a["approximation_mode"].upper()
+        return [m.op("Gelu", [x], x.shape, version="opset7", attrs={"approximation_mode": mode})]
+    type_ = {"sigmoid": "Sigmoid", "tanh": "Tanh", "abs": "Abs", "erf": "Erf"}[kind]
     return [m.op(type_, [x], x.shape)]
 
 

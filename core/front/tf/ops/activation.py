@@ -1,14 +1,16 @@
 """Activations: Relu, Relu6 (Clamp 0..6), LeakyRelu (ReLU with negative_slope),
-Elu, Sigmoid, Tanh (Activation), and Softmax over the last TF axis (SoftMax on
-the IR axis it maps to)."""
+Elu, Sigmoid, Tanh, Erf (Activation; Erfc as 1 - erf: Activation then Power), Softmax
+over the last TF axis (SoftMax on the IR axis it maps to), and the GELU that
+patterns.py finds (Activation gelu)."""
 from __future__ import annotations
 
 import numpy as np
 
 from core.front.tf.ops.base import TFOp, expect_inputs
 from core.front.tf.tensors import attr
-from core.ops.activation import Activation, Clamp, ReLU
+from core.ops.activation import Activation, Clamp, Power, ReLU
 from core.ops.normalization import SoftMax
+from ir.special import erf, gelu
 
 
 def _sigmoid(x):
@@ -25,7 +27,9 @@ FUNCS = {
     "LeakyRelu": lambda n, x: np.where(x > 0, x, x * n.tf["alpha"]),
     "Elu": lambda n, x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
     "Sigmoid": lambda n, x: _sigmoid(x), "Tanh": lambda n, x: np.tanh(x), "Softmax": lambda n, x: _softmax(x),
+    "Erf": lambda n, x: erf(x), "Erfc": lambda n, x: 1.0 - erf(x),
 }
+ACTIVATION_TYPES = {"Elu": "elu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "Erfc": "erf"}
 
 
 class Activations(TFOp):
@@ -60,5 +64,24 @@ class Activations(TFOp):
         elif op == "Softmax":
             lw.retype(node, SoftMax, {"axis": lw.ir_axis(x, -1)})
         else:
-            lw.retype(node, Activation, {"activation": {"Elu": "elu", "Sigmoid": "sigmoid", "Tanh": "tanh"}[op],
-                                         "alpha": 1.0 if op == "Elu" else None})
+            lw.retype(node, Activation, {"activation": ACTIVATION_TYPES[op], "alpha": 1.0 if op == "Elu" else None})
+            if op == "Erfc":
+                lw.insert_after(node, node.name + "/erf", Power, {"power": 1.0, "scale": -1.0, "shift": 1.0})
+
+
+class Gelu(TFOp):
+    """x * Phi(x), a sub-graph of TensorFlow ops that patterns.py matched (no TF op of
+    this name); node.tf["approximation"]: "erf" or "tanh"."""
+
+    @staticmethod
+    def evaluate(node, values):
+        return [np.asarray(gelu(values[0], node.tf["approximation"]), dtype=values[0].dtype)]
+
+    @staticmethod
+    def shape(node, shapes):
+        return [shapes[0]]
+
+    @staticmethod
+    def lower(node, lw):
+        lw.keep_inputs(node, node.data_inputs()[0])
+        lw.retype(node, Activation, {"activation": "gelu", "approximation_mode": node.tf["approximation"]})
