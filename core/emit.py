@@ -89,4 +89,8 @@ def to_network(graph, name: str, warnings: list | None = None) -> Network:
     read = {(e.from_layer, e.from_port) for e in edges}
     results = [out_port_of[data_id] for data_id in out_port_of
                if graph.nodes[data_id].get("is_output") and out_port_of[data_id] in read]
-    return Network(name=name, layers=layers, edges=edges, batch=batch, results=sorted(results))
+    # the model's order of its outputs (is_output: 1, 2, ...), which IR v11's Results keep
+    places = sorted((int(graph.nodes[d]["is_output"]), i, port) for i, (d, port) in enumerate(out_port_of.items())
+                    if graph.nodes[d].get("is_output"))
+    return Network(name=name, layers=layers, edges=edges, batch=batch, results=sorted(results),
+                   output_order=[port for *_, port in places])

@@ -124,6 +124,9 @@ class Network:
     # (layer id, output port id) of model outputs that layers also read (<results>): IR v2
     # lists as outputs the tensors nothing reads, so these must be said
     results: list[tuple[int, int]] = field(default_factory=list)
+    # (layer id, output port id) of the outputs in the model's order (the converter's, in memory only:
+    # IR v11's Results follow it; outputs() keeps file order)
+    output_order: list[tuple[int, int]] = field(default_factory=list, compare=False)
 
     def layer_by_id(self, layer_id: int) -> Layer:
         for layer in self.layers:

@@ -22,6 +22,7 @@ import numpy as np
 
 from core.errors import Error
 from core.front.cli_values import parse_input_shapes, parse_port_spec, split_names
+from core.graph.graph import carry_output
 from core.ops.parameter import Parameter
 
 
@@ -73,8 +74,8 @@ def apply_outputs(graph, output_text: str | None):
                 if not outs:
                     raise Error("Node \"{}\" has no outputs and cannot be an output of the model.", node.name)
                 outputs.extend(outs)
-        for d in outputs:
-            d["is_output"] = True
+        for place, d in enumerate(outputs, start=1):  # (in the order given: carry_output)
+            d["is_output"] = place
     remove_dead(graph)
 
 
@@ -164,8 +165,7 @@ def cut_inputs(graph, new_inputs: list[NewInput], infer_shapes_of, inputs_named:
             for _, v, key, attrs in list(graph.out_edges(data.id, keys=True, data=True)):
                 graph.add_edge(out.id, v, **attrs)
                 graph.remove_edge(data.id, v, key)
-            if data.soft_get("is_output"):
-                out["is_output"] = True
+            carry_output(out, data)
         else:
             for u, v, key, attrs in list(graph.in_edges(consumer.id, keys=True, data=True)):
                 if u == data.id and attrs.get("in") == port:

@@ -107,8 +107,7 @@ class Graph(nx.MultiDiGraph):
         out = node.out_node(out_port)
         for _, consumer, key, attrs in list(self.out_edges(out.id, keys=True, data=True)):
             self.add_edge(src.id, consumer, **attrs)
-        if out.has("is_output"):
-            src["is_output"] = True
+        carry_output(src, out)
         self.remove_op_with_data(node)
 
 
@@ -241,3 +240,12 @@ def replace_node(old_node: Node, new_node: Node, new_node_out_port: int | None =
             attrs["out"] = new_node_out_port
         graph.add_edge(new_node.id, dst, **attrs)
     graph.remove_node(old_node.id)
+
+
+def carry_output(src, out) -> None:
+    """`src` takes `out`'s place among the model's outputs (if out is one). `is_output` holds that place:
+    1, 2, ... in the model's order of outputs (IR v11 orders its Results so); the earlier place wins when
+    src is an output already."""
+    mark = out.soft_get("is_output")
+    if mark:
+        src["is_output"] = min(int(mark), int(src.soft_get("is_output") or mark))

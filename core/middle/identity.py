@@ -1,4 +1,5 @@
 """Removes ops that do nothing at inference: Dropout, Caffe Split copies, Silence."""
+from core.graph.graph import carry_output
 
 
 def remove_identities(graph):
@@ -9,7 +10,6 @@ def remove_identities(graph):
         for port, out in list(node.out_nodes().items()):
             for _, consumer, key, attrs in list(graph.out_edges(out.id, keys=True, data=True)):
                 graph.add_edge(src.id, consumer, **attrs)
-            if out.soft_get("is_output"):
-                src["is_output"] = True
+            carry_output(src, out)
             graph.remove_node(out.id)
         graph.remove_node(node.id)

@@ -52,7 +52,7 @@ _FAMILIES = (
        TensorScatterSub TensorScatterUpdate TensorStridedSliceUpdate Tile TileGrad Transpose Unique UniqueV2
        UniqueWithCounts UniqueWithCountsV2 Unpack UnravelIndex UpperBound Where ZerosLike""",
     # math
-    """Abs AccumulateNV2 Acos Acosh Add AddN AddV2 All Angle ApproximateEqual ArgMax ArgMin Asin Asinh Atan Atan2
+    """Abs AccumulateNV2 Acos Acosh Add AddN AddV2 All Angle Any ApproximateEqual ArgMax ArgMin Asin Asinh Atan Atan2
        Atanh BatchMatMul BatchMatMulV2 BatchMatMulV3 BesselI0 BesselI0e BesselI1 BesselI1e BesselJ0 BesselJ1 BesselK0
        BesselK0e BesselK1 BesselK1e BesselY0 BesselY1 Betainc Bincount BitwiseAnd BitwiseOr BitwiseXor Bucketize Cast
        Ceil ClipByValue Complex ComplexAbs Conj Cos Cosh Cross Cumprod Cumsum CumulativeLogsumexp Dawsn DenseBincount

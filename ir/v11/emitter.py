@@ -70,7 +70,9 @@ def to_model(net: Network, extension_ops: dict[str, ExtensionOp] | None = None) 
             tensors[(layer.id, port.id)] = tensor
     if problems:
         raise _unmappable_error(problems)
-    for layer, port in net.outputs():
+    place = {key: i for i, key in enumerate(net.output_order)}
+    outputs = sorted(net.outputs(), key=lambda lp: place.get((lp[0].id, lp[1].id), len(place)))  # (stable)
+    for layer, port in outputs:
         model.result(tensors[(layer.id, port.id)], f"{layer.name}/sink_port_{port.id}")
     return model
 

@@ -1,7 +1,7 @@
 """Builder of the TensorFlow graphs of the TF worker tests: ops the converter does
-not support (Cumsum, Atan2, Einsum, Softplus, Sin, Log1p, Where) and Erf (native, the
-tests offload it by pattern), mixed with ops it does, in name scopes the offload
-patterns select.
+not support (Cumsum, Atan2, Einsum, Softplus, Sin, Log1p, Where, integer Gathers,
+while loops) and Erf (native, the tests offload it by pattern), mixed with ops it
+does, in name scopes the offload patterns select.
 
 Run as `python tests/tf_worker/offload_graphs.py OUT_DIR` (tests/tf_worker/conftest.py does
 it once in a subprocess and caches the result keyed by this file's hash). Each case
@@ -95,6 +95,38 @@ def _(rng, x):
 def _(rng, x):
     # BGR <-> RGB on the model's data: a Gather (computed at conversion time when constant) to offload
     return tf.nn.relu(conv(rng, tf.gather(x, [2, 1, 0], axis=-1), 4))
+
+
+@case("embedding_ids", (1, 6))
+def _(rng, x):
+    # Keras' Embedding: where(ids < 0, ids + n, ids), then a Gather - int32 tensors between offloaded pieces
+    ids = tf.cast(tf.floor(tf.clip_by_value(x, -2.4, 2.4) * 20.0), tf.int32)
+    return tf.reduce_mean(tf.gather(w(rng, 50, 4), tf.where(ids < 0, ids + 50, ids)), axis=1)
+
+
+@case("masked_rows", (1, 5, 4))
+def _(rng, x):
+    # Keras' Masking: rows that are all zero are masked (tf.reduce_any: TensorFlow's Any)
+    x = x * tf.cast(x[:, :, :1] > -0.5, tf.float32)
+    return x * tf.cast(tf.reduce_any(tf.not_equal(x, 0.0), axis=-1, keepdims=True), tf.float32)
+
+
+@case("while_loop", (1, 4))
+def _(rng, x):
+    # a while loop as TensorFlow lowers it when freezing (Enter, Merge, Switch, NextIteration, Exit: a cycle),
+    # constants in its condition and body
+    _, acc = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.tanh(a) + x), (tf.constant(0), x))
+    return acc * 2.0
+
+
+@case("rnn_scan", (1, 6, 4))
+def _(rng, x):
+    # a recurrence as Keras' LSTM / GRU freeze it: a loop over a TensorList of the time steps
+    wx, wh, b = w(rng, 4, 5), w(rng, 5, 5), w(rng, 5)
+    h0 = tf.matmul(x[:, 0, :], tf.zeros([4, 5]))
+    hs = tf.scan(lambda h, xt: tf.tanh(tf.matmul(xt, wx) + tf.matmul(h, wh) + b), tf.transpose(x, [1, 0, 2]),
+                 initializer=h0)
+    return tf.transpose(hs, [1, 0, 2]) * 0.5
 
 
 def heavy(x, rounds=40):

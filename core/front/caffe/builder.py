@@ -119,7 +119,6 @@ def build_graph(net, weights: dict | None = None) -> Graph:
             graph.connect(node, out, out=port)
             latest[top] = out
 
-    for data in graph.data_nodes():
-        if not data.consumers():
-            data["is_output"] = True
+    for place, data in enumerate([d for d in graph.data_nodes() if not d.consumers()], start=1):
+        data["is_output"] = place  # (the model's order: carry_output)
     return graph

@@ -55,7 +55,7 @@ def to_front_view(graph):
                 graph.add_edge(src, dst, **{**edge, "out": port})
         if attrs.get("is_output"):
             sink = graph.unique_id((attrs.get("name") or str(data_id)) + "/sink_port_{}".format(port))
-            graph.add_node(sink, kind="op", op=OUTPUT_OP, type=OUTPUT_OP, name=sink)
+            graph.add_node(sink, kind="op", op=OUTPUT_OP, type=OUTPUT_OP, name=sink, place=attrs["is_output"])
             graph.add_edge(src, sink, **{"out": port, "in": 0})
         graph.remove_node(data_id)
     for node_id, attrs in graph.nodes(data=True):
@@ -123,14 +123,14 @@ def from_front_view(graph):
             for dst, key, edge in edges:
                 graph.remove_edge(node_id, dst, key)
                 if graph.nodes[dst].get("op") == OUTPUT_OP:
-                    graph.nodes[data_id]["is_output"] = True
+                    graph.nodes[data_id]["is_output"] = graph.nodes[dst].get("place", True)  # (its place kept)
                     continue
                 graph.add_edge(data_id, dst, **{k: v for k, v in edge.items() if k != "out"})
     for node_id, attrs in list(graph.nodes(data=True)):
         if attrs.get("op") == OUTPUT_OP and attrs.get("kind") == "op":
             for src, _ in list(graph.in_edges(node_id)):  # a constant read as a model output
                 if graph.nodes[src].get("kind") == "data":
-                    graph.nodes[src]["is_output"] = True
+                    graph.nodes[src]["is_output"] = attrs.get("place", True)
             graph.remove_node(node_id)
 
 

@@ -6,7 +6,9 @@ become typed Input ops right away (`Parameter`, shape from the `shape`
 attribute, -1 for an unknown batch). Control inputs (`^node`) only order
 execution in TensorFlow: they are dropped. A node nothing reads (data or
 control) is an output of the model, as the reference guide says; ops without
-outputs (NoOp, Assert) never are.
+outputs (NoOp, Assert) never are, nor is a Placeholder nothing reads (TensorFlow's
+lowered control flow leaves `unused_control_flow_input` ones; OpenVINO's converter
+drops them too) unless the graph has no other output.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from core.ops.parameter import Parameter
 
 # ops that produce no tensor: they exist for their control edges
 NO_OUTPUTS = {"NoOp", "Assert", "PrintV2", "ControlTrigger"}
+PLACEHOLDERS = {"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"}
 PLACEHOLDERS = {"Placeholder"}
 
 
@@ -91,9 +94,10 @@ def build_graph(graph_def, path: str = "<graph>") -> Graph:
             graph.connect(data_of(src, port), ops[node.name], inp=port_in)
             port_in += 1
 
-    for node in graph_def.node:
-        if node.name not in read and node.op not in NO_OUTPUTS:
-            data_of(node.name, 0)["is_output"] = True
+    sinks = [node for node in graph_def.node if node.name not in read and node.op not in NO_OUTPUTS]
+    computed = [node for node in sinks if node.op not in PLACEHOLDERS]
+    for place, node in enumerate(computed or sinks, start=1):  # (the model's order: carry_output)
+        data_of(node.name, 0)["is_output"] = place
     return graph
 
 

@@ -26,7 +26,7 @@ import logging
 import numpy as np
 
 from core.errors import Error
-from core.front.tf.tf_subgraph import GraphDefBuilder, node_source, output_dtype, tensor_ref
+from core.front.tf.tf_subgraph import GraphDefBuilder, node_source, output_dtype, tensor_dtype, tensor_ref
 
 log = logging.getLogger("mo_core")
 
@@ -209,9 +209,7 @@ class _Request:
             return self.refs[data.id]
         producer = data.producer()
         value = data.soft_get("value")
-        dtype = None
-        if producer is not None and producer.has_valid("pb") and hasattr(producer.pb, "attr"):
-            dtype = output_dtype(producer.pb, _port_of(producer, data))
+        dtype = tensor_dtype(data)
         if value is not None:
             ref = self.builder.add_const(_base(data.name) + "/value", value, np.bool_ if np.asarray(
                 value).dtype == np.bool_ else dtype)

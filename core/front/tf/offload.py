@@ -40,10 +40,11 @@ import networkx as nx
 import numpy as np
 
 from core.errors import Error
-from core.front.tf.offload_groups import acyclic_groups, connected_groups, outside_path
+from core.front.tf.offload_groups import acyclic_groups, connected_groups, outside_path, topological_units, \
+    with_whole_loops
 from core.front.tf.ops.base import TFOp
-from core.front.tf.tf_subgraph import TF_DTYPES, DT_FLOAT, GraphDefBuilder, TFSubgraph, node_source, output_dtype, \
-    tensor_ref
+from core.front.tf.tf_subgraph import TF_DTYPES, DT_FLOAT, GraphDefBuilder, TFSubgraph, node_source, \
+    tensor_dtype, tensor_ref
 
 log = logging.getLogger("mo_core")
 OP = "TFCustomSubgraphCall"
@@ -87,7 +88,8 @@ def parse_patterns(text: str | None, option: str) -> list:
 
 def _candidates(graph) -> list:
     """Op nodes that can be offloaded: the model's own nodes, not its inputs."""
-    return [n for n in graph.topological_ops() if n.soft_get("op") != "Parameter" and n.has_valid("pb")
+    ops = [graph.node_obj(n) for unit in topological_units(graph) for n in unit]  # (loops allowed)
+    return [n for n in ops if n.soft_get("op") != "Parameter" and n.has_valid("pb")
             and n.soft_get("tf_subgraph") is None and n.soft_get("tf_op") not in ("NoOp",)]
 
 
@@ -108,13 +110,14 @@ def offload_by_patterns(graph, subgraph_patterns: str | None, operation_patterns
 def offload_unsupported(graph, nodes) -> list:
     """--offload_unsupported_operations_to_tf: each connected sub-graph of `nodes`."""
     made = []
-    ids = [n.id for n in nodes]
+    ids = with_whole_loops(graph, [n.id for n in nodes])
     for component in sorted(connected_groups(graph, ids), key=lambda c: min(ids.index(i) for i in c)):
         made += _merge_in_groups(graph, component, "the unsupported operations")
     return made
 
 
 def _merge_in_groups(graph, ids, why: str) -> list:
+    ids = with_whole_loops(graph, ids)
     groups = acyclic_groups(graph, ids)
     if len(groups) > 1:
         path = outside_path(graph, set(ids))
@@ -152,7 +155,7 @@ def merge_nodes(graph, ids, name: str | None = None):
     """One node for the op nodes `ids` (an acyclic group); returns it. Their outside
     inputs become its input ports, the tensors others read (or model outputs) its
     output ports, in topological order."""
-    members = [n for n in nx.topological_sort(graph.subgraph(ids))]
+    members = [n for unit in topological_units(graph, ids) for n in unit]
     member_set = set(members)
     sources = {m: node_source(graph.node_obj(m)) for m in members}
     missing = [graph.nodes[m]["name"] for m, s in sources.items() if s is None]
@@ -175,7 +178,7 @@ def merge_nodes(graph, ids, name: str | None = None):
                 inside_constants += [c for c in constant if c not in inside_constants]
                 continue
             key = sources[m].inputs[port]
-            dtype = output_dtype(producer.pb, key[1]) if producer is not None and producer.has_valid("pb") else None
+            dtype = tensor_dtype(data)
             inputs.append((data, key, dtype))
     outputs: list = []       # (member, port, data node)
     for m in members:

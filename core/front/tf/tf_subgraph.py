@@ -9,7 +9,10 @@ ports, in order), each as (node name, port).
 
 `GraphDefBuilder` assembles a new GraphDef (our own schema, no TensorFlow)
 from such pieces: NodeDefs copied with their inputs rewired to the tensors the
-builder provides (control inputs dropped, as the converter drops them), new
+builder provides (control inputs dropped, as the converter drops them, but those
+between two nodes of one sub-graph; a constant that had one to a node left out
+gets one to the node that feeds its reader instead: in a lowered while loop that
+is what puts the constant in the loop's frame, where TensorFlow needs it), new
 Placeholders, Consts holding values the converter knows, Transposes and Casts.
 The bytes it gives are what the worker imports.
 """
@@ -29,7 +32,7 @@ TF_DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float64): 2, np.dtype(np.int32
              np.dtype(np.uint16): 17, np.dtype(np.float16): 19, np.dtype(np.uint32): 22, np.dtype(np.uint64): 23}
 DT_FLOAT = 1
 # attributes that give the type of an op's output, in the order they are looked for
-_OUTPUT_TYPE_ATTRS = ("DstT", "out_type", "output_type", "dtype", "T", "Tout")
+_OUTPUT_TYPE_ATTRS = ("DstT", "out_type", "output_type", "dtype", "T", "Tout", "Tparams")
 # ops whose output is bool whatever their T
 _BOOL_OUTPUTS = {"Greater", "GreaterEqual", "Less", "LessEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr",
                  "LogicalNot", "IsNan", "IsInf", "IsFinite", "InTopK", "InTopKV2", "All", "Any", "ApproximateEqual"}
@@ -95,6 +98,40 @@ def output_dtype(pb, port: int = 0):
     return None
 
 
+def _frame_anchors(sub: TFSubgraph, inside: set) -> dict:
+    """{constant: a node of the sub-graph to depend on} for each Const whose control inputs all name
+    nodes outside it: the node that feeds the constant's first reader (another input of it)."""
+    lost = {pb.name for pb in sub.nodes if pb.op == "Const" and pb.input
+            and not any(t.startswith("^") and t[1:] in inside for t in pb.input)}
+    anchors = {}
+    for pb in sub.nodes if lost else ():
+        data = [tensor_key(t)[0] for t in pb.input if not t.startswith("^")]
+        feeds = [name for name in data if name in inside and name not in lost]
+        for name in data:
+            if name in lost and feeds and name not in anchors:
+                anchors[name] = feeds[0]
+    return anchors
+
+
+def tensor_dtype(data):
+    """The numpy dtype of a tensor that TensorFlow nodes compute: what TensorFlow said of its producer,
+    its NodeDef's output type, or that of the node of its sub-graph computing it; else None."""
+    node = data.producer()
+    if node is None:
+        return None
+    port = next(p for p, out in node.out_nodes().items() if out.id == data.id)
+    known = node.soft_get("tf_output_dtypes")
+    if known and port < len(known):
+        return np.dtype(known[port])
+    sub = node.soft_get("tf_subgraph")
+    if sub is not None:
+        name, tf_port = sub.outputs[port]
+        pb = next((n for n in sub.nodes if n.name == name), None)
+        return None if pb is None else output_dtype(pb, tf_port)
+    pb = node.soft_get("pb")
+    return output_dtype(pb, port) if pb is not None and hasattr(pb, "attr") else None
+
+
 class GraphDefBuilder:
     def __init__(self, graph=None):
         from core.front.tf.loader import tf_pb2
@@ -129,16 +166,22 @@ class GraphDefBuilder:
             raise Error("Internal error: {} tensors for the {} inputs of a TensorFlow sub-graph.", len(refs),
                         len(sub.inputs))
         rewire = {key: ref for key, ref in zip(sub.inputs, refs)}
+        inside = set(sub.names)
+        anchors = _frame_anchors(sub, inside)
         for pb in sub.nodes:
             copy = self.graph_def.node.add()
             copy.CopyFrom(pb)
             copy.device = ""
             del copy.input[:]
+            controls = [text for text in pb.input if text.startswith("^") and text[1:] in inside]
+            if pb.name in anchors and not controls:
+                controls = ["^" + anchors[pb.name]]
             for text in pb.input:
                 if text.startswith("^"):
                     continue
                 key = tensor_key(text)
                 copy.input.append(rewire.get(key, tensor_ref(*key)))
+            copy.input.extend(controls)
             if any(v.WhichOneof("value") == "func" or (v.WhichOneof("value") == "list" and len(v.list.func))
                    for v in pb.attr.values()):
                 self._library_needed = True

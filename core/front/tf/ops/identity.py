@@ -7,6 +7,7 @@ import numpy as np
 
 from core.front.tf.ops.base import TFOp, expect_inputs
 from core.front.tf.tensors import attr, numpy_dtype
+from core.graph.graph import carry_output
 
 
 def bypass(node, lw, port_map=None):
@@ -18,9 +19,7 @@ def bypass(node, lw, port_map=None):
         src = ins[port_map[port] if port_map else 0]
         for _, consumer, key, a in list(graph.out_edges(out.id, keys=True, data=True)):
             graph.add_edge(src.id, consumer, **a)
-        if out.soft_get("is_output"):
-            # an output keeps being one: the tensor it passes on becomes the output
-            src["is_output"] = True
+        carry_output(src, out)  # an output keeps being one: the tensor it passes on becomes the output
         graph.remove_node(out.id)
     graph.remove_node(node.id)
 
