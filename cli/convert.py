@@ -3,8 +3,29 @@ import logging
 import os
 import time
 
-from core.convert_options import GENERAL, ConvertOptions, add_arguments, summary_lines
+import argparse
+
+from core.convert_options import GENERAL, ConvertOptions, add_arguments, summary_lines, true_or_false
 from core.errors import Error
+
+# mo's options that mo-core does not have, each with what to do instead (argparse alone said "unrecognized")
+MO_ONLY = {
+    "--layout": "mo-core's IR takes 4-D inputs NCHW (TensorFlow's NHWC is permuted); keep NHWC with "
+                "--disable_nhwc_to_nchw",
+    "--source_layout": "see --layout",
+    "--target_layout": "see --layout",
+    "--progress": "conversion takes seconds; --log_level DEBUG prints each pass with its time",
+    "--stream_output": "see --progress",
+    "--transform": "mo-core has no optional transformations (LowLatency2 and the like)",
+    "--use_new_frontend": "mo-core has one front end per framework",
+    "--use_legacy_frontend": "mo-core has one front end per framework",
+}
+
+
+class _MoOnly(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error("{} is an option of OpenVINO's mo that mo-core does not have: {}.".format(
+            option_string, MO_ONLY[option_string]))
 
 
 def add_parser(sub):
@@ -13,7 +34,13 @@ def add_parser(sub):
                                    "Representation.", allow_abbrev=True)  # (as the reference's argparse: --input_mod)
     g = add_arguments(p)[GENERAL]
     g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
-    g.add_argument("--silent", action="store_true", help="print only errors")
+    g.add_argument("--silent", nargs="?", const=True, default=False, type=true_or_false, metavar="True|False",
+                   help="print only errors")
+    g.add_argument("--static_shape", nargs="?", const=True, default=False, type=true_or_false, metavar="True|False",
+                   help="accepted for mo's command lines: mo-core's IRs always have static shapes")
+    g.add_argument("--version", action="version", version="mo-core 0.1.0")
+    for flag in MO_ONLY:
+        g.add_argument(flag, nargs="?", action=_MoOnly, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
 
 

@@ -21,7 +21,8 @@ class _Parser(argparse.ArgumentParser):
         return tuples if option_string.startswith("--") else [t for t in tuples if len(t[1]) == 2]
 
     def error(self, message):  # argparse's own exit code 2 becomes our 1, with the [ ERROR ] prefix
-        self.print_usage(sys.stderr)
+        # (one line of usage: convert's full usage is 30 lines above the one that matters)
+        print("usage: {} ... ({} --help lists the options)".format(self.prog, self.prog), file=sys.stderr)
         print("[ ERROR ]  {}: {}".format(self.prog, message), file=sys.stderr)
         sys.exit(1)
 

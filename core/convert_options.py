@@ -62,6 +62,8 @@ OPTIONS = (
            "the IR input takes channels in reverse order (RGB <-> BGR) of the model's", kind=bool),
     Option("data_type", GENERAL, "precision of the IR weights and layers", default="FP32", choices=("FP32", "FP16"),
            aliases=(("float", "FP32"), ("half", "FP16"))),
+    Option("compress_to_fp16", GENERAL, "mo 2023-2024's spelling of --data_type FP16 (mo-core's default stays FP32)",
+           kind=bool),
     Option("disable_fusing", GENERAL, "keep linear ops as ScaleShift layers", kind=bool),
     Option("ir_version", GENERAL, "2: the legacy catalog's IR (our daemons); 11: opset IR for OpenVINO 2023-2026 "
            "runtimes", kind=int, default=2, choices=(2, 11)),
@@ -94,7 +96,8 @@ OPTIONS = (
     Option("input_proto", CAFFE, "the deploy .prototxt (default: the model name with .prototxt)",
            flags=("--input_proto", "-d")),
     Option("custom_layers_mapping", CAFFE, "register Caffe layers to convert as they are (legacy mode); default: "
-           "core/front/caffe/CustomLayersMapping.xml if present", flags=("-k",), metavar="CustomLayersMapping.xml"),
+           "core/front/caffe/CustomLayersMapping.xml if present", flags=("-k", "--k"),
+           metavar="CustomLayersMapping.xml"),
     Option("use_caffe_fallback", CAFFE, "let real Caffe (in a worker process) compute the shapes of the mapped layers",
            kind=bool, flags=("--use-caffe-fallback", "--use_caffe_fallback")),
     Option("disable_omitting_optional", CAFFE,
@@ -138,6 +141,16 @@ def _post_init(self):
     for option in OPTIONS:  # aliases become their canonical value here, once (e.g. half -> FP16)
         if option.aliases:
             setattr(self, option.name, option.canonical(getattr(self, option.name)))
+    if self.compress_to_fp16:
+        self.data_type = "FP16"
+
+
+def true_or_false(text: str) -> bool:
+    """The value of a switch written with one, as mo's are (--reverse_input_channels=True)."""
+    value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.strip().lower())
+    if value is None:
+        raise ValueError(text)
+    return value
 
 
 def _from_args(cls, args):
@@ -160,8 +173,8 @@ def add_arguments(parser) -> dict:
         if option.group not in groups:
             groups[option.group] = parser.add_argument_group(option.group)
         kwargs = {"dest": option.name, "help": option.help}
-        if option.kind is bool:
-            kwargs["action"] = "store_true"
+        if option.kind is bool:  # --switch, or --switch=True / False as mo writes them
+            kwargs.update(nargs="?", const=True, default=False, type=true_or_false, metavar="True|False")
         else:
             kwargs.update(type=option.kind, default=option.default)
             if option.choices:

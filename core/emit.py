@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.errors import Error
+from core.graph.graph import output_names
 from core.ops.op import SchemaAttrs
 from ir import Edge, IRError, Layer, Network, Port
 from ir.attrs import fmt_value
@@ -92,5 +93,7 @@ def to_network(graph, name: str, warnings: list | None = None) -> Network:
     # the model's order of its outputs (is_output: 1, 2, ...), which IR v11's Results keep
     places = sorted((int(graph.nodes[d]["is_output"]), i, port) for i, (d, port) in enumerate(out_port_of.items())
                     if graph.nodes[d].get("is_output"))
+    names = {port: output_names(graph.node_obj(d)) for d, port in out_port_of.items()
+             if graph.nodes[d].get("is_output")}
     return Network(name=name, layers=layers, edges=edges, batch=batch, results=sorted(results),
-                   output_order=[port for *_, port in places])
+                   output_order=[port for *_, port in places], output_names={k: v for k, v in names.items() if v})

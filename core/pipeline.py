@@ -16,7 +16,7 @@ import networkx as nx
 from core.convert_options import ConvertOptions
 from core.errors import Error
 from core.front import cutting
-from core.front.cli_values import parse_values, split_names
+from core.front.cli_values import parse_values, split_input_entries, split_names
 
 log = logging.getLogger("mo_core")
 
@@ -36,6 +36,7 @@ class Context:
     stop_message: str | None = None              # a step ended the conversion early, on purpose (no IR)
     support_json: str | None = None              # the OD API support JSON chosen from the graph
     preprocess: tuple = ({}, {})                 # (--mean_values, --scale_values) by IR input name (or None)
+    input_shapes: list | None = None             # --input's own [SHAPE]s, one (or None) per entry
 
 
 # --- passes -------------------------------------------------------------------
@@ -105,6 +106,28 @@ def load_extensions(ctx):
         load_extension_dirs(split_names(ctx.options.extensions))
 
 
+def expand_input_entries(ctx):
+    """mo's --input NAME[SHAPE]{TYPE}->VALUE: the shapes go with the entries, a ->VALUE freezes that input
+    (as --freeze_placeholder_with_value), and --input keeps the names of the inputs that remain (an input
+    that either freezes is no input)."""
+    o = ctx.options
+    entries = split_input_entries(o.input)
+    if not entries:
+        return
+    frozen = [e for e in entries if e.value is not None]
+    if frozen:
+        more = ",".join("{}->{}".format(e.name, e.value) for e in frozen)
+        o.freeze_placeholder_with_value = ",".join(filter(None, (o.freeze_placeholder_with_value, more)))
+    from core.front.tf.freeze_inputs import parse as frozen_names
+    gone = set(frozen_names(o.freeze_placeholder_with_value)) if o.freeze_placeholder_with_value else set()
+    kept = [e for e in entries if e.value is None and e.name not in gone]
+    if any(e.shape is not None for e in kept):
+        if o.input_shape:
+            raise Error("Shapes are given both in --input and with --input_shape; give them in one place.", faq=57)
+        ctx.input_shapes = [e.shape for e in kept]
+    o.input = ",".join(e.name for e in kept) or None
+
+
 def load_model(ctx):
     if ctx.options.freeze_placeholder_with_value and ctx.options.framework != "tf":
         raise Error("--freeze_placeholder_with_value freezes the Placeholders of a TensorFlow model; a Caffe "
@@ -118,7 +141,7 @@ def cut_outputs(ctx):
 
 def cut_inputs(ctx):
     o = ctx.options
-    ctx.new_inputs = cutting.parse_inputs(ctx.graph, o.input, o.input_shape, o.batch)
+    ctx.new_inputs = cutting.parse_inputs(ctx.graph, o.input, o.input_shape, o.batch, ctx.input_shapes)
 
     def infer_shapes_of(data_ids):
         # shapes of new inputs come from the original model up to the cut
@@ -308,6 +331,8 @@ def emit(ctx):
     o = ctx.options
     name = o.model_name or ctx.front.model_name(o)
     ctx.network = to_network(ctx.graph, name, ctx.warnings)
+    if o.input:
+        ctx.network.input_order = [n for s in ctx.new_inputs for n in s.input_names or [s.name]]
     # like the legacy tool's <cli_parameters>: where the IR came from (information
     # only: nothing reads these paths back)
     meta = {"generator": "mo-core 0.1.0", "framework": o.framework, **ctx.front.source_files(o)}
@@ -331,6 +356,7 @@ def emit_ir_v11(ctx):
 PIPELINE = [
     deduce_framework,
     load_extensions,
+    expand_input_entries,
     load_model,
     cut_outputs,
     cut_inputs,

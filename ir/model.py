@@ -127,6 +127,10 @@ class Network:
     # (layer id, output port id) of the outputs in the model's order (the converter's, in memory only:
     # IR v11's Results follow it; outputs() keeps file order)
     output_order: list[tuple[int, int]] = field(default_factory=list, compare=False)
+    # names of the Input layers in the order --input gave them (IR v11's Parameters follow it)
+    input_order: list[str] = field(default_factory=list, compare=False)
+    # (layer id, output port id) -> the framework's names of that output ("node:port"), which IR v11 adds
+    output_names: dict = field(default_factory=dict, compare=False)
 
     def layer_by_id(self, layer_id: int) -> Layer:
         for layer in self.layers:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -40,6 +41,55 @@ def parse_input_shapes(text: str | None) -> list[np.ndarray]:
                         "real input size.", text, g, math.prod(dims), faq=56)
         shapes.append(np.array(dims, dtype=np.int64))
     return shapes
+
+
+_FLOAT_TYPES = {"f32", "float", "float32"}
+_INPUT_ENTRY = re.compile(r"(?P<name>[^\[\]{}]+?)\s*(?:\[(?P<shape>[^\]]*)\])?\s*(?:\{(?P<type>[^}]*)\})?"
+                          r"\s*(?:->\s*(?P<value>.+))?")
+
+
+@dataclass
+class InputEntry:
+    """One entry of mo's --input: NODE (or PORT:NODE, NODE:PORT), then optionally [SHAPE], {TYPE}, ->VALUE."""
+    name: str
+    shape: np.ndarray | None = None
+    value: str | None = None  # "->VALUE": the input is frozen to it (TensorFlow)
+
+
+def split_input_entries(text: str | None) -> list[InputEntry]:
+    """mo's --input: "data[1,3,224,224],info[1 3]{f32},flag->False,k[2]->[1.0 2.0]" (commas inside brackets
+    do not split entries)."""
+    entries = []
+    for part in _top_level_split(text or ""):
+        m = _INPUT_ENTRY.fullmatch(part)
+        if m is None:
+            raise Error("--input \"{}\": \"{}\" cannot be parsed; write NODE, PORT:NODE or NODE:PORT, optionally "
+                        "followed by [SHAPE], {{TYPE}} and ->VALUE, e.g. data[1,3,224,224] or is_training->False.",
+                        text, part, faq=56)
+        name, dims, kind, value = (m.group(g) for g in ("name", "shape", "type", "value"))
+        shape = None
+        if dims is not None:
+            shape = parse_input_shapes("[{}]".format(",".join(dims.replace(",", " ").split())))[0]
+        if kind is not None and value is None and kind.strip().lower() not in _FLOAT_TYPES:
+            raise Error("--input \"{}\": the type {{{}}} of {}: the inputs of mo-core's IR are f32 (give {{f32}} or "
+                        "no type; a type only decides how a frozen ->VALUE is read, and the placeholder's own type "
+                        "does that here).", text, kind, name.strip())
+        entries.append(InputEntry(name.strip(), shape, value.strip() if value else None))
+    return entries
+
+
+def _top_level_split(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
 
 
 def split_names(text: str | None) -> list[str]:

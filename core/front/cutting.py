@@ -88,8 +88,10 @@ def remove_dead(graph):
     graph.remove_nodes_from([n for n in list(graph.nodes) if n not in keep])
 
 
-def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: int | None) -> list[NewInput]:
-    shapes = parse_input_shapes(shape_text)
+def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: int | None,
+                 entry_shapes: list | None = None) -> list[NewInput]:
+    """entry_shapes: --input's own shapes, one (or None) per name."""
+    shapes = entry_shapes or parse_input_shapes(shape_text)
     if shapes and batch is not None:
         raise Error("Both --input_shape and --batch were provided. Please, provide only one of them.", faq=55)
     if batch is not None and batch <= 0:

@@ -245,7 +245,17 @@ def replace_node(old_node: Node, new_node: Node, new_node_out_port: int | None =
 def carry_output(src, out) -> None:
     """`src` takes `out`'s place among the model's outputs (if out is one). `is_output` holds that place:
     1, 2, ... in the model's order of outputs (IR v11 orders its Results so); the earlier place wins when
-    src is an output already."""
+    src is an output already. The framework's names of out go with it (output_names)."""
     mark = out.soft_get("is_output")
     if mark:
         src["is_output"] = min(int(mark), int(src.soft_get("is_output") or mark))
+        names = output_names(src)
+        src["output_names"] = names + [n for n in output_names(out) if n not in names]
+
+
+def output_names(data) -> list[str]:
+    """The framework's names of a tensor: its own ("node:port", a TensorFlow tensor's `tf_tensor`) and those of
+    the tensors that passed it on (Identity nodes) as a model output: what OpenVINO's converters name it."""
+    names = list(data.soft_get("output_names") or [])
+    own = data.soft_get("tf_tensor")
+    return ([own] if own and own not in names else []) + names

@@ -1,4 +1,4 @@
-"""FullyConnected (Caffe InnerProduct; weights OI)."""
+"""FullyConnected (Caffe InnerProduct; weights OI) and MatMul (a product of two tensors)."""
 import numpy as np
 
 from core.errors import ShapeError
@@ -29,3 +29,39 @@ class FullyConnected(Op):
                     "inputs). The input shape does not agree with the weights: check --input_shape.",
                     node.name, blob.value.size, list(shape), in_size * out_size, out_size, in_size)
         node.out_node(0).shape = np.array([*shape[:axis], out_size], dtype=np.int64)
+
+
+def matmul_shape(a, b, transpose_a: bool, transpose_b: bool, what: str) -> np.ndarray:
+    """The output shape of numpy's matmul of shapes a and b (each at least 2-D, maybe transposed)."""
+    a, b = [int(d) for d in a], [int(d) for d in b]
+    if len(a) < 2 or len(b) < 2:
+        raise ShapeError("{}: MatMul takes operands of at least 2 axes, got {} and {}.", what, a, b)
+    if transpose_a:
+        a[-2], a[-1] = a[-1], a[-2]
+    if transpose_b:
+        b[-2], b[-1] = b[-1], b[-2]
+    if a[-1] != b[-2]:
+        raise ShapeError("{}: operands {} and {} do not multiply ({} != {}).", what, a, b, a[-1], b[-2])
+    try:
+        batch = np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
+    except ValueError:
+        raise ShapeError("{}: the leading axes of {} and {} do not broadcast.", what, a, b) from None
+    return np.array([*batch, a[-2], b[-1]], dtype=np.int64)
+
+
+class MatMul(Op):
+    """numpy's matmul of two tensors (OpenVINO's MatMul): transposes of the last two axes, broadcast batches."""
+    op = "MatMul"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "MatMul", "op": self.op, "transpose_a": False, "transpose_b": False,
+                                 "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return ir_attrs("MatMul")
+
+    @staticmethod
+    def infer(node):
+        a, b = (node.in_node(i).shape for i in (0, 1))
+        node.out_node(0).shape = matmul_shape(a, b, node.transpose_a, node.transpose_b,
+                                              "MatMul '{}'".format(node.name))

@@ -550,7 +550,7 @@ class GpuPlan(PlanShapes):
         if max(self.buffer_sizes, default=0) > self.device.max_allocation:
             raise IRError(f"a tensor of the network needs {max(self.buffer_sizes) >> 20} MB of device memory at "
                           f"these shapes, more than the {self.device.max_allocation >> 20} MB one buffer may have on "
-                          f"{self.device.full_name}; use a smaller batch")
+                          f"{self.device.full_name}; use a smaller batch or input, or the CPU")
         self._blocks = blocks
         self._constants = {}
         for st in self.steps:

@@ -3,8 +3,9 @@
 A layer is supported when it is an Input, when a GPU custom layer is registered
 for its type, or when a built-in GPU kernel exists for its type and the layer's
 attributes and blobs read correctly (its CPU kernel, the reference, accepts
-them). Anything else is "not supported on GPU": HETERO sends it to the next
-device of its list.
+them) and it is within that kernel's limits (`beyond_limits`: a Permute over
+more axes than the copy kernel's). Anything else is "not supported on GPU":
+HETERO sends it to the next device of its list.
 """
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ def supported(layer, custom_layers=None) -> bool:
     if layer.type not in GPU_KERNELS:
         return False
     try:
-        reference_kernel(layer)
+        ref = reference_kernel(layer)
     except IRError:
         return False
-    return True
+    return GPU_KERNELS[layer.type].beyond_limits(layer, ref) is None
 
 
 def query_network(network, custom_layers=None) -> dict[str, str]:

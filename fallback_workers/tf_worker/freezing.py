@@ -139,7 +139,27 @@ def freeze_saved_model(tf, a):
     frozen = convert_variables_to_constants_v2(function)
     graph_def = frozen.graph.as_graph_def()
     inputs = [_node_name(t.name) for t in frozen.inputs if t.dtype != tf.resource]
-    return graph_def, inputs, [_node_name(t.name) for t in frozen.outputs]
+    outputs = [_node_name(t.name) for t in frozen.outputs]
+    structure = function.structured_outputs
+    if isinstance(structure, dict) and len(structure) == len(outputs):  # (flattened in the keys' order)
+        outputs = _named_like_signature(graph_def, outputs, sorted(structure))
+    return graph_def, inputs, outputs
+
+
+def _named_like_signature(graph_def, outputs, keys) -> list[str]:
+    """The output nodes (Identity sinks freezing made) renamed to the signature's output keys, where no node
+    has that name and nothing reads the node: the names OpenVINO's converters give these outputs."""
+    names = {n.name for n in graph_def.node}
+    read = {text.lstrip("^").split(":")[0] for n in graph_def.node for text in n.input}
+    by_name = {n.name: n for n in graph_def.node}
+    renamed = []
+    for node_name, key in zip(outputs, keys):
+        if key not in names and node_name not in read and node_name in by_name:
+            by_name[node_name].name = key
+            names.add(key)
+            node_name = key
+        renamed.append(node_name)
+    return renamed
 
 
 def _outputs(graph_def, outputs, what: str) -> list[str]:

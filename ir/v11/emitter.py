@@ -39,6 +39,13 @@ def to_model(net: Network, extension_ops: dict[str, ExtensionOp] | None = None) 
     producer = {(e.to_layer, e.to_port): (e.from_layer, e.from_port) for e in net.edges}
     tensors: dict[tuple[int, int], Tensor] = {}
     problems: list[tuple[str, str, str]] = []
+    place = {name: i for i, name in enumerate(net.input_order)}
+    for layer in sorted((layer for layer in net.layers if layer.type == "Input"),
+                        key=lambda layer: place.get(layer.name, len(place))):  # (--input's order, else the file's)
+        if len(layer.outputs) != 1:
+            raise IRError(f"{describe_layer(layer.id, layer.name)}: an Input layer has exactly one output port")
+        tensor = tensors[(layer.id, layer.outputs[0].id)] = model.parameter(layer.name, layer.outputs[0].dims)
+        tensor.names.append(layer.name)
     for layer in net.topological_order():
         inputs = []
         for port in layer.inputs:
@@ -47,10 +54,8 @@ def to_model(net: Network, extension_ops: dict[str, ExtensionOp] | None = None) 
                 raise IRError(f"{describe_layer(layer.id, layer.name)}: input port {port.id} is not connected")
             inputs.append(tensors[source])
         if layer.type == "Input":
-            outputs = [model.parameter(layer.name, layer.outputs[0].dims)] if len(layer.outputs) == 1 else None
-            if outputs is None:
-                raise IRError(f"{describe_layer(layer.id, layer.name)}: an Input layer has exactly one output port")
-        elif layer.type in extension_ops:
+            continue  # (made above)
+        if layer.type in extension_ops:
             outputs = map_extension_layer(Mapping(model, layer, LayerAttrs(layer), inputs), extension_ops[layer.type])
         elif layer.type not in MAPPERS:
             problems.append((layer.name, layer.type, ""))
@@ -72,6 +77,14 @@ def to_model(net: Network, extension_ops: dict[str, ExtensionOp] | None = None) 
         raise _unmappable_error(problems)
     place = {key: i for i, key in enumerate(net.output_order)}
     outputs = sorted(net.outputs(), key=lambda lp: place.get((lp[0].id, lp[1].id), len(place)))  # (stable)
+    taken = {name for op in model.ops for t in op.outputs for name in t.names}
+    for layer, port in outputs:
+        tensor = tensors[(layer.id, port.id)]
+        for name in net.output_names.get((layer.id, port.id), ()):  # mo's names too ("out:0"), where unique
+            for spelling in (name, name[:-2] if name.endswith(":0") else None):
+                if spelling and spelling not in taken:
+                    tensor.names.append(spelling)
+                    taken.add(spelling)
     for layer, port in outputs:
         model.result(tensors[(layer.id, port.id)], f"{layer.name}/sink_port_{port.id}")
     return model

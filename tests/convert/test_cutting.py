@@ -50,6 +50,17 @@ def test_shape_override_for_a_new_input(googlenet):
                            (RELU, "ReLU", [(1, 5, 10, 20)])]
 
 
+@pytest.mark.parametrize("inp", [RELU + "[1,5,10,20]", RELU + "[1 5 10 20]{f32}", "0:" + RELU + "[1,5,10,20]"])
+def test_shape_given_in_the_input_entry(googlenet, inp):
+    """mo's NAME[SHAPE]{TYPE} form of --input."""
+    net = convert_api(**googlenet, output=RELU, input=inp)
+    assert layers(net) == [(RELU + "/placeholder_port_0", "Input", [(1, 5, 10, 20)]),
+                           (RELU, "ReLU", [(1, 5, 10, 20)])]
+    with pytest.raises(Error) as err:
+        convert_api(**googlenet, output=RELU, input=inp, input_shape="[1,5,10,20]")
+    assert err.value.faq == 57 and "both in --input and with --input_shape" in str(err.value)
+
+
 def test_input_on_the_first_convolution_equals_the_whole_model(googlenet, tmp_path):
     from ir import to_xml_string
     whole = convert_api(**googlenet, batch=1)

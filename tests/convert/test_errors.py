@@ -130,6 +130,34 @@ def test_bad_options(tmp_path, good):
     assert res[0] == 1 and "[ ERROR ]" in res[2] and "Traceback" not in res[2]
 
 
+@pytest.mark.parametrize("option, needles", [
+    (["--layout", "NCHW"], ["--layout is an option of OpenVINO's mo that mo-core does not have", "NCHW"]),
+    (["--progress"], ["--progress is an option of OpenVINO's mo", "--log_level DEBUG"]),
+    (["--use_legacy_frontend"], ["one front end"]),
+    (["--reverse_input_channels=maybe"], ["--reverse_input_channels", "'maybe'"]),
+])
+def test_mos_own_options_say_what_to_do(tmp_path, good, option, needles):
+    res = convert(tmp_path / "out", "--input_model", good, "--input_proto", NET, *option)
+    assert_clean_failure(*res, tmp_path / "out", *needles)
+
+
+def test_mos_spellings_of_switches_and_fp16(tmp_path, good):
+    """Switches with values (--reverse_input_channels=False), --compress_to_fp16, --static_shape, --k,
+    --version: mo's command lines run as they are."""
+    from ir import read_ir
+    code, _, err = convert(tmp_path / "a", "--input_model", good, "--input_proto", NET, "--compress_to_fp16",
+                           "--reverse_input_channels=False", "--static_shape", "--silent=True", "--disable_fusing=0")
+    assert code == 0, err
+    net = read_ir(str(tmp_path / "a" / "m.xml"))
+    assert {layer.precision for layer in net.layers} == {"FP16"}
+    assert "cli_reverse_input_channels" not in net.meta and "ScaleShift" not in [l.type for l in net.layers]
+    code, out, err = convert(tmp_path / "b", "--input_model", good, "--input_proto", NET, "--compress_to_fp16=False",
+                             "--k", str(tmp_path / "none.xml"))
+    assert code == 1 and "none.xml' (-k) does not exist" in err, err
+    code, out, _ = run_cli("convert", "--version")
+    assert code == 0 and out.strip() == "mo-core 0.1.0"
+
+
 def test_failure_leaves_an_earlier_ir_untouched(tmp_path, good):
     out = tmp_path / "out"
     code, _, err = convert(out, "--input_model", good, "--input_proto", NET)

@@ -358,6 +358,18 @@ def test_erf_and_gelu_against_pythons_erf(tmp_path, data):
     np.testing.assert_allclose(plan.infer({"in0": x})["layer"], ref, rtol=2e-6, atol=1e-37)
 
 
+@pytest.mark.parametrize("a,b,data", [((3, 5), (5, 7), {}), ((2, 1, 4, 5), (3, 6, 5), {"transpose_b": "true"}),
+                                       ((2, 5, 4), (2, 5, 3), {"transpose_a": "true"})])
+def test_matmul_against_numpy(tmp_path, a, b, data):
+    x, y = RNG.standard_normal(a).astype(np.float32), RNG.standard_normal(b).astype(np.float32)
+    ref = np.matmul(np.swapaxes(x, -1, -2) if data.get("transpose_a") else x,
+                    np.swapaxes(y, -1, -2) if data.get("transpose_b") else y)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "MatMul", data, [a, b], [ref.shape]))
+    np.testing.assert_allclose(plan.infer({"in0": x, "in1": y})["layer"], ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(KernelError, match="do not multiply"):
+        ExecutionPlan(single_layer_ir(tmp_path, "MatMul", {}, [(3, 5), (4, 7)], [(3, 7)]))
+
+
 CLASH = """name: "clash"
 input: "data"
 input_shape { dim: 1 dim: 4 dim: 2 dim: 2 }

@@ -60,6 +60,27 @@ def test_reference_nets_on_the_gpu_daemon_equal_pycaffe(ie, bvlc_models, small_n
     exec_net.close()
 
 
+@pytest.mark.parametrize("on_cpu", ["detection_out", "conv1_norm_mbox_priorbox", "conv2_mbox_loc_perm"])
+def test_hetero_at_another_batch_with_tensors_whose_batch_is_not_dim_0(ie, small_nets, tmp_path, on_cpu):
+    """A PriorBox's output is [1, 2, N] at any batch, a Permute moves the batch: the tensors between HETERO's
+    parts get the shapes the parts compute, not the batch on dim 0 (every request failed at batch 3)."""
+    from ir import write_ir
+    proto, weights = small_nets["ssd_small"]
+    xml = str(tmp_path / "ssd.xml")
+    write_ir(convert_api(input_model=weights, input_proto=proto, batch=1), xml)
+    x = np.random.default_rng(4).standard_normal((3, 3, 32, 32)).astype(np.float32)
+    net = ie.read_network(xml)
+    net.batch_size = 3
+    ref = ie.load_network(net, "CPU").infer({"data": x})
+    net.affinity[on_cpu] = "CPU"
+    hetero = ie.load_network(net, "HETERO:GPU,CPU")
+    assert len(hetero.parts) > 1
+    out = hetero.infer({"data": x})
+    for key, value in ref.items():
+        assert_close(out[key], value, 1e-4)
+    hetero.close()
+
+
 def test_tiny_net_batches_and_async_requests(ie, tiny):
     net = ie.read_network(tiny.xml)
     net.batch_size = 3
@@ -115,6 +136,22 @@ def test_query_network_per_device(ie, mvn_net):
     assert gpu == {"data": "GPU", "c1": "GPU", "r1": "GPU", "c2": "GPU", "sm": "GPU"}
     assert set(ie.query_network(net, "CPU")) == {"data", "c1", "r1", "mvn", "c2", "sm"}
     assert ie.query_network(net, "HETERO:GPU,CPU")["mvn"] == "CPU"
+
+
+def test_a_layer_beyond_a_gpu_kernels_limits_is_not_reported_supported(ie, tmp_path):
+    """A Permute over 7 non-contiguous axes (the GPU's copy kernel takes 6): query_network leaves it to the
+    next device, so HETERO runs it on the CPU (it said GPU, then the load failed)."""
+    from tests.cpu.cpu_helpers import single_layer_ir
+    shape = (2, 3, 2, 3, 2, 3, 2)
+    order = tuple(reversed(range(7)))
+    single_layer_ir(tmp_path, "Permute", {"order": ",".join(map(str, order))}, [shape],
+                    [tuple(shape[a] for a in order)], name="perm")
+    net = ie.read_network(str(next(tmp_path.glob("*.xml"))))
+    assert "perm" not in ie.query_network(net, "GPU")
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    hetero = ie.load_network(net, "HETERO:GPU,CPU")
+    np.testing.assert_array_equal(hetero.infer({"in0": x})["perm"], x.transpose(order))
+    hetero.close()
 
 
 def test_a_layer_the_gpu_lacks_fails_on_gpu_and_runs_with_hetero(ie, mvn_net):

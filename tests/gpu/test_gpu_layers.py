@@ -329,3 +329,15 @@ def test_detection_output_runs_on_the_host_between_device_layers(tmp_path, gpu_d
     assert plan.steps[0].kernel.host and plan.steps[0].kernel.backend == "host native"
     images = out["layer"][0, 0, :, 0]
     assert set(images[images >= 0].astype(int)) == set(range(batch))
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("a,b,data,out", [
+    ((3, 5), (5, 7), {}, (3, 7)),
+    ((2, 3, 4, 5), (2, 3, 5, 6), {}, (2, 3, 4, 6)),
+    ((2, 3, 5, 4), (1, 1, 6, 5), {"transpose_a": "true", "transpose_b": "true"}, (2, 3, 4, 6)),
+    ((1, 7, 9), (2, 9, 3), {}, (2, 7, 3)),
+])
+def test_matmul(tmp_path, gpu_device, a, b, data, out, precision):
+    rng = np.random.default_rng(9)
+    compare_layer(tmp_path, gpu_device, "MatMul", data, [rand(rng, *a), rand(rng, *b)], [out], precision=precision)

@@ -176,6 +176,23 @@ def _(rng, x):
     return [tf.math.erf(x), tf.math.erfc(x), 0.4 * x * (1.0 + tf.math.erf(x / tf.sqrt(2.0))), 0.5 * x * gate, gate]
 
 
+@case("batch_matmul", (1, 5, 8))
+def _(rng, x):
+    # a dense layer on a 3-D tensor (BatchMatMulV2 with a constant: FullyConnected, leading axes kept) and
+    # products of two tensors (MatMul), transposed either way
+    h = tf.matmul(x, w(rng, 8, 6))
+    return [h, tf.matmul(h, x, transpose_a=True), tf.matmul(x, h, adjoint_a=True) * 0.5,
+            tf.matmul(h, h, adjoint_b=True)]
+
+
+@case("attention_einsum", (1, 6, 8))
+def _(rng, x):
+    # Keras' MultiHeadAttention: heads split by a Reshape, scores and values by Einsum (4-D: NCHW in the IR)
+    q, k, v = (tf.reshape(tf.matmul(x, w(rng, 8, 8)), [-1, 6, 2, 4]) for _ in range(3))
+    scores = tf.nn.softmax(tf.einsum("BTNH,BSNH->BNTS", q, k) * 0.5)
+    return [tf.einsum("BNTS,BSNH->BTNH", scores, v), scores]
+
+
 @case("softmax_4d", (1, 3, 4, 6))
 def _(rng, x):
     return tf.nn.softmax(x * 3.0)

@@ -85,6 +85,27 @@ def test_freeze_placeholder_with_value(ie, graphs, tmp_path):
     np.testing.assert_allclose(infer(ie, xml, {"x": X}), X * 2 + 1, rtol=1e-6)
 
 
+@pytest.mark.parametrize("entries", ["x[1,4],k->2,t[1]->[1]", "x[1 4]{f32},k{i32}->2,t->[1]", "x,k,t"])
+def test_mos_input_syntax_freezes_and_shapes(ie, graphs, tmp_path, entries):
+    """mo's --input NAME[SHAPE]{TYPE}->VALUE: a ->VALUE freezes the input (as --freeze_placeholder_with_value),
+    a [SHAPE] is its shape; an entry that the other option freezes is no input either."""
+    frozen = None if "->" in entries else "k->2,t->[1]"
+    xml = convert_model(graphs / "scalars.pb", tmp_path, input=entries, freeze_placeholder_with_value=frozen)
+    assert [layer.name for layer in read_ir(xml).inputs()] == ["x"]
+    np.testing.assert_allclose(infer(ie, xml, {"x": X}), X * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("entries, needles", [
+    ("x[1,4]{u8}", ["the type {u8} of x", "f32"]),
+    ("x[1,4", ["cannot be parsed"]),
+    ("x[1,?]", ["cannot be parsed", "not a list of integers"]),
+])
+def test_mos_input_syntax_mistakes(graphs, tmp_path, entries, needles):
+    res = run_cli("convert", "--input_model", str(graphs / "scalars.pb"), "--output_dir", str(tmp_path / "out"),
+                  "--input", entries, "--freeze_placeholder_with_value", "k->2,t->[1]")
+    assert_clean_failure(*res, tmp_path / "out", *needles)
+
+
 def test_a_frozen_training_switch_resolves_tf1_control_flow(ie, graphs, tmp_path):
     """is_training->False on a TF1 export: the Switch/Merge pairs of tf.cond and of
     batch_normalization(training=...) have a constant predicate; the training branches go

@@ -30,9 +30,10 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
     compare_with_tf(ie, tf_graphs, case, tmp_path, data_type="FP16", tol=1e-2)
 
 
-@pytest.mark.parametrize("case", ["conv_transpose_output_padding", "gelu_forms", "erf_erfc_not_gelu"])
+@pytest.mark.parametrize("case", ["conv_transpose_output_padding", "gelu_forms", "erf_erfc_not_gelu",
+                                  "batch_matmul", "attention_einsum"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
-    """IR v11 on the OpenVINO runtime too: the uncovered border (Deconvolution + Pad); Gelu-7 and Erf; the
+    """IR v11 on the OpenVINO runtime too: the uncovered border (Deconvolution + Pad); Gelu-7 and Erf; MatMul; the
     Results in the model's order of outputs (compiled_model(x)[i] is TensorFlow's output i, as with mo)."""
     import numpy as np
     import openvino as ov
@@ -49,3 +50,4 @@ def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
         port.get_names() for port in compiled.outputs]  # (OpenVINO merges equal Erf ops: their names join)
     for i, port in enumerate(compiled.outputs):
         assert rel_err(nhwc(np.asarray(results[port])), arrays["out1/{}".format(i)]) < 1e-5, names[i]
+        assert names[i] + ":0" in port.get_names()  # TensorFlow's tensor name too, as mo names it

@@ -14,7 +14,7 @@ import pytest
 
 from ir import read_ir
 from tests.convert.test_errors import assert_clean_failure
-from tests.support import REPO
+from tests.support import REPO, run_cli
 from benchmarks.built_models import Models, built
 from tests.tf.tf_helpers import convert_model, rel_err, run_on_daemon
 
@@ -43,6 +43,22 @@ def test_frozen_by_the_worker_equals_tensorflow(ie, saved_models, tmp_path, case
     assert len(out) == 1
     assert rel_err(next(iter(out.values())), arrays["out1/0"]) <= 1e-4
     assert read_ir(xml).meta["framework"] == "tf"
+
+
+def test_ir_v11_names_the_output_by_the_signature(saved_models, tmp_path):
+    """A SavedModel's output is named by its signature's key in IR v11 ("scores"), as OpenVINO's converters
+    name it, besides the layer's name; the numbers are TensorFlow's on the OpenVINO runtime."""
+    import openvino as ov
+    paths = options(saved_models, "tf2_saved_model")
+    code, out, err = run_cli("convert", "--saved_model_dir", paths["saved_model_dir"], "-b", "1", "--ir_version",
+                             "11", "--output_dir", str(tmp_path), "--model_name", "m")
+    assert code == 0, out + err
+    compiled = ov.Core().compile_model(str(tmp_path / "m.xml"), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    (port,) = compiled.outputs
+    assert {"scores", "scores:0"} <= port.get_names()
+    arrays = saved_models.arrays("tf2_saved_model")
+    result = compiled({0: arrays["in1/image"].transpose(0, 3, 1, 2)})[port]
+    assert rel_err(result, arrays["out1/0"]) <= 1e-4
 
 
 def run_convert(tmp_path, *args, env=None):

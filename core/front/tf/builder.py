@@ -73,6 +73,7 @@ def build_graph(graph_def, path: str = "<graph>") -> Graph:
         key = (name, port)
         if key not in outputs:
             out = graph.add_data(name if port == 0 else "{}:{}".format(name, port))
+            out["tf_tensor"] = "{}:{}".format(name, port)  # (its name for OpenVINO's users: output_names)
             graph.connect(ops[name], out, out=port)
             outputs[key] = out
         return outputs[key]

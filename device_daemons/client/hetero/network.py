@@ -155,7 +155,7 @@ class HeteroExecutableNetwork:
                 if part.outputs:
                     sub.add_outputs(part.outputs)
                 if network._batch is not None:
-                    sub.batch_size = network._batch
+                    sub.reshape(self._part_shapes(network, part))
                 # the CPU's keys (precision, threads) go to its parts; the GPU daemon takes none
                 keys = {k: v for k, v in (config or {}).items()
                         if k != "PERF_COUNT" and part.device.split(".")[0] == "CPU"}
@@ -169,6 +169,20 @@ class HeteroExecutableNetwork:
         take_input_settings(self, network)
         self.warnings = [w for part in self.parts for w in part.warnings]
         self.requests = [HeteroRequest(self) for _ in range(max(1, int(num_requests)))]
+
+    def _part_shapes(self, network, part) -> dict:
+        """The exact shapes of a part's inputs at the network's batch: a network input's with the batch first,
+        a tensor of an earlier part as that part computes it (a PriorBox's dim 0 is 1 at any batch; a Permute's
+        batch may sit on another axis)."""
+        shapes = {}
+        for name, source in part.inputs.items():
+            if source[0] == "input":
+                dims = list(network._ir.layer_by_name(source[1]).outputs[0].dims)
+                if dims:  # (a scalar input has no batch)
+                    shapes[name] = [network._batch] + dims[1:]
+            else:
+                shapes[name] = list(self.parts[source[1]].outputs[source[2]])
+        return shapes
 
     @property
     def input_info(self) -> dict:

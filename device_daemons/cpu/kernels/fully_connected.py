@@ -2,6 +2,9 @@
 
 `axis` (default 1) is where the flattening starts: the output is
 input_shape[:axis] + [out-size].
+
+MatMul: numpy's matmul of two inputs (attention's products), each maybe transposed
+on its last two axes; leading axes broadcast.
 """
 from __future__ import annotations
 
@@ -54,3 +57,34 @@ class FullyConnected(Kernel):
         if self.bias is not None:
             out += self.bias
         return [out.reshape(lead + (self.out_size,))]
+
+
+@register("MatMul")
+class MatMul(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.transpose_a = self.attrs["transpose_a"]
+        self.transpose_b = self.attrs["transpose_b"]
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 2)
+        a, b = (list(s) for s in input_shapes)
+        if len(a) < 2 or len(b) < 2:
+            raise self.error(f"takes inputs of at least 2 axes, got {a} and {b}")
+        if self.transpose_a:
+            a[-2:] = a[:-3:-1]
+        if self.transpose_b:
+            b[-2:] = b[:-3:-1]
+        if a[-1] != b[-2]:
+            raise self.error(f"inputs {a} and {b} (after the transposes) do not multiply")
+        try:
+            batch = np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
+        except ValueError:
+            raise self.error(f"the leading axes of {a} and {b} do not broadcast") from None
+        return [tuple(batch) + (a[-2], b[-1])]
+
+    def forward(self, inputs):
+        a, b = inputs
+        a = np.swapaxes(a, -1, -2) if self.transpose_a else a
+        b = np.swapaxes(b, -1, -2) if self.transpose_b else b
+        return [np.matmul(a, b)]

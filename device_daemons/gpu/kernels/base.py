@@ -115,6 +115,12 @@ class GpuKernel:
         self.ref = reference_kernel(layer)
         self.act = NO_ACTIVATION
 
+    @staticmethod
+    def beyond_limits(layer, ref) -> str | None:
+        """Why this kernel cannot run `layer` (ref: its CPU kernel) whatever the device, known from the IR
+        alone (query_network says so: HETERO then runs it elsewhere), else None."""
+        return None
+
     def error(self, message: str) -> KernelError:
         return KernelError(self.layer, message)
 

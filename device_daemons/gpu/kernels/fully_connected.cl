@@ -194,3 +194,22 @@ __kernel void fc_block(__global const T* x, __global const T* w, __global const 
         ST(out, (size_t)(r0 + j) * O + o, activate(s + b, act, act_a, act_b));
     }
 }
+
+// MatMul of two tensors (attention): out[b] = op(A[b]) @ op(B[b]), op a transpose of the last two axes when
+// ta / tb; a batch stride of 0 broadcasts that operand (its batch is 1). One work item per output value:
+// these products are small next to the dense layers around them.
+__kernel void matmul_batched(__global const T* a, __global const T* b, __global T* out, int m, int n, int k,
+                             int a_stride, int b_stride, int ta, int tb)
+{
+    int col = get_global_id(0), row = get_global_id(1), batch = get_global_id(2);
+    if (col >= n || row >= m) return;
+    __global const T* pa = a + batch * a_stride;
+    __global const T* pb = b + batch * b_stride;
+    float acc = 0.0f;
+    for (int i = 0; i < k; ++i) {
+        float va = ta ? LD(pa, i * m + row) : LD(pa, row * k + i);
+        float vb = tb ? LD(pb, col * k + i) : LD(pb, i * n + col);
+        acc = mad(va, vb, acc);
+    }
+    ST(out, (batch * m + row) * n + col, acc);
+}

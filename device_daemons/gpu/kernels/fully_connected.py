@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pyopencl as cl
 
-from .base import ConfigRejected, Tunable, i32, register, round_up
+from .base import ConfigRejected, GpuKernel, Tunable, i32, register, round_up
 from .convolution import pack_tiles
 from .tiles import BLOCK_LX, MMA_K, block_candidates, block_local_floats, block_valid, gemv_candidates, \
     mma_candidates, tile_candidates
@@ -116,3 +116,29 @@ class FullyConnected(Tunable):
         if kind == "rows":
             return [self.launch("fully_connected_rows", args, (o, -(-rows // RB)))]
         return [self.launch("fully_connected", args, (round_up(o, 8), -(-rows // RB)))]
+
+
+@register("MatMul")
+class MatMul(GpuKernel):
+    """A product of two tensors: one work item per output value. Each operand's leading axes are the output's or
+    all 1 (broadcast); other broadcasts are left to the CPU (HETERO)."""
+    program = "fully_connected.cl"
+
+    def configure(self, in_shapes, out_shapes):
+        super().configure(in_shapes, out_shapes)
+        out = self.out_shapes[0]
+        batch = tuple(out[:-2])
+        for shape in self.in_shapes:
+            lead = tuple(shape[:-2])
+            if int(np.prod(lead, dtype=np.int64)) != 1 and (len(lead) != len(batch) or lead != batch):
+                raise self.error(f"broadcasts {list(shape)} to the leading axes {list(batch)}: the GPU MatMul takes "
+                                 "operands whose leading axes are the output's or all 1 (run it on the CPU: HETERO)")
+
+    def launches(self, ins, outs):
+        ref, (a, b), out = self.ref, self.in_shapes, self.out_shapes[0]
+        m, n = int(out[-2]), int(out[-1])
+        k = int(a[-2] if ref.transpose_a else a[-1])
+        batches = int(np.prod(out[:-2], dtype=np.int64))
+        strides = [0 if int(np.prod(s[:-2], dtype=np.int64)) == 1 else int(s[-1] * s[-2]) for s in (a, b)]
+        args = [ins[0], ins[1], outs[0]] + i32(m, n, k, *strides, int(ref.transpose_a), int(ref.transpose_b))
+        return [self.launch("matmul_batched", args, (round_up(n, 8), round_up(m, 8), batches))]

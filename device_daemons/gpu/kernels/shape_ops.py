@@ -98,6 +98,17 @@ class Crop(_Copy):
 class Permute(_Copy):
     places_output = True  # may write into its slice of a Concat's buffer (SSD's heads)
 
+    @staticmethod
+    def beyond_limits(layer, ref) -> str | None:
+        shape = [2] + [int(d) for d in layer.inputs[0].dims[1:]]  # (any batch: dim 0 counts)
+        order = ref._order(len(shape))
+        out_shape = [shape[a] for a in order]
+        strides = contiguous_strides(shape)
+        dims = merge_dims(out_shape, [strides[a] for a in order], contiguous_strides(out_shape))
+        if len(dims) > MAX_RANK:
+            return f"a copy over {len(dims)} non-contiguous dimensions (the GPU plugin copies {MAX_RANK})"
+        return None
+
     def launches(self, ins, outs):
         shape = self.in_shapes[0]
         order = self.ref._order(len(shape))

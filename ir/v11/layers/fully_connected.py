@@ -1,6 +1,6 @@
 """FullyConnected (Caffe InnerProduct) -> Reshape to [rows..., I], MatMul with the
 OI weights transposed, Add of the biases. `axis` (default 1) is where the
-flattening starts: the output is input_shape[:axis] + [out-size]."""
+flattening starts: the output is input_shape[:axis] + [out-size]. MatMul -> MatMul."""
 from __future__ import annotations
 
 import numpy as np
@@ -30,3 +30,10 @@ def fully_connected(m: Mapping):
         bias = m.const(biases.reshape((1,) * (len(out) - 1) + (o,)), "biases")
         y = m.op("Add", [y, bias], out, attrs={"auto_broadcast": "numpy"})
     return [y]
+
+
+@maps("MatMul")
+def matmul(m: Mapping):
+    a, b = m.inputs
+    return [m.op("MatMul", [a, b], m.out_dims(), attrs={"transpose_a": m.attrs["transpose_a"],
+                                                 "transpose_b": m.attrs["transpose_b"]})]
