@@ -10,6 +10,8 @@ subprocess (TensorFlow never loads into the pytest process):
   (True): x [1, 6, 6, 3] -> conv -> batch_normalization(training=is_training) -> relu ->
   tf.cond(is_training, *2, -1) -> out; is_training.npz: x and TensorFlow's out with
   is_training fed False
+- is_training_v2.pb: TF2's tf.cond (StatelessIf) on is_training: conv -> relu * 2 or
+  sigmoid - 0.5 (is_training_v2.npz as above)
 - reference.npz: raw images x, y (0..255) and TensorFlow's `out` of two_inputs.pb on
   them preprocessed as the tests' options say: x' = (reverse(x) - [1, 2, 3]) /
   [2, 3, 4], y' = reverse(y) - [4, 5, 6]
@@ -84,6 +86,19 @@ def main(out_dir):
             freeze(g, sess, ["out"], os.path.join(out_dir, "nested_cond.pb"))
             data = rng.standard_normal((1, 4)).astype(np.float32)
             np.savez(os.path.join(out_dir, "nested_cond.npz"), x=data, out=sess.run(out, {x: data, t: False}))
+    tf1.enable_control_flow_v2()  # TF2's form of the same: StatelessIf with a function per branch
+    g = tf1.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [1, 6, 6, 3], name="x")
+        is_training = tf1.placeholder_with_default(True, [], name="is_training")
+        conv = tf.nn.conv2d(x, rng.standard_normal((3, 3, 3, 4)).astype(np.float32) * 0.3, 1, "SAME")
+        out = tf.identity(tf.cond(is_training, lambda: tf.nn.relu(conv) * 2.0, lambda: tf.nn.sigmoid(conv) - 0.5),
+                          name="out")
+        with tf1.Session(graph=g) as sess:
+            freeze(g, sess, ["out"], os.path.join(out_dir, "is_training_v2.pb"))
+            data = rng.standard_normal((1, 6, 6, 3)).astype(np.float32)
+            np.savez(os.path.join(out_dir, "is_training_v2.npz"), x=data,
+                     out=sess.run(out, {x: data, is_training: False}))
 
 
 if __name__ == "__main__":

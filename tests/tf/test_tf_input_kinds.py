@@ -130,6 +130,17 @@ def test_a_frozen_training_switch_resolves_tf1_control_flow(ie, graphs, tmp_path
     assert code == 1 and "--freeze_placeholder_with_value \"is_training->False\"" in out + err, out + err
 
 
+def test_a_frozen_training_switch_picks_the_branch_of_tf2s_cond(ie, graphs, tmp_path):
+    """TF2's tf.cond is a StatelessIf with a function per branch: on a frozen predicate the taken branch is
+    inlined (the other and the predicate gone), as mo converts it."""
+    ref = np.load(graphs / "is_training_v2.npz")
+    xml = convert_model(graphs / "is_training_v2.pb", tmp_path, freeze_placeholder_with_value="is_training->False")
+    net = read_ir(xml)
+    assert [layer.name for layer in net.inputs()] == ["x"] and len(net.outputs()) == 1
+    assert {layer.type for layer in net.layers} == {"Input", "Convolution", "Activation", "ScaleShift"}
+    np.testing.assert_allclose(infer(ie, xml, {"x": ref["x"]}, nhwc_io=False), ref["out"], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("value, needles", [
     ("k->[1 2]", ["'k' has the shape []", "the value gives 2"]),
     ("nosuch->1", ["no placeholder 'nosuch'", "k, t, x"]),

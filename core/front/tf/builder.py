@@ -6,9 +6,10 @@ become typed Input ops right away (`Parameter`, shape from the `shape`
 attribute, -1 for an unknown batch). Control inputs (`^node`) only order
 execution in TensorFlow: they are dropped. A node nothing reads (data or
 control) is an output of the model, as the reference guide says; ops without
-outputs (NoOp, Assert) never are, nor is a Placeholder nothing reads (TensorFlow's
-lowered control flow leaves `unused_control_flow_input` ones; OpenVINO's converter
-drops them too) unless the graph has no other output.
+outputs (NoOp, Assert) never are, nor is a Placeholder or a Const nothing reads
+(TensorFlow's lowered control flow leaves `unused_control_flow_input` placeholders,
+OpenVINO's converter drops them too; a tf.cond on a frozen predicate leaves the
+constant) unless the graph has no other output.
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from core.ops.parameter import Parameter
 
 # ops that produce no tensor: they exist for their control edges
 NO_OUTPUTS = {"NoOp", "Assert", "PrintV2", "ControlTrigger"}
-PLACEHOLDERS = {"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"}
+# sinks that are no output unless the graph has no other: unread inputs, and constants (the predicate of a
+# tf.cond that inlined one branch)
+UNREAD_NOT_OUTPUTS = {"Placeholder", "PlaceholderV2", "PlaceholderWithDefault", "Const"}
 PLACEHOLDERS = {"Placeholder"}
 
 
@@ -96,7 +99,7 @@ def build_graph(graph_def, path: str = "<graph>") -> Graph:
             port_in += 1
 
     sinks = [node for node in graph_def.node if node.name not in read and node.op not in NO_OUTPUTS]
-    computed = [node for node in sinks if node.op not in PLACEHOLDERS]
+    computed = [node for node in sinks if node.op not in UNREAD_NOT_OUTPUTS]
     for place, node in enumerate(computed or sinks, start=1):  # (the model's order: carry_output)
         data_of(node.name, 0)["is_output"] = place
     return graph

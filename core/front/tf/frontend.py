@@ -61,11 +61,11 @@ class TFFrontEnd:
             graph_def = frozen_graph_def(o)  # TensorFlow, in the TF worker
         else:
             graph_def = load_graph_def(o.input_model, o.input_model_is_text)
-        from core.front.tf.inline_calls import inline_calls
-        inline_calls(graph_def)  # (Keras' grouped Conv2D is a function call of its own)
-        if o.freeze_placeholder_with_value:
+        if o.freeze_placeholder_with_value:  # (first: a tf.cond on a frozen placeholder inlines one branch)
             from core.front.tf.freeze_inputs import freeze_placeholders
             freeze_placeholders(graph_def, o.freeze_placeholder_with_value)
+        from core.front.tf.inline_calls import inline_calls
+        inline_calls(graph_def)  # (Keras' grouped Conv2D is a function call of its own)
         from core.front.tf.constant_cond import resolve_constant_switches, switch_placeholders
         resolve_constant_switches(graph_def)  # tf.cond on a constant: one branch left
         for name in switch_placeholders(graph_def):

@@ -1,7 +1,8 @@
 """Function calls of a frozen graph inlined into it, before the graph is built: a
 PartitionedCall / StatefulPartitionedCall of a library function becomes the
 function's nodes (named `<call>/<node>`), its inputs the call's, the call's outputs
-the function's return values. Keras 3 puts a grouped Conv2D into a function of its
+the function's return values. An If / StatelessIf (TF2's tf.cond) whose predicate is a
+constant (a frozen is_training, through Identity nodes) is a call of the branch it takes. Keras 3 puts a grouped Conv2D into a function of its
 own (`_conv_xla`, marked no-inline, which freezing keeps), so ConvNeXt's and
 ResNeXt's convolutions arrived as one opaque call.
 
@@ -20,6 +21,7 @@ from core.front.tf.tf_subgraph import tensor_key
 from core.services import tf_ops
 
 CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
+IF_OPS = ("If", "StatelessIf")
 _MAX_DEPTH = 8
 # output arguments in order, of the multi-output ops a converted body may hold
 _OUTPUT_ARGS = {
@@ -88,16 +90,48 @@ def _body(call, fdef) -> tuple[list, list]:
     return made, outputs
 
 
+def _constant_branch(node, by_name: dict) -> tuple | None:
+    """(the branch function's name, the branch's arguments) of an If whose predicate is a constant, else None."""
+    data = [i for i in node.input if not i.startswith("^")]
+    source = by_name.get(tensor_key(data[0])[0]) if data else None
+    while source is not None and source.op in ("Identity", "StopGradient") and source.input:
+        source = by_name.get(tensor_key(source.input[0])[0])
+    if source is None or source.op != "Const":
+        return None
+    tensor = source.attr["value"].tensor
+    values = list(tensor.bool_val) or list(tensor.int_val) or list(tensor.tensor_content)
+    if len(values) != 1:
+        return None
+    branch = node.attr["then_branch" if values[0] else "else_branch"].func.name
+    return branch, data[1:] + [i for i in node.input if i.startswith("^")]
+
+
+def _calls(graph_def, functions: dict) -> list:
+    """(node, call, function) of each call to inline: calls of library functions, and each If on a constant as
+    a call of its branch (`call`: the node to inline as a call)."""
+    by_name = {n.name: n for n in graph_def.node}
+    found = []
+    for node in graph_def.node:
+        if node.op in CALL_OPS and node.attr["f"].func.name in functions:
+            found.append((node, node, functions[node.attr["f"].func.name]))
+        elif node.op in IF_OPS:
+            taken = _constant_branch(node, by_name)
+            if taken is not None and taken[0] in functions:
+                call = type(node)(name=node.name, op="PartitionedCall")
+                call.input.extend(taken[1])
+                found.append((node, call, functions[taken[0]]))
+    return found
+
+
 def inline_calls(graph_def) -> list[str]:
     """Inlines the graph's function calls (module doc); the names of the calls inlined."""
     functions = {f.signature.name: f for f in graph_def.library.function}
     inlined = []
     for _ in range(_MAX_DEPTH):
-        calls = [n for n in graph_def.node if n.op in CALL_OPS and n.attr["f"].func.name in functions]
         done = False
-        for call in calls:
+        for original, call, function in _calls(graph_def, functions):
             try:
-                made, outputs = _body(call, functions[call.attr["f"].func.name])
+                made, outputs = _body(call, function)
             except (_Unknown, ValueError, IndexError):
                 continue
             renamed = {call.name: outputs[0]} if outputs else {}
@@ -107,7 +141,7 @@ def inline_calls(graph_def) -> list[str]:
             for node in graph_def.node:
                 node.input[:] = [i for i in (renamed.get(i, i) if not i.startswith("^") else
                                              (after if i == "^" + call.name else i) for i in node.input) if i]
-            graph_def.node.remove(call)
+            graph_def.node.remove(original)
             graph_def.node.extend(made)
             inlined.append(call.name)
             done = True
