@@ -4,21 +4,13 @@ import numpy as np
 from core.errors import ShapeError
 from core.ops.convolution import end_pad_getter, pad_end
 from core.ops.op import Op, check_ranges, ir_attrs
+from ir.pooling import pooled_size as ir_pooled_size
 
 
 def pooled_size(size, kernel, stride, pad, rounding, end=None):
-    """Caffe's formula: ceil by default, and the last window must start inside
-    the image (or its left padding), else it is dropped. `end`: the bottom/right
-    padding when it differs from `pad` (TensorFlow's SAME, with floor rounding)."""
-    size, kernel, stride, pad = (np.asarray(v, dtype=np.int64) for v in (size, kernel, stride, pad))
-    end = pad if end is None else np.asarray(end, dtype=np.int64)
-    if rounding == "ceil":
-        out = -(-(size + pad + end - kernel) // stride) + 1
-        clip = (pad > 0) & ((out - 1) * stride >= size + pad)
-        out = np.where(clip, out - 1, out)
-    else:
-        out = (size + pad + end - kernel) // stride + 1
-    return out
+    """ir/pooling.py's sizes; `end`: the bottom/right padding when it differs from `pad`
+    (TensorFlow's SAME, with floor rounding)."""
+    return ir_pooled_size(size, kernel, stride, pad, pad if end is None else end, rounding == "ceil")
 
 
 class Pooling(Op):

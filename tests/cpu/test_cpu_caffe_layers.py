@@ -70,6 +70,10 @@ CASES = [
      {"data": (1, 3, 6, 5)}, [("t", "out")], {}),
     ("pool_max_s1_nopad", one("Pooling", "pooling_param { pool: MAX kernel_h: 2 kernel_w: 3 stride: 1 }"),
      {"data": (1, 2, 5, 6)}, [("t", "out")], {}),
+    # padding on one axis only: Caffe clips the last window on both (pooling_layer.cpp: pad_h_ || pad_w_)
+    ("pool_max_pad_one_axis", one("Pooling", "pooling_param { pool: MAX kernel_h: 2 kernel_w: 1 stride: 2 "
+                                             "pad_h: 1 pad_w: 0 }"),
+     {"data": (1, 2, 18, 10)}, [("t", "out")], {}),
     ("pool_max_floor", one("Pooling", "pooling_param { pool: MAX kernel_size: 2 stride: 2 ceil_mode: false }"),
      {"data": (1, 3, 7, 9)}, [("t", "out")], {}),
     ("pool_global_max", one("Pooling", "pooling_param { pool: MAX global_pooling: true }"),

@@ -15,18 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.pooling import pooled_size
+
 from .base import Kernel, register
-
-
-def pooled_size(size, kernel, stride, pad, pad_end, ceil):
-    span = size + pad + pad_end - kernel
-    if ceil:
-        out = -(-span // stride) + 1
-        if pad > 0 and (out - 1) * stride >= size + pad:
-            out -= 1
-    else:
-        out = span // stride + 1
-    return out
 
 
 @register("Pooling")
@@ -41,9 +32,8 @@ class Pooling(Kernel):
         self._key = None
 
     def _out_hw(self, h, w):
-        (kh, kw), (sh, sw) = self.kernel, self.stride
-        return (pooled_size(h, kh, sh, self.pad[0], self.pad_end[0], self.ceil),
-                pooled_size(w, kw, sw, self.pad[1], self.pad_end[1], self.ceil))
+        oh, ow = pooled_size((h, w), self.kernel, self.stride, self.pad, self.pad_end, self.ceil)
+        return int(oh), int(ow)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1, rank=4)
