@@ -3,6 +3,7 @@ import numpy as np
 
 from core.errors import ShapeError
 from core.ops.op import Op, ir_attrs
+from ir.matmul import matmul_shape as ir_matmul_shape
 
 
 class FullyConnected(Op):
@@ -32,21 +33,11 @@ class FullyConnected(Op):
 
 
 def matmul_shape(a, b, transpose_a: bool, transpose_b: bool, what: str) -> np.ndarray:
-    """The output shape of numpy's matmul of shapes a and b (each at least 2-D, maybe transposed)."""
-    a, b = [int(d) for d in a], [int(d) for d in b]
-    if len(a) < 2 or len(b) < 2:
-        raise ShapeError("{}: MatMul takes operands of at least 2 axes, got {} and {}.", what, a, b)
-    if transpose_a:
-        a[-2], a[-1] = a[-1], a[-2]
-    if transpose_b:
-        b[-2], b[-1] = b[-1], b[-2]
-    if a[-1] != b[-2]:
-        raise ShapeError("{}: operands {} and {} do not multiply ({} != {}).", what, a, b, a[-1], b[-2])
+    """ir/matmul.py's shape, its complaint a ShapeError naming `what`."""
     try:
-        batch = np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
-    except ValueError:
-        raise ShapeError("{}: the leading axes of {} and {} do not broadcast.", what, a, b) from None
-    return np.array([*batch, a[-2], b[-1]], dtype=np.int64)
+        return np.array(ir_matmul_shape(a, b, transpose_a, transpose_b), dtype=np.int64)
+    except ValueError as exc:
+        raise ShapeError("{}: {}.", what, str(exc)) from None
 
 
 class MatMul(Op):

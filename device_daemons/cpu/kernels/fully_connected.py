@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.matmul import matmul_shape
+
 from .base import Kernel, register
 
 
@@ -68,20 +70,10 @@ class MatMul(Kernel):
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 2)
-        a, b = (list(s) for s in input_shapes)
-        if len(a) < 2 or len(b) < 2:
-            raise self.error(f"takes inputs of at least 2 axes, got {a} and {b}")
-        if self.transpose_a:
-            a[-2:] = a[:-3:-1]
-        if self.transpose_b:
-            b[-2:] = b[:-3:-1]
-        if a[-1] != b[-2]:
-            raise self.error(f"inputs {a} and {b} (after the transposes) do not multiply")
         try:
-            batch = np.broadcast_shapes(tuple(a[:-2]), tuple(b[:-2]))
-        except ValueError:
-            raise self.error(f"the leading axes of {a} and {b} do not broadcast") from None
-        return [tuple(batch) + (a[-2], b[-1])]
+            return [matmul_shape(*input_shapes, self.transpose_a, self.transpose_b)]
+        except ValueError as exc:
+            raise self.error(str(exc)) from None
 
     def forward(self, inputs):
         a, b = inputs
