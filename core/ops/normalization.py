@@ -60,6 +60,17 @@ class MVN(Op):
         return ir_attrs("MVN")
 
 
+class LayerNorm(Op):
+    """(x - mean) / sqrt(var + eps) over one axis, then the optional weights and biases blobs."""
+    op = "LayerNorm"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "LayerNorm", "op": self.op, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ir_attrs("LayerNorm")
+
+
 class GRN(Op):
     op = "GRN"
 

@@ -1,4 +1,4 @@
-"""Normalizations: SoftMax, Norm (LRN), Normalize, MVN, GRN, BatchNormalization."""
+"""Normalizations: SoftMax, Norm (LRN), Normalize, MVN, LayerNorm, GRN, BatchNormalization."""
 from .attribute import Bool, Enum, Float, Int
 from .layer import LayerSchema
 
@@ -21,6 +21,11 @@ SCHEMAS = [
         Float("eps", 1e-9),
         Bool("normalize_variance", True),
     ]),
+    LayerSchema("LayerNorm", [
+        Int("axis", doc="the axis normalized (its values at each position of the others)"),
+        Float("eps", 1e-5, doc="added to the variance, inside the square root"),
+    ], doc="(x - mean) / sqrt(variance + eps) over `axis`, times the blob weights, plus the blob biases (each "
+           "optional, one value per index of `axis`): Keras' and PyTorch's LayerNorm"),
     LayerSchema("GRN", [Float("bias", 0.0)]),
     LayerSchema("BatchNormalization", [Float("epsilon", 1e-5, aliases=("eps",))]),
 ]

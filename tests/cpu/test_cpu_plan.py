@@ -370,6 +370,21 @@ def test_matmul_against_numpy(tmp_path, a, b, data):
         ExecutionPlan(single_layer_ir(tmp_path, "MatMul", {}, [(3, 5), (4, 7)], [(3, 7)]))
 
 
+@pytest.mark.parametrize("axis", [1, 2, -1])
+def test_layer_norm_against_numpy(tmp_path, axis):
+    x = (RNG.standard_normal((2, 3, 5)) * 4 + 2).astype(np.float32)
+    w = RNG.uniform(0.5, 1.5, x.shape[axis]).astype(np.float32)
+    b = RNG.standard_normal(x.shape[axis]).astype(np.float32)
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(axis=axis, keepdims=True), x64.var(axis=axis, keepdims=True)
+    along = [1, 1, 1]
+    along[axis] = -1
+    ref = (x64 - mean) / np.sqrt(var + 1e-3) * w.reshape(along) + b.reshape(along)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "LayerNorm", {"axis": axis, "eps": 1e-3}, [x.shape], [x.shape],
+                                         blobs={"weights": w, "biases": b}))
+    np.testing.assert_allclose(plan.infer({"in0": x})["layer"], ref, rtol=1e-5, atol=1e-5)
+
+
 CLASH = """name: "clash"
 input: "data"
 input_shape { dim: 1 dim: 4 dim: 2 dim: 2 }

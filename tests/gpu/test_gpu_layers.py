@@ -341,3 +341,14 @@ def test_detection_output_runs_on_the_host_between_device_layers(tmp_path, gpu_d
 def test_matmul(tmp_path, gpu_device, a, b, data, out, precision):
     rng = np.random.default_rng(9)
     compare_layer(tmp_path, gpu_device, "MatMul", data, [rand(rng, *a), rand(rng, *b)], [out], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape,axis,blobs", [((2, 5, 8), 2, "both"), ((2, 6, 3, 4), 1, "weights"),
+                                              ((3, 7), 1, None), ((2, 4, 6), 1, "biases")])
+def test_layer_norm(tmp_path, gpu_device, shape, axis, blobs, precision):
+    rng = np.random.default_rng(13)
+    size = shape[axis]
+    values = {name: rand(rng, size) for name in ("weights", "biases") if blobs in (name, "both")}
+    compare_layer(tmp_path, gpu_device, "LayerNorm", {"axis": axis, "eps": 1e-3}, [rand(rng, *shape, scale=3.0)],
+                  [shape], values or None, precision)

@@ -193,6 +193,28 @@ def _(rng, x):
     return [tf.einsum("BNTS,BSNH->BTNH", scores, v), scores]
 
 
+_LAYER_NORMS = []  # (Keras layers made once, outside the traced function: their variables are its constants)
+
+
+@case("layer_norm", (1, 5, 8))
+def _(rng, x):
+    # Keras 3's LayerNormalization: Mean, SquaredDifference, Mean, eps, Rsqrt, gamma, beta -> one LayerNorm;
+    # without beta / gamma; and a 4-D one (ConvNeXt's: the channels of each pixel, IR axis 1)
+    import keras
+    inputs = [x * 3.0 + 1.0, x, x, tf.reshape(x, [-1, 2, 4, 5])]
+    if not _LAYER_NORMS:
+        with tf.init_scope():
+            for (center, scale), data in zip(((True, True), (False, True), (True, False), (True, True)), inputs):
+                layer = keras.layers.LayerNormalization(epsilon=1e-3, center=center, scale=scale)
+                layer.build((None,) + tuple(data.shape[1:]))
+                if scale:
+                    layer.gamma.assign(rng.uniform(0.5, 1.5, layer.gamma.shape).astype(np.float32))
+                if center:
+                    layer.beta.assign(rng.standard_normal(layer.beta.shape).astype(np.float32))
+                _LAYER_NORMS.append(layer)
+    return [layer(data) for layer, data in zip(_LAYER_NORMS, inputs)]
+
+
 @case("softmax_4d", (1, 3, 4, 6))
 def _(rng, x):
     return tf.nn.softmax(x * 3.0)

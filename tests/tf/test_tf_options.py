@@ -163,6 +163,16 @@ def test_gelu_sub_graphs_are_one_layer(ie, tf_graphs, tmp_path, case, gelus, erf
     assert {a.data.get("type") for a in activations} <= {"gelu", "erf"}
 
 
+def test_keras_layer_normalization_is_one_layer(ie, tf_graphs, tmp_path):
+    """With and without gamma / beta, on the last axis of a 3-D or a 4-D (NCHW: axis 1) tensor."""
+    compare_with_tf(ie, tf_graphs, "layer_norm", tmp_path)
+    layers = read_ir(os.path.join(tmp_path, "layer_norm.xml")).layers
+    norms = [layer for layer in layers if layer.type == "LayerNorm"]
+    assert sorted((n.data["axis"], sorted(n.blobs)) for n in norms) == [
+        ("1", ["biases", "weights"]), ("2", ["biases"]), ("2", ["biases", "weights"]), ("2", ["weights"])]
+    assert not {"ReduceMean", "Eltwise", "Power"} & {layer.type for layer in layers}
+
+
 def test_model_name_and_cli(tf_graphs, tmp_path):
     code, out, err = run_cli("convert", "--input_model", tf_graphs.path("conv_bias_relu"), "-b", "1",
                              "--model_name", "named", "--output_dir", str(tmp_path))

@@ -19,6 +19,9 @@ and constant values are known (before lowering). In this order:
    sqrt 2)) (BERT's) and the tanh form 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 *
    x^3))), with the products in any order -> one Activation gelu (an eltwise post-op on
    oneDNN, not seven layers).
+6. layer normalization (Keras' LayerNormalization over the last axis): Mean, SquaredDifference,
+   Mean, + eps, Rsqrt, [* gamma], x * s + (-mean * s [+ beta]) -> one LayerNorm layer (eleven
+   layers, two of them reductions on numpy with broadcasts between, before).
 A sub-graph whose inner tensors are read by anything else stays as it is.
 """
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 
 from core.front.tf.ops.activation import Activations, Gelu
 from core.front.tf.ops.base import TFOp
-from core.ops.normalization import Normalize
+from core.ops.normalization import LayerNorm, Normalize
 from ir.special import GELU_TANH_CUBIC, SQRT_2_OVER_PI
 
 NON_NEGATIVE = {"Relu", "Relu6", "Sigmoid", "Softmax"}
@@ -381,9 +384,125 @@ def fold_gelu(graph):
         _remove_ops(graph, *ops)
 
 
+# --- 6. layer normalization ----------------------------------------------------------------
+class LayerNormTF(TFOp):
+    """The matched Keras LayerNormalization (no TF op of this name: only patterns make it)."""
+
+    @staticmethod
+    def lower(node, lw):
+        x = node.data_inputs()[0]
+        lw.keep_inputs(node, x)
+        lw.retype(node, LayerNorm, {"axis": lw.ir_axis(x, -1), "eps": node.tf["eps"]})
+        for name in ("weights", "biases"):
+            if node.tf.get(name) is not None:
+                lw.add_blob(node, name, node.tf[name])
+
+
+def _through(data):
+    """The tensor a StopGradient / Identity passes on, else data itself."""
+    node = _producer(data, "StopGradient", "Identity")
+    return node.in_node(0) if node is not None else data
+
+
+def _layer_norm_of(node):
+    """(x, eps, gamma or None, beta or None, ops) when the AddV2 `node` ends a layer normalization over the
+    last axis of x, else None."""
+    ops = [node]
+
+    def op(data, *types):
+        found = _producer(data, *types)
+        if found is not None:
+            ops.append(found)
+        return found
+
+    def scaled_by(data):  # Mul(a, s): (a, s)
+        mul = op(data, "Mul")
+        return tuple(mul.data_inputs()) if mul is not None else (None, None)
+
+    for first, second in (node.data_inputs(), node.data_inputs()[::-1]):
+        mark = len(ops)
+        x, s = scaled_by(first)
+        tail = op(second, "AddV2", "Add")
+        beta, term = None, second
+        if tail is not None:
+            a, b = tail.data_inputs()
+            beta, term = (_value(a), b) if _value(a) is not None else (_value(b), a)
+        neg, s2 = scaled_by(term)
+        if x is None or neg is None:
+            del ops[mark:]
+            continue
+        if s2.id != s.id:
+            x, s, neg, s2 = s, x, s2, neg  # (the product's factors in the other order)
+        neg_op = op(neg, "Neg")
+        mul = _producer(s, "Mul")
+        gamma, inv = None, s
+        if mul is not None:
+            a, b = mul.data_inputs()
+            gamma, inv = (_value(b), a) if _value(b) is not None else (_value(a), b)
+            ops.append(mul)
+        rsqrt = op(inv, "Rsqrt")
+        add = rsqrt and op(rsqrt.in_node(0), "AddV2", "Add")
+        if neg_op is None or not add or s2.id != s.id:
+            del ops[mark:]
+            continue
+        a, b = add.data_inputs()
+        eps, var = (_scalar(b), a) if _scalar(b) is not None else (_scalar(a), b)
+        mean = neg_op.in_node(0)
+        var_mean = op(var, "Mean")
+        square = var_mean and op(var_mean.in_node(0), "SquaredDifference")
+        mean_op = op(mean, "Mean")
+        if eps is None or not square or mean_op is None or mean_op.in_node(0).id != x.id:
+            del ops[mark:]
+            continue
+        d0, d1 = square.data_inputs()
+        if {d0.id, _through(d1).id} != {x.id, mean.id} or _producer(d1, "StopGradient", "Identity") is None and \
+                d1.id != mean.id and d1.id != x.id:
+            del ops[mark:]
+            continue
+        if _producer(d1, "StopGradient", "Identity") is not None:
+            ops.append(d1.producer())
+        rank = len(x.shape)
+        for reduce in (mean_op, var_mean):
+            axes = _value(reduce.in_node(1))
+            if axes is None or sorted({int(v) % rank for v in axes.ravel()}) != [rank - 1] or \
+                    not reduce.tf.get("keep_dims"):
+                return None
+        size = int(x.shape[-1])
+        for values in (gamma, beta):
+            if values is not None and np.asarray(values).size not in (1, size):
+                return None
+        inside = {o.id for o in ops}
+        for o in ops[1:]:  # (every inner tensor read only inside the pattern)
+            for out in o.out_nodes().values():
+                if out.soft_get("is_output") or any(c.id not in inside for c in out.consumers()):
+                    return None
+        full = [None if v is None else np.broadcast_to(np.asarray(v, np.float32).ravel(), (size,)).copy()
+                for v in (gamma, beta)]
+        return x, eps, full[0], full[1], ops[1:]
+    return None
+
+
+def fold_layer_norm(graph):
+    for node in graph.op_nodes(tf_op="AddV2") + graph.op_nodes(tf_op="Add"):
+        if node.id not in graph or node.soft_get("tf_class") is None:
+            continue
+        match = _layer_norm_of(node)
+        if match is None:
+            continue
+        x, eps, gamma, beta, ops = match
+        node["tf_op"] = "LayerNorm"
+        node["tf_class"] = LayerNormTF
+        node.tf.update({"eps": eps, "weights": gamma, "biases": beta})
+        for u, v, key in list(graph.in_edges(node.id, keys=True)):
+            graph.remove_edge(u, v, key)
+        graph.connect(x, node, inp=0)
+        _remove_ops(graph, *{o.id: o for o in ops}.values())
+
+
 def replace_patterns(graph):
     fold_atrous(graph)
     fold_padding(graph)
     fold_leaky_relu(graph)
     fold_l2_normalize(graph)
     fold_gelu(graph)
+    fold_layer_norm(graph)

@@ -181,6 +181,48 @@ class MVN(Kernel):
         return [out.reshape(shape)]
 
 
+@register("LayerNorm")
+class LayerNorm(Kernel):
+    """Keras' LayerNormalization: over one axis, eps inside the square root, then weights and biases."""
+
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.axis = self.attrs["axis"]
+        self.eps = self.attrs["eps"]
+        self.weights = self.blob("weights", required=False)
+        self.biases = self.blob("biases", required=False)
+
+    def _axis(self, rank: int) -> int:
+        axis = self.axis + rank if self.axis < 0 else self.axis
+        if not 0 <= axis < rank:
+            raise self.error(f"axis {self.axis} is out of range for a {rank}-D input")
+        return axis
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        shape = tuple(input_shapes[0])
+        size = shape[self._axis(len(shape))]
+        for name, blob in (("weights", self.weights), ("biases", self.biases)):
+            if blob is not None and blob.size != size:
+                raise self.error(f"has {blob.size} {name} for an axis of {size}")
+        return [shape]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        axis = self._axis(x.ndim)
+        mean = x.mean(axis=axis, keepdims=True, dtype=np.float64)
+        centered = x - mean.astype(np.float32)
+        var = np.square(centered).mean(axis=axis, keepdims=True, dtype=np.float64)
+        out = centered * (1.0 / np.sqrt(var + self.eps)).astype(np.float32)
+        along = [1] * x.ndim
+        along[axis] = -1
+        if self.weights is not None:
+            out *= self.weights.reshape(along)
+        if self.biases is not None:
+            out += self.biases.reshape(along)
+        return [out]
+
+
 @register("GRN")
 class GRN(Kernel):
     def __init__(self, layer):

@@ -108,3 +108,25 @@ __kernel void normalize_image(__global const T* x, __global const T* scale, __gl
     for (int i = l; i < count; i += L)
         ST(out, base + i, LD(x, base + i) * inv * LD(scale, shared ? 0 : i / inner));
 }
+
+// LayerNorm over one axis (A values `inner` apart): a work item per position of the other axes;
+// weights / biases along the axis (has_w / has_b: 0 when the layer has none).
+__kernel void layer_norm(__global const T* x, __global const T* w, __global const T* b, __global T* out, int A,
+                         int inner, float eps, int has_w, int has_b)
+{
+    int i = get_global_id(0), o = get_global_id(1);
+    if (i >= inner) return;
+    int base = o * A * inner + i;
+    float mean = 0.0f;
+    for (int a = 0; a < A; ++a) mean += LD(x, base + a * inner);
+    mean /= A;
+    float var = 0.0f;
+    for (int a = 0; a < A; ++a) { float d = LD(x, base + a * inner) - mean; var = mad(d, d, var); }
+    float inv = rsqrt(var / A + eps);
+    for (int a = 0; a < A; ++a) {
+        float v = (LD(x, base + a * inner) - mean) * inv;
+        if (has_w) v *= LD(w, a);
+        if (has_b) v += LD(b, a);
+        ST(out, base + a * inner, v);
+    }
+}

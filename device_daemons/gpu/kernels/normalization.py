@@ -1,4 +1,4 @@
-"""SoftMax, Norm/LRN and Normalize on the GPU (normalization.cl); BatchNormalization
+"""SoftMax, Norm/LRN, Normalize and LayerNorm on the GPU (normalization.cl); BatchNormalization
 (a per-channel scale and shift: linear.cl's PerChannel)."""
 from __future__ import annotations
 
@@ -66,6 +66,25 @@ class Normalize(GpuKernel):
             return [self.launch("normalize_pixel", args, (round_up(inner, 8), n))]
         group = self.ctx.group_size(self.prog(), "normalize_image", 256)
         return [self.launch("normalize_image", args + [cl.LocalMemory(4 * group)], (group, n), (group, 1))]
+
+
+@register("LayerNorm")
+class LayerNorm(GpuKernel):
+    program = "normalization.cl"
+    inplace = True  # a work item reads its whole axis before it writes it
+
+    def __init__(self, layer, ctx):
+        super().__init__(layer, ctx)
+        ref = self.ref
+        self.weights = ctx.upload(ref.weights) if ref.weights is not None else ctx.dummy
+        self.biases = ctx.upload(ref.biases) if ref.biases is not None else ctx.dummy
+
+    def launches(self, ins, outs):
+        ref = self.ref
+        outer, a, inner = _axis_layout(self.in_shapes[0], ref._axis(len(self.in_shapes[0])))
+        args = [ins[0], self.weights, self.biases, outs[0]] + i32(a, inner) + f32(ref.eps) + \
+            i32(int(ref.weights is not None), int(ref.biases is not None))
+        return [self.launch("layer_norm", args, (round_up(inner, 8), outer))]
 
 
 @register("BatchNormalization")

@@ -71,6 +71,28 @@ def mvn(m: Mapping):
     return [m.op("MVN", [x, m.ints(axes, "axes")], x.shape, version="opset6", attrs=attrs)]
 
 
+@maps("LayerNorm")
+def layer_norm(m: Mapping):
+    """MVN-6 over the axis (eps inside the square root), then Multiply / Add by the blobs along it."""
+    a = m.attrs
+    x = m.inputs[0]
+    rank = len(x.shape)
+    axis = a["axis"] + rank if a["axis"] < 0 else a["axis"]
+    if not 0 <= axis < rank:
+        raise a.error(f"axis {a['axis']} is out of range for a {rank}-D input")
+    along = [1] * rank
+    along[axis] = x.shape[axis]
+    steps = [(kind, name, a.blob(name, required=False, size=x.shape[axis]))
+             for kind, name in (("Multiply", "weights"), ("Add", "biases"))]
+    steps = [step for step in steps if step[2] is not None]
+    y = m.op("MVN", [x, m.ints([axis], "axes")], x.shape, "mvn" if steps else None, version="opset6",
+             attrs={"eps": a["eps"], "normalize_variance": True, "eps_mode": "inside_sqrt"})
+    for i, (kind, name, values) in enumerate(steps):  # (the last op has the layer's name)
+        y = m.op(kind, [y, m.const(values.reshape(along), name)], x.shape, None if i == len(steps) - 1 else name,
+                 attrs={"auto_broadcast": "numpy"})
+    return [y]
+
+
 @maps("GRN")
 def grn(m: Mapping):
     x = m.inputs[0]
