@@ -180,8 +180,9 @@ def _lower_ops(graph, lw):
             raise Error("Internal error: lowering of {} left a TensorFlow op in the graph.", describe(node))
     if problems:
         raise Error("Part of the nodes was not translated to IR. Stopped. These nodes cannot be converted in the "
-                    "form the model uses them:\n  {}\n Cut the model around them (--input/--output) or replace them "
-                    "with an extension (--extensions).",
+                    "form the model uses them:\n  {}\n Cut the model around them (--input/--output), offload them to "
+                    "TensorFlow (--offload_unsupported_operations_to_tf) or replace them with an extension "
+                    "(--extensions).",
                     "\n  ".join(problems), faq=23)
 
 
