@@ -176,6 +176,12 @@ def _(rng, x):
     return [tf.math.erf(x), tf.math.erfc(x), 0.4 * x * (1.0 + tf.math.erf(x / tf.sqrt(2.0))), 0.5 * x * gate, gate]
 
 
+@case("gelu_broadcast_one", (1, 6))
+def _(rng, x):
+    # GELU's 1 as a higher-rank constant: the result has another shape than x, so it is no one-input layer
+    return 0.5 * x * (tf.constant([[[1.0]]]) + tf.math.erf(x * 0.70710678))
+
+
 @case("batch_matmul", (1, 5, 8))
 def _(rng, x):
     # a dense layer on a 3-D tensor (BatchMatMulV2 with a constant: FullyConnected, leading axes kept) and
@@ -258,7 +264,8 @@ def _(rng, x, y):
 def _(rng, x):
     return [tf.reduce_mean(x, axis=[1, 2]), tf.reduce_mean(x, axis=[1, 2], keepdims=True),
             tf.reduce_sum(x, axis=[1, 2]), tf.reduce_sum(x, axis=3), tf.reduce_mean(x, axis=1),
-            tf.reduce_max(x, axis=[1, 2]), tf.reduce_mean(x, axis=[1, 3], keepdims=True)]
+            tf.reduce_max(x, axis=[1, 2]), tf.reduce_mean(x, axis=[1, 3], keepdims=True),
+            x * tf.reduce_sum(x) * 0.01]  # (a full reduction: a 0-D tensor)
 
 
 @case("pad_into_conv", (1, 7, 7, 3))

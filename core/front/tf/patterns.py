@@ -260,6 +260,12 @@ def _l2_chain(x, inv):
 _INV_SQRT2 = 0.5 ** 0.5
 
 
+def _same_shape(a, b) -> bool:
+    """(A constant of a higher rank broadcasts the result beyond x's shape: not the one-input layer then.)"""
+    return a.soft_get("shape") is not None and b.soft_get("shape") is not None and \
+        tuple(int(d) for d in a.shape) == tuple(int(d) for d in b.shape)
+
+
 def _scalar(data) -> float | None:
     value = _value(data)
     return float(value.ravel()[0]) if value is not None and value.size == 1 else None
@@ -361,7 +367,7 @@ def _gelu_of(node):
     for x, gate in (tensors, tensors[::-1]):
         mark = len(m.ops)
         gx, approximation = _gate(m, gate)
-        if gx is not None and gx.id == x.id:
+        if gx is not None and gx.id == x.id and _same_shape(node.out_node(0), x):
             return x, approximation, m.ops
         del m.ops[mark:]
     return None
@@ -476,6 +482,8 @@ def _layer_norm_of(node):
             for out in o.out_nodes().values():
                 if out.soft_get("is_output") or any(c.id not in inside for c in out.consumers()):
                     return None
+        if not _same_shape(node.out_node(0), x):
+            return None
         full = [None if v is None else np.broadcast_to(np.asarray(v, np.float32).ravel(), (size,)).copy()
                 for v in (gamma, beta)]
         return x, eps, full[0], full[1], ops[1:]

@@ -39,4 +39,5 @@ class Reduce(Kernel):
             out = self.func(x, axis=axes, keepdims=self.keep_dims, dtype=np.float64).astype(np.float32)
         else:
             out = self.func(x, axis=axes, keepdims=self.keep_dims)
-        return [np.ascontiguousarray(out, dtype=np.float32)]
+        out = np.asarray(out, dtype=np.float32)  # (ascontiguousarray makes a scalar [1]: a full reduction is 0-D)
+        return [out if out.flags.c_contiguous else np.ascontiguousarray(out)]
