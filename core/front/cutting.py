@@ -15,6 +15,7 @@ Rules from the reference guide's Inception V1 walk-through:
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import networkx as nx
@@ -24,6 +25,8 @@ from core.errors import Error
 from core.front.cli_values import parse_input_shapes, parse_port_spec, split_names
 from core.graph.graph import carry_output
 from core.ops.parameter import Parameter
+
+log = logging.getLogger("mo_core")
 
 
 @dataclass
@@ -76,16 +79,19 @@ def apply_outputs(graph, output_text: str | None):
                 outputs.extend(outs)
         for place, d in enumerate(outputs, start=1):  # (in the order given: carry_output)
             d["is_output"] = place
-    remove_dead(graph)
+    graph.graph["cut_away"] = remove_dead(graph)
 
 
-def remove_dead(graph):
-    """Keeps only nodes from which an output tensor is reachable."""
+def remove_dead(graph) -> set[str]:
+    """Keeps only nodes from which an output tensor is reachable; the names of the ops it removed."""
     outputs = [d.id for d in graph.data_nodes() if d.soft_get("is_output")]
     keep = set(outputs)
     for o in outputs:
         keep |= nx.ancestors(graph, o)
-    graph.remove_nodes_from([n for n in list(graph.nodes) if n not in keep])
+    dead = [n for n in list(graph.nodes) if n not in keep]
+    names = {graph.nodes[n].get("name") for n in dead if graph.nodes[n].get("kind") == "op"}
+    graph.remove_nodes_from(dead)
+    return names
 
 
 def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: int | None,
@@ -110,7 +116,11 @@ def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: i
         raise Error("{} inputs were named with --input but {} shapes given with --input_shape.", len(names),
                     len(shapes), faq=57)
     result = []
+    cut_away = graph.graph.get("cut_away") or set()
     for i, text in enumerate(names):
+        if graph.op_by_name(text) is None and _spec_name(text) in cut_away:
+            log.warning("--input names '%s', which feeds none of the outputs --output keeps: it is left out.", text)
+            continue
         node, in_port, out_port = parse_port_spec(graph, text)
         shape = shapes[i] if shapes else None
         if in_port is not None and not node.has_in(in_port):
@@ -124,6 +134,15 @@ def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: i
                         node.name, faq=30)
         result.append(NewInput(node, in_port, out_port, shape, text, name=node.name))
     return result
+
+
+def _spec_name(text: str) -> str:
+    """The node named by NODE, PORT:NODE or NODE:PORT."""
+    head, _, tail = text.partition(":")
+    if head.isdigit() and tail:
+        return tail
+    head, _, tail = text.rpartition(":")
+    return head if tail.isdigit() and head else text
 
 
 def _is_source(node) -> bool:

@@ -245,12 +245,15 @@ def replace_node(old_node: Node, new_node: Node, new_node_out_port: int | None =
 def carry_output(src, out) -> None:
     """`src` takes `out`'s place among the model's outputs (if out is one). `is_output` holds that place:
     1, 2, ... in the model's order of outputs (IR v11 orders its Results so); the earlier place wins when
-    src is an output already. The framework's names of out go with it (output_names)."""
+    src is an output already. The framework's names of out go with it whether or not it is an output yet
+    (output_names: a named tf.identity before freezing's own Identity names the model's output too)."""
     mark = out.soft_get("is_output")
     if mark:
         src["is_output"] = min(int(mark), int(src.soft_get("is_output") or mark))
+    theirs = output_names(out)
+    if theirs:
         names = output_names(src)
-        src["output_names"] = names + [n for n in output_names(out) if n not in names]
+        src["output_names"] = names + [n for n in theirs if n not in names]
 
 
 def output_names(data) -> list[str]:

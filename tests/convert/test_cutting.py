@@ -61,6 +61,15 @@ def test_shape_given_in_the_input_entry(googlenet, inp):
     assert err.value.faq == 57 and "both in --input and with --input_shape" in str(err.value)
 
 
+def test_an_input_that_the_outputs_cut_away_is_left_out(googlenet, caplog):
+    """mo's behaviour: --input naming a node no kept output needs is left out, with a warning (it said the
+    node does not exist)."""
+    with caplog.at_level("WARNING", logger="mo_core"):
+        net = convert_api(**googlenet, batch=1, output=RELU, input="data,pool5/7x7_s1")
+    assert [name for name, _, _ in layers(net)] == ["data", CONV, RELU]
+    assert "--input names 'pool5/7x7_s1', which feeds none of the outputs" in caplog.text
+
+
 def test_input_on_the_first_convolution_equals_the_whole_model(googlenet, tmp_path):
     from ir import to_xml_string
     whole = convert_api(**googlenet, batch=1)

@@ -176,6 +176,12 @@ def _(rng, x):
     return [tf.math.erf(x), tf.math.erfc(x), 0.4 * x * (1.0 + tf.math.erf(x / tf.sqrt(2.0))), 0.5 * x * gate, gate]
 
 
+@case("named_identity_output", (1, 6))
+def _(rng, x):
+    # a tf.identity naming the output, then freezing's own Identity: IR v11 names the Result by both
+    return tf.identity(x * 2.0, name="named")
+
+
 @case("gelu_broadcast_one", (1, 6))
 def _(rng, x):
     # GELU's 1 as a higher-rank constant: the result has another shape than x, so it is no one-input layer

@@ -31,7 +31,7 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
 
 
 @pytest.mark.parametrize("case", ["conv_transpose_output_padding", "gelu_forms", "erf_erfc_not_gelu",
-                                  "batch_matmul", "attention_einsum", "layer_norm"])
+                                  "batch_matmul", "attention_einsum", "layer_norm", "named_identity_output"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
     """IR v11 on the OpenVINO runtime too: the uncovered border (Deconvolution + Pad); Gelu-7 and Erf; MatMul; the
     Results in the model's order of outputs (compiled_model(x)[i] is TensorFlow's output i, as with mo)."""
@@ -51,3 +51,5 @@ def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
     for i, port in enumerate(compiled.outputs):
         assert rel_err(nhwc(np.asarray(results[port])), arrays["out1/{}".format(i)]) < 1e-5, names[i]
         assert names[i] + ":0" in port.get_names()  # TensorFlow's tensor name too, as mo names it
+    if case == "named_identity_output":  # (and the names of the Identity nodes that passed it on)
+        assert {"named:0", "Identity:0"} <= compiled.outputs[0].get_names()
