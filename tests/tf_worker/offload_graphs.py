@@ -111,6 +111,15 @@ def _(rng, x):
     return x * tf.cast(tf.reduce_any(tf.not_equal(x, 0.0), axis=-1, keepdims=True), tf.float32)
 
 
+@case("bool_through_native", (1, 6, 6))
+def _(rng, x):
+    # a bool tensor from an offloaded op through a converted one (ExpandDims: a Reshape) into another offloaded
+    # op: an attention mask's path; it reached TensorFlow declared float
+    mask = tf.expand_dims(x > 0.3, 1)
+    both = tf.logical_and(mask, tf.expand_dims(x > -0.5, 1))
+    return tf.where(both, x[:, None], -1e9 * tf.ones_like(x[:, None]))
+
+
 @case("while_loop", (1, 4))
 def _(rng, x):
     # a while loop as TensorFlow lowers it when freezing (Enter, Merge, Switch, NextIteration, Exit: a cycle),

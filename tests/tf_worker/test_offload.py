@@ -51,6 +51,7 @@ CASES = [
     ("gather_channels", {"offload_unsupported_operations_to_tf": True}, 1),
     ("embedding_ids", {"offload_unsupported_operations_to_tf": True}, 5),  # (the int add between them is ours)
     ("masked_rows", {"offload_unsupported_operations_to_tf": True}, 3),  # Greater, NotEqual, Any: one each
+    ("bool_through_native", {"offload_unsupported_operations_to_tf": True}, 4),  # the 2 Greater, LogicalAnd, Select
     ("while_loop", {"offload_unsupported_operations_to_tf": True}, 1),
     ("while_loop", {"tensorflow_operation_patterns": "Less"}, 1),  # one node of the loop: the whole loop goes
     ("rnn_scan", {"offload_unsupported_operations_to_tf": True}, 1),

@@ -28,6 +28,7 @@ import numpy as np
 
 from core.errors import Error
 from core.front.tf.tensors import describe
+from core.front.tf.tf_subgraph import tensor_dtype
 from core.ops.const import Const
 from core.ops.shape_ops import Permute
 
@@ -256,6 +257,8 @@ def lower_to_ir(graph, keep_nhwc: bool = False):
     lw = Lowering(graph)
     graph.graph["layout"] = "NCHW"
     for data in graph.data_nodes():
+        # (the TF type too: a layer offloaded while lowering reads tensors of ops lowered before it)
+        data["tf_dtype"] = tensor_dtype(data)
         if data.soft_get("shape") is not None:
             data["tf_shape"] = np.array(data.shape, dtype=np.int64)
             # an op a front replacer made with nchw_layout (the reference's attribute) has IR-layout outputs

@@ -115,7 +115,10 @@ def _frame_anchors(sub: TFSubgraph, inside: set) -> dict:
 
 def tensor_dtype(data):
     """The numpy dtype of a tensor that TensorFlow nodes compute: what TensorFlow said of its producer,
-    its NodeDef's output type, or that of the node of its sub-graph computing it; else None."""
+    its NodeDef's output type, or that of the node of its sub-graph computing it, or the type recorded before
+    its producer was lowered; else None."""
+    if data.soft_get("tf_dtype") is not None:
+        return data.tf_dtype
     node = data.producer()
     if node is None:
         return None
