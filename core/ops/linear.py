@@ -82,3 +82,14 @@ class Eltwise(Op):
         if coeff is not None and len(coeff) != len(shapes):
             raise ShapeError("Eltwise '{}' has {} coefficients for {} inputs.", node.name, len(coeff), len(shapes))
         node.out_node(0).shape = np.array(shapes[0], dtype=np.int64)
+
+
+class Select(Op):
+    """input 1 where input 0 (the condition, 0 / 1) is not 0, else input 2; the three of one shape."""
+    op = "Select"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "Select", "op": self.op, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ir_attrs("Select")

@@ -352,3 +352,12 @@ def test_layer_norm(tmp_path, gpu_device, shape, axis, blobs, precision):
     values = {name: rand(rng, size) for name in ("weights", "biases") if blobs in (name, "both")}
     compare_layer(tmp_path, gpu_device, "LayerNorm", {"axis": axis, "eps": 1e-3}, [rand(rng, *shape, scale=3.0)],
                   [shape], values or None, precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_select(tmp_path, gpu_device, precision):
+    rng = np.random.default_rng(17)
+    shape = (2, 3, 5, 4)
+    cond = (rng.uniform(size=shape) > 0.5).astype(np.float32)
+    compare_layer(tmp_path, gpu_device, "Select", {}, [cond, rand(rng, *shape), rand(rng, *shape)], [shape],
+                  precision=precision)

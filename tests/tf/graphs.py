@@ -208,6 +208,16 @@ def _(rng, x):
 _LAYER_NORMS = []  # (Keras layers made once, outside the traced function: their variables are its constants)
 
 
+@case("causal_select", (1, 6, 4))
+def _(rng, x):
+    # a causal attention mask: band_part of constant ones (folded), then tf.where over the scores (Select);
+    # and a SelectV2 whose condition broadcasts
+    scores = tf.matmul(x, x, transpose_b=True)
+    causal = tf.linalg.band_part(tf.ones([6, 6]), -1, 0) > 0.5
+    masked = tf.nn.softmax(tf.where(causal, scores, -1e9))
+    return [masked, tf.where(tf.constant([True, False, True, True]), x, x * -2.0)]
+
+
 @case("layer_norm", (1, 5, 8))
 def _(rng, x):
     # Keras 3's LayerNormalization: Mean, SquaredDifference, Mean, eps, Rsqrt, gamma, beta -> one LayerNorm;

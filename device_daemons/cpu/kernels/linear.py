@@ -103,3 +103,18 @@ class Eltwise(Kernel):
             for x in inputs[2:]:
                 op(out, x, out=out)
         return [out]
+
+
+@register("Select")
+class Select(Kernel):
+    """input 1 where input 0 is not 0, else input 2 (same shapes: the converter broadcasts)."""
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 3)
+        if len({tuple(s) for s in input_shapes}) != 1:
+            raise self.error(f"inputs have different shapes: {', '.join(str(list(s)) for s in input_shapes)}")
+        return [tuple(input_shapes[0])]
+
+    def forward(self, inputs):
+        cond, a, b = inputs
+        return [np.where(cond != 0, a, b)]

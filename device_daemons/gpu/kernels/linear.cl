@@ -34,3 +34,12 @@ __kernel void eltwise(__global const T* a, __global const T* b, __global T* out,
     }
     ST(out, i, activate(r, act, act_a, act_b));
 }
+
+// Select: a where cond is not 0, else b (one shape)
+__kernel void select_where(__global const T* cond, __global const T* a, __global const T* b, __global T* out,
+                           int count)
+{
+    int i = get_global_id(0);
+    if (i >= count) return;
+    ST(out, i, LD(cond, i) != 0.0f ? LD(a, i) : LD(b, i));
+}

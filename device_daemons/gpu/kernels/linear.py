@@ -69,3 +69,12 @@ class Eltwise(GpuKernel):
             result.append(self.launch("eltwise", [outs[0], ins[k], outs[0]] + i32(n, op) + f32(1.0, coeff[k])
                                       + i32(1) + act(k), size))
         return result
+
+
+@register("Select")
+class Select(GpuKernel):
+    program = "linear.cl"
+
+    def launches(self, ins, outs):
+        n = int(np.prod(self.in_shapes[0]))
+        return [self.launch("select_where", [ins[0], ins[1], ins[2], outs[0]] + i32(n), (round_up(n, 64),))]

@@ -50,3 +50,11 @@ def eltwise(m: Mapping):
     for i, x in enumerate(xs[1:], start=1):
         y = m.op(type_, [y, x], shape, None if i == len(xs) - 1 else f"partial{i}", attrs=_NUMPY)
     return [y]
+
+
+@maps("Select")
+def select(m: Mapping):
+    cond, a, b = m.inputs
+    mask = m.op("NotEqual", [cond, m.const(np.float32(0), "zero")], cond.shape, "mask", element_type="boolean",
+                attrs={"auto_broadcast": "numpy"})
+    return [m.op("Select", [mask, a, b], a.shape, attrs={"auto_broadcast": "numpy"})]

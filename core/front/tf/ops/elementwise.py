@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.errors import ShapeError
 from core.front.tf.lowering import TO_NCHW, Lowering, broadcast_to
 from core.front.tf.ops.base import TFOp, broadcast_shapes, expect_inputs
-from core.front.tf.tensors import attr
+from core.front.tf.tensors import attr, describe
 from core.ops.activation import Activation, Clamp, Power
-from core.ops.linear import Add, Eltwise, Mul
+from core.ops.linear import Add, Eltwise, Mul, Select as SelectLayer
 
 FLT_MAX = float(np.finfo(np.float32).max)
 
@@ -297,3 +298,45 @@ class Unary(TFOp):
 
 
 __all__ = ["Binary", "Unary", "linear", "channel_vector", "TO_NCHW"]
+
+
+class Select(TFOp):
+    """tf.where(condition, a, b) (Select, SelectV2: numpy's broadcasting; TF1's Select picks rows by a vector):
+    the three brought to the output's shape (broadcast_to), then a Select layer. A causal attention mask's."""
+    tf_types = ("Select", "SelectV2")
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 3)
+
+    @staticmethod
+    def _condition(node, cond, a):
+        if node.tf_op == "Select" and len(cond) == 1 and len(a) > 1:  # (TF1: a vector picks rows)
+            return tuple(cond) + (1,) * (len(a) - 1)
+        return tuple(cond)
+
+    @classmethod
+    def evaluate(cls, node, values):
+        cond, a, b = values
+        return [np.where(cond.astype(bool).reshape(cls._condition(node, cond.shape, a.shape)), a, b)]
+
+    @classmethod
+    def shape(cls, node, shapes):
+        cond, a, b = shapes
+        try:
+            return [np.broadcast_shapes(cls._condition(node, cond, a), tuple(a), tuple(b))]
+        except ValueError:
+            raise ShapeError("{}: the shapes {}, {} and {} do not broadcast.", describe(node), list(cond), list(a),
+                             list(b)) from None
+
+    @staticmethod
+    def lower(node, lw):
+        out_shape = lw.tf_shape(node.out_node(0))
+        inputs = node.data_inputs()
+        if node.tf_op == "Select" and len(lw.tf_shape(inputs[0])) == 1 < len(out_shape):
+            raise lw.unsupported(node, "TF1's Select of rows by a vector")
+        parts = [data if np.array_equal(lw.tf_shape(data), out_shape) else
+                 broadcast_to(lw, data, out_shape, "{}/{}".format(node.name, tag))
+                 for tag, data in zip(("cond", "a", "b"), inputs)]
+        lw.keep_inputs(node, *parts)
+        lw.retype(node, SelectLayer)

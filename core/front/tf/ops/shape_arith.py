@@ -1,5 +1,5 @@
 """Shape arithmetic, computed at conversion time: Shape, Size, Rank, Fill, Range,
-ZerosLike, OnesLike, GatherV2. Shape/Size/Rank only need their input's shape, so
+ZerosLike, OnesLike, GatherV2 and MatrixBandPart (a causal mask). Shape/Size/Rank only need their input's shape, so
 a Reshape fed by tf.shape(x) folds even though x is data."""
 from __future__ import annotations
 
@@ -95,3 +95,21 @@ class Gather(ValueOnlyOp):
             raise ShapeError("{}: indices {} out of axis {} of size {}.", describe(node), indices.tolist(), axis,
                              params.shape[axis])
         return [np.take(params, indices, axis=axis)]
+
+
+class MatrixBandPart(ValueOnlyOp):
+    """The band of the last two axes of a constant (tf.linalg.band_part: Keras' causal mask)."""
+    tf_types = ("MatrixBandPart",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 3)
+
+    @staticmethod
+    def evaluate(node, values):
+        x, lower, upper = values[0], int(values[1].ravel()[0]), int(values[2].ravel()[0])
+        if x.ndim < 2:
+            raise ShapeError("{}: band_part needs at least 2 axes, got {}.", describe(node), list(x.shape))
+        rows, cols = np.indices(x.shape[-2:])
+        keep = ((lower < 0) | (rows - cols <= lower)) & ((upper < 0) | (cols - rows <= upper))
+        return [np.where(keep, x, np.zeros_like(x))]
