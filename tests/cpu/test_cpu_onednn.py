@@ -402,6 +402,21 @@ def test_gelu_is_a_post_op_of_the_convolution_and_erf_runs_on_numpy(tmp_path):
     assert [s.backend for s in plan.program.steps if s.name == erf] == ["numpy"]
 
 
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+@pytest.mark.parametrize("a,b,data,backend", [((2, 4, 6, 5), (2, 4, 5, 7), {}, "onednn"),
+                                              ((1, 4, 6, 5), (3, 1, 5, 7), {}, "onednn"),  # leading axes broadcast
+                                              ((2, 6, 5), (2, 7, 5), {"transpose_b": "true"}, "numpy")])
+def test_matmul_on_onednn_where_it_can(tmp_path, a, b, data, backend, precision):
+    from tests.cpu.cpu_helpers import single_layer_ir
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal(a).astype(np.float32), rng.standard_normal(b).astype(np.float32)
+    ref = np.matmul(x, np.swapaxes(y, -1, -2) if data else y)
+    net = single_layer_ir(tmp_path, "MatMul", data, [a, b], [ref.shape])
+    plan = ExecutionPlan(net, backend="onednn", precision=precision)
+    assert [s.backend for s in plan.program.steps if s.type == "MatMul"] == [backend]
+    assert_close(plan.infer({"in0": x, "in1": y})["layer"], ref, 1e-5 if precision == "f32" else 2e-2, "matmul")
+
+
 # SSD heads as their exports have them: a convolution (blocked output) read through Permutes and
 # Reshapes that split its channel blocks; a Permute that is a network output; one of a numpy array
 TRANSPOSES = (conv("c1", "data", "c1", 24) + layer("ReLU", "r1", "c1", "c1")

@@ -1,11 +1,13 @@
 """FullyConnected (Caffe InnerProduct) on oneDNN: the source in whatever layout its
 producer left it (weights are reordered to match once), bias and activations fused.
-bf16: source and weights bf16, bias f32, accumulation f32."""
+bf16: source and weights bf16, bias f32, accumulation f32. MatMul of two tensors
+(attention's products): oneDNN's matmul on plain operands of one rank (leading axes of 1
+broadcast); transposed operands stay on numpy."""
 from __future__ import annotations
 
 from .library import DnnlError
 from .op import NativeOp, Unsupported, constant, register
-from .primitives import Desc, inner_product_pd
+from .primitives import Desc, inner_product_pd, matmul_pd
 
 
 @register("FullyConnected", "InnerProduct")
@@ -45,3 +47,21 @@ class FullyConnectedOp(NativeOp):
             args["DNNL_ARG_BIAS"] = constant(self.d, self.network, self.layer.id, "biases", k.bias,
                                              Desc.plain(self.d, (k.out_size,)))
         return [self.primitive(self.pd, args, scratch)]
+
+
+@register("MatMul")
+class MatMulOp(NativeOp):
+    def create(self, in_descs, in_shapes, out_shapes):
+        k, d = self.kernel, self.d
+        a, b, out = (tuple(s) for s in (in_shapes[0], in_shapes[1], out_shapes[0]))
+        if k.transpose_a or k.transpose_b or not len(a) == len(b) == len(out) or not 2 <= len(out) <= 5:
+            raise Unsupported("a MatMul with a transposed operand or operands of other ranks (numpy runs it)")
+        src, weights = Desc.plain(d, a, self.dt), Desc.plain(d, b, self.dt)
+        self.pd = matmul_pd(d, self.attr(), src, weights, Desc.plain(d, out, self.out_dt()))
+        if self.pd.implementation.startswith("ref"):
+            raise Unsupported(f"oneDNN has only its reference matmul for {self.layer.name}")
+        return [src, weights], [self.pd.md("dst_md", dims=out)]
+
+    def bind(self, ins, outs, scratch):
+        return [self.primitive(self.pd, {"DNNL_ARG_SRC": ins[0], "DNNL_ARG_WEIGHTS": ins[1],
+                                         "DNNL_ARG_DST": outs[0]}, scratch)]

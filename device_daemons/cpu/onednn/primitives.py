@@ -302,6 +302,11 @@ def inner_product_pd(d, attr, src, weights, bias, dst) -> PrimitiveDesc:
         "inner product")
 
 
+def matmul_pd(d, attr, src, weights, dst) -> PrimitiveDesc:
+    return PrimitiveDesc(d, lambda pd: d.lib.dnnl_matmul_primitive_desc_create(
+        pd, d.engine, src.md, weights.md, d.ffi.NULL, dst.md, attr.attr), "matmul")
+
+
 def softmax_pd(d, attr, src, dst, axis) -> PrimitiveDesc:
     lib = d.lib
     return PrimitiveDesc(d, lambda pd: lib.dnnl_softmax_forward_primitive_desc_create(

@@ -1,7 +1,7 @@
 """MatMul and BatchMatMul (V2, V3; adj_x / adj_y) -> FullyConnected where the second
 operand is a constant matrix (a dense layer: weights OI, TensorFlow's (I, O) transposed
-or as they are with the transpose; a 3-D or wider first operand keeps its leading axes,
-FullyConnected's `axis`), else MatMul (attention's products of two tensors). A 4-D
+or as they are with the transpose; a 3-D or wider first operand is reshaped to rows and
+back, views around a 2-D inner product), else MatMul (attention's products of two tensors). A 4-D
 operand is NCHW in the IR: a Permute to TensorFlow's order before the MatMul, and one
 to NCHW after a 4-D result."""
 from __future__ import annotations
@@ -48,9 +48,16 @@ class MatMul(TFOp):
         if dense:
             w = np.asarray(b.value, dtype=np.float32)
             weights = w if node.tf["transpose_b"] else w.T
+            shape = [int(d) for d in lw.tf_shape(a)]
             lw.keep_inputs(node, a)
-            lw.retype(node, FullyConnected, {"out-size": int(weights.shape[0]), "axis": lw.rank(a) - 1})
+            lw.retype(node, FullyConnected, {"out-size": int(weights.shape[0]), "axis": 1})
             lw.add_blob(node, "weights", weights)
+            if len(shape) > 2:  # rows of a 2-D product between two Reshapes (views): oneDNN's inner product
+                rows, out_size = int(np.prod(shape[:-1])), int(weights.shape[0])
+                before = lw.insert_before(node, 0, node.name + "/rows", Reshape, {"dim": [rows, shape[-1]]})
+                lw.insert_after(node, node.name + "/matrix", Reshape, {"dim": shape[:-1] + [out_size]})
+                for data, dims in ((before.out_node(0), [rows, shape[-1]]), (node.out_node(0), [rows, out_size])):
+                    data["tf_shape"], data["nchw"] = np.array(dims, dtype=np.int64), False
             return
         out = node.out_node(0)
         lw.keep_inputs(node, a, b)
