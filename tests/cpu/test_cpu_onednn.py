@@ -417,6 +417,22 @@ def test_matmul_on_onednn_where_it_can(tmp_path, a, b, data, backend, precision)
     assert_close(plan.infer({"in0": x, "in1": y})["layer"], ref, 1e-5 if precision == "f32" else 2e-2, "matmul")
 
 
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+@pytest.mark.parametrize("shape,axis,blobs,backend", [((2, 7, 16), 2, ("weights", "biases"), "onednn"),
+                                                      ((3, 24), 1, ("biases",), "onednn"),
+                                                      ((2, 8, 3, 5), 1, ("weights", "biases"), "numpy")])
+def test_layer_norm_on_onednn_over_the_last_axis(tmp_path, shape, axis, blobs, backend, precision):
+    from tests.cpu.cpu_helpers import single_layer_ir
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+    values = {name: rng.uniform(0.5, 1.5, shape[axis]).astype(np.float32) for name in blobs}
+    net = single_layer_ir(tmp_path, "LayerNorm", {"axis": axis, "eps": 1e-3}, [shape], [shape], blobs=values)
+    ref = ExecutionPlan(net, backend="numpy").infer({"in0": x})["layer"]  # (checked against numpy's own)
+    plan = ExecutionPlan(net, backend="onednn", precision=precision)
+    assert [s.backend for s in plan.program.steps if s.type == "LayerNorm"] == [backend]
+    assert_close(plan.infer({"in0": x})["layer"], ref, 1e-5 if precision == "f32" else 2e-2, "layer norm")
+
+
 # SSD heads as their exports have them: a convolution (blocked output) read through Permutes and
 # Reshapes that split its channel blocks; a Permute that is a network output; one of a numpy array
 TRANSPOSES = (conv("c1", "data", "c1", 24) + layer("ReLU", "r1", "c1", "c1")

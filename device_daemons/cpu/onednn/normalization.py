@@ -1,5 +1,5 @@
-"""LRN (IR Norm) and SoftMax on oneDNN, Normalize (across the channels) by our C kernel
-among the oneDNN steps.
+"""LRN (IR Norm), SoftMax and LayerNorm (over the last axis: a transformer's) on oneDNN,
+Normalize (across the channels) by our C kernel among the oneDNN steps.
 
 LRN across channels is Caffe's formula as it is; within a channel, Caffe's
 1 + alpha/n^2 * sum is oneDNN's within-channel mode with k = 1. oneDNN has no
@@ -13,8 +13,8 @@ import numpy as np
 
 from ..native import normalize
 from .library import DnnlError
-from .op import CHANNELS_LAST, NativeOp, Unsupported, need_native, register
-from .primitives import Desc, lrn_pd, softmax_pd
+from .op import CHANNELS_LAST, NativeOp, Unsupported, constant, need_native, register
+from .primitives import Desc, layer_norm_pd, lrn_pd, softmax_pd
 
 
 class _SameLayout(NativeOp):
@@ -72,6 +72,32 @@ class SoftMaxOp(_SameLayout):
         self.pd = pd
         self.inplace = dst is src
         return [src], [pd.md("dst_md", dims=shape)]
+
+
+@register("LayerNorm")
+class LayerNormOp(NativeOp):
+    """oneDNN's layer normalization (over the last logical axis, plain layout; weights and biases its scale and
+    shift, f32); over another axis (a ConvNeXt's channels) numpy runs it."""
+
+    def create(self, in_descs, in_shapes, out_shapes):
+        k, d = self.kernel, self.d
+        shape = tuple(in_shapes[0])
+        if k._axis(len(shape)) != len(shape) - 1 or not 2 <= len(shape) <= 5:
+            raise Unsupported("a LayerNorm other than over the last axis (numpy runs it)")
+        src = Desc.plain(d, shape, self.dt)
+        self.pd = layer_norm_pd(d, self.attr(), src, Desc.plain(d, shape, self.out_dt()), k.eps,
+                                k.weights is not None, k.biases is not None)
+        if self.pd.implementation.startswith("ref"):
+            raise Unsupported(f"oneDNN has only its reference layer normalization for {self.layer.name}")
+        return [src], [self.pd.md("dst_md", dims=shape)]
+
+    def bind(self, ins, outs, scratch):
+        k, d = self.kernel, self.d
+        args = {"DNNL_ARG_SRC": ins[0], "DNNL_ARG_DST": outs[0]}
+        for arg, name, values in (("DNNL_ARG_SCALE", "weights", k.weights), ("DNNL_ARG_SHIFT", "biases", k.biases)):
+            if values is not None:
+                args[arg] = constant(d, self.network, self.layer.id, name, values, Desc.plain(d, (values.size,)))
+        return [self.primitive(self.pd, args, scratch)]
 
 
 def _axis_last(d, dims, axis: int, dt: str):

@@ -302,6 +302,14 @@ def inner_product_pd(d, attr, src, weights, bias, dst) -> PrimitiveDesc:
         "inner product")
 
 
+def layer_norm_pd(d, attr, src, dst, eps: float, scale: bool, shift: bool) -> PrimitiveDesc:
+    lib = d.lib
+    flags = (lib.dnnl_use_scale if scale else 0) | (lib.dnnl_use_shift if shift else 0)
+    return PrimitiveDesc(d, lambda pd: lib.dnnl_layer_normalization_forward_primitive_desc_create(
+        pd, d.engine, lib.dnnl_forward_inference, src.md, dst.md, d.ffi.NULL, eps, flags, attr.attr),
+        "layer normalization")
+
+
 def matmul_pd(d, attr, src, weights, dst) -> PrimitiveDesc:
     return PrimitiveDesc(d, lambda pd: d.lib.dnnl_matmul_primitive_desc_create(
         pd, d.engine, src.md, weights.md, d.ffi.NULL, dst.md, attr.attr), "matmul")
