@@ -23,17 +23,11 @@ class ArgMax(Kernel):
         if self.top_k < 1:
             raise self.error(f"top_k {self.top_k} must be at least 1")
 
-    def _axis(self, rank):
-        a = self.axis + rank if self.axis < 0 else self.axis
-        if not 0 <= a < rank:
-            raise self.error(f"axis {self.axis} is out of range for a {rank}-D input")
-        return a
-
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
         shape = list(input_shapes[0])
         if self.axis is not None:
-            a = self._axis(len(shape))
+            a = self.axis_in(self.axis, len(shape))
             if self.top_k > shape[a]:
                 raise self.error(f"top_k {self.top_k} exceeds axis {a} of size {shape[a]}")
             shape[a] = self.top_k
@@ -56,7 +50,7 @@ class ArgMax(Kernel):
         x = inputs[0]
         out_shape = self.getMemoryShapes([x.shape])[0]
         if self.axis is not None:
-            a = self._axis(x.ndim)
+            a = self.axis_in(self.axis, x.ndim)
             idx = self._top(x, self.top_k, a)
             if self.out_max_val:
                 return [np.take_along_axis(x, idx, axis=a).astype(np.float32)]

@@ -98,6 +98,14 @@ class Kernel:
     def error(self, message: str) -> KernelError:
         return KernelError(self.layer, message)
 
+    def axis_in(self, axis: int, rank: int) -> int:
+        """`axis` (negative: from the end) as an index of a rank-D input; an error naming the layer if it is
+        out of range."""
+        a = axis + rank if axis < 0 else axis
+        if not 0 <= a < rank:
+            raise self.error(f"axis {axis} is out of range for a {rank}-D input")
+        return a
+
     def blob(self, name, required: bool = True, size: int | None = None):
         """A blob as a float32 array (float16 IR blobs are converted once)."""
         names = (name,) if isinstance(name, str) else tuple(name)

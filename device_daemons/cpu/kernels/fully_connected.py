@@ -34,16 +34,10 @@ class FullyConnected(Kernel):
         """(I, O) contiguous, a copy made on first use (the GPU daemon uploads it)."""
         return np.ascontiguousarray(self.weights.T)
 
-    def _axis(self, rank):
-        axis = self.axis + rank if self.axis < 0 else self.axis
-        if not 0 <= axis < rank:
-            raise self.error(f"axis {self.axis} is out of range for a {rank}-D input")
-        return axis
-
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
         shape = tuple(input_shapes[0])
-        axis = self._axis(len(shape))
+        axis = self.axis_in(self.axis, len(shape))
         size = int(np.prod(shape[axis:]))
         if size != self.in_size:
             raise self.error(f"input {list(shape)} has {size} values per row from axis {axis}, the weights "
@@ -52,7 +46,7 @@ class FullyConnected(Kernel):
 
     def forward(self, inputs):
         x = inputs[0]
-        axis = self._axis(x.ndim)
+        axis = self.axis_in(self.axis, x.ndim)
         lead = x.shape[:axis]
         x2 = x.reshape(-1, self.in_size)
         out = np.dot(x2, self.weights.T)

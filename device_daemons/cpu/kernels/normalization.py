@@ -20,13 +20,6 @@ import numpy as np
 from .base import Kernel, broadcast_shape, channel_vector, register
 
 
-def _axis(kernel, axis, rank):
-    a = axis + rank if axis < 0 else axis
-    if not 0 <= a < rank:
-        raise kernel.error(f"axis {axis} is out of range for a {rank}-D input")
-    return a
-
-
 @register("SoftMax", "Softmax")
 class SoftMax(Kernel):
     supports_inplace = True
@@ -37,12 +30,12 @@ class SoftMax(Kernel):
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
-        _axis(self, self.axis, len(input_shapes[0]))
+        self.axis_in(self.axis, len(input_shapes[0]))
         return [tuple(input_shapes[0])]
 
     def forward(self, inputs):
         x = inputs[0]
-        axis = _axis(self, self.axis, x.ndim)
+        axis = self.axis_in(self.axis, x.ndim)
         out = x if self.inplace else np.empty_like(x)
         np.subtract(x, x.max(axis=axis, keepdims=True), out=out)
         np.exp(out, out=out)
@@ -192,16 +185,10 @@ class LayerNorm(Kernel):
         self.weights = self.blob("weights", required=False)
         self.biases = self.blob("biases", required=False)
 
-    def _axis(self, rank: int) -> int:
-        axis = self.axis + rank if self.axis < 0 else self.axis
-        if not 0 <= axis < rank:
-            raise self.error(f"axis {self.axis} is out of range for a {rank}-D input")
-        return axis
-
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
         shape = tuple(input_shapes[0])
-        size = shape[self._axis(len(shape))]
+        size = shape[self.axis_in(self.axis, len(shape))]
         for name, blob in (("weights", self.weights), ("biases", self.biases)):
             if blob is not None and blob.size != size:
                 raise self.error(f"has {blob.size} {name} for an axis of {size}")
@@ -209,7 +196,7 @@ class LayerNorm(Kernel):
 
     def forward(self, inputs):
         x = inputs[0]
-        axis = self._axis(x.ndim)
+        axis = self.axis_in(self.axis, x.ndim)
         mean = x.mean(axis=axis, keepdims=True, dtype=np.float64)
         centered = x - mean.astype(np.float32)
         var = np.square(centered).mean(axis=axis, keepdims=True, dtype=np.float64)

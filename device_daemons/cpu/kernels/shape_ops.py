@@ -11,13 +11,6 @@ import numpy as np
 from .base import Kernel, register
 
 
-def _norm_axis(kernel, axis, rank):
-    a = axis + rank if axis < 0 else axis
-    if not 0 <= a < rank:
-        raise kernel.error(f"axis {axis} is out of range for a {rank}-D input")
-    return a
-
-
 @register("Concat")
 class Concat(Kernel):
     def __init__(self, layer):
@@ -28,7 +21,7 @@ class Concat(Kernel):
         if not input_shapes:
             raise self.error("takes at least one input")
         first = list(input_shapes[0])
-        axis = _norm_axis(self, self.axis, len(first))
+        axis = self.axis_in(self.axis, len(first))
         total = 0
         for s in input_shapes:
             if len(s) != len(first) or any(a != b for i, (a, b) in enumerate(zip(s, first)) if i != axis):
@@ -41,7 +34,7 @@ class Concat(Kernel):
     def forward(self, inputs):
         if len(inputs) == 1:
             return [inputs[0].copy()]
-        return [np.concatenate(inputs, axis=_norm_axis(self, self.axis, inputs[0].ndim))]
+        return [np.concatenate(inputs, axis=self.axis_in(self.axis, inputs[0].ndim))]
 
 
 @register("Split", "Slice")
@@ -56,14 +49,14 @@ class Split(Kernel):
         self.n_out = len(layer.outputs)
         self.ir_sizes = None
         if layer.inputs and all(len(p.dims) == len(layer.inputs[0].dims) for p in layer.outputs):
-            axis = _norm_axis(self, self.axis, len(layer.inputs[0].dims))
+            axis = self.axis_in(self.axis, len(layer.inputs[0].dims))
             self.ir_sizes = [p.dims[axis] for p in layer.outputs]
         self.sizes = None
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
         shape = list(input_shapes[0])
-        axis = _norm_axis(self, self.axis, len(shape))
+        axis = self.axis_in(self.axis, len(shape))
         dim = shape[axis]
         sizes = self.ir_sizes
         if sizes is None or sum(sizes) == 0:
@@ -84,7 +77,7 @@ class Split(Kernel):
 
     def forward(self, inputs):
         x = inputs[0]
-        axis = _norm_axis(self, self.axis, x.ndim)
+        axis = self.axis_in(self.axis, x.ndim)
         if self.sizes is None:
             self.getMemoryShapes([x.shape])
         bounds = np.cumsum(self.sizes)[:-1]
@@ -164,8 +157,8 @@ class Flatten(Kernel):
         self.expect_inputs(input_shapes, 1)
         shape = list(input_shapes[0])
         rank = len(shape)
-        start = _norm_axis(self, self.axis, rank)
-        end = _norm_axis(self, self.end_axis, rank)
+        start = self.axis_in(self.axis, rank)
+        end = self.axis_in(self.end_axis, rank)
         if end < start:
             raise self.error(f"end_axis {self.end_axis} is before axis {self.axis}")
         return [tuple(shape[:start] + [int(np.prod(shape[start:end + 1]))] + shape[end + 1:])]
@@ -221,7 +214,7 @@ class Crop(Kernel):
         slices = [slice(None)] * rank
         out = list(shape)
         for i, a in enumerate(self.axes):
-            axis = _norm_axis(self, a, rank)
+            axis = self.axis_in(a, rank)
             if self.form == 3:
                 begin, size = self.begin[i], shape[axis] - self.begin[i] - self.end[i]
             else:
@@ -278,12 +271,12 @@ class Tile(Kernel):
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
         shape = list(input_shapes[0])
-        axis = _norm_axis(self, self.axis, len(shape))
+        axis = self.axis_in(self.axis, len(shape))
         shape[axis] *= self.tiles
         return [tuple(shape)]
 
     def forward(self, inputs):
         x = inputs[0]
         reps = [1] * x.ndim
-        reps[_norm_axis(self, self.axis, x.ndim)] = self.tiles
+        reps[self.axis_in(self.axis, x.ndim)] = self.tiles
         return [np.tile(x, reps)]

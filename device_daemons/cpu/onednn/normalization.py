@@ -82,7 +82,7 @@ class LayerNormOp(NativeOp):
     def create(self, in_descs, in_shapes, out_shapes):
         k, d = self.kernel, self.d
         shape = tuple(in_shapes[0])
-        if k._axis(len(shape)) != len(shape) - 1 or not 2 <= len(shape) <= 5:
+        if k.axis_in(k.axis, len(shape)) != len(shape) - 1 or not 2 <= len(shape) <= 5:
             raise Unsupported("a LayerNorm other than over the last axis (numpy runs it)")
         src = Desc.plain(d, shape, self.dt)
         self.pd = layer_norm_pd(d, self.attr(), src, Desc.plain(d, shape, self.out_dt()), k.eps,

@@ -81,7 +81,7 @@ class LayerNorm(GpuKernel):
 
     def launches(self, ins, outs):
         ref = self.ref
-        outer, a, inner = _axis_layout(self.in_shapes[0], ref._axis(len(self.in_shapes[0])))
+        outer, a, inner = _axis_layout(self.in_shapes[0], ref.axis_in(ref.axis, len(self.in_shapes[0])))
         args = [ins[0], self.weights, self.biases, outs[0]] + i32(a, inner) + f32(ref.eps) + \
             i32(int(ref.weights is not None), int(ref.biases is not None))
         return [self.launch("layer_norm", args, (round_up(inner, 8), outer))]
