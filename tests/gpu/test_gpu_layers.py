@@ -361,3 +361,14 @@ def test_select(tmp_path, gpu_device, precision):
     cond = (rng.uniform(size=shape) > 0.5).astype(np.float32)
     compare_layer(tmp_path, gpu_device, "Select", {}, [cond, rand(rng, *shape), rand(rng, *shape)], [shape],
                   precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape,axis,tiles", [((2, 3, 1, 5), 2, 4), ((1, 4, 3), 0, 3), ((2, 1, 3, 1), 3, 7),
+                                              ((3, 5), -1, 2)])
+def test_tile(tmp_path, gpu_device, shape, axis, tiles, precision):
+    rng = np.random.default_rng(19)
+    out = list(shape)
+    out[axis] *= tiles
+    compare_layer(tmp_path, gpu_device, "Tile", {"axis": axis, "tiles": tiles}, [rand(rng, *shape)], [tuple(out)],
+                  precision=precision)

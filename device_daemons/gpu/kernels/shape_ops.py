@@ -94,6 +94,20 @@ class Crop(_Copy):
         return [self.copy(ins[0], outs[0], out_shape, src_strides, contiguous_strides(out_shape), src_offset=offset)]
 
 
+@register("Tile")
+class Tile(_Copy):
+    """np.tile along one axis: a copy that reads the axis `tiles` times (a source stride of 0 over the
+    repeats) - the broadcasts of TensorFlow graphs, a causal mask's."""
+
+    def launches(self, ins, outs):
+        shape = [int(d) for d in self.in_shapes[0]]
+        axis = self.ref.axis_in(self.ref.axis, len(shape))
+        strides = contiguous_strides(shape)
+        view = shape[:axis] + [self.ref.tiles] + shape[axis:]
+        src_strides = strides[:axis] + [0] + strides[axis:]
+        return [self.copy(ins[0], outs[0], view, src_strides, contiguous_strides(view))]
+
+
 @register("Permute")
 class Permute(_Copy):
     places_output = True  # may write into its slice of a Concat's buffer (SSD's heads)
