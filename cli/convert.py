@@ -5,7 +5,7 @@ import time
 
 import argparse
 
-from core.convert_options import GENERAL, ConvertOptions, add_arguments, summary_lines, true_or_false
+from core.convert_options import GENERAL, SWITCH, ConvertOptions, add_arguments, summary_lines
 from core.errors import Error
 
 # mo's options that mo-core does not have, each with what to do instead (argparse alone said "unrecognized")
@@ -34,10 +34,9 @@ def add_parser(sub):
                                    "Representation.", allow_abbrev=True)  # (as the reference's argparse: --input_mod)
     g = add_arguments(p)[GENERAL]
     g.add_argument("--log_level", default="WARNING", choices=["CRITICAL", "ERROR", "WARN", "WARNING", "INFO", "DEBUG"])
-    g.add_argument("--silent", nargs="?", const=True, default=False, type=true_or_false, metavar="True|False",
-                   help="print only errors")
-    g.add_argument("--static_shape", nargs="?", const=True, default=False, type=true_or_false, metavar="True|False",
-                   help="accepted for mo's command lines: mo-core's IRs always have static shapes")
+    g.add_argument("--silent", help="print only errors", **SWITCH)
+    g.add_argument("--static_shape", help="accepted for mo's command lines: mo-core's IRs always have static shapes",
+                   **SWITCH)
     g.add_argument("--version", action="version", version="mo-core 0.1.0")
     for flag in MO_ONLY:
         g.add_argument(flag, nargs="?", action=_MoOnly, help=argparse.SUPPRESS)

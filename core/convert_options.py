@@ -145,12 +145,16 @@ def _post_init(self):
         self.data_type = "FP16"
 
 
-def true_or_false(text: str) -> bool:
+def true_or_false(text: str) -> bool:  # (SWITCH's type)
     """The value of a switch written with one, as mo's are (--reverse_input_channels=True)."""
     value = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}.get(text.strip().lower())
     if value is None:
         raise ValueError(text)
     return value
+
+
+# argparse's keywords of a switch: --name, or --name=True / False as mo writes them
+SWITCH = {"nargs": "?", "const": True, "default": False, "type": true_or_false, "metavar": "True|False"}
 
 
 def _from_args(cls, args):
@@ -174,7 +178,7 @@ def add_arguments(parser) -> dict:
             groups[option.group] = parser.add_argument_group(option.group)
         kwargs = {"dest": option.name, "help": option.help}
         if option.kind is bool:  # --switch, or --switch=True / False as mo writes them
-            kwargs.update(nargs="?", const=True, default=False, type=true_or_false, metavar="True|False")
+            kwargs.update(SWITCH)
         else:
             kwargs.update(type=option.kind, default=option.default)
             if option.choices:

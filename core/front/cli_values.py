@@ -98,21 +98,29 @@ def split_names(text: str | None) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()]
 
 
+def port_spec_readings(text: str) -> list[tuple]:
+    """(node name, in_port or None, out_port or None) of each way to read NODE, PORT:NODE or NODE:PORT, the
+    whole name first."""
+    readings = [(text, None, None)]
+    head, _, tail = text.partition(":")
+    if head.isdigit() and tail:
+        readings.append((tail, int(head), None))
+    head, _, tail = text.rpartition(":")
+    if tail.isdigit() and head:
+        readings.append((head, None, int(tail)))
+    return readings
+
+
 def parse_port_spec(graph, text: str):
     """Resolves NODE, PORT:NODE (input port) or NODE:PORT (output port) against the graph.
 
     Returns (op node, in_port or None, out_port or None). A full name that exists
     wins over a port reading, since layer names may contain ':'.
     """
-    node = graph.op_by_name(text)
-    if node is not None:
-        return node, None, None
-    head, _, tail = text.partition(":")
-    if head.isdigit() and graph.op_by_name(tail) is not None:
-        return graph.op_by_name(tail), int(head), None
-    head, _, tail = text.rpartition(":")
-    if tail.isdigit() and graph.op_by_name(head) is not None:
-        return graph.op_by_name(head), None, int(tail)
+    for name, in_port, out_port in port_spec_readings(text):
+        node = graph.op_by_name(name)
+        if node is not None:
+            return node, in_port, out_port
     raise Error("Node \"{}\" does not exist in the graph. Layer names are matched exactly (check the prototxt); "
                 "use NODE, PORT:NODE for an input port or NODE:PORT for an output port.", text, faq=25)
 

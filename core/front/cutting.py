@@ -22,7 +22,7 @@ import networkx as nx
 import numpy as np
 
 from core.errors import Error
-from core.front.cli_values import parse_input_shapes, parse_port_spec, split_names
+from core.front.cli_values import parse_input_shapes, parse_port_spec, port_spec_readings, split_names
 from core.graph.graph import carry_output
 from core.ops.parameter import Parameter
 
@@ -118,7 +118,8 @@ def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: i
     result = []
     cut_away = graph.graph.get("cut_away") or set()
     for i, text in enumerate(names):
-        if graph.op_by_name(text) is None and _spec_name(text) in cut_away:
+        readings = port_spec_readings(text)
+        if all(graph.op_by_name(r[0]) is None for r in readings) and any(r[0] in cut_away for r in readings):
             log.warning("--input names '%s', which feeds none of the outputs --output keeps: it is left out.", text)
             continue
         node, in_port, out_port = parse_port_spec(graph, text)
@@ -134,15 +135,6 @@ def parse_inputs(graph, input_text: str | None, shape_text: str | None, batch: i
                         node.name, faq=30)
         result.append(NewInput(node, in_port, out_port, shape, text, name=node.name))
     return result
-
-
-def _spec_name(text: str) -> str:
-    """The node named by NODE, PORT:NODE or NODE:PORT."""
-    head, _, tail = text.partition(":")
-    if head.isdigit() and tail:
-        return tail
-    head, _, tail = text.rpartition(":")
-    return head if tail.isdigit() and head else text
 
 
 def _is_source(node) -> bool:

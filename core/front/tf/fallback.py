@@ -26,7 +26,7 @@ import logging
 import numpy as np
 
 from core.errors import Error
-from core.front.tf.tf_subgraph import GraphDefBuilder, node_source, output_dtype, tensor_dtype, tensor_ref
+from core.front.tf.tf_subgraph import GraphDefBuilder, node_source, output_dtype, port_of, tensor_dtype, tensor_ref
 
 log = logging.getLogger("mo_core")
 
@@ -225,7 +225,7 @@ class _Request:
             ref = self._placeholder(producer, data)
         elif node_source(producer) is not None:
             self.include(producer)
-            port = _port_of(producer, data)
+            port = port_of(producer, data)
             outputs = node_source(producer).outputs
             ref = tensor_ref(*outputs[port])
         elif data.soft_get("shape") is not None:  # an op the converter made: its tensor comes in as it is
@@ -251,13 +251,6 @@ class _Request:
             raise Error("The --fallback_input array for input '{}' has the shape {}, but the input's shape is {} "
                         "(in the framework's layout).", param.name, list(given.shape), [int(d) for d in shape])
         return name
-
-
-def _port_of(producer, data) -> int:
-    for port, out in producer.out_nodes().items():
-        if out.id == data.id:
-            return port
-    return 0
 
 
 def _base(name: str) -> str:

@@ -155,7 +155,9 @@ def merge_nodes(graph, ids, name: str | None = None):
     """One node for the op nodes `ids` (an acyclic group); returns it. Their outside
     inputs become its input ports, the tensors others read (or model outputs) its
     output ports, in topological order."""
-    members = [n for unit in topological_units(graph, ids) for n in unit]
+    # (the members and the tensors between them: ordering them must not walk the whole graph per merge)
+    between = {d for m in ids for d in graph.successors(m)}
+    members = [n for unit in topological_units(graph.subgraph(set(ids) | between)) for n in unit]
     member_set = set(members)
     sources = {m: node_source(graph.node_obj(m)) for m in members}
     missing = [graph.nodes[m]["name"] for m, s in sources.items() if s is None]

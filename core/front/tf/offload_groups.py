@@ -71,18 +71,19 @@ def with_whole_loops(graph, members) -> list:
     return members
 
 
-def topological_units(graph, ids=None) -> list[list]:
-    """The op ids (of `ids`, or all) in topological order, as units: one op, or the ops of one
-    cycle together (in the model's order)."""
+def topological_units(graph) -> list[list]:
+    """The op ids in topological order, as units: one op, or the ops of one cycle together (in
+    the model's order)."""
     condensed = nx.condensation(graph)
-    wanted = None if ids is None else set(ids)
+    order = None  # (the model's order, made once a cycle needs it)
     units = []
     for c in nx.topological_sort(condensed):
-        unit = [n for n in condensed.nodes[c]["members"] if graph.nodes[n].get("kind") == "op"
-                and (wanted is None or n in wanted)]
+        unit = [n for n in condensed.nodes[c]["members"] if graph.nodes[n].get("kind") == "op"]
+        if len(unit) > 1:
+            order = order or {n: i for i, n in enumerate(graph.nodes)}
+            unit.sort(key=order.get)
         if unit:
-            order = {n: i for i, n in enumerate(graph.nodes)} if len(unit) > 1 else None
-            units.append(sorted(unit, key=order.get) if order else unit)
+            units.append(unit)
     return units
 
 

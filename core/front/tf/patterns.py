@@ -461,11 +461,10 @@ def _layer_norm_of(node):
             del ops[mark:]
             continue
         d0, d1 = square.data_inputs()
-        if {d0.id, _through(d1).id} != {x.id, mean.id} or _producer(d1, "StopGradient", "Identity") is None and \
-                d1.id != mean.id and d1.id != x.id:
+        if {d0.id, _through(d1).id} != {x.id, mean.id}:
             del ops[mark:]
             continue
-        if _producer(d1, "StopGradient", "Identity") is not None:
+        if _through(d1).id != d1.id:
             ops.append(d1.producer())
         rank = len(x.shape)
         for reduce in (mean_op, var_mean):

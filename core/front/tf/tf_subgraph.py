@@ -113,6 +113,14 @@ def _frame_anchors(sub: TFSubgraph, inside: set) -> dict:
     return anchors
 
 
+def port_of(producer, data) -> int:
+    """The output port of `producer` that makes the tensor `data` (0 if none does)."""
+    for port, out in producer.out_nodes().items():
+        if out.id == data.id:
+            return port
+    return 0
+
+
 def tensor_dtype(data):
     """The numpy dtype of a tensor that TensorFlow nodes compute: what TensorFlow said of its producer,
     its NodeDef's output type, or that of the node of its sub-graph computing it, or the type recorded before
@@ -122,7 +130,7 @@ def tensor_dtype(data):
     node = data.producer()
     if node is None:
         return None
-    port = next(p for p, out in node.out_nodes().items() if out.id == data.id)
+    port = port_of(node, data)
     known = node.soft_get("tf_output_dtypes")
     if known and port < len(known):
         return np.dtype(known[port])

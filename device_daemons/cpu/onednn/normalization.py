@@ -43,8 +43,7 @@ class SoftMaxOp(_SameLayout):
 
     def create(self, in_descs, in_shapes, out_shapes):
         d = self.d
-        rank = len(in_shapes[0])
-        axis = self.kernel.axis + rank if self.kernel.axis < 0 else self.kernel.axis
+        axis = self.kernel.axis_in(self.kernel.axis, len(in_shapes[0]))
         given = self.follow(in_descs[0], in_shapes[0])
         plain = Desc.plain(d, in_shapes[0], self.dt)
         # its input's layout, else the axis innermost (a softmax over axis 1 of a plain NCHW tensor - a
@@ -52,7 +51,7 @@ class SoftMaxOp(_SameLayout):
         # code: 7 ms where the jit one on channels-last takes 0.1), else plain
         candidates = [given] + [desc for desc in (_axis_last(d, in_shapes[0], axis, self.dt), plain)
                                 if desc is not None and desc != given]
-        fallback = None
+        fallback = None  # (the reference code, only on the last layout tried)
         for src in candidates:
             # a network output is written plain f32 (no reorder after it)
             for dst in ([Desc.plain(d, in_shapes[0])] if self.out_f32 else []) + [src]:
@@ -62,7 +61,7 @@ class SoftMaxOp(_SameLayout):
                     continue
                 if not pd.implementation.startswith("ref"):
                     return self._take(pd, src, dst, in_shapes[0])
-                if fallback is None or (src is candidates[-1] and fallback[1] is not src):
+                if src is candidates[-1] and fallback is None:
                     fallback = (pd, src, dst)
         if fallback is None:
             raise Unsupported("oneDNN makes no softmax of this layout")
