@@ -3,12 +3,14 @@ at each engine's default precision (bf16 where the CPU has AVX512_BF16 or AMX), 
 the same work for every engine: the same weights (Caffe nets: He-scaled random
 caffemodels made once by pycaffe; Keras ResNet50, MobileNetV2 and MobileNetV3Small:
 the frozen graphs of tests/tf/keras_apps.py - weights=None, seeded, random batch-norm
-statistics - built by TensorFlow in a subprocess, benchmarks/built_models.py), the
+statistics -, Keras ConvNeXtTiny and a BERT-like encoder: those of benchmarks/modern_nets.py,
+all built by TensorFlow in a subprocess, benchmarks/built_models.py), the
 same random input (seed 0, made in NCHW; an engine that keeps TensorFlow's NHWC gets
 the same values transposed), the same batch; float32 inputs and outputs.
 
     python benchmarks/infer.py [--models bvlc_googlenet,bvlc_alexnet,ssd_style,keras_resnet50,
-                                         keras_mobilenet_v2,keras_mobilenet_v3_small]
+                                         keras_mobilenet_v2,keras_mobilenet_v3_small,keras_convnext_tiny,
+                                         bert_encoder]
                                [--batch 1] [--iterations 30] [--rounds 3]
                                [--throughput [--tp-batch 1] [--tp-seconds 1]]
                                [--cpu-time] [--engines core|all] [--gpu-iterations 10] [--opencl-rounds 1]
@@ -96,11 +98,12 @@ from benchmarks import timing  # noqa: E402
 from benchmarks.references import HOME, bvlc_model, keras_model, openvino_mo  # noqa: E402
 
 MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style", "keras_resnet50", "keras_mobilenet_v2",
-          "keras_mobilenet_v3_small")
+          "keras_mobilenet_v3_small", "keras_convnext_tiny", "bert_encoder")
 ACCURACY_MODELS = ("bvlc_reference_caffenet",)  # reference-catalog parity nets measured for accuracy only
-# benchmark name -> the graph of tests/tf/keras_apps.py
-KERAS = {"keras_resnet50": "resnet50", "keras_mobilenet_v2": "mobilenet_v2",
-         "keras_mobilenet_v3_small": "mobilenet_v3_small"}
+# benchmark name -> (builder, graph): tests/tf/keras_apps.py, benchmarks/modern_nets.py
+KERAS = {"keras_resnet50": ("keras_apps", "resnet50"), "keras_mobilenet_v2": ("keras_apps", "mobilenet_v2"),
+         "keras_mobilenet_v3_small": ("keras_apps", "mobilenet_v3_small"),
+         "keras_convnext_tiny": ("modern_nets", "convnext_tiny"), "bert_encoder": ("modern_nets", "bert_encoder")}
 CORE_ENGINES = ("daemon_f32", "daemon_default", "plan_f32", "plan_default", "openvino_f32", "openvino_default")
 # --cpu-time: the same on one thread, timed by CPU time (a shared machine's load moves it far less than wall time)
 CPU_TIME_ENGINES = ("plan_f32@1t", "plan_default@1t", "openvino_f32@1t", "openvino_default@1t")
@@ -135,9 +138,10 @@ def model_files(model):
     """What a model is made of: {"proto", "weights"} of a Caffe net, or {"pb", "io"} of
     a frozen TensorFlow graph (io: its inputs and outputs from the builder's index)."""
     if model in KERAS:
-        pb = keras_model(KERAS[model])
+        builder, graph = KERAS[model]
+        pb = keras_model(graph, builder)
         with open(os.path.join(os.path.dirname(pb), "index.json")) as f:
-            return {"pb": pb, "io": json.load(f)[KERAS[model]]}
+            return {"pb": pb, "io": json.load(f)[graph]}
     proto, weights = bvlc_model(model)
     return {"proto": proto, "weights": weights}
 
@@ -152,7 +156,8 @@ def convert_ours(model, out_dir, name, batch, *options):
 
 
 def nhwc(shape):
-    return [shape[0], shape[2], shape[3], shape[1]]
+    """TensorFlow's layout of one of our shapes (images: NCHW -> NHWC; other ranks keep theirs)."""
+    return [shape[0], shape[2], shape[3], shape[1]] if len(shape) == 4 else list(shape)
 
 
 def openvino_model(model, shape):
@@ -199,7 +204,8 @@ def _openvino(args, shape):
     partial = port.get_partial_shape()
     want = list(shape)
     layout = lambda x: x  # noqa: E731
-    if len(want) == 4 and partial.rank.get_length() == 4 and partial[1].is_static and partial[1].get_length() != want[1]:
+    if len(want) == 4 and partial.rank.get_length() == 4 and partial[1].is_static \
+            and partial[1].get_length() != want[1]:
         want = nhwc(want)  # TensorFlow's layout, kept by its front end: the same values, transposed
         layout = lambda x: np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # noqa: E731
     model.reshape({port.get_any_name(): want})
@@ -396,7 +402,8 @@ def _tensorflow_run(model, x):
     with graph.as_default():
         tf.compat.v1.import_graph_def(graph_def, name="")
     (input_name,) = files["io"]["inputs"]
-    feed = {graph.get_tensor_by_name(input_name + ":0"): np.ascontiguousarray(x.transpose(0, 2, 3, 1))}
+    feed = {graph.get_tensor_by_name(input_name + ":0"): np.ascontiguousarray(
+        x.transpose(0, 2, 3, 1) if x.ndim == 4 else x)}
     fetch = [graph.get_tensor_by_name(name + ":0") for name in files["io"]["outputs"]]
     threads = len(os.sched_getaffinity(0))
     config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads)

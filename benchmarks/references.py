@@ -40,10 +40,12 @@ def openvino_ovc() -> str:
     return ovc
 
 
-def keras_model(name: str) -> str:
-    """The frozen .pb of a Keras application of tests/tf/keras_apps.py (built once, cached)."""
+def keras_model(name: str, builder: str = "keras_apps") -> str:
+    """The frozen .pb of a Keras model (built once, cached) of tests/tf/keras_apps.py or, with
+    builder="modern_nets", of benchmarks/modern_nets.py."""
     from benchmarks.built_models import Models, built
-    return Models(built("keras_apps")).path(name)
+    directory = os.path.dirname(os.path.abspath(__file__)) if builder == "modern_nets" else None
+    return Models(built(builder, **({"directory": directory} if directory else {}))).path(name)
 
 
 GENERATED = ("ssd_style",)  # nets written by benchmarks/<name>.py

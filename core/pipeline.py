@@ -301,6 +301,14 @@ def remove_dead_code(ctx):
     cutting.remove_dead(ctx.graph)
 
 
+def fold_moves(ctx):
+    """Biases and scales behind Reshapes/Permutes folded into their FullyConnected or Convolution (a fusion:
+    not with --disable_fusing), Permutes/Reshapes moved up to meet others, and consecutive ones made one
+    (core/middle/move_fold.py)."""
+    from core.middle.move_fold import simplify_moves
+    simplify_moves(ctx.graph, fuse=not ctx.options.disable_fusing)
+
+
 def fold_shuffles(ctx):
     """A Split + Concat that only reorders the last axis (the OD API's box coder swap) folded into the weights
     of the layers producing the tensor (core/middle/shuffle_fold.py)."""
@@ -379,6 +387,7 @@ PIPELINE = [
     leftover_linear,
     constant_folding,
     remove_dead_code,
+    fold_moves,
     fold_shuffles,
     check_framework_tensors,
     set_precision,

@@ -237,6 +237,41 @@ def _(rng, x):
     return [layer(data) for layer, data in zip(_LAYER_NORMS, inputs)]
 
 
+@case("dense_bias_moves", (1, 6, 8))
+def _(rng, x):
+    # Keras' Dense on a 3-D tensor (Tensordot: Reshape, MatMul, Reshape, then BiasAdd) and EinsumDense's heads
+    # (its bias [heads, size] added after the Reshape to 4-D: NCHW in the IR, a Permute before the Add): both
+    # biases go into their FullyConnected (core/middle/move_fold.py); a bias per row is no FC bias and stays
+    dense = tf.nn.bias_add(tf.tensordot(x, w(rng, 8, 12), axes=1), tf.constant(rng.standard_normal(12), tf.float32))
+    heads = tf.reshape(tf.matmul(tf.reshape(x, [-1, 8]), w(rng, 8, 8)), [-1, 6, 2, 4])
+    heads = heads + tf.constant(rng.standard_normal((2, 4)), tf.float32)
+    rows = tf.tensordot(x, w(rng, 8, 4), axes=1) + tf.constant(rng.standard_normal((6, 1)), tf.float32)
+    return [tf.nn.relu(dense), tf.transpose(heads, [0, 2, 1, 3]), rows]
+
+
+_BLOCK_NORMS = []  # (as _LAYER_NORMS)
+
+
+@case("convnext_block", (1, 5, 6, 8))
+def _(rng, x):
+    # ConvNeXt's block: a depthwise convolution, LayerNorm over the channels, a dense layer 4x wide, GELU, a
+    # dense layer back, the layer scale, the residual. Folded: the biases and the scale into the FullyConnected
+    # layers, the layout Permutes around GELU (they cancel), the one before the LayerNorm moved above it
+    import keras
+    if not _BLOCK_NORMS:
+        with tf.init_scope():
+            layer = keras.layers.LayerNormalization(epsilon=1e-6)
+            layer.build((None, 5, 6, 8))
+            layer.gamma.assign(rng.uniform(0.5, 1.5, 8).astype(np.float32))
+            layer.beta.assign(rng.standard_normal(8).astype(np.float32))
+            _BLOCK_NORMS.append(layer)
+    y = tf.nn.depthwise_conv2d(x, w(rng, 3, 3, 8, 1), [1, 1, 1, 1], "SAME")
+    y = _BLOCK_NORMS[0](y)
+    y = tf.nn.gelu(tf.tensordot(y, w(rng, 8, 32), axes=1) + tf.constant(rng.standard_normal(32), tf.float32))
+    y = tf.tensordot(y, w(rng, 32, 8), axes=1) + tf.constant(rng.standard_normal(8), tf.float32)
+    return [x + y * tf.constant(rng.uniform(0.5, 1.5, 8), tf.float32)]
+
+
 @case("softmax_4d", (1, 3, 4, 6))
 def _(rng, x):
     return tf.nn.softmax(x * 3.0)

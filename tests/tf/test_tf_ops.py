@@ -32,7 +32,7 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
 
 @pytest.mark.parametrize("case", ["conv_transpose_output_padding", "gelu_forms", "erf_erfc_not_gelu",
                                   "batch_matmul", "attention_einsum", "layer_norm", "named_identity_output",
-                                  "causal_select"])
+                                  "causal_select", "dense_bias_moves", "convnext_block"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
     """IR v11 on the OpenVINO runtime too: the uncovered border (Deconvolution + Pad); Gelu-7 and Erf; MatMul; the
     Results in the model's order of outputs (compiled_model(x)[i] is TensorFlow's output i, as with mo)."""
@@ -54,3 +54,24 @@ def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
         assert names[i] + ":0" in port.get_names()  # TensorFlow's tensor name too, as mo names it
     if case == "named_identity_output":  # (and the names of the Identity nodes that passed it on)
         assert {"named:0", "Identity:0"} <= compiled.outputs[0].get_names()
+
+
+def test_biases_fold_through_moves_and_layout_permutes_cancel(tf_graphs, tmp_path):
+    """core/middle/move_fold.py on Keras' patterns (the outputs equal TensorFlow's in the tests above): no Const
+    or ScaleShift per request for a bias or scale that is one per output channel of a FullyConnected, whatever
+    Reshapes and Permutes stand between; the Permutes around GELU gone; ConvNeXt's LayerNorm over the innermost
+    axis (oneDNN's kernel); a bias per row is no FC bias and stays an Eltwise with its Const."""
+    from ir import read_ir
+    from tests.tf.tf_helpers import convert_model
+    net = read_ir(convert_model(tf_graphs.path("dense_bias_moves"), tmp_path, "dense_bias_moves", batch=1))
+    types = [layer.type for layer in net.layers]
+    assert types.count("Const") == 1 and types.count("Eltwise") == 1 and "ScaleShift" not in types, types
+    net = read_ir(convert_model(tf_graphs.path("convnext_block"), tmp_path, "convnext_block", batch=1))
+    types = [layer.type for layer in net.layers]
+    assert "Const" not in types and "ScaleShift" not in types and types.count("Eltwise") == 1, types
+    assert types.count("Permute") == 2, types  # into the channels-last LayerNorm, back for the residual sum
+    norm = next(layer for layer in net.layers if layer.type == "LayerNorm")
+    assert int(norm.data["axis"]) == len(norm.outputs[0].dims) - 1
+    gelu = next(layer for layer in net.layers if layer.data.get("type") == "gelu")
+    feeding = [net.layer_by_id(e.from_layer).type for e in net.edges if e.to_layer == gelu.id]
+    assert feeding == ["FullyConnected"]  # (its post-op on oneDNN)

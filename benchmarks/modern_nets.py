@@ -1,0 +1,62 @@
+"""Builder of the benchmark's nets newer than the reference catalog (benchmarks/infer.py):
+Keras' ConvNeXtTiny (depthwise 7x7, LayerNorm over channels, GELU, layer scale) and a
+BERT-like encoder (dense layers on 3-D tensors, MultiHeadAttention's EinsumDense and
+Einsum, LayerNorm, exact GELU), the nets on which issue 25 found the converted IR
+two to three times slower than OpenVINO.
+
+Run as `python benchmarks/modern_nets.py OUT_DIR` (benchmarks/built_models.py runs it
+once and caches the result). weights=None with seeded weights; ConvNeXt's layer-scale
+factors set to 0.5 (Keras starts them at 1e-6: the blocks would add nothing, and an
+error in them would not show). Frozen with a -1 batch; TensorFlow's outputs stored.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "tf"))
+
+from tf_build import main, np  # noqa: E402
+
+import keras  # noqa: E402
+
+# the encoder: BERT's layout at a quarter of BERT-base's width, a sequence of 128
+HIDDEN, HEADS, SEQUENCE, LAYERS = 256, 4, 128, 4
+
+
+def convnext_tiny(seed):
+    keras.utils.set_random_seed(seed)
+    model = keras.applications.ConvNeXtTiny(weights=None, input_shape=(224, 224, 3), include_preprocessing=False)
+    for weight in model.weights:
+        if "layer_scale" in weight.path and len(weight.shape) == 1:
+            weight.assign(np.full(weight.shape, 0.5, np.float32))
+    return model
+
+
+def encoder(seed):
+    """Token features in (no embedding lookup: a Gather of ids is not what is measured), class logits out."""
+    keras.utils.set_random_seed(seed)
+    layers = keras.layers
+    tokens = keras.Input((SEQUENCE, HIDDEN), name="tokens")
+    x = layers.Dense(HIDDEN)(tokens)
+    for _ in range(LAYERS):
+        attended = layers.MultiHeadAttention(HEADS, HIDDEN // HEADS)(x, x)
+        x = layers.LayerNormalization(epsilon=1e-12)(x + attended)
+        hidden = layers.Dense(4 * HIDDEN, activation="gelu")(x)
+        x = layers.LayerNormalization(epsilon=1e-12)(x + layers.Dense(HIDDEN)(hidden))
+    pooled = layers.Dense(HIDDEN, activation="tanh")(x[:, 0])
+    return keras.Model(tokens, layers.Dense(1000)(pooled))
+
+
+def build(writer):
+    rng = np.random.default_rng(7)
+    model = convnext_tiny(seed=1)
+    writer.add("convnext_tiny", lambda image: model(image, training=False),
+               {"image": rng.standard_normal((1, 224, 224, 3)).astype(np.float32)})
+    bert = encoder(seed=2)
+    writer.add("bert_encoder", lambda tokens: bert(tokens, training=False),
+               {"tokens": rng.standard_normal((1, SEQUENCE, HIDDEN)).astype(np.float32)})
+
+
+if __name__ == "__main__":
+    main(build)

@@ -1,0 +1,304 @@
+"""Layers that only move values (Reshape, Permute) made fewer, and the per-channel
+arithmetic behind them folded into the layer that computes the tensor.
+
+TensorFlow's dense layers on 3-D and 4-D tensors (Keras' EinsumDense, ConvNeXt's
+pointwise convolutions, attention) write a MatMul between Reshapes and Transposes and
+add the bias after them: lowered literally, each bias is a Const as big as the tensor
+(or a ScaleShift) run per request, and the layout Permutes on both sides of an
+activation cancel out but never meet. OpenVINO's transformations remove the same
+things (bias fusion, transpose sinking).
+
+1. `fold_linear`: a ScaleShift, or an Eltwise sum of a tensor and a Const layer, where the
+   tensor comes from a FullyConnected or Convolution through Reshapes and Permutes only,
+   goes into the producer's weights and biases when its factors are one per output
+   channel of the producer: which channel each value lands on is found by sending value
+   ids through the moves between (as core/middle/shuffle_fold.py does).
+2. `hoist_moves`: a Permute or Reshape moves up above the layers that compute each value
+   alone (activations, Power, Clamp, a ScaleShift with one factor) and, a Permute, above a
+   LayerNorm or SoftMax (their axis renumbered) - where that brings it onto another move of
+   its kind, or the normalized axis of a LayerNorm or SoftMax becomes the innermost one
+   (oneDNN's fast kernels normalize over the last axis).
+3. `compose_moves`: a Permute after a Permute is one Permute (none when the two cancel
+   out), a Reshape after a Reshape one Reshape, a Reshape to the same shape nothing.
+Each tensor on the way must feed only the next layer and be no model output.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.graph.blobs import get_blob, set_blob
+from core.validate import forget_framework_tensor
+
+MOVES = ("Reshape", "Permute")
+PRODUCERS = ("FullyConnected", "Convolution")  # their output channel is axis 1
+ELEMENTWISE = ("ReLU", "Activation", "Clamp", "Power")  # each output value from its input value alone
+AXIS_OPS = ("LayerNorm", "SoftMax")  # normalize over their `axis`
+MAX_VALUES = 1 << 24  # ids traced per fold (a tensor of 16M values: far more than a bias needs)
+
+
+def simplify_moves(graph, fuse: bool = True) -> None:
+    """The three steps until none changes anything (fuse=False: no folding into producers)."""
+    changed = True
+    while changed:
+        changed = bool(fuse and fold_linear(graph)) | bool(hoist_moves(graph)) | bool(compose_moves(graph))
+
+
+def _shape(data) -> tuple:
+    return tuple(int(v) for v in data.shape)
+
+
+def _sole_consumer(data):
+    consumers = data.consumers()
+    if len(consumers) == 1 and not data.soft_get("is_output"):
+        return consumers[0]
+    return None
+
+
+# --- 1. per-channel arithmetic into the producer ----------------------------------------
+def fold_linear(graph) -> int:
+    """Folds every ScaleShift or Eltwise + Const it can (see the module doc); returns how many."""
+    folded = 0
+    for node in graph.op_nodes():
+        if node.id in graph and node.soft_get("op") in ("Eltwise", "ScaleShift") and _fold(graph, node):
+            folded += 1
+    return folded
+
+
+def _constant_value(data):
+    """The value of a Const layer's output that only one layer reads, or None."""
+    op = data.producer()
+    if op is None or op.soft_get("op") != "Const" or len(data.consumers()) != 1:
+        return None
+    return get_blob(op, "custom")
+
+
+def _factors(node):
+    """(port of the tensor, scale, shift) of x * scale + shift, both as big as x; None when the
+    node is not such arithmetic on one tensor."""
+    inputs = node.in_nodes()
+    if node.op == "ScaleShift":
+        shape = _shape(node.in_node(0))
+        if not shape:
+            return None
+        along = [1] * len(shape)
+        along[1 if len(shape) > 1 else 0] = -1  # its channel axis
+
+        def full(value, default):
+            if value is None or not np.size(value):
+                return np.full(shape, default, np.float32)
+            value = np.asarray(value, np.float32).ravel()
+            return np.broadcast_to(value.reshape(along) if value.size > 1 else value[0], shape)
+        try:
+            return 0, full(get_blob(node, "weights"), 1.0), full(get_blob(node, "biases"), 0.0)
+        except ValueError:
+            return None
+    if node.soft_get("operation") != "sum" or sorted(inputs) != [0, 1]:
+        return None
+    coeff = [float(c) for c in (node.soft_get("coeff") or [1.0, 1.0])]
+    for x, c in ((0, 1), (1, 0)):
+        value = _constant_value(inputs[c])
+        if value is not None and _constant_value(inputs[x]) is None and coeff[x] == 1.0:
+            shape = _shape(inputs[x])
+            try:
+                shift = np.broadcast_to(np.asarray(value, np.float32).reshape(_shape(inputs[c])), shape)
+            except ValueError:
+                return None
+            return x, None, shift * np.float32(coeff[c])
+    return None
+
+
+def _chain_to_producer(data):
+    """(producer, the moves from it to `data` in order) for a PRODUCERS layer whose output reaches
+    `data` through moves alone, each tensor read by the next layer only; or None."""
+    moves = []
+    while True:
+        op = data.producer()
+        if op is None:
+            return None
+        if op.soft_get("type") in PRODUCERS:
+            return (op, moves[::-1]) if _sole_consumer(data) is not None else None
+        if op.soft_get("op") not in MOVES or _sole_consumer(data) is None:
+            return None
+        moves.append(op)
+        data = op.in_node(0)
+
+
+def _per_channel(values: np.ndarray, channels: np.ndarray, count: int):
+    """One value per channel when `values` holds the same one wherever a channel's values land."""
+    vec = np.zeros(count, np.float32)
+    vec[channels.ravel()] = values.ravel()
+    return vec if np.array_equal(vec[channels], values) else None
+
+
+def _fold(graph, node) -> bool:
+    factors = _factors(node)
+    if factors is None:
+        return False
+    port, scale, shift = factors
+    x, out = node.in_node(port), node.out_node(0)
+    found = _chain_to_producer(x)
+    if found is None or _shape(out) != _shape(x):
+        return False
+    producer, moves = found
+    produced = producer.out_node(0)
+    shape = _shape(produced)
+    if len(shape) < 2 or not 0 < int(np.prod(shape)) <= MAX_VALUES:
+        return False
+    ids = np.arange(int(np.prod(shape))).reshape(shape)
+    for move in moves:
+        ids = np.transpose(ids, [int(a) for a in move.order]) if move.op == "Permute" else ids.reshape(
+            _shape(move.out_node(0)))
+    channels = np.unravel_index(ids, shape)[1]
+    add = _per_channel(shift, channels, shape[1])
+    mul = None if scale is None else _per_channel(scale, channels, shape[1])
+    if add is None or (scale is not None and mul is None):
+        return False  # not one value per channel of the producer
+    bias = get_blob(producer, "biases")
+    bias = np.zeros(shape[1], np.float32) if bias is None else np.asarray(bias, np.float32).ravel()
+    if mul is not None:
+        weights = get_blob(producer, "weights")
+        set_blob(producer, "weights", (np.asarray(weights, np.float32).reshape(shape[1], -1) * mul[:, None]).ravel())
+        bias = bias * mul
+    set_blob(producer, "biases", bias + add)
+    # the tensors on the way hold the results now, not the framework's tensors of those names
+    forget_framework_tensor(produced)
+    for move in moves:
+        forget_framework_tensor(move.out_node(0))
+    if node.op == "Eltwise":
+        const = node.in_node(1 - port)
+        const_op = const.producer()
+        graph.remove_nodes_from([const.id, const_op.id] + [d.id for _, d, _ in const_op.blob_inputs()])
+    else:
+        graph.remove_nodes_from([d.id for _, d, _ in node.blob_inputs()])
+    if out.soft_get("is_output"):  # the model's output keeps the name users know it by (as fusing.py does)
+        (moves[-1] if moves else producer)["name"] = node.name
+    graph.bypass(node, in_port=port)
+    return True
+
+
+# --- 2. moves up --------------------------------------------------------------------------
+def hoist_moves(graph) -> int:
+    """Moves every Permute and Reshape up where that helps (see the module doc); returns how many
+    layers one was moved above."""
+    moved = 0
+    for node in graph.topological_ops():
+        if node.id in graph and node.soft_get("op") in MOVES:
+            path = _hoist_path(node)
+            for layer in path:
+                _swap(graph, layer, node)
+            moved += len(path)
+    return moved
+
+
+def _uniform_scale_shift(node) -> bool:
+    return all(np.ptp(np.ravel(v)) == 0 for v in (get_blob(node, "weights"), get_blob(node, "biases"))
+               if v is not None and np.size(v))
+
+
+def _passable(layer, move) -> bool:
+    """Can `move` go above `layer` (computing the same)?"""
+    if len(layer.data_inputs()) != 1 or len(layer.out_nodes()) != 1:
+        return False
+    if layer.op in ELEMENTWISE:
+        return True
+    if layer.op == "ScaleShift":
+        return _uniform_scale_shift(layer)
+    return layer.op in AXIS_OPS and move.op == "Permute"
+
+
+def _hoist_path(move) -> list:
+    """The layers `move` should go above, nearest first: as far up as it can go, when that ends on a
+    move of its kind or puts a LayerNorm's or SoftMax's axis innermost; else none."""
+    path, gain = [], False
+    if move.out_node(0).soft_get("is_output"):
+        return path  # (the layer above would take the output's name)
+    data = move.in_node(0)
+    order = [int(a) for a in move.order] if move.op == "Permute" else None
+    while True:
+        layer = data.producer()
+        if layer is None or _sole_consumer(data) is None:
+            break
+        if layer.soft_get("op") == move.op and path:
+            return path
+        if not _passable(layer, move):
+            break
+        if layer.op in AXIS_OPS:
+            rank = len(order)
+            axis = int(layer.axis) % rank
+            now_last, then_last = axis == rank - 1, order.index(axis) == rank - 1
+            if now_last and not then_last:
+                break  # it would leave the fast kernel
+            gain = gain or then_last
+        path.append(layer)
+        data = layer.in_node(0)
+    return path if gain else []
+
+
+def _swap(graph, layer, move) -> None:
+    """d_in -> layer -> mid -> move -> d_out  becomes  d_in -> move -> new -> layer -> d_out."""
+    d_in, mid, d_out = layer.in_node(0), layer.out_node(0), move.out_node(0)
+    if move.op == "Permute":
+        order = [int(a) for a in move.order]
+        new_shape = [int(d_in.shape[a]) for a in order]
+        if layer.op in AXIS_OPS:
+            layer["axis"] = order.index(int(layer.axis) % len(order))
+    else:
+        new_shape = _shape(d_out)
+    outgoing = list(graph.out_edges(move.id, keys=True, data=True))
+    for key, attrs in [(k, a) for _, _, k, a in graph.in_edges(layer.id, keys=True, data=True) if "bin" not in a]:
+        graph.remove_edge(d_in.id, layer.id, key)
+        graph.add_edge(d_in.id, move.id, **{**attrs, "in": 0})
+    graph.remove_nodes_from([mid.id])
+    new = graph.add_data(move.name, shape=new_shape)
+    graph.add_edge(move.id, new.id, out=0)
+    graph.add_edge(new.id, layer.id, **{"in": 0})
+    for _, _, key, attrs in outgoing:
+        graph.remove_edge(move.id, d_out.id, key)
+        graph.add_edge(layer.id, d_out.id, **attrs)
+    if layer.op == "ScaleShift":  # one factor: as many as the new channel axis has
+        channels = new_shape[1] if len(new_shape) > 1 else new_shape[0]
+        for blob in ("weights", "biases"):
+            value = get_blob(layer, blob)
+            if value is not None and np.size(value):
+                set_blob(layer, blob, np.full(channels, np.ravel(value)[0], np.float32))
+    if move.op == "Reshape":
+        move["dim"] = list(new_shape)
+    forget_framework_tensor(d_out)
+
+
+# --- 3. moves merged --------------------------------------------------------------------------
+def compose_moves(graph) -> int:
+    """Merges every pair of moves it can (see the module doc); returns how many layers are gone."""
+    removed = 0
+    changed = True
+    while changed:
+        changed = False
+        for node in graph.topological_ops():
+            if node.id in graph and node.soft_get("op") in MOVES and _compose(graph, node):
+                removed += 1
+                changed = True
+    return removed
+
+
+def _identity(node) -> bool:
+    if node.op == "Permute":
+        return [int(a) for a in node.order] == list(range(len(node.order)))
+    return _shape(node.in_node(0)) == _shape(node.out_node(0))
+
+
+def _compose(graph, node) -> bool:
+    if _identity(node) and not node.out_node(0).soft_get("is_output"):
+        graph.bypass(node)
+        return True
+    data = node.in_node(0)
+    before = data.producer()
+    if before is None or before.soft_get("op") != node.op or _sole_consumer(data) is None:
+        return False
+    if node.op == "Permute":  # transpose(transpose(x, p), q) == transpose(x, p[q])
+        first = [int(a) for a in before.order]
+        node["order"] = [first[int(a)] for a in node.order]
+    else:
+        node.attrs.pop("flatten", None)  # its `dim` is the output shape (emit writes it)
+        node["dim"] = list(_shape(node.out_node(0)))
+    graph.bypass(before)
+    return True
