@@ -420,8 +420,11 @@ def test_matmul_on_onednn_where_it_can(tmp_path, a, b, data, backend, precision)
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
 @pytest.mark.parametrize("shape,axis,blobs,backend", [((2, 7, 16), 2, ("weights", "biases"), "onednn"),
                                                       ((3, 24), 1, ("biases",), "onednn"),
-                                                      ((2, 8, 3, 5), 1, ("weights", "biases"), "numpy")])
-def test_layer_norm_on_onednn_over_the_last_axis(tmp_path, shape, axis, blobs, backend, precision):
+                                                      ((2, 8, 3, 5), 1, ("weights", "biases"), "onednn"),
+                                                      ((2, 3, 9, 4), 2, ("weights",), "onednn"),
+                                                      ((3, 10, 6), 1, (), "onednn")])
+def test_layer_norm_on_onednn_over_any_axis(tmp_path, shape, axis, blobs, backend, precision):
+    """Over the last axis, or over another one (ConvNeXt's channels) read with that axis innermost."""
     from tests.cpu.cpu_helpers import single_layer_ir
     rng = np.random.default_rng(5)
     x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)

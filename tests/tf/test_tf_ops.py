@@ -75,3 +75,21 @@ def test_biases_fold_through_moves_and_layout_permutes_cancel(tf_graphs, tmp_pat
     gelu = next(layer for layer in net.layers if layer.data.get("type") == "gelu")
     feeding = [net.layer_by_id(e.from_layer).type for e in net.edges if e.to_layer == gelu.id]
     assert feeding == ["FullyConnected"]  # (its post-op on oneDNN)
+
+
+def test_a_convnext_block_runs_channels_last_without_copies(tf_graphs, tmp_path):
+    """On the CPU plan the block's two Permutes are views (the LayerNorm reads its input with the channels
+    innermost, the dense layers' output is that memory again): no Permute, no Reorder runs but the network
+    input's (a numpy array) and the output's."""
+    from device_daemons.cpu.plan import ExecutionPlan
+    from ir import read_ir
+    from tests.tf.tf_helpers import convert_model, nchw, nhwc, rel_err
+    net = read_ir(convert_model(tf_graphs.path("convnext_block"), tmp_path, "convnext_block", batch=1))
+    arrays = tf_graphs.arrays("convnext_block")
+    plan = ExecutionPlan(net, backend="onednn", precision="f32")
+    perf = []
+    out = plan.infer({net.inputs()[0].name: nchw(arrays["in1/x"])}, perf)
+    ran = [(row.type, row.status) for row in perf if row.type in ("Permute", "Reorder") and row.status != "not_run"]
+    assert all(t == "Reorder" for t, _ in ran) and len(ran) <= 2, ran
+    assert "LayerNorm" in [row.type for row in perf if row.backend == "onednn"]
+    assert rel_err(nhwc(next(iter(out.values()))), arrays["out1/0"]) < 1e-5

@@ -76,19 +76,32 @@ class SoftMaxOp(_SameLayout):
 @register("LayerNorm")
 class LayerNormOp(NativeOp):
     """oneDNN's layer normalization (over the last logical axis, plain layout; weights and biases its scale and
-    shift, f32); over another axis (a ConvNeXt's channels) numpy runs it."""
+    shift, f32). Over another axis (a ConvNeXt's channels: IR axis 1) the tensor is read with that axis
+    innermost (acdb: NHWC's memory) and the primitive made for the same memory with the axes permuted so that
+    it is the last one: the same bytes, described as oneDNN's layer normalization wants them."""
 
     def create(self, in_descs, in_shapes, out_shapes):
         k, d = self.kernel, self.d
         shape = tuple(in_shapes[0])
-        if k.axis_in(k.axis, len(shape)) != len(shape) - 1 or not 2 <= len(shape) <= 5:
-            raise Unsupported("a LayerNorm other than over the last axis (numpy runs it)")
-        src = Desc.plain(d, shape, self.dt)
-        self.pd = layer_norm_pd(d, self.attr(), src, Desc.plain(d, shape, self.out_dt()), k.eps,
-                                k.weights is not None, k.biases is not None)
+        axis = k.axis_in(k.axis, len(shape))
+        if not 2 <= len(shape) <= 5:
+            raise Unsupported("a LayerNorm of rank other than 2 to 5 (numpy runs it)")
+        if axis == len(shape) - 1:
+            src, dst = Desc.plain(d, shape, self.dt), Desc.plain(d, shape, self.out_dt())
+            seen_src, seen_dst = src, dst
+        else:
+            src, dst = _axis_last(d, shape, axis, self.dt), _axis_last(d, shape, axis, self.out_dt())
+            if src is None or dst is None:
+                raise Unsupported("oneDNN names no layout with this LayerNorm's axis innermost (numpy runs it)")
+            # axis i of the tensor becomes axis perm[i]: `axis` the last, the others in their order
+            perm = [i if i < axis else i - 1 for i in range(len(shape))]
+            perm[axis] = len(shape) - 1
+            seen_src, seen_dst = src.permuted(perm), dst.permuted(perm)
+        self.pd = layer_norm_pd(d, self.attr(), seen_src, seen_dst, k.eps, k.weights is not None,
+                                k.biases is not None)
         if self.pd.implementation.startswith("ref"):
             raise Unsupported(f"oneDNN has only its reference layer normalization for {self.layer.name}")
-        return [src], [self.pd.md("dst_md", dims=shape)]
+        return [src], [dst]
 
     def bind(self, ins, outs, scratch):
         k, d = self.kernel, self.d

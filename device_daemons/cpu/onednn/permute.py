@@ -17,6 +17,18 @@ class PermuteOp(NativeOp):
         src = self.follow(in_descs[0], in_shapes[0])
         order = self.kernel._order(len(in_shapes[0]))
         out = Desc.plain(self.d, out_shapes[0], self.out_dt())
+        if src.dt == out.dt:
+            # input axis order[i] is output axis i: the input's memory so described is the output when both are
+            # unblocked layouts (NCHW with C innermost read as NHWC and back, ConvNeXt's around its LayerNorm and
+            # dense layers): the Permute is a view, nothing is copied; a reader that wants another layout
+            # reorders it (the one copy the Permute would have made)
+            inverse = [0] * len(order)
+            for i, axis in enumerate(order):
+                inverse[axis] = i
+            seen = src.permuted(inverse)
+            if seen == out or (_unblocked(src) and _unblocked(seen)):
+                self.view = True
+                return [src], [seen]
         self.dst_view = out.permuted(order)  # output axis i is input axis order[i]
         self.pd = reorder_pd(self.d, Attr(self.d), src, self.dst_view)
         return [src], [out]
@@ -24,3 +36,9 @@ class PermuteOp(NativeOp):
     def bind(self, ins, outs, scratch):
         # (outs[0]: the output tensor's memory described as dst_view - the compiler's alias)
         return [self.primitive(self.pd, {"DNNL_ARG_FROM": ins[0], "DNNL_ARG_TO": outs[0]}, scratch)]
+
+
+def _unblocked(desc) -> bool:
+    """Is it a plain layout in some order of the axes (abcd, acdb: no blocks of channels)?"""
+    tag = desc.layout()
+    return tag.isalpha() and tag.islower()
