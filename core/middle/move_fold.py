@@ -14,10 +14,11 @@ things (bias fusion, transpose sinking).
    channel of the producer: which channel each value lands on is found by sending value
    ids through the moves between (as core/middle/shuffle_fold.py does).
 2. `hoist_moves`: a Permute or Reshape moves up above the layers that compute each value
-   alone (activations, Power, Clamp, a ScaleShift with one factor) and, a Permute, above a
-   LayerNorm or SoftMax (their axis renumbered) - where that brings it onto another move of
-   its kind, or the normalized axis of a LayerNorm or SoftMax becomes the innermost one
-   (oneDNN's fast kernels normalize over the last axis).
+   alone (activations, Power, Clamp, a ScaleShift with one factor) and above a LayerNorm or
+   SoftMax (a Permute renumbering their axis; a Reshape only where it keeps the last axis
+   they normalize over) - where that brings it onto another move of its kind, or the
+   normalized axis of a LayerNorm or SoftMax becomes the innermost one (oneDNN's fast
+   kernels normalize over the last axis).
 3. `compose_moves`: a Permute after a Permute is one Permute (none when the two cancel
    out), a Reshape after a Reshape one Reshape, a Reshape to the same shape nothing.
 Each tensor on the way must feed only the next layer and be no model output.
@@ -203,7 +204,14 @@ def _passable(layer, move) -> bool:
         return True
     if layer.op == "ScaleShift":
         return _uniform_scale_shift(layer)
-    return layer.op in AXIS_OPS and move.op == "Permute"
+    if layer.op not in AXIS_OPS:
+        return False
+    if move.op == "Permute":
+        return True
+    # a Reshape that keeps the last axis, above a layer normalizing over the last axis (attention's softmax
+    # between a batched MatMul's [heads, rows, columns] and the 4-D view of it)
+    shape, out = _shape(layer.in_node(0)), _shape(move.out_node(0))
+    return int(layer.axis) % len(shape) == len(shape) - 1 and out[-1:] == shape[-1:]
 
 
 def _hoist_path(move) -> list:
@@ -222,7 +230,7 @@ def _hoist_path(move) -> list:
             return path
         if not _passable(layer, move):
             break
-        if layer.op in AXIS_OPS:
+        if layer.op in AXIS_OPS and order is not None:
             rank = len(order)
             axis = int(layer.axis) % rank
             now_last, then_last = axis == rank - 1, order.index(axis) == rank - 1
@@ -244,6 +252,8 @@ def _swap(graph, layer, move) -> None:
             layer["axis"] = order.index(int(layer.axis) % len(order))
     else:
         new_shape = _shape(d_out)
+        if layer.op in AXIS_OPS:
+            layer["axis"] = len(new_shape) - 1
     outgoing = list(graph.out_edges(move.id, keys=True, data=True))
     for key, attrs in [(k, a) for _, _, k, a in graph.in_edges(layer.id, keys=True, data=True) if "bin" not in a]:
         graph.remove_edge(d_in.id, layer.id, key)

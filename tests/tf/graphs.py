@@ -205,6 +205,15 @@ def _(rng, x):
     return [tf.einsum("BNTS,BSNH->BTNH", scores, v), scores]
 
 
+@case("attention_heads", (1, 6, 8))
+def _(rng, x):
+    # the same as Keras has it, the scores no output: the Reshapes around the softmax cancel (move_fold.py), the
+    # CPU plan runs the head transposes as views its MatMuls read, the scale as their post-op
+    q, k, v = (tf.reshape(tf.matmul(x, w(rng, 8, 8)), [-1, 6, 2, 4]) for _ in range(3))
+    scores = tf.nn.softmax(tf.einsum("BTNH,BSNH->BNTS", q, k) * 0.5)
+    return [tf.einsum("BNTS,BSNH->BTNH", scores, v)]
+
+
 _LAYER_NORMS = []  # (Keras layers made once, outside the traced function: their variables are its constants)
 
 

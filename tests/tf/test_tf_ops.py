@@ -32,7 +32,7 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
 
 @pytest.mark.parametrize("case", ["conv_transpose_output_padding", "gelu_forms", "erf_erfc_not_gelu",
                                   "batch_matmul", "attention_einsum", "layer_norm", "named_identity_output",
-                                  "causal_select", "dense_bias_moves", "convnext_block"])
+                                  "causal_select", "dense_bias_moves", "convnext_block", "attention_heads"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
     """IR v11 on the OpenVINO runtime too: the uncovered border (Deconvolution + Pad); Gelu-7 and Erf; MatMul; the
     Results in the model's order of outputs (compiled_model(x)[i] is TensorFlow's output i, as with mo)."""
@@ -93,3 +93,24 @@ def test_a_convnext_block_runs_channels_last_without_copies(tf_graphs, tmp_path)
     assert all(t == "Reorder" for t, _ in ran) and len(ran) <= 2, ran
     assert "LayerNorm" in [row.type for row in perf if row.backend == "onednn"]
     assert rel_err(nhwc(next(iter(out.values()))), arrays["out1/0"]) < 1e-5
+
+
+def test_attention_runs_on_views_with_its_scale_fused(tf_graphs, tmp_path):
+    """Keras' attention (heads split by a Reshape, Einsum's transposes): the Reshapes around the softmax
+    cancel (it normalizes the last axis of the MatMul's own output), the scale is the MatMul's post-op, and the
+    head transposes are views the MatMuls read as they are: no Reorder runs but at the network's edges."""
+    from device_daemons.cpu.plan import ExecutionPlan
+    from ir import read_ir
+    from tests.tf.tf_helpers import convert_model, nchw
+    net = read_ir(convert_model(tf_graphs.path("attention_heads"), tmp_path, "attention_heads", batch=1))
+    matmuls = {layer.id for layer in net.layers if layer.type == "MatMul"}
+    scales = [layer for layer in net.layers if layer.type == "ScaleShift"]
+    assert len(scales) == 1 and [e.from_layer for e in net.edges if e.to_layer == scales[0].id][0] in matmuls
+    plan = ExecutionPlan(net, backend="onednn", precision="f32")
+    perf = []
+    plan.infer({net.inputs()[0].name: nchw(tf_graphs.arrays("attention_heads")["in1/x"])}, perf)
+    rows = {row.name: row for row in perf}
+    assert rows[scales[0].name].status == "fused"  # (the MatMul's post-op)
+    inner = [row for row in perf if row.type == "Reorder" and row.status != "not_run"
+             and not any(edge in row.note for edge in ("input", "output", "numpy"))]
+    assert not inner, [(row.name, row.note) for row in inner]

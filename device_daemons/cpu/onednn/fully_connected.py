@@ -51,16 +51,28 @@ class FullyConnectedOp(NativeOp):
 
 @register("MatMul")
 class MatMulOp(NativeOp):
+    """Attention's scale after the product (a ScaleShift of one factor) is a post-op. Each operand is
+    read as its producer left it where that is an unblocked layout oneDNN's fast matmul takes (a
+    transposed view: a Permute that was made a view), else plain (a reorder before it)."""
+    accepts_post_ops = True
+
     def create(self, in_descs, in_shapes, out_shapes):
         k, d = self.kernel, self.d
         a, b, out = (tuple(s) for s in (in_shapes[0], in_shapes[1], out_shapes[0]))
         if k.transpose_a or k.transpose_b or not len(a) == len(b) == len(out) or not 2 <= len(out) <= 5:
             raise Unsupported("a MatMul with a transposed operand or operands of other ranks (numpy runs it)")
-        src, weights = Desc.plain(d, a, self.dt), Desc.plain(d, b, self.dt)
-        self.pd = matmul_pd(d, self.attr(), src, weights, Desc.plain(d, out, self.out_dt()))
-        if self.pd.implementation.startswith("ref"):
-            raise Unsupported(f"oneDNN has only its reference matmul for {self.layer.name}")
-        return [src, weights], [self.pd.md("dst_md", dims=out)]
+        plain = [Desc.plain(d, a, self.dt), Desc.plain(d, b, self.dt)]
+        given = [desc if desc is not None and desc.dt == self.dt and desc.unblocked() else p
+                 for desc, p in zip(in_descs, plain)]
+        dst = Desc.plain(d, out, self.out_dt())
+        for src, weights in dict.fromkeys([tuple(given), (given[0], plain[1]), (plain[0], given[1]), tuple(plain)]):
+            try:
+                self.pd = matmul_pd(d, self.attr(), src, weights, dst)
+            except DnnlError:
+                continue
+            if not self.pd.implementation.startswith("ref"):
+                return [src, weights], [self.pd.md("dst_md", dims=out)]
+        raise Unsupported(f"oneDNN has only its reference matmul for {self.layer.name}")
 
     def bind(self, ins, outs, scratch):
         return [self.primitive(self.pd, {"DNNL_ARG_SRC": ins[0], "DNNL_ARG_WEIGHTS": ins[1],

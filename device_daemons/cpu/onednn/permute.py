@@ -26,7 +26,7 @@ class PermuteOp(NativeOp):
             for i, axis in enumerate(order):
                 inverse[axis] = i
             seen = src.permuted(inverse)
-            if seen == out or (_unblocked(src) and _unblocked(seen)):
+            if seen == out or src.unblocked():
                 self.view = True
                 return [src], [seen]
         self.dst_view = out.permuted(order)  # output axis i is input axis order[i]
@@ -37,8 +37,3 @@ class PermuteOp(NativeOp):
         # (outs[0]: the output tensor's memory described as dst_view - the compiler's alias)
         return [self.primitive(self.pd, {"DNNL_ARG_FROM": ins[0], "DNNL_ARG_TO": outs[0]}, scratch)]
 
-
-def _unblocked(desc) -> bool:
-    """Is it a plain layout in some order of the axes (abcd, acdb: no blocks of channels)?"""
-    tag = desc.layout()
-    return tag.isalpha() and tag.islower()

@@ -84,6 +84,15 @@ class Desc:
             return False
         return "blocked" not in (self.layout(), other.layout())
 
+    def unblocked(self) -> bool:
+        """A plain layout in some order of the axes, with any strides (abcd, acdb, a transposed view)?"""
+        d, value = self.d, self.d.ffi.new("int *")
+        d.check(d.lib.dnnl_memory_desc_query(self.md, d.lib.dnnl_query_format_kind, value), "querying a format kind")
+        if value[0] != d.lib.dnnl_blocked:
+            return False
+        d.check(d.lib.dnnl_memory_desc_query(self.md, d.lib.dnnl_query_inner_nblks_s32, value), "querying blocks")
+        return value[0] == 0
+
     def layout(self) -> str:
         """The format tag of this layout where it is a known one (what -pc names), else "blocked"."""
         for tag in LAYOUT_TAGS.get(len(self.dims), ()):
