@@ -228,7 +228,29 @@ def random_inputs(net, seed):
                         "damaged, or give a smaller batch / shape", name, net.model, list(shape),
                         math.prod(shape), MAX_TENSOR_ELEMENTS)
     rng = np.random.default_rng(seed)
-    return {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in net.inputs.items()}
+    sizes = index_ranges(net._ir)
+    return {name: rng.integers(0, sizes[name], shape).astype(np.float32) if name in sizes else
+            rng.standard_normal(shape, dtype=np.float32) for name, shape in net.inputs.items()}
+
+
+def index_ranges(network) -> dict[str, int]:
+    """{input name: n} for the inputs Gather layers read (an embedding's ids): random input for them is integers
+    in [0, n), the smallest axis they index (normal values would be no indices)."""
+    inputs = {layer.id: layer.name for layer in network.inputs()}
+    readers: dict[int, list] = {}
+    for edge in network.edges:
+        if edge.from_layer in inputs:
+            readers.setdefault(edge.from_layer, []).append(network.layer_by_id(edge.to_layer))
+    sizes = {}
+    for layer_id, layers in readers.items():
+        try:
+            ranges = [int(str(layer.data["dims"]).split(",")[int(layer.data.get("axis", 0))])
+                      for layer in layers if layer.type == "Gather"]
+        except (KeyError, ValueError, IndexError):
+            continue  # (a damaged Gather: the daemon names what is wrong with it)
+        if ranges:
+            sizes[inputs[layer_id]] = min(ranges)
+    return sizes
 
 
 def _output_file(path) -> tuple[int, str]:
@@ -340,7 +362,8 @@ def run(args) -> int:
                 print("[ INFO ] Batch size set to {} from the input".format(batch))
         else:
             inputs = random_inputs(net, args.seed)
-            print("[ INFO ] No input given: random standard normal input, seed {}".format(args.seed))
+            print("[ INFO ] No input given: random standard normal input, seed {}{}".format(
+                args.seed, " (indices of a Gather: random integers in its range)" if index_ranges(net._ir) else ""))
         exec_net = load_on_device(ie, net, args, perf_counts=args.perf_counts)
         for w in exec_net.warnings:
             print("[ WARNING ]  " + w)

@@ -202,3 +202,22 @@ class Tile(Op):
         node.axis = axis
         shape[axis] *= int(node.tiles)
         node.out_node(0).shape = shape
+
+
+class Gather(Op):
+    """The entries of the blob `weights` (a constant dictionary of dims `dims`, an embedding table) at
+    the indices its input holds, along `axis` (TensorFlow's GatherV2 of a constant by the model's data)."""
+    op = "Gather"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "Gather", "op": self.op, "axis": 0, "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return ir_attrs("Gather")
+
+    @staticmethod
+    def infer(node):
+        dims = [int(d) for d in node.dims]
+        axis = int(node.axis)
+        indices = [int(d) for d in node.in_node(0).shape]
+        node.out_node(0).shape = np.array(dims[:axis] + indices + dims[axis + 1:], dtype=np.int64)

@@ -1,4 +1,4 @@
-"""Layout and shape ops: Concat, Split, Reshape, Flatten, Crop, Permute, Tile."""
+"""Layout and shape ops: Concat, Split, Reshape, Flatten, Crop, Permute, Tile, Gather."""
 from .attribute import Int, Ints
 from .layer import LayerSchema
 
@@ -20,4 +20,7 @@ SCHEMAS = [
     ], doc="three forms: axis+offset (sizes from input 1), axis+offset+dim, axis+crop_begin+crop_end"),
     LayerSchema(("Permute", "Transpose"), [Ints("order")]),
     LayerSchema("Tile", [Int("axis", 1), Int("tiles", min=1)]),
+    LayerSchema("Gather", [Int("axis", 0, min=0), Ints("dims", min=1)],
+                doc="own type: the entries of the blob 'weights' (a dictionary of dims `dims`: an embedding table) "
+                    "at the input's indices along `axis`; output dims: dims[:axis] + input dims + dims[axis+1:]"),
 ]

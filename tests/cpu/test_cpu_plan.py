@@ -385,6 +385,24 @@ def test_layer_norm_against_numpy(tmp_path, axis):
     np.testing.assert_allclose(plan.infer({"in0": x})["layer"], ref, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dims,axis,ids", [((9, 4), 0, (2, 3)), ((3, 9, 2), 1, (5,)), ((4, 9), 1, (1, 2, 2))])
+def test_gather_against_numpy_and_bad_indices_fail_the_request(tmp_path, dims, axis, ids):
+    """An embedding lookup: the dictionary (blob weights) at the input's indices along `axis`; an index that
+    is no integer, negative or past the axis fails the request with the layer and the index named."""
+    table = RNG.standard_normal(dims).astype(np.float32)
+    idx = RNG.integers(0, dims[axis], ids).astype(np.int32)
+    ref = np.take(table, idx, axis=axis)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "Gather", {"axis": axis, "dims": ",".join(map(str, dims))},
+                                         [ids], [ref.shape], blobs={"weights": table}))
+    np.testing.assert_array_equal(plan.infer({"in0": idx})["layer"], ref)
+    for bad in (dims[axis], -1, 0.5):
+        wrong = idx.astype(np.float32)
+        wrong.flat[-1] = bad
+        with pytest.raises(KernelError, match=r"'layer' .*index {:g} is not an integer in \[0, {}\)".format(
+                bad, dims[axis])):
+            plan.infer({"in0": wrong})
+
+
 CLASH = """name: "clash"
 input: "data"
 input_shape { dim: 1 dim: 4 dim: 2 dim: 2 }

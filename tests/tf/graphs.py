@@ -214,6 +214,15 @@ def _(rng, x):
     return [tf.einsum("BNTS,BSNH->BTNH", scores, v)]
 
 
+@case("embedding_lookup", (1, 7), ints=(0, 40))
+def _(rng, x):
+    # Keras' Embedding on int32 ids (the model's input): a Gather layer with the table as its blob; twice from
+    # one table (token and a second lookup), then what a transformer does with it
+    table = w(rng, 40, 6)
+    return [tf.nn.relu(tf.gather(table, x) * 2.0 + tf.gather(table, 39 - x, axis=0)), tf.gather(w(rng, 5, 40), x,
+                                                                                              axis=1)]
+
+
 _LAYER_NORMS = []  # (Keras layers made once, outside the traced function: their variables are its constants)
 
 

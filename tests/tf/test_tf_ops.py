@@ -4,6 +4,8 @@ relative (FP32) and 1e-2 (FP16 IR), outputs compared after NCHW -> NHWC."""
 import os
 import re
 
+import numpy as np
+
 import pytest
 
 from tests.tf.tf_helpers import compare_with_tf
@@ -32,7 +34,8 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
 
 @pytest.mark.parametrize("case", ["conv_transpose_output_padding", "gelu_forms", "erf_erfc_not_gelu",
                                   "batch_matmul", "attention_einsum", "layer_norm", "named_identity_output",
-                                  "causal_select", "dense_bias_moves", "convnext_block", "attention_heads"])
+                                  "causal_select", "dense_bias_moves", "convnext_block", "attention_heads",
+                                  "embedding_lookup"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
     """IR v11 on the OpenVINO runtime too: the uncovered border (Deconvolution + Pad); Gelu-7 and Erf; MatMul; the
     Results in the model's order of outputs (compiled_model(x)[i] is TensorFlow's output i, as with mo)."""
@@ -114,3 +117,17 @@ def test_attention_runs_on_views_with_its_scale_fused(tf_graphs, tmp_path):
     inner = [row for row in perf if row.type == "Reorder" and row.status != "not_run"
              and not any(edge in row.note for edge in ("input", "output", "numpy"))]
     assert not inner, [(row.name, row.note) for row in inner]
+
+
+def test_infer_without_input_gives_an_embedding_valid_ids(tf_graphs, tmp_path):
+    """`mo-core infer` with no input: the ids a Gather reads are random integers in its table's range (random
+    normal values would fail the request as indices), and a wrong id fails with the layer and the index named."""
+    from tests.support import run_cli
+    from tests.tf.tf_helpers import convert_model
+    xml = convert_model(tf_graphs.path("embedding_lookup"), tmp_path, "embedding_lookup", batch=1)
+    code, out, err = run_cli("infer", "-m", xml)
+    assert code == 0 and "random integers in its range" in out, out + err
+    bad = tmp_path / "ids.npy"
+    np.save(bad, np.full((1, 7), 40, np.int32))
+    code, out, err = run_cli("infer", "-m", xml, "-i", str(bad))
+    assert code == 1 and "index 40 is not an integer in [0, 40)" in out + err and "Traceback" not in out + err

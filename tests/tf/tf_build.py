@@ -20,9 +20,11 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.python.framework.convert_to_constants import convert_variables_to_constants_v2  # noqa: E402
 
 
-def freeze(fn, specs: dict):
-    """(GraphDef, frozen ConcreteFunction) of fn(**inputs); specs: {name: shape with None batch}."""
-    signature = [tf.TensorSpec(shape, tf.float32, name=name) for name, shape in specs.items()]
+def freeze(fn, specs: dict, dtypes: dict | None = None):
+    """(GraphDef, frozen ConcreteFunction) of fn(**inputs); specs: {name: shape with None batch}; dtypes: {name:
+    numpy dtype} of the inputs that are no float32 (an embedding's int32 ids)."""
+    signature = [tf.TensorSpec(shape, tf.as_dtype((dtypes or {}).get(name, np.float32)), name=name)
+                 for name, shape in specs.items()]
     concrete = tf.function(lambda *args: fn(*args)).get_concrete_function(*signature)
     frozen = convert_variables_to_constants_v2(concrete)
     return frozen.graph.as_graph_def(), frozen
@@ -59,7 +61,7 @@ class Writer:
         a list of arrays} other reference computations stored as "tag/i". The batch of the
         Placeholders is unknown (-1) unless `fixed`."""
         specs = {k: v.shape if fixed else (None,) + v.shape[1:] for k, v in inputs.items()}
-        graph_def, frozen = freeze(fn, specs)
+        graph_def, frozen = freeze(fn, specs, {k: v.dtype for k, v in inputs.items() if v.dtype != np.float32})
         path = os.path.join(self.out_dir, name + (".pbtxt" if text else ".pb"))
         if text:
             from google.protobuf import text_format
@@ -117,12 +119,16 @@ def w(rng, *shape, scale=0.5):
 
 def build_cases(writer, cases):
     """Freezes and stores every registered case (seeded by its name) with its inputs
-    (kw: names, batches, fixed, feeds(rng, inputs), runs(seed, inputs))."""
+    (kw: names, batches, fixed, feeds(rng, inputs), runs(seed, inputs), ints=(low, high): int32 inputs drawn
+    from [low, high) instead of standard normal floats)."""
     for name, fn, shapes, kw in cases:
         seed = zlib.crc32(name.encode())
         rng = np.random.default_rng(seed)
         names = kw.get("names") or (["x", "y"][:len(shapes)])
-        inputs = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
+        if "ints" in kw:
+            inputs = {n: rng.integers(*kw["ints"], s).astype(np.int32) for n, s in zip(names, shapes)}
+        else:
+            inputs = {n: rng.standard_normal(s).astype(np.float32) for n, s in zip(names, shapes)}
 
         def model(*args, _fn=fn, _seed=seed + 1):
             return _fn(np.random.default_rng(_seed), *args)  # the same weights at every trace

@@ -99,7 +99,7 @@ def _(rng, x):
 
 @case("embedding_ids", (1, 6))
 def _(rng, x):
-    # Keras' Embedding: where(ids < 0, ids + n, ids), then a Gather - int32 tensors between offloaded pieces
+    # Keras' Embedding: where(ids < 0, ids + n, ids), then a Gather (ours) of int32 ids an offloaded piece made
     ids = tf.cast(tf.floor(tf.clip_by_value(x, -2.4, 2.4) * 20.0), tf.int32)
     return tf.reduce_mean(tf.gather(w(rng, 50, 4), tf.where(ids < 0, ids + 50, ids)), axis=1)
 

@@ -280,3 +280,32 @@ class Tile(Kernel):
         reps = [1] * x.ndim
         reps[self.axis_in(self.axis, x.ndim)] = self.tiles
         return [np.tile(x, reps)]
+
+
+@register("Gather")
+class Gather(Kernel):
+    """np.take of the dictionary (blob `weights` of dims `dims`) at the input's indices along `axis`; an
+    index that is no integer in [0, dims[axis]) fails the request, as TensorFlow's Gather does on a CPU."""
+
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.axis = self.attrs["axis"]
+        self.dims = tuple(self.attrs["dims"])
+        if not 0 <= self.axis < len(self.dims):
+            raise self.error(f"axis {self.axis} of a dictionary of dims {list(self.dims)}")
+        self.table = self.blob("weights", size=int(np.prod(self.dims))).reshape(self.dims)
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        return [self.dims[:self.axis] + tuple(input_shapes[0]) + self.dims[self.axis + 1:]]
+
+    def forward(self, inputs):
+        values = inputs[0]
+        indices = values.astype(np.int64)
+        size = self.dims[self.axis]
+        bad = (indices != values) | (indices < 0) | (indices >= size)
+        if bad.any():
+            first = values.ravel()[np.flatnonzero(bad)[0]]
+            raise self.error(f"index {first:g} is not an integer in [0, {size}) (the dictionary's axis {self.axis}); "
+                             f"{int(bad.sum())} of {bad.size} indices are not")
+        return [np.take(self.table, indices, axis=self.axis)]

@@ -1,13 +1,15 @@
 """Shape arithmetic, computed at conversion time: Shape, Size, Rank, Fill, Range,
 ZerosLike, OnesLike, GatherV2 and MatrixBandPart (a causal mask). Shape/Size/Rank only need their input's shape, so
-a Reshape fed by tf.shape(x) folds even though x is data."""
+a Reshape fed by tf.shape(x) folds even though x is data. GatherV2 of a constant at indices the model's data holds
+(an embedding lookup) is also a Gather layer."""
 from __future__ import annotations
 
 import numpy as np
 
 from core.errors import ShapeError
-from core.front.tf.ops.base import ValueOnlyOp, const_input, expect_inputs, normalize_axis, set_values
+from core.front.tf.ops.base import TFOp, ValueOnlyOp, const_input, expect_inputs, normalize_axis, set_values
 from core.front.tf.tensors import attr, describe, numpy_dtype
+from core.ops.shape_ops import Gather as GatherLayer
 
 
 def _out_dtype(node, name="out_type", default=np.int32):
@@ -76,7 +78,22 @@ class Range(ValueOnlyOp):
         return [np.arange(start, limit, delta, dtype=values[0].dtype)]
 
 
-class Gather(ValueOnlyOp):
+def _gather_axis(node, params_rank: int) -> int:
+    if node.tf["batch_dims"]:
+        raise ShapeError("{}: batch_dims is not supported.", describe(node))
+    axis = int(const_input(node, 2, "axis").ravel()[0]) if node.tf_op == "GatherV2" else 0
+    return normalize_axis(node, axis, params_rank)
+
+
+class _GatherOfData(ValueOnlyOp):
+    """A Gather of the model's data (not of a constant: the BGR swap of an input): TensorFlow computes it."""
+    tf_types = ()
+
+
+class Gather(TFOp):
+    """GatherV2 / Gather: computed at conversion time when every input is constant; a constant dictionary (an
+    embedding table) gathered at indices the model's data holds is a Gather layer (the table its blob); a gather
+    of the model's data is offload-only."""
     tf_types = ("GatherV2", "Gather")
 
     @staticmethod
@@ -84,17 +101,42 @@ class Gather(ValueOnlyOp):
         expect_inputs(node, 3 if node.tf_op == "GatherV2" else 2)
         node.tf["batch_dims"] = attr(node, "batch_dims", "i", 0)
 
+    @classmethod
+    def infer(cls, node):
+        if node.in_node(0).soft_get("value") is None:
+            return _GatherOfData.infer(node)
+        return super().infer(node)
+
     @staticmethod
     def evaluate(node, values):
         params, indices = values[0], values[1].astype(np.int64)
-        axis = int(const_input(node, 2, "axis").ravel()[0]) if node.tf_op == "GatherV2" else 0
-        if node.tf["batch_dims"]:
-            raise ShapeError("{}: batch_dims is not supported.", describe(node))
-        axis = normalize_axis(node, axis, params.ndim)
+        axis = _gather_axis(node, params.ndim)
         if indices.size and (indices.min() < -params.shape[axis] or indices.max() >= params.shape[axis]):
             raise ShapeError("{}: indices {} out of axis {} of size {}.", describe(node), indices.tolist(), axis,
                              params.shape[axis])
         return [np.take(params, indices, axis=axis)]
+
+    @staticmethod
+    def shape(node, shapes):
+        params = node.in_node(0).value
+        axis = _gather_axis(node, params.ndim)
+        return [tuple(params.shape[:axis]) + tuple(int(d) for d in shapes[1]) + tuple(params.shape[axis + 1:])]
+
+    @staticmethod
+    def lower(node, lw):
+        params = node.in_node(0).soft_get("value")
+        if params is None:
+            return _GatherOfData.lower(node, lw)
+        indices = node.in_node(1)
+        if len(lw.tf_shape(indices)) == 4 or len(lw.tf_shape(node.out_node(0))) == 4:
+            raise lw.unsupported(node, "a Gather whose indices or result are 4-D (NCHW in the IR)")
+        if params.dtype.kind != "f":
+            raise lw.unsupported(node, "a Gather of a {} constant by the model's data (the IR computes in floating "
+                                       "point)".format(params.dtype.name))
+        axis = _gather_axis(node, params.ndim)
+        lw.keep_inputs(node, indices)
+        lw.retype(node, GatherLayer, {"axis": axis, "dims": [int(d) for d in params.shape]})
+        lw.add_blob(node, "weights", params)
 
 
 class MatrixBandPart(ValueOnlyOp):
