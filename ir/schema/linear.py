@@ -2,10 +2,14 @@
 from .attribute import Enum, Floats
 from .layer import LayerSchema
 
+COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
+
 SCHEMAS = [
     LayerSchema("ScaleShift", []),
     LayerSchema("Eltwise", [
-        Enum("operation", ("sum", "mul", "max"), "sum", spellings={"add": "sum", "prod": "mul"}, ignore_case=True),
+        Enum("operation", ("sum", "mul", "max") + COMPARISONS, "sum", spellings={"add": "sum", "prod": "mul"},
+             ignore_case=True, doc="a comparison (as the reference's Eltwise from IR v5 on) takes two inputs and "
+                                   "gives 1.0 where it holds, else 0.0"),
         Floats("coeff", None, doc="sum only: one coefficient per input"),
     ]),
     LayerSchema("Select", [], doc="input 1 where input 0 is not 0, else input 2 (three tensors of one shape): "

@@ -403,6 +403,20 @@ def test_gather_against_numpy_and_bad_indices_fail_the_request(tmp_path, dims, a
             plan.infer({"in0": wrong})
 
 
+@pytest.mark.parametrize("backend", ["numpy", "onednn"])
+@pytest.mark.parametrize("operation", ["less", "less_equal", "greater", "greater_equal", "equal", "not_equal"])
+def test_eltwise_comparisons_against_numpy(tmp_path, operation, backend):
+    """1.0 where the comparison holds, else 0.0; ties included (the inputs share half their values)."""
+    a = RNG.integers(-3, 3, (2, 3, 4, 5)).astype(np.float32)
+    b = np.where(RNG.uniform(size=a.shape) < 0.5, a, RNG.integers(-3, 3, a.shape)).astype(np.float32)
+    ref = getattr(np, operation)(a, b).astype(np.float32)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "Eltwise", {"operation": operation}, [a.shape, a.shape],
+                                         [a.shape]), backend=backend, precision="f32")
+    np.testing.assert_array_equal(plan.infer({"in0": a, "in1": b})["layer"], ref)
+    with pytest.raises(KernelError, match="compares two inputs, not 3"):
+        ExecutionPlan(single_layer_ir(tmp_path, "Eltwise", {"operation": operation}, [a.shape] * 3, [a.shape]))
+
+
 CLASH = """name: "clash"
 input: "data"
 input_shape { dim: 1 dim: 4 dim: 2 dim: 2 }

@@ -372,3 +372,12 @@ def test_tile(tmp_path, gpu_device, shape, axis, tiles, precision):
     out[axis] *= tiles
     compare_layer(tmp_path, gpu_device, "Tile", {"axis": axis, "tiles": tiles}, [rand(rng, *shape)], [tuple(out)],
                   precision=precision)
+
+
+@pytest.mark.parametrize("operation", ["less", "less_equal", "greater", "greater_equal", "equal", "not_equal"])
+def test_eltwise_comparisons(tmp_path, gpu_device, operation):
+    rng = np.random.default_rng(19)
+    shape = (2, 3, 5, 4)
+    a = rng.integers(-2, 2, shape).astype(np.float32)
+    b = np.where(rng.uniform(size=shape) < 0.5, a, rng.integers(-2, 2, shape)).astype(np.float32)
+    compare_layer(tmp_path, gpu_device, "Eltwise", {"operation": operation}, [a, b], [shape], precision="FP32")

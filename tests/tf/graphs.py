@@ -223,6 +223,21 @@ def _(rng, x):
                                                                                               axis=1)]
 
 
+@case("keras_embedding", (1, 7), ints=(-40, 40))
+def _(rng, x):
+    # Keras' Embedding: negative ids count from the end (where(ids < 0, ids + n, ids)), then the Gather
+    return [tf.gather(w(rng, 40, 6), tf.where(x < 0, x + 40, x))]
+
+
+@case("comparisons", (1, 4, 6), (1, 4, 6))
+def _(rng, x, y):
+    # every comparison on the model's data (an Eltwise comparison: 1.0 where it holds): of a tensor and a constant
+    # either way round, of two tensors (ties: where max(x, 0) is x); read by tf.where and by a Cast to float
+    c = tf.constant(rng.standard_normal(6).astype(np.float32))
+    held = [x < 0.25, 0.25 < x, x <= c, x >= y, tf.equal(tf.maximum(x, 0.0), x), x != y]
+    return [tf.where(held[0], x, y)] + [tf.cast(h, tf.float32) * (i + 1.0) for i, h in enumerate(held[1:])]
+
+
 _LAYER_NORMS = []  # (Keras layers made once, outside the traced function: their variables are its constants)
 
 

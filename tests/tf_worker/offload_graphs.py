@@ -1,5 +1,5 @@
 """Builder of the TensorFlow graphs of the TF worker tests: ops the converter does
-not support (Cumsum, Atan2, Einsum with '...', Softplus, Sin, Log1p, Where, integer Gathers,
+not support (Cumsum, Atan2, Einsum with '...', Softplus, Sin, Log1p, Any, logical ops, a cast to int,
 while loops) and Erf (native, the tests offload it by pattern), mixed with ops it
 does, in name scopes the offload patterns select.
 
@@ -113,9 +113,9 @@ def _(rng, x):
 
 @case("bool_through_native", (1, 6, 6))
 def _(rng, x):
-    # a bool tensor from an offloaded op through a converted one (ExpandDims: a Reshape) into another offloaded
-    # op: an attention mask's path; it reached TensorFlow declared float
-    mask = tf.expand_dims(x > 0.3, 1)
+    # a bool tensor from an offloaded op (LogicalNot) through a converted one (ExpandDims: a Reshape) into another
+    # offloaded op: an attention mask's path; it reached TensorFlow declared float (the comparisons are ours)
+    mask = tf.expand_dims(tf.logical_not(x <= 0.3), 1)
     both = tf.logical_and(mask, tf.expand_dims(x > -0.5, 1))
     return tf.where(both, x[:, None], -1e9 * tf.ones_like(x[:, None]))
 

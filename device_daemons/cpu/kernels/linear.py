@@ -59,6 +59,11 @@ class ScaleShift(Kernel):
         return [out]
 
 
+# Eltwise's comparisons (the reference's IR v5 operations): two inputs, 1.0 where it holds
+COMPARE = {"less": np.less, "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+           "equal": np.equal, "not_equal": np.not_equal}
+
+
 @register("Eltwise")
 class Eltwise(Kernel):
     supports_inplace = True
@@ -69,6 +74,7 @@ class Eltwise(Kernel):
         self.coeff = self.attrs["coeff"]
         if self.coeff is not None and self.op != "sum":
             raise self.error("coefficients are only allowed for operation sum")
+        self.compare = COMPARE.get(self.op)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         if len(input_shapes) < 1:
@@ -79,12 +85,20 @@ class Eltwise(Kernel):
                 raise self.error(f"inputs have different shapes: {', '.join(str(list(x)) for x in input_shapes)}")
         if self.coeff is not None and len(self.coeff) != len(input_shapes):
             raise self.error(f"has {len(self.coeff)} coefficients for {len(input_shapes)} inputs")
+        if self.compare is not None and len(input_shapes) != 2:
+            raise self.error(f"compares two inputs, not {len(input_shapes)}")
         return [first]
 
     def forward(self, inputs):
         x0 = inputs[0]
         coeff = self.coeff
         out = x0 if self.inplace else None
+        if self.compare is not None:  # 1.0 where it holds
+            held = self.compare(x0, inputs[1])
+            if out is None:
+                return [held.astype(np.float32)]
+            np.copyto(out, held)
+            return [out]
         if self.op == "sum":
             if coeff is not None and coeff[0] != 1.0:
                 out = np.multiply(x0, np.float32(coeff[0]), out=out)

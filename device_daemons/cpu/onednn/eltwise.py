@@ -108,6 +108,11 @@ class ActivationOp(NativeOp):
         return [self.primitive(self.pd, args, scratch)]
 
 
+# Eltwise's comparisons as oneDNN's binary algorithms (1 where it holds, else 0, in the output's type)
+BINARY_COMPARE = {"less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge", "equal": "eq",
+                  "not_equal": "ne"}
+
+
 @register("Eltwise")
 class EltwiseOp(NativeOp):
     """Eltwise of same-shaped inputs (every input in the layout of the first), or of two
@@ -123,7 +128,7 @@ class EltwiseOp(NativeOp):
         n = len(in_shapes)
         first = self.follow(in_descs[0], in_shapes[0])
         if self.broadcast:
-            alg = {"sum": "add", "mul": "mul", "max": "max"}[k.op]
+            alg = {"sum": "add", "mul": "mul", "max": "max", **BINARY_COMPARE}[k.op]
             given = in_descs[1] or Desc.plain(d, in_shapes[1])
             tag = first.layout()
             # the small input as it is, else in the layout and type of the first (often the same bytes)
@@ -136,7 +141,11 @@ class EltwiseOp(NativeOp):
                     break
             return [first, second], [first]
         srcs = [first] * n  # every input in the layout of the first (reordered if not)
-        if k.op == "sum":
+        if k.op in BINARY_COMPARE:
+            if n != 2:
+                raise Unsupported(f"Eltwise {k.op} of {n} inputs")
+            self.pd = binary_pd(d, self.attr(), BINARY_COMPARE[k.op], first, first, first)
+        elif k.op == "sum":
             scales = k.coeff if k.coeff is not None else [1.0] * n
             self.pd = sum_pd(d, self.attr(), first, scales, srcs)
         else:

@@ -14,7 +14,8 @@ __kernel void scale_shift(__global const T* x, __global const T* scale, __global
     ST(out, k, activate(v, act, act_a, act_b));
 }
 
-// Eltwise on two inputs: op 0 sum (ca * a + cb * b), 1 mul, 2 max; with one input
+// Eltwise on two inputs: op 0 sum (ca * a + cb * b), 1 mul, 2 max, 3..8 the comparisons a < b, a <= b,
+// a > b, a >= b, a == b, a != b (1.0 where it holds, else 0.0); with one input
 // (use_b 0) the result is ca * a for sum, a otherwise. Longer input lists are a
 // chain of launches accumulating into out. global: (count rounded up)
 __kernel void eltwise(__global const T* a, __global const T* b, __global T* out, int count, int op,
@@ -30,7 +31,13 @@ __kernel void eltwise(__global const T* a, __global const T* b, __global T* out,
         float vb = LD(b, i);
         if (op == 0) r = ca * va + cb * vb;
         else if (op == 1) r = va * vb;
-        else r = fmax(va, vb);
+        else if (op == 2) r = fmax(va, vb);
+        else if (op == 3) r = va < vb ? 1.0f : 0.0f;
+        else if (op == 4) r = va <= vb ? 1.0f : 0.0f;
+        else if (op == 5) r = va > vb ? 1.0f : 0.0f;
+        else if (op == 6) r = va >= vb ? 1.0f : 0.0f;
+        else if (op == 7) r = va == vb ? 1.0f : 0.0f;
+        else r = va != vb ? 1.0f : 0.0f;
     }
     ST(out, i, activate(r, act, act_a, act_b));
 }

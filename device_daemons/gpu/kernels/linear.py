@@ -1,5 +1,5 @@
 """ScaleShift (a per-channel scale and shift) and Eltwise (sum with coefficients,
-mul, max) on the GPU (linear.cl); PerChannel also runs BatchNormalization
+mul, max, the comparisons) on the GPU (linear.cl); PerChannel also runs BatchNormalization
 (normalization.py)."""
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ class ScaleShift(PerChannel):
         self.scale, self.shift = self.ref.weights, self.ref.biases
 
 
-_OPS = {"sum": 0, "mul": 1, "max": 2}
+_OPS = {"sum": 0, "mul": 1, "max": 2, "less": 3, "less_equal": 4, "greater": 5, "greater_equal": 6, "equal": 7,
+        "not_equal": 8}
 
 
 @register("Eltwise")

@@ -28,6 +28,10 @@ def scale_shift(m: Mapping):
     return [y]
 
 
+_COMPARE = {"less": "Less", "less_equal": "LessEqual", "greater": "Greater", "greater_equal": "GreaterEqual",
+            "equal": "Equal", "not_equal": "NotEqual"}
+
+
 @maps("Eltwise")
 def eltwise(m: Mapping):
     a = m.attrs
@@ -45,6 +49,11 @@ def eltwise(m: Mapping):
               for i, (x, c) in enumerate(zip(xs, coeff))]
     if len(xs) == 1:
         return [xs[0] if xs[0] is not m.inputs[0] else m.identity(xs[0])]
+    if operation in _COMPARE:  # a boolean, as f32 1.0 / 0.0
+        if len(xs) != 2:
+            raise a.error(f"{operation} compares two inputs, not {len(xs)}")
+        held = m.op(_COMPARE[operation], xs, shape, "held", element_type="boolean", attrs=_NUMPY)
+        return [m.op("Convert", [held], shape, attrs={"destination_type": "f32"})]
     type_ = {"sum": "Add", "mul": "Multiply", "max": "Maximum"}[operation]
     y = xs[0]
     for i, x in enumerate(xs[1:], start=1):

@@ -37,8 +37,13 @@ BINARY = {
     "Greater": np.greater, "GreaterEqual": np.greater_equal, "LogicalAnd": np.logical_and,
     "LogicalOr": np.logical_or,
 }
-CONVERSION_ONLY = {"FloorDiv", "FloorMod", "TruncateDiv", "Div", "Equal", "NotEqual", "Less", "LessEqual",
-                   "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr"}
+CONVERSION_ONLY = {"FloorDiv", "FloorMod", "TruncateDiv", "Div", "LogicalAnd", "LogicalOr"}
+# comparisons on the model's data: an Eltwise comparison (1.0 where it holds, as the bool TensorFlow makes is
+# read: tf.where's condition, a Cast to float); with the constant first, the mirrored comparison
+COMPARISONS = {"Less": "less", "LessEqual": "less_equal", "Greater": "greater", "GreaterEqual": "greater_equal",
+               "Equal": "equal", "NotEqual": "not_equal"}
+MIRRORED = {"less": "greater", "less_equal": "greater_equal", "greater": "less", "greater_equal": "less_equal",
+            "equal": "equal", "not_equal": "not_equal"}
 
 
 def _same_dtype(a, b, result):
@@ -77,6 +82,8 @@ class Binary(TFOp):
                                        "works on the model's data".format(op))
         a, b = node.data_inputs()
         va, vb = a.soft_get("value"), b.soft_get("value")
+        if op in COMPARISONS:
+            return _compare(node, lw, COMPARISONS[op], a, b, va, vb)
         if va is None and vb is None:
             _tensor_tensor(node, lw, op, a, b)
         elif vb is not None:
@@ -197,6 +204,18 @@ def _power_before(node, lw, x, power=1.0, scale=1.0):
 
 def _negate_after(node, lw):
     return lw.insert_after(node, node.name + "/neg", Power, {"scale": -1.0})
+
+
+def _compare(node, lw, operation, a, b, va, vb):
+    if va is None and vb is None:
+        out_shape = lw.tf_shape(node.out_node(0))
+        parts = [x if np.array_equal(lw.tf_shape(x), out_shape) else
+                 broadcast_to(lw, x, out_shape, "{}/{}".format(node.name, tag)) for tag, x in (("a", a), ("b", b))]
+        lw.keep_inputs(node, *parts)
+        return lw.retype(node, Eltwise, {"operation": operation})
+    if vb is not None:
+        return _eltwise_with_const(node, lw, a, np.asarray(vb, dtype=np.float32), operation)
+    return _eltwise_with_const(node, lw, b, np.asarray(va, dtype=np.float32), MIRRORED[operation])
 
 
 # --- tensor (op) tensor ---------------------------------------------------------------
