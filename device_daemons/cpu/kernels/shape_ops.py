@@ -292,7 +292,7 @@ class Gather(Kernel):
         self.axis = self.attrs["axis"]
         self.dims = tuple(self.attrs["dims"])
         if not 0 <= self.axis < len(self.dims):
-            raise self.error(f"axis {self.axis} of a dictionary of dims {list(self.dims)}")
+            raise self.error(f"axis {self.axis} is no axis of its dictionary (dims {list(self.dims)})")
         self.table = self.blob("weights", size=int(np.prod(self.dims))).reshape(self.dims)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
@@ -301,7 +301,8 @@ class Gather(Kernel):
 
     def forward(self, inputs):
         values = inputs[0]
-        indices = values.astype(np.int64)
+        with np.errstate(invalid="ignore"):  # (NaN or huge values: caught as no index below)
+            indices = values.astype(np.int64)
         size = self.dims[self.axis]
         bad = (indices != values) | (indices < 0) | (indices >= size)
         if bad.any():

@@ -1,8 +1,8 @@
 """FullyConnected (Caffe InnerProduct) on oneDNN: the source in whatever layout its
 producer left it (weights are reordered to match once), bias and activations fused.
 bf16: source and weights bf16, bias f32, accumulation f32. MatMul of two tensors
-(attention's products): oneDNN's matmul on plain operands of one rank (leading axes of 1
-broadcast); transposed operands stay on numpy."""
+(attention's products): oneDNN's matmul on operands of one rank (leading axes of 1 broadcast),
+plain or unblocked views, with post-ops; transposed operands (the attributes) stay on numpy."""
 from __future__ import annotations
 
 from .library import DnnlError

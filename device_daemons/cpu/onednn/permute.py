@@ -1,8 +1,11 @@
-"""Permute (a transpose) on oneDNN: one reorder from the input's layout, blocked or
-plain, straight into the output's plain layout - the output's memory described with
-the input's axes (its strides permuted: dst_view) - so the Reorder to numpy, numpy's
-copy and the Import after it (SSD heads: a convolution, Permute, Reshape, Concat)
-become one primitive and what follows stays on oneDNN."""
+"""Permute (a transpose) on oneDNN: where the input's layout is unblocked (abcd, acdb, a
+strided view), a view - the input's memory described with the output's axes, nothing
+copied (ConvNeXt's NHWC <-> NCHW around its LayerNorm and dense layers, attention's head
+transposes, which its MatMuls read as they are); else one reorder from the input's
+blocked layout straight into the output's plain layout - the output's memory described
+with the input's axes (its strides permuted: dst_view) - so the Reorder to numpy,
+numpy's copy and the Import after it (SSD heads: a convolution, Permute, Reshape,
+Concat) become one primitive and what follows stays on oneDNN."""
 from __future__ import annotations
 
 from .op import NativeOp, Unsupported, register
@@ -14,6 +17,7 @@ class PermuteOp(NativeOp):
     def create(self, in_descs, in_shapes, out_shapes):
         if in_descs[0] is None:
             raise Unsupported("its input is a numpy array: numpy transposes it")
+        self.view = False  # (decided anew at each create)
         src = self.follow(in_descs[0], in_shapes[0])
         order = self.kernel._order(len(in_shapes[0]))
         out = Desc.plain(self.d, out_shapes[0], self.out_dt())
@@ -36,4 +40,3 @@ class PermuteOp(NativeOp):
     def bind(self, ins, outs, scratch):
         # (outs[0]: the output tensor's memory described as dst_view - the compiler's alias)
         return [self.primitive(self.pd, {"DNNL_ARG_FROM": ins[0], "DNNL_ARG_TO": outs[0]}, scratch)]
-
