@@ -235,6 +235,9 @@ def _(rng, x, y):
     # either way round, of two tensors (ties: where max(x, 0) is x); read by tf.where and by a Cast to float
     c = tf.constant(rng.standard_normal(6).astype(np.float32))
     held = [x < 0.25, 0.25 < x, x <= c, x >= y, tf.equal(tf.maximum(x, 0.0), x), x != y]
+    # and, or, not of them (Keras joins an attention mask and the causal one with logical_and)
+    held += [tf.logical_and(held[1], held[3]), tf.logical_or(held[2], tf.constant([True, False] * 3)),
+             tf.logical_not(held[5])]
     return [tf.where(held[0], x, y)] + [tf.cast(h, tf.float32) * (i + 1.0) for i, h in enumerate(held[1:])]
 
 

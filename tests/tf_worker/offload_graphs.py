@@ -1,5 +1,5 @@
 """Builder of the TensorFlow graphs of the TF worker tests: ops the converter does
-not support (Cumsum, Atan2, Einsum with '...', Softplus, Sin, Log1p, Any, logical ops, a cast to int,
+not support (Cumsum, Atan2, Einsum with '...', Softplus, Sin, Log1p, Any, IsFinite, a cast to int,
 while loops) and Erf (native, the tests offload it by pattern), mixed with ops it
 does, in name scopes the offload patterns select.
 
@@ -113,10 +113,10 @@ def _(rng, x):
 
 @case("bool_through_native", (1, 6, 6))
 def _(rng, x):
-    # a bool tensor from an offloaded op (LogicalNot) through a converted one (ExpandDims: a Reshape) into another
-    # offloaded op: an attention mask's path; it reached TensorFlow declared float (the comparisons are ours)
-    mask = tf.expand_dims(tf.logical_not(x <= 0.3), 1)
-    both = tf.logical_and(mask, tf.expand_dims(x > -0.5, 1))
+    # a bool tensor from offloaded ops (Log, IsFinite) through converted ones (ExpandDims: a Reshape; Concat) into
+    # another offloaded op (Any): an attention mask's path; it reached TensorFlow declared float
+    mask = tf.expand_dims(tf.math.is_finite(tf.math.log(x + 1.0)), 1)
+    both = tf.reduce_any(tf.concat([mask, tf.expand_dims(x > -0.5, 1)], axis=1), axis=1, keepdims=True)
     return tf.where(both, x[:, None], -1e9 * tf.ones_like(x[:, None]))
 
 

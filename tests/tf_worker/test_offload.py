@@ -51,7 +51,7 @@ CASES = [
     ("gather_channels", {"offload_unsupported_operations_to_tf": True}, 1),
     ("embedding_ids", {"offload_unsupported_operations_to_tf": True}, 2),  # Floor, Cast (the rest is ours)
     ("masked_rows", {"offload_unsupported_operations_to_tf": True}, 1),  # Any (the comparisons are ours)
-    ("bool_through_native", {"offload_unsupported_operations_to_tf": True}, 2),  # LogicalNot, LogicalAnd
+    ("bool_through_native", {"offload_unsupported_operations_to_tf": True}, 3),  # Log, IsFinite, Any
     ("while_loop", {"offload_unsupported_operations_to_tf": True}, 1),
     ("while_loop", {"tensorflow_operation_patterns": "Less"}, 1),  # one node of the loop: the whole loop goes
     ("rnn_scan", {"offload_unsupported_operations_to_tf": True}, 1),

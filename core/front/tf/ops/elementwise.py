@@ -37,13 +37,15 @@ BINARY = {
     "Greater": np.greater, "GreaterEqual": np.greater_equal, "LogicalAnd": np.logical_and,
     "LogicalOr": np.logical_or,
 }
-CONVERSION_ONLY = {"FloorDiv", "FloorMod", "TruncateDiv", "Div", "LogicalAnd", "LogicalOr"}
+CONVERSION_ONLY = {"FloorDiv", "FloorMod", "TruncateDiv", "Div"}
 # comparisons on the model's data: an Eltwise comparison (1.0 where it holds, as the bool TensorFlow makes is
 # read: tf.where's condition, a Cast to float); with the constant first, the mirrored comparison
 COMPARISONS = {"Less": "less", "LessEqual": "less_equal", "Greater": "greater", "GreaterEqual": "greater_equal",
                "Equal": "equal", "NotEqual": "not_equal"}
 MIRRORED = {"less": "greater", "less_equal": "greater_equal", "greater": "less", "greater_equal": "less_equal",
             "equal": "equal", "not_equal": "not_equal"}
+# and / or of such 1.0 / 0.0 tensors: their product / maximum (LogicalNot: 1 - x, a Power)
+LOGICAL = {"LogicalAnd": "mul", "LogicalOr": "max"}
 
 
 def _same_dtype(a, b, result):
@@ -84,6 +86,8 @@ class Binary(TFOp):
         va, vb = a.soft_get("value"), b.soft_get("value")
         if op in COMPARISONS:
             return _compare(node, lw, COMPARISONS[op], a, b, va, vb)
+        if op in LOGICAL:
+            return _compare(node, lw, LOGICAL[op], a, b, va, vb)
         if va is None and vb is None:
             _tensor_tensor(node, lw, op, a, b)
         elif vb is not None:
@@ -207,6 +211,7 @@ def _negate_after(node, lw):
 
 
 def _compare(node, lw, operation, a, b, va, vb):
+    """A comparison, an and / or (symmetric: MIRRORED leaves them as they are) as one Eltwise."""
     if va is None and vb is None:
         out_shape = lw.tf_shape(node.out_node(0))
         parts = [x if np.array_equal(lw.tf_shape(x), out_shape) else
@@ -215,7 +220,7 @@ def _compare(node, lw, operation, a, b, va, vb):
         return lw.retype(node, Eltwise, {"operation": operation})
     if vb is not None:
         return _eltwise_with_const(node, lw, a, np.asarray(vb, dtype=np.float32), operation)
-    return _eltwise_with_const(node, lw, b, np.asarray(va, dtype=np.float32), MIRRORED[operation])
+    return _eltwise_with_const(node, lw, b, np.asarray(va, dtype=np.float32), MIRRORED.get(operation, operation))
 
 
 # --- tensor (op) tensor ---------------------------------------------------------------
@@ -282,7 +287,7 @@ UNARY = {
     "Reciprocal": (np.reciprocal, {"power": -1.0}), "Inv": (np.reciprocal, {"power": -1.0}),
     "Abs": (np.abs, None), "Exp": (np.exp, None), "Log": (np.log, None), "Floor": (np.floor, None),
     "Ceil": (np.ceil, None), "Round": (np.round, None), "Sign": (np.sign, None),
-    "LogicalNot": (np.logical_not, None),
+    "LogicalNot": (np.logical_not, {"scale": -1.0, "shift": 1.0}),  # 1 - x of a 1.0 / 0.0 tensor
 }
 
 
