@@ -217,7 +217,8 @@ def fit_batch(inputs, net):
     return None
 
 
-def random_inputs(net, seed):
+def random_inputs(net, seed, index_sizes: dict | None = None):
+    """Standard normal inputs; integers in [0, n) for those of index_sizes (index_ranges: a Gather's ids)."""
     import math
 
     import numpy as np
@@ -228,7 +229,7 @@ def random_inputs(net, seed):
                         "damaged, or give a smaller batch / shape", name, net.model, list(shape),
                         math.prod(shape), MAX_TENSOR_ELEMENTS)
     rng = np.random.default_rng(seed)
-    sizes = index_ranges(net._ir)
+    sizes = index_ranges(net._ir) if index_sizes is None else index_sizes
     return {name: rng.integers(0, sizes[name], shape).astype(np.float32) if name in sizes else
             rng.standard_normal(shape, dtype=np.float32) for name, shape in net.inputs.items()}
 
@@ -236,20 +237,20 @@ def random_inputs(net, seed):
 def index_ranges(network) -> dict[str, int]:
     """{input name: n} for the inputs Gather layers read (an embedding's ids): random input for them is integers
     in [0, n), the smallest axis they index (normal values would be no indices)."""
+    from ir.schema import SchemaError, read_attrs
     inputs = {layer.id: layer.name for layer in network.inputs()}
-    readers: dict[int, list] = {}
+    sizes: dict[str, int] = {}
     for edge in network.edges:
-        if edge.from_layer in inputs:
-            readers.setdefault(edge.from_layer, []).append(network.layer_by_id(edge.to_layer))
-    sizes = {}
-    for layer_id, layers in readers.items():
+        layer = network.layer_by_id(edge.to_layer)
+        if edge.from_layer not in inputs or layer.type != "Gather":
+            continue
         try:
-            ranges = [int(str(layer.data["dims"]).split(",")[int(layer.data.get("axis", 0))])
-                      for layer in layers if layer.type == "Gather"]
-        except (KeyError, ValueError, IndexError):
+            attrs = read_attrs(layer)
+            size = attrs["dims"][attrs["axis"]]
+        except (SchemaError, IndexError):
             continue  # (a damaged Gather: the daemon names what is wrong with it)
-        if ranges:
-            sizes[inputs[layer_id]] = min(ranges)
+        name = inputs[edge.from_layer]
+        sizes[name] = min(size, sizes.get(name, size))
     return sizes
 
 
@@ -361,9 +362,10 @@ def run(args) -> int:
             if batch is not None:
                 print("[ INFO ] Batch size set to {} from the input".format(batch))
         else:
-            inputs = random_inputs(net, args.seed)
+            indexed = index_ranges(net._ir)
+            inputs = random_inputs(net, args.seed, indexed)
             print("[ INFO ] No input given: random standard normal input, seed {}{}".format(
-                args.seed, " (indices of a Gather: random integers in its range)" if index_ranges(net._ir) else ""))
+                args.seed, " (indices of a Gather: random integers in its range)" if indexed else ""))
         exec_net = load_on_device(ie, net, args, perf_counts=args.perf_counts)
         for w in exec_net.warnings:
             print("[ WARNING ]  " + w)

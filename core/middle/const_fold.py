@@ -8,6 +8,7 @@ constant filler is the usual one); front ends that make Const nodes rely on it.
 import numpy as np
 
 from core.graph.blobs import get_blob
+from ir.comparisons import COMPARE
 
 
 def _linear(node, x):
@@ -17,8 +18,15 @@ def _linear(node, x):
     return y + (0 if b is None else b.reshape(shape))
 
 
-_COMPARE = {"less": np.less, "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
-            "equal": np.equal, "not_equal": np.not_equal}
+def _eltwise(node, xs):
+    op = node.operation
+    if op in COMPARE:
+        return COMPARE[op](*xs).astype(np.float32)
+    if op == "sum":
+        return sum(c * x for c, x in zip(node.soft_get("coeff") or [1] * len(xs), xs))
+    return (np.prod if op == "mul" else np.max)(xs, axis=0)
+
+
 _EVALUATORS = {
     "Identity": lambda node, xs: xs[0],
     "Reshape": lambda node, xs: xs[0].reshape(node.out_node(0).shape),
@@ -27,10 +35,7 @@ _EVALUATORS = {
     "Power": lambda node, xs: (node.shift + node.scale * xs[0]) ** node.power,
     "ScaleShift": _linear, "Mul": _linear, "Add": _linear,
     "ReLU": lambda node, xs: np.where(xs[0] > 0, xs[0], xs[0] * (node.soft_get("negative_slope") or 0)),
-    "Eltwise": lambda node, xs: {"sum": lambda: sum(c * x for c, x in zip(node.soft_get("coeff") or [1] * len(xs), xs)),
-                                 "mul": lambda: np.prod(xs, axis=0), "max": lambda: np.max(xs, axis=0),
-                                 **{name: (lambda f=f: f(*xs).astype(np.float32)) for name, f in _COMPARE.items()}
-                                 }[node.operation](),
+    "Eltwise": _eltwise,
 }
 
 

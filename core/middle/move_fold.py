@@ -73,39 +73,40 @@ def _constant_value(data):
     return get_blob(op, "custom")
 
 
-def _factors(node):
-    """(port of the tensor, scale, shift) of x * scale + shift, both as big as x; None when the
-    node is not such arithmetic on one tensor."""
-    inputs = node.in_nodes()
+def _tensor_port(node):
+    """The input port of the tensor a ScaleShift, or an Eltwise sum of a tensor and a Const layer (coefficient 1
+    for the tensor), computes on; None for any other node."""
     if node.op == "ScaleShift":
-        shape = _shape(node.in_node(0))
-        if not shape:
-            return None
+        return 0
+    inputs = node.in_nodes()
+    if node.soft_get("operation") != "sum" or sorted(inputs) != [0, 1]:
+        return None
+    coeff = node.soft_get("coeff") or [1.0, 1.0]
+    for x, c in ((0, 1), (1, 0)):
+        if _constant_value(inputs[c]) is not None and _constant_value(inputs[x]) is None and float(coeff[x]) == 1.0:
+            return x
+    return None
+
+
+def _factors(node, port: int, shape: tuple):
+    """(scale or None, shift) of x * scale + shift, both of x's `shape`; None when they do not broadcast to it."""
+    try:
+        if node.op == "Eltwise":
+            const = node.in_node(1 - port)
+            coeff = float((node.soft_get("coeff") or [1.0, 1.0])[1 - port])
+            value = np.asarray(_constant_value(const), np.float32).reshape(_shape(const))
+            return None, np.broadcast_to(value, shape) * np.float32(coeff)
         along = [1] * len(shape)
-        along[1 if len(shape) > 1 else 0] = -1  # its channel axis
+        along[1 if len(shape) > 1 else 0] = -1  # the ScaleShift's channel axis
 
         def full(value, default):
             if value is None or not np.size(value):
                 return np.full(shape, default, np.float32)
             value = np.asarray(value, np.float32).ravel()
             return np.broadcast_to(value.reshape(along) if value.size > 1 else value[0], shape)
-        try:
-            return 0, full(get_blob(node, "weights"), 1.0), full(get_blob(node, "biases"), 0.0)
-        except ValueError:
-            return None
-    if node.soft_get("operation") != "sum" or sorted(inputs) != [0, 1]:
+        return full(get_blob(node, "weights"), 1.0), full(get_blob(node, "biases"), 0.0)
+    except ValueError:
         return None
-    coeff = [float(c) for c in (node.soft_get("coeff") or [1.0, 1.0])]
-    for x, c in ((0, 1), (1, 0)):
-        value = _constant_value(inputs[c])
-        if value is not None and _constant_value(inputs[x]) is None and coeff[x] == 1.0:
-            shape = _shape(inputs[x])
-            try:
-                shift = np.broadcast_to(np.asarray(value, np.float32).reshape(_shape(inputs[c])), shape)
-            except ValueError:
-                return None
-            return x, None, shift * np.float32(coeff[c])
-    return None
 
 
 def _chain_to_producer(data):
@@ -132,19 +133,22 @@ def _per_channel(values: np.ndarray, channels: np.ndarray, count: int):
 
 
 def _fold(graph, node) -> bool:
-    factors = _factors(node)
-    if factors is None:
+    port = _tensor_port(node)
+    if port is None:
         return False
-    port, scale, shift = factors
     x, out = node.in_node(port), node.out_node(0)
     found = _chain_to_producer(x)
-    if found is None or _shape(out) != _shape(x):
+    if found is None or not _shape(x) or _shape(out) != _shape(x):
         return False
     producer, moves = found
     produced = producer.out_node(0)
     shape = _shape(produced)
     if len(shape) < 2 or not 0 < int(np.prod(shape)) <= MAX_VALUES:
         return False
+    factors = _factors(node, port, _shape(x))  # (tensor-sized arrays: only once a producer is found)
+    if factors is None:
+        return False
+    scale, shift = factors
     ids = np.arange(int(np.prod(shape))).reshape(shape)
     for move in moves:
         ids = np.transpose(ids, [int(a) for a in move.order]) if move.op == "Permute" else ids.reshape(

@@ -6,6 +6,7 @@ import numpy as np
 from core.errors import ShapeError
 from core.ops.op import Op, ir_attrs
 from core.ops.resize import zoom_rule_hint
+from ir.gather import gather_shape
 
 
 def _axis(node, rank, attr="axis"):
@@ -217,7 +218,5 @@ class Gather(Op):
 
     @staticmethod
     def infer(node):
-        dims = [int(d) for d in node.dims]
-        axis = int(node.axis)
-        indices = [int(d) for d in node.in_node(0).shape]
-        node.out_node(0).shape = np.array(dims[:axis] + indices + dims[axis + 1:], dtype=np.int64)
+        shape = gather_shape(node.dims, int(node.axis), node.in_node(0).shape)
+        node.out_node(0).shape = np.array(shape, dtype=np.int64)

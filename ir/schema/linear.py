@@ -1,13 +1,12 @@
 """ScaleShift (weights/biases blobs only) and Eltwise."""
+from ..comparisons import COMPARE
 from .attribute import Enum, Floats
 from .layer import LayerSchema
-
-COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 
 SCHEMAS = [
     LayerSchema("ScaleShift", []),
     LayerSchema("Eltwise", [
-        Enum("operation", ("sum", "mul", "max") + COMPARISONS, "sum", spellings={"add": "sum", "prod": "mul"},
+        Enum("operation", ("sum", "mul", "max") + tuple(COMPARE), "sum", spellings={"add": "sum", "prod": "mul"},
              ignore_case=True, doc="a comparison (as the reference's Eltwise from IR v5 on) takes two inputs and "
                                    "gives 1.0 where it holds, else 0.0"),
         Floats("coeff", None, doc="sum only: one coefficient per input"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.comparisons import COMPARE
+
 from .base import Kernel, broadcast_shape, channel_vector, register
 
 
@@ -57,11 +59,6 @@ class ScaleShift(Kernel):
         else:
             out = np.add(x, b, out=out)
         return [out]
-
-
-# Eltwise's comparisons (the reference's IR v5 operations): two inputs, 1.0 where it holds
-COMPARE = {"less": np.less, "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
-           "equal": np.equal, "not_equal": np.not_equal}
 
 
 @register("Eltwise")

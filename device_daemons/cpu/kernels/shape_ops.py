@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.gather import gather_shape
+
 from .base import Kernel, register
 
 
@@ -297,7 +299,7 @@ class Gather(Kernel):
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1)
-        return [self.dims[:self.axis] + tuple(input_shapes[0]) + self.dims[self.axis + 1:]]
+        return [gather_shape(self.dims, self.axis, input_shapes[0])]
 
     def forward(self, inputs):
         values = inputs[0]

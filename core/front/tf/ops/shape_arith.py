@@ -10,6 +10,7 @@ from core.errors import ShapeError
 from core.front.tf.ops.base import TFOp, ValueOnlyOp, const_input, expect_inputs, normalize_axis, set_values
 from core.front.tf.tensors import attr, describe, numpy_dtype
 from core.ops.shape_ops import Gather as GatherLayer
+from ir.gather import gather_shape
 
 
 def _out_dtype(node, name="out_type", default=np.int32):
@@ -120,7 +121,7 @@ class Gather(TFOp):
     def shape(node, shapes):
         params = node.in_node(0).value
         axis = _gather_axis(node, params.ndim)
-        return [tuple(params.shape[:axis]) + tuple(int(d) for d in shapes[1]) + tuple(params.shape[axis + 1:])]
+        return [gather_shape(params.shape, axis, shapes[1])]
 
     @staticmethod
     def lower(node, lw):
