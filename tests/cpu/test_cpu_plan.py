@@ -338,6 +338,25 @@ def test_activation_types(tmp_path, kind, ref):
     np.testing.assert_allclose(plan.infer({"in0": x})["layer"], ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "onednn"])
+@pytest.mark.parametrize("kind,ref", [("exp", np.exp), ("log", np.log), ("floor", np.floor), ("ceil", np.ceil),
+                                      ("round", np.rint), ("trunc", np.trunc)])
+def test_plain_function_activations(tmp_path, kind, ref, backend):
+    """TensorFlow's Exp, Log, Floor, Ceil, Round (halves to even: 0.5 -> 0, 1.5 -> 2, -2.5 -> -2) and a float's cast
+    to an integer (toward zero); log's -inf at 0 and NaN below it as TensorFlow has them (oneDNN's eltwise for exp,
+    log and round, numpy for the rest)."""
+    halves = np.arange(-6, 6, dtype=np.float32) + 0.5
+    x = np.concatenate([halves, (RNG.standard_normal(28) * 4).astype(np.float32), [0.0, -1.0, 3.0, 1e-3]])
+    x = (np.abs(x) + 0.25 if kind == "exp" else x).astype(np.float32).reshape(1, 4, 11)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "Activation", {"type": kind}, [x.shape], [x.shape]),
+                         backend=backend, precision="f32")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        want = ref(x.astype(np.float64)).astype(np.float32)
+    exact = kind not in ("exp", "log")  # (oneDNN's exp and log are within a few float ulps)
+    np.testing.assert_allclose(plan.infer({"in0": x})["layer"], want, rtol=0 if exact else 1e-5,
+                               atol=0 if exact else 1e-5)
+
+
 @pytest.mark.parametrize("data", [{"type": "erf"}, {"type": "gelu"}, {"type": "gelu", "approximation_mode": "tanh"}],
                          ids=["erf", "gelu", "gelu_tanh"])
 def test_erf_and_gelu_against_pythons_erf(tmp_path, data):

@@ -381,3 +381,60 @@ def test_eltwise_comparisons(tmp_path, gpu_device, operation):
     a = rng.integers(-2, 2, shape).astype(np.float32)
     b = np.where(rng.uniform(size=shape) < 0.5, a, rng.integers(-2, 2, shape)).astype(np.float32)
     compare_layer(tmp_path, gpu_device, "Eltwise", {"operation": operation}, [a, b], [shape], precision="FP32")
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("dims,axis,ids", [((37, 5), 0, (2, 7)), ((3, 11, 4), 1, (5,)), ((6, 1, 9), 2, (1, 3, 2)),
+                                           ((2049, 3), 0, (1, 13))])
+def test_gather(tmp_path, gpu_device, dims, axis, ids, precision):
+    """An embedding lookup: the dictionary's entries at integer indices (2048, FP16's largest exact index
+    among every smaller integer, included)."""
+    rng = np.random.default_rng(23)
+    table = rand(rng, *dims)
+    idx = rng.integers(0, dims[axis], ids).astype(np.float32)
+    idx.flat[0] = dims[axis] - 1
+    out = dims[:axis] + ids + dims[axis + 1:]
+    compare_layer(tmp_path, gpu_device, "Gather", {"axis": axis, "dims": ",".join(map(str, dims))}, [idx], [out],
+                  blobs={"weights": table}, precision=precision)
+
+
+def test_gather_gives_zero_at_no_index(tmp_path, gpu_device):
+    """An index that is no integer in the dictionary's range reads 0 on the GPU, as TensorFlow's GPU kernel
+    (the CPU plugin fails the request); the others are read as ever."""
+    from device_daemons.gpu import GpuPlan
+    from tests.cpu.cpu_helpers import single_layer_ir
+    table = rand(np.random.default_rng(5), 7, 3)
+    idx = np.array([[1, -1, 7, 2.5, np.nan, np.inf, 6, 1e10]], np.float32)
+    plan = GpuPlan(single_layer_ir(tmp_path, "Gather", {"axis": 0, "dims": "7,3"}, [idx.shape], [(1, 8, 3)],
+                                   {"weights": table}), gpu_device)
+    got = plan.infer({"in0": idx})["layer"]
+    want = np.zeros((1, 8, 3), np.float32)
+    want[0, 0], want[0, 6] = table[1], table[6]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_fp16_gather_of_a_large_dictionary_is_left_to_another_device(tmp_path, gpu_device):
+    """FP16 storage has no exact index above 2048: query_network says so (HETERO runs it elsewhere) and the GPU
+    plan alone refuses it, saying what to do."""
+    from device_daemons.cpu import KernelError
+    from device_daemons.gpu import GpuPlan
+    from device_daemons.gpu.query import query_network
+    from tests.cpu.cpu_helpers import single_layer_ir
+    table = rand(np.random.default_rng(6), 2050, 2)
+    net = single_layer_ir(tmp_path, "Gather", {"axis": 0, "dims": "2050,2"}, [(1, 4)], [(1, 4, 2)],
+                          {"weights": table}, "FP16")
+    assert "layer" not in query_network(net)
+    with pytest.raises(KernelError, match="FP16 storage holds no exact index above 2048.*INFERENCE_PRECISION_HINT"):
+        GpuPlan(net, gpu_device)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("kind", ["exp", "log", "floor", "ceil", "round", "trunc"])
+def test_plain_function_activations(tmp_path, gpu_device, kind, precision):
+    """Exp, Log (of positive values), Floor, Ceil, Round (halves to even) and trunc, halves and near-integers
+    included, against the CPU kernel."""
+    rng = np.random.default_rng(29)
+    x = np.concatenate([np.arange(-6, 6) + 0.5, rng.standard_normal(33) * 4]).astype(np.float32).reshape(1, 3, 15)
+    if kind in ("exp", "log"):
+        x = np.minimum(np.abs(x), 9.0) + 0.125  # (exp within FP16's range)
+    compare_layer(tmp_path, gpu_device, "Activation", {"type": kind}, [x], [x.shape], precision=precision)

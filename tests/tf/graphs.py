@@ -229,6 +229,27 @@ def _(rng, x):
     return [tf.gather(w(rng, 40, 6), tf.where(x < 0, x + 40, x))]
 
 
+@case("plain_functions", (1, 3, 4, 5))
+def _(rng, x):
+    # Exp, Log, Floor, Ceil, Round / Rint (halves to even) and a float's Cast to int32 / int64 (toward zero) and
+    # back on the model's data: IR Activation types (were offload-only)
+    y = x * 3.0
+    ints = tf.cast(tf.cast(y, tf.int32), tf.float32) + tf.cast(tf.cast(y * 2.0, tf.int64), tf.float32)
+    return [tf.exp(x) + tf.math.log(tf.abs(x) + 0.5), tf.floor(y) - tf.math.ceil(y * 0.5),
+            tf.round(y * 2.0) + tf.math.rint(y), ints]
+
+
+@case("gather_of_data", (1, 5, 6, 4))
+def _(rng, x):
+    # the model's data gathered at constant indices (Crops of the runs of consecutive indices and a Concat):
+    # BGR <-> RGB of the channels (NCHW's axis 1 in the IR), runs and repeats, a scalar index (drops the axis),
+    # 2-D indices (split the axis), of a 3-D tensor
+    y = tf.reshape(x, [1, 30, 4])
+    return [tf.nn.relu(tf.gather(x, [2, 1, 0], axis=-1)), tf.gather(x, [0, 1, 2, 5, 3, 4, 5, 5], axis=2),
+            tf.gather(x, 3, axis=1), tf.gather(y, [[4, 5], [29, 0], [7, 7]], axis=1),
+            tf.gather(x, [1, 2, 3], axis=3) * 2.0]
+
+
 @case("comparisons", (1, 4, 6), (1, 4, 6))
 def _(rng, x, y):
     # every comparison on the model's data (an Eltwise comparison: 1.0 where it holds): of a tensor and a constant

@@ -93,13 +93,13 @@ def _(rng, x):
 
 @case("gather_channels", (1, 5, 6, 3))
 def _(rng, x):
-    # BGR <-> RGB on the model's data: a Gather (computed at conversion time when constant) to offload
+    # BGR <-> RGB on the model's data: a Gather at constant indices, Crops and a Concat of ours (nothing offloaded)
     return tf.nn.relu(conv(rng, tf.gather(x, [2, 1, 0], axis=-1), 4))
 
 
 @case("embedding_ids", (1, 6))
 def _(rng, x):
-    # Keras' Embedding: where(ids < 0, ids + n, ids), then a Gather (ours) of int32 ids an offloaded piece made
+    # Keras' Embedding: where(ids < 0, ids + n, ids), then a Gather of int32 ids made by Floor and a Cast (all ours)
     ids = tf.cast(tf.floor(tf.clip_by_value(x, -2.4, 2.4) * 20.0), tf.int32)
     return tf.reduce_mean(tf.gather(w(rng, 50, 4), tf.where(ids < 0, ids + 50, ids)), axis=1)
 
@@ -113,8 +113,8 @@ def _(rng, x):
 
 @case("bool_through_native", (1, 6, 6))
 def _(rng, x):
-    # a bool tensor from offloaded ops (Log, IsFinite) through converted ones (ExpandDims: a Reshape; Concat) into
-    # another offloaded op (Any): an attention mask's path; it reached TensorFlow declared float
+    # a bool tensor from an offloaded op (IsFinite, of our Log) through converted ones (ExpandDims: a Reshape;
+    # Concat) into another offloaded op (Any): an attention mask's path; it reached TensorFlow declared float
     mask = tf.expand_dims(tf.math.is_finite(tf.math.log(x + 1.0)), 1)
     both = tf.reduce_any(tf.concat([mask, tf.expand_dims(x > -0.5, 1)], axis=1), axis=1, keepdims=True)
     return tf.where(both, x[:, None], -1e9 * tf.ones_like(x[:, None]))

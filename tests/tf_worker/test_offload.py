@@ -48,10 +48,10 @@ CASES = [
     ("composite_head", {"tensorflow_operation_patterns": "Softplus|Sin|Log1p"}, 1),
     ("composite_head", {"offload_unsupported_operations_to_tf": True}, 3),  # Softplus, Sin, Log1p: not connected
     ("flatten_dense", {"offload_unsupported_operations_to_tf": True}, 1),
-    ("gather_channels", {"offload_unsupported_operations_to_tf": True}, 1),
-    ("embedding_ids", {"offload_unsupported_operations_to_tf": True}, 2),  # Floor, Cast (the rest is ours)
+    ("gather_channels", {"offload_unsupported_operations_to_tf": True}, 0),  # Crops and a Concat: ours
+    ("embedding_ids", {"offload_unsupported_operations_to_tf": True}, 0),  # Floor, Cast, Gather: all ours
     ("masked_rows", {"offload_unsupported_operations_to_tf": True}, 1),  # Any (the comparisons are ours)
-    ("bool_through_native", {"offload_unsupported_operations_to_tf": True}, 3),  # Log, IsFinite, Any
+    ("bool_through_native", {"offload_unsupported_operations_to_tf": True}, 2),  # IsFinite, Any (Log is ours)
     ("while_loop", {"offload_unsupported_operations_to_tf": True}, 1),
     ("while_loop", {"tensorflow_operation_patterns": "Less"}, 1),  # one node of the loop: the whole loop goes
     ("rnn_scan", {"offload_unsupported_operations_to_tf": True}, 1),

@@ -139,6 +139,7 @@ OP_TYPES = {'Abs': {'attrs': {'T': (1, 2, 3, 5, 6, 9, 14, 19)}, 'inputs': ('T',)
  'ResizeNearestNeighbor': {'attrs': {'T': (1, 2, 3, 4, 5, 6, 9, 14, 17, 19)},
                            'inputs': ('T', 3),
                            'output': 'T'},
+ 'Rint': {'attrs': {'T': (1, 2, 14, 19)}, 'inputs': ('T',), 'output': 'T'},
  'Round': {'attrs': {'T': (1, 2, 3, 5, 6, 8, 9, 14, 18, 19)}, 'inputs': ('T',), 'output': 'T'},
  'Rsqrt': {'attrs': {'T': (1, 2, 8, 14, 18, 19)}, 'inputs': ('T',), 'output': 'T'},
  'Select': {'attrs': {}, 'inputs': (10, 'T', 'T'), 'output': 'T'},

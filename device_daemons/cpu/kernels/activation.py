@@ -1,5 +1,6 @@
 """Element-wise activations: ReLU (leaky), Activation (sigmoid, tanh, elu, abs,
-relu6, relu, erf, gelu), Clamp, PReLU, Power ((shift + scale * x) ^ power).
+relu6, relu, erf, gelu, and the plain functions exp, log, floor, ceil, round - halves
+to even - and trunc), Clamp, PReLU, Power ((shift + scale * x) ^ power).
 
 All of them may run in place (the plan says when the input buffer is free).
 """
@@ -44,6 +45,10 @@ def sigmoid(x, out):
     return out
 
 
+# Activation types that are one numpy ufunc (TensorFlow's Exp, Log, Floor, Ceil, Round / Rint, a Cast to an integer)
+UFUNCS = {"exp": np.exp, "log": np.log, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc}
+
+
 @register("ReLU")
 class ReLU(_Elementwise):
     def __init__(self, layer):
@@ -68,7 +73,10 @@ class Activation(_Elementwise):
         x = inputs[0]
         out = self._out(x)
         kind = self.kind
-        if kind == "gelu":
+        if kind in UFUNCS:
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (log 0 = -inf, as TensorFlow)
+                UFUNCS[kind](x, out=out)
+        elif kind == "gelu":
             out[...] = gelu(x, self.approximation)
         elif kind == "erf":
             out[...] = erf(x)

@@ -33,6 +33,12 @@
 #define ACT_ERF 7
 #define ACT_GELU_ERF 8  // x * Phi(x), erfc keeps the negative tail's relative accuracy
 #define ACT_GELU_TANH 9
+#define ACT_EXP 10
+#define ACT_LOG 11
+#define ACT_FLOOR 12
+#define ACT_CEIL 13
+#define ACT_ROUND 14    // halves to even (rint in the default rounding mode)
+#define ACT_TRUNC 15
 
 inline float activate(float v, int act, float a, float b) {
     switch (act) {
@@ -45,6 +51,12 @@ inline float activate(float v, int act, float a, float b) {
     case ACT_ERF: return erf(v);
     case ACT_GELU_ERF: return 0.5f * v * erfc(-v * M_SQRT1_2_F);
     case ACT_GELU_TANH: return 0.5f * v * (1.0f + tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+    case ACT_EXP: return exp(v);
+    case ACT_LOG: return log(v);
+    case ACT_FLOOR: return floor(v);
+    case ACT_CEIL: return ceil(v);
+    case ACT_ROUND: return rint(v);
+    case ACT_TRUNC: return trunc(v);
     default: return v;
     }
 }

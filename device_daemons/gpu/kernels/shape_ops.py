@@ -1,5 +1,6 @@
-"""Concat, Split/Slice, Crop, Permute (shape_ops.cl's strided copy) and
-Reshape/Flatten (views: the output is the input's buffer, no launch)."""
+"""Concat, Split/Slice, Crop, Permute, Tile (shape_ops.cl's strided copy), Gather
+(an embedding lookup) and Reshape/Flatten (views: the output is the input's buffer,
+no launch)."""
 from __future__ import annotations
 
 import numpy as np
@@ -106,6 +107,39 @@ class Tile(_Copy):
         view = shape[:axis] + [self.ref.tiles] + shape[axis:]
         src_strides = strides[:axis] + [0] + strides[axis:]
         return [self.copy(ins[0], outs[0], view, src_strides, contiguous_strides(view))]
+
+
+HALF_EXACT = 2048  # every integer up to it has an exact FP16 value: the indices a half-storage Gather can read
+
+
+@register("Gather")
+class Gather(GpuKernel):
+    """np.take of the dictionary (the CPU kernel's table, uploaded once) at the input's indices along the
+    axis; an index that is no integer in range gives 0 (TensorFlow's GPU Gather; the CPU plugin fails the
+    request, as TensorFlow's CPU kernel)."""
+    program = "shape_ops.cl"
+
+    @staticmethod
+    def beyond_limits(layer, ref) -> str | None:
+        if layer.precision == "FP16" and ref.dims[ref.axis] > HALF_EXACT + 1:
+            return f"FP16 storage holds no exact index above {HALF_EXACT} (a dictionary of {ref.dims[ref.axis]})"
+        return None
+
+    def __init__(self, layer, ctx):
+        super().__init__(layer, ctx)
+        size = self.ref.dims[self.ref.axis]
+        if ctx.dtype == np.float16 and size > HALF_EXACT + 1:
+            raise self.error(f"its dictionary has {size} entries along axis {self.ref.axis}, but FP16 storage holds "
+                             f"no exact index above {HALF_EXACT}: run it at FP32 (INFERENCE_PRECISION_HINT f32) or "
+                             f"with HETERO:GPU,CPU on an FP16 IR")
+        self._table = ctx.upload(self.ref.table)
+
+    def launches(self, ins, outs):
+        dims, axis = self.ref.dims, self.ref.axis
+        n, count = int(np.prod(self.in_shapes[0])), int(np.prod(self.out_shapes[0]))
+        inner = int(np.prod(dims[axis + 1:]))
+        return [self.launch("gather", [self._table, ins[0], outs[0]] + i32(n, dims[axis], inner, count),
+                            (round_up(count, 64),))]
 
 
 @register("Permute")

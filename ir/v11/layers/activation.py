@@ -1,5 +1,6 @@
 """Element-wise activations: ReLU (leaky: PRelu), Activation (Sigmoid, Tanh, Elu,
-Abs, Clamp for relu6, ReLU, Erf, Gelu-7 with its approximation mode), Clamp, PReLU
+Abs, Clamp for relu6, ReLU, Erf, Gelu-7 with its approximation mode, Exp, Log, Floor,
+Ceiling, Round-5 halves to even, trunc as a Convert to i64 and back), Clamp, PReLU
 (PRelu), Power ((shift + scale*x)^power as Multiply, Add, Power)."""
 from __future__ import annotations
 
@@ -33,7 +34,13 @@ def activation(m: Mapping):
     if kind == "gelu":
         mode = a["approximation_mode"].upper()
         return [m.op("Gelu", [x], x.shape, version="opset7", attrs={"approximation_mode": mode})]
-    type_ = {"sigmoid": "Sigmoid", "tanh": "Tanh", "abs": "Abs", "erf": "Erf"}[kind]
+    if kind == "round":
+        return [m.op("Round", [x], x.shape, version="opset5", attrs={"mode": "half_to_even"})]
+    if kind == "trunc":  # (a Convert from a float to an integer type drops the fraction)
+        whole = m.op("Convert", [x], x.shape, "whole", attrs={"destination_type": "i64"}, element_type="i64")
+        return [m.op("Convert", [whole], x.shape, attrs={"destination_type": "f32"})]
+    type_ = {"sigmoid": "Sigmoid", "tanh": "Tanh", "abs": "Abs", "erf": "Erf", "exp": "Exp", "log": "Log",
+             "floor": "Floor", "ceil": "Ceiling"}[kind]
     return [m.op(type_, [x], x.shape)]
 
 

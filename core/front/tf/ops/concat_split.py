@@ -6,7 +6,9 @@ Split; otherwise each used part is a Crop. StridedSlice resolves TensorFlow's
 masks (begin/end/ellipsis/new_axis/shrink_axis) to a begin, stride and size per
 input axis: with unit strides it is a Crop, else our StridedSlice layer; a
 Reshape after it drops shrunk axes and adds new ones. Pack and Unpack are
-Reshape + Concat and Crop + Reshape.
+Reshape + Concat and Crop + Reshape. A Gather of the model's data at constant
+indices is Crops of the runs of consecutive indices joined by a Concat
+(gather_slices).
 """
 from __future__ import annotations
 
@@ -134,6 +136,70 @@ def _crop_part(node, lw, x, tf_axis, begin, size, port):
     lw.graph.connect(mid, reshape, inp=0)
     lw.graph.connect(reshape, out, out=0)
     reshape_node(lw, reshape)
+
+
+MAX_GATHER_RUNS = 64  # Crops a Gather of the model's data becomes, at most (more: offloaded)
+
+
+def index_runs(indices) -> list[list[int]]:
+    """[begin, length] of each run of consecutive indices."""
+    runs: list[list[int]] = []
+    for i in (int(v) for v in np.asarray(indices).ravel()):
+        if runs and runs[-1][0] + runs[-1][1] == i:
+            runs[-1][1] += 1
+        else:
+            runs.append([i, 1])
+    return runs
+
+
+def _made_by(lw, op, name: str, tf_shape, nchw: bool):
+    data = lw.graph.add_data(name)
+    data["tf_shape"], data["nchw"] = tf_shape, nchw
+    lw.graph.connect(op, data, out=0)
+    return data
+
+
+def gather_slices(node, lw, x, tf_axis: int, indices) -> None:
+    """Output 0 of node := x gathered at constant `indices` along tf_axis (a Gather of the model's data: the BGR
+    swap of an input, a choice of channels): each run of consecutive indices a Crop, the runs joined by a Concat,
+    a Reshape when the indices are not one axis (a scalar index drops it) - copies only, exact on every device.
+    The node itself becomes the last of them."""
+    shape = lw.tf_shape(x)
+    size = int(shape[tf_axis])
+    runs = index_runs(indices)
+    if len(runs) > MAX_GATHER_RUNS:
+        raise lw.unsupported(node, "a Gather of the model's data at {} separate runs of consecutive indices (the IR "
+                                   "copies at most {}: Crops joined by a Concat)".format(len(runs), MAX_GATHER_RUNS))
+    ir_axis, nchw = lw.ir_axis(x, tf_axis), lw.nchw(x)
+    joined_shape = shape.copy()
+    joined_shape[tf_axis] = np.asarray(indices).size
+
+    def crop_attrs(begin, length):
+        return {"axis": [ir_axis], "crop_begin": [int(begin)], "crop_end": [int(size - begin - length)]}
+
+    def run(k, begin, length):
+        op = lw.new_op("{}/run{}".format(node.name, k), CropRange, crop_attrs(begin, length))
+        lw.graph.connect(x, op, inp=0)
+        part = shape.copy()
+        part[tf_axis] = length
+        return _made_by(lw, op, "{}/run{}".format(node.name, k), part, nchw)
+
+    whole = runs == [[0, size]]
+    if np.array_equal(joined_shape, lw.tf_shape(node.out_node(0))):  # the indices are one axis
+        if len(runs) == 1:
+            lw.keep_inputs(node, x)
+            return lw.retype(node, Identity) if whole else lw.retype(node, CropRange, crop_attrs(*runs[0]))
+        lw.keep_inputs(node, *(run(k, *r) for k, r in enumerate(runs)))
+        return lw.retype(node, Concat, {"axis": ir_axis})
+    if len(runs) == 1:
+        joined = x if whole else run(0, *runs[0])
+    else:
+        op = lw.new_op(node.name + "/joined", Concat, {"axis": ir_axis})
+        for k, r in enumerate(runs):
+            lw.graph.connect(run(k, *r), op, inp=k)
+        joined = _made_by(lw, op, node.name + "/joined", joined_shape, nchw)
+    lw.keep_inputs(node, joined)
+    reshape_node(lw, node)
 
 
 def _lower_parts(node, lw, x, tf_axis, sizes):

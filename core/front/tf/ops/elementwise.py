@@ -286,9 +286,14 @@ UNARY = {
     "Rsqrt": (lambda x: 1.0 / np.sqrt(x), {"power": -0.5}), "Neg": (np.negative, {"scale": -1.0}),
     "Reciprocal": (np.reciprocal, {"power": -1.0}), "Inv": (np.reciprocal, {"power": -1.0}),
     "Abs": (np.abs, None), "Exp": (np.exp, None), "Log": (np.log, None), "Floor": (np.floor, None),
-    "Ceil": (np.ceil, None), "Round": (np.round, None), "Sign": (np.sign, None),
+    "Ceil": (np.ceil, None), "Round": (np.round, None), "Rint": (np.rint, None), "Sign": (np.sign, None),
     "LogicalNot": (np.logical_not, {"scale": -1.0, "shift": 1.0}),  # 1 - x of a 1.0 / 0.0 tensor
 }
+
+
+# unary ops that are an IR Activation type (round: halves to even, as both TensorFlow ops)
+ACTIVATIONS = {"Abs": "abs", "Exp": "exp", "Log": "log", "Floor": "floor", "Ceil": "ceil", "Round": "round",
+               "Rint": "round"}
 
 
 class Unary(TFOp):
@@ -313,8 +318,8 @@ class Unary(TFOp):
     def lower(node, lw):
         op = node.tf_op
         lw.keep_inputs(node, node.data_inputs()[0])
-        if op == "Abs":
-            return lw.retype(node, Activation, {"activation": "abs"})
+        if op in ACTIVATIONS:
+            return lw.retype(node, Activation, {"activation": ACTIVATIONS[op]})
         power = UNARY[op][1]
         if power is None:
             raise lw.unsupported(node, "{} has no IR layer; on the model's data it cannot be converted".format(op))

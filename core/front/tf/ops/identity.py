@@ -58,6 +58,7 @@ class IdentityN(TFOp):
 
 
 _FLOATS = (np.float16, np.float32, np.float64)
+_WIDE_INTS = (np.int32, np.int64)
 
 
 class Cast(TFOp):
@@ -66,6 +67,7 @@ class Cast(TFOp):
     @staticmethod
     def extract(node):
         node.tf["dst"] = numpy_dtype(attr(node, "DstT", "type"), "Node '{}' (Cast)".format(node.name))
+        node.tf["src"] = numpy_dtype(attr(node, "SrcT", "type"), "Node '{}' (Cast)".format(node.name))
 
     @staticmethod
     def evaluate(node, values):
@@ -77,11 +79,18 @@ class Cast(TFOp):
 
     @staticmethod
     def lower(node, lw):
-        # the IR computes in floating point: a cast between float types changes nothing
-        if node.tf["dst"] not in _FLOATS:
-            raise lw.unsupported(node, "a cast of the model's data to {} (the IR computes in floating point "
-                                       "only)".format(np.dtype(node.tf["dst"]).name))
-        PassThrough.lower(node, lw)
+        # the IR computes in floating point: a cast between float types, or of integers to any type that holds
+        # them, changes nothing; a float's to int32 / int64 drops the fraction (an Activation trunc)
+        src, dst = node.tf["src"], node.tf["dst"]
+        if dst in _FLOATS or (src not in _FLOATS and dst in _WIDE_INTS):
+            return PassThrough.lower(node, lw)
+        if src in _FLOATS and dst in _WIDE_INTS:
+            from core.ops.activation import Activation
+            lw.keep_inputs(node, node.data_inputs()[0])
+            return lw.retype(node, Activation, {"activation": "trunc"})
+        raise lw.unsupported(node, "a cast of the model's data from {} to {} (the IR computes in floating point; "
+                                   "it drops a float's fraction for int32 and int64 only)".format(
+                                       np.dtype(src).name, np.dtype(dst).name))
 
 
 class Const(TFOp):

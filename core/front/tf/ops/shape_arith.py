@@ -1,13 +1,14 @@
 """Shape arithmetic, computed at conversion time: Shape, Size, Rank, Fill, Range,
 ZerosLike, OnesLike, GatherV2 and MatrixBandPart (a causal mask). Shape/Size/Rank only need their input's shape, so
 a Reshape fed by tf.shape(x) folds even though x is data. GatherV2 of a constant at indices the model's data holds
-(an embedding lookup) is also a Gather layer."""
+(an embedding lookup) is also a Gather layer, and of the model's data at constant indices Crops and a Concat."""
 from __future__ import annotations
 
 import numpy as np
 
 from core.errors import ShapeError
 from core.front.tf.ops.base import TFOp, ValueOnlyOp, const_input, expect_inputs, normalize_axis, set_values
+from core.front.tf.ops.concat_split import gather_slices
 from core.front.tf.tensors import attr, describe, numpy_dtype
 from core.ops.shape_ops import Gather as GatherLayer
 from ir.gather import gather_shape
@@ -87,14 +88,22 @@ def _gather_axis(node, params_rank: int) -> int:
 
 
 class _GatherOfData(ValueOnlyOp):
-    """A Gather of the model's data (not of a constant: the BGR swap of an input): TensorFlow computes it."""
+    """A Gather of the model's data at indices the data holds too: TensorFlow computes it."""
     tf_types = ()
+
+
+def _check_indices(node, indices, size: int, axis: int) -> None:
+    """Constant indices in [0, size), as TensorFlow's Gather has them (it fails on any other, negative ones too)."""
+    if indices.size and (indices.min() < 0 or indices.max() >= size):
+        raise ShapeError("{}: indices {} out of [0, {}) (axis {}): TensorFlow's Gather fails on them too.",
+                         describe(node), indices.ravel().tolist()[:20], size, axis)
 
 
 class Gather(TFOp):
     """GatherV2 / Gather: computed at conversion time when every input is constant; a constant dictionary (an
-    embedding table) gathered at indices the model's data holds is a Gather layer (the table its blob); a gather
-    of the model's data is offload-only."""
+    embedding table) gathered at indices the model's data holds is a Gather layer (the table its blob); the model's
+    data gathered at constant indices is Crops and a Concat (gather_slices); a gather of the data at indices the
+    data holds is offload-only."""
     tf_types = ("GatherV2", "Gather")
 
     @staticmethod
@@ -104,7 +113,7 @@ class Gather(TFOp):
 
     @classmethod
     def infer(cls, node):
-        if node.in_node(0).soft_get("value") is None:
+        if node.in_node(0).soft_get("value") is None and node.in_node(1).soft_get("value") is None:
             return _GatherOfData.infer(node)
         return super().infer(node)
 
@@ -112,22 +121,27 @@ class Gather(TFOp):
     def evaluate(node, values):
         params, indices = values[0], values[1].astype(np.int64)
         axis = _gather_axis(node, params.ndim)
-        if indices.size and (indices.min() < -params.shape[axis] or indices.max() >= params.shape[axis]):
-            raise ShapeError("{}: indices {} out of axis {} of size {}.", describe(node), indices.tolist(), axis,
-                             params.shape[axis])
+        _check_indices(node, indices, params.shape[axis], axis)
         return [np.take(params, indices, axis=axis)]
 
     @staticmethod
     def shape(node, shapes):
-        params = node.in_node(0).value
-        axis = _gather_axis(node, params.ndim)
-        return [gather_shape(params.shape, axis, shapes[1])]
+        params = [int(d) for d in shapes[0]]
+        axis = _gather_axis(node, len(params))
+        indices = node.in_node(1).soft_get("value")
+        if indices is not None:
+            _check_indices(node, np.asarray(indices).astype(np.int64), params[axis], axis)
+        return [gather_shape(params, axis, shapes[1])]
 
     @staticmethod
     def lower(node, lw):
         params = node.in_node(0).soft_get("value")
         if params is None:
-            return _GatherOfData.lower(node, lw)
+            indices = node.in_node(1).soft_get("value")
+            if indices is None:
+                return _GatherOfData.lower(node, lw)
+            x = node.in_node(0)
+            return gather_slices(node, lw, x, _gather_axis(node, len(lw.tf_shape(x))), np.asarray(indices))
         indices = node.in_node(1)
         if len(lw.tf_shape(indices)) == 4 or len(lw.tf_shape(node.out_node(0))) == 4:
             raise lw.unsupported(node, "a Gather whose indices or result are 4-D (NCHW in the IR)")

@@ -1,0 +1,38 @@
+"""TensorFlow graphs of the transformer family (tests/tf/graphs.py: embeddings, attention, LayerNorm, masks and
+comparisons) converted by our front end and run on the GPU plan (real OpenCL: PoCL here), against TensorFlow's
+own outputs: every layer on the GPU (query_network leaves none to HETERO), FP32 within 1e-4 and FP16 IRs (half
+storage) within 1e-2, as max |diff| / max |TensorFlow's|."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.built_models import Models, built
+from tests.tf.tf_helpers import compare_with_tf, nchw, nhwc
+
+CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "attention_heads", "attention_einsum",
+         "causal_select", "batch_matmul", "gelu_forms", "gather_of_data",
+         "plain_functions"]
+
+
+@pytest.fixture(scope="module")
+def tf_graphs() -> Models:
+    return Models(built("graphs"))
+
+
+def run_on_gpu_plan(device, xml: str, feeds: dict, nhwc_io: bool = False):
+    """run_on_daemon's signature (tests/tf/tf_helpers.py) on the GPU plan in-process, which must run every layer."""
+    from device_daemons.gpu import GpuPlan
+    from device_daemons.gpu.query import query_network
+    from ir import read_ir
+    net = read_ir(xml)
+    left = [f"{layer.name} ({layer.type})" for layer in net.layers if layer.name not in query_network(net)]
+    assert not left, f"not on the GPU: {left}"
+    out = GpuPlan(net, device).infer({k: v if nhwc_io else nchw(v) for k, v in feeds.items()})
+    return net, {k: np.array(v if nhwc_io else nhwc(np.asarray(v))) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("data_type,tol", [("FP32", 1e-4), ("FP16", 1e-2)])
+@pytest.mark.parametrize("case", CASES)
+def test_gpu_plan_equals_tensorflow(tf_graphs, gpu_device, tmp_path, case, data_type, tol):
+    compare_with_tf(gpu_device, tf_graphs, case, tmp_path, data_type=data_type, tol=tol, run=run_on_gpu_plan)
