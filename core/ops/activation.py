@@ -1,5 +1,5 @@
-"""Element-wise activations: ReLU, Activation (sigmoid/tanh/elu/relu6/erf/gelu/exp/log/floor/ceil/round/trunc), Clamp,
-PReLU, Power."""
+"""Element-wise activations: ReLU, Activation (sigmoid/tanh/elu/relu6/erf/gelu/exp/log/floor/ceil/round/trunc/
+softplus), Clamp, PReLU, Power."""
 from core.ops.op import Op, copy_shape_infer, ir_attrs
 
 

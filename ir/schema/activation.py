@@ -6,9 +6,9 @@ SCHEMAS = [
     LayerSchema("ReLU", [Float("negative_slope", 0.0)]),
     LayerSchema("Activation", [
         Enum("type", ("sigmoid", "tanh", "elu", "relu6", "abs", "relu", "erf", "gelu", "exp", "log", "floor", "ceil",
-                      "round", "trunc"), ignore_case=True,
+                      "round", "trunc", "softplus"), ignore_case=True,
              doc="round: to the nearest integer, halves to even (TensorFlow's Round); trunc: toward zero (a cast "
-                 "to an integer type)"),
+                 "to an integer type); softplus: log(1 + exp(x))"),
         Float("alpha", 1.0, doc="elu: the scale of the negative part"),
         Float("negative_slope", 0.0, doc="relu: the leak"),
         Enum("approximation_mode", ("erf", "tanh"), "erf", ignore_case=True,

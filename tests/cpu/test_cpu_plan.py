@@ -340,19 +340,20 @@ def test_activation_types(tmp_path, kind, ref):
 
 @pytest.mark.parametrize("backend", ["numpy", "onednn"])
 @pytest.mark.parametrize("kind,ref", [("exp", np.exp), ("log", np.log), ("floor", np.floor), ("ceil", np.ceil),
-                                      ("round", np.rint), ("trunc", np.trunc)])
+                                      ("round", np.rint), ("trunc", np.trunc),
+                                      ("softplus", lambda x: np.logaddexp(0.0, x))])
 def test_plain_function_activations(tmp_path, kind, ref, backend):
     """TensorFlow's Exp, Log, Floor, Ceil, Round (halves to even: 0.5 -> 0, 1.5 -> 2, -2.5 -> -2) and a float's cast
-    to an integer (toward zero); log's -inf at 0 and NaN below it as TensorFlow has them (oneDNN's eltwise for exp,
-    log and round, numpy for the rest)."""
+    to an integer (toward zero), Softplus (large inputs too); log's -inf at 0 and NaN below it as TensorFlow has
+    them (oneDNN's eltwise for exp, log, round and softplus, numpy for the rest)."""
     halves = np.arange(-6, 6, dtype=np.float32) + 0.5
     x = np.concatenate([halves, (RNG.standard_normal(28) * 4).astype(np.float32), [0.0, -1.0, 3.0, 1e-3]])
-    x = (np.abs(x) + 0.25 if kind == "exp" else x).astype(np.float32).reshape(1, 4, 11)
+    x = {"exp": np.abs(x) + 0.25, "softplus": x * 25}.get(kind, x).astype(np.float32).reshape(1, 4, 11)
     plan = ExecutionPlan(single_layer_ir(tmp_path, "Activation", {"type": kind}, [x.shape], [x.shape]),
                          backend=backend, precision="f32")
     with np.errstate(divide="ignore", invalid="ignore"):
         want = ref(x.astype(np.float64)).astype(np.float32)
-    exact = kind not in ("exp", "log")  # (oneDNN's exp and log are within a few float ulps)
+    exact = kind not in ("exp", "log", "softplus")  # (oneDNN's are within a few float ulps)
     np.testing.assert_allclose(plan.infer({"in0": x})["layer"], want, rtol=0 if exact else 1e-5,
                                atol=0 if exact else 1e-5)
 

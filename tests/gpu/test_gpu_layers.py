@@ -429,12 +429,14 @@ def test_fp16_gather_of_a_large_dictionary_is_left_to_another_device(tmp_path, g
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("kind", ["exp", "log", "floor", "ceil", "round", "trunc"])
+@pytest.mark.parametrize("kind", ["exp", "log", "floor", "ceil", "round", "trunc", "softplus"])
 def test_plain_function_activations(tmp_path, gpu_device, kind, precision):
     """Exp, Log (of positive values), Floor, Ceil, Round (halves to even) and trunc, halves and near-integers
     included, against the CPU kernel."""
     rng = np.random.default_rng(29)
     x = np.concatenate([np.arange(-6, 6) + 0.5, rng.standard_normal(33) * 4]).astype(np.float32).reshape(1, 3, 15)
+    if kind == "softplus":
+        x = x * 8  # (past both ends of its curve)
     if kind in ("exp", "log"):
         x = np.minimum(np.abs(x), 9.0) + 0.125  # (exp within FP16's range)
     compare_layer(tmp_path, gpu_device, "Activation", {"type": kind}, [x], [x.shape], precision=precision)

@@ -231,12 +231,12 @@ def _(rng, x):
 
 @case("plain_functions", (1, 3, 4, 5))
 def _(rng, x):
-    # Exp, Log, Floor, Ceil, Round / Rint (halves to even) and a float's Cast to int32 / int64 (toward zero) and
-    # back on the model's data: IR Activation types (were offload-only)
+    # Exp, Log, Floor, Ceil, Round / Rint (halves to even), a float's Cast to int32 / int64 (toward zero) and back,
+    # Softplus (and Mish, x tanh(softplus(x))) on the model's data: IR Activation types (were offload-only)
     y = x * 3.0
     ints = tf.cast(tf.cast(y, tf.int32), tf.float32) + tf.cast(tf.cast(y * 2.0, tf.int64), tf.float32)
     return [tf.exp(x) + tf.math.log(tf.abs(x) + 0.5), tf.floor(y) - tf.math.ceil(y * 0.5),
-            tf.round(y * 2.0) + tf.math.rint(y), ints]
+            tf.round(y * 2.0) + tf.math.rint(y), ints, tf.nn.softplus(y * 8.0), x * tf.tanh(tf.nn.softplus(x))]
 
 
 @case("gather_of_data", (1, 5, 6, 4))

@@ -151,6 +151,7 @@ OP_TYPES = {'Abs': {'attrs': {'T': (1, 2, 3, 5, 6, 9, 14, 19)}, 'inputs': ('T',)
  'Slice': {'attrs': {'Index': (3, 9)}, 'inputs': ('T', 'Index', 'Index'), 'output': 'T'},
  'Snapshot': {'attrs': {}, 'inputs': ('T',), 'output': 'T'},
  'Softmax': {'attrs': {'T': (1, 2, 14, 19)}, 'inputs': ('T',), 'output': 'T'},
+ 'Softplus': {'attrs': {'T': (1, 2, 14, 19)}, 'inputs': ('T',), 'output': 'T'},
  'SpaceToBatchND': {'attrs': {'Tblock_shape': (3, 9), 'Tpaddings': (3, 9)},
                     'inputs': ('T', 'Tblock_shape', 'Tpaddings'),
                     'output': 'T'},

@@ -1,6 +1,6 @@
 """Element-wise activations: ReLU (leaky), Activation (sigmoid, tanh, elu, abs,
 relu6, relu, erf, gelu, and the plain functions exp, log, floor, ceil, round - halves
-to even - and trunc), Clamp, PReLU, Power ((shift + scale * x) ^ power).
+to even -, trunc and softplus), Clamp, PReLU, Power ((shift + scale * x) ^ power).
 
 All of them may run in place (the plan says when the input buffer is free).
 """
@@ -45,8 +45,15 @@ def sigmoid(x, out):
     return out
 
 
-# Activation types that are one numpy ufunc (TensorFlow's Exp, Log, Floor, Ceil, Round / Rint, a Cast to an integer)
-UFUNCS = {"exp": np.exp, "log": np.log, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc}
+def softplus(x, out):
+    """log(1 + exp(x)) without overflow: logaddexp(0, x)."""
+    return np.logaddexp(np.float32(0.0), x, out=out)
+
+
+# Activation types that are one numpy function (TensorFlow's Exp, Log, Floor, Ceil, Round / Rint, a Cast to an integer,
+# Softplus): f(x, out=out)
+UFUNCS = {"exp": np.exp, "log": np.log, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
+          "softplus": softplus}
 
 
 @register("ReLU")

@@ -17,7 +17,8 @@ from .primitives import Desc, binary_pd, eltwise_pd, sum_pd
 
 _ACTIVATIONS = {"sigmoid": ("logistic", 0.0, 0.0), "tanh": ("tanh", 0.0, 0.0), "abs": ("abs", 0.0, 0.0),
                 "relu6": ("clip_v2", 0.0, 6.0), "exp": ("exp", 0.0, 0.0), "log": ("log", 0.0, 0.0),
-                "round": ("round", 0.0, 0.0)}  # (oneDNN's round: halves to even; no floor, ceil or trunc: numpy)
+                "round": ("round", 0.0, 0.0),  # (oneDNN's round: halves to even; no floor, ceil or trunc: numpy)
+                "softplus": ("soft_relu", 1.0, 0.0)}  # (log(1 + exp(alpha x)) / alpha)
 
 
 def _uniform(values) -> float | None:

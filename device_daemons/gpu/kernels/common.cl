@@ -39,6 +39,7 @@
 #define ACT_CEIL 13
 #define ACT_ROUND 14    // halves to even (rint in the default rounding mode)
 #define ACT_TRUNC 15
+#define ACT_SOFTPLUS 16
 
 inline float activate(float v, int act, float a, float b) {
     switch (act) {
@@ -57,6 +58,7 @@ inline float activate(float v, int act, float a, float b) {
     case ACT_CEIL: return ceil(v);
     case ACT_ROUND: return rint(v);
     case ACT_TRUNC: return trunc(v);
+    case ACT_SOFTPLUS: return v > 20.0f ? v : log1p(exp(v));  // (above 20 the sum is v to float's precision)
     default: return v;
     }
 }

@@ -1,6 +1,6 @@
 """Element-wise activations: ReLU (leaky: PRelu), Activation (Sigmoid, Tanh, Elu,
 Abs, Clamp for relu6, ReLU, Erf, Gelu-7 with its approximation mode, Exp, Log, Floor,
-Ceiling, Round-5 halves to even, trunc as a Convert to i64 and back), Clamp, PReLU
+Ceiling, Round-5 halves to even, trunc as a Convert to i64 and back, SoftPlus-4), Clamp, PReLU
 (PRelu), Power ((shift + scale*x)^power as Multiply, Add, Power)."""
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def activation(m: Mapping):
     if kind == "gelu":
         mode = a["approximation_mode"].upper()
         return [m.op("Gelu", [x], x.shape, version="opset7", attrs={"approximation_mode": mode})]
+    if kind == "softplus":
+        return [m.op("SoftPlus", [x], x.shape, version="opset4")]
     if kind == "round":
         return [m.op("Round", [x], x.shape, version="opset5", attrs={"mode": "half_to_even"})]
     if kind == "trunc":  # (a Convert from a float to an integer type drops the fraction)

@@ -1,5 +1,5 @@
 """Activations: Relu, Relu6 (Clamp 0..6), LeakyRelu (ReLU with negative_slope),
-Elu, Sigmoid, Tanh, Erf (Activation; Erfc as 1 - erf: Activation then Power), Softmax
+Elu, Sigmoid, Tanh, Erf, Softplus (Activation; Erfc as 1 - erf: Activation then Power), Softmax
 over the last TF axis (SoftMax on the IR axis it maps to), and the GELU that
 patterns.py finds (Activation gelu)."""
 from __future__ import annotations
@@ -27,9 +27,10 @@ FUNCS = {
     "LeakyRelu": lambda n, x: np.where(x > 0, x, x * n.tf["alpha"]),
     "Elu": lambda n, x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
     "Sigmoid": lambda n, x: _sigmoid(x), "Tanh": lambda n, x: np.tanh(x), "Softmax": lambda n, x: _softmax(x),
-    "Erf": lambda n, x: erf(x), "Erfc": lambda n, x: 1.0 - erf(x),
+    "Erf": lambda n, x: erf(x), "Erfc": lambda n, x: 1.0 - erf(x), "Softplus": lambda n, x: np.logaddexp(0.0, x),
 }
-ACTIVATION_TYPES = {"Elu": "elu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "Erfc": "erf"}
+ACTIVATION_TYPES = {"Elu": "elu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "Erfc": "erf",
+                    "Softplus": "softplus"}
 
 
 class Activations(TFOp):
