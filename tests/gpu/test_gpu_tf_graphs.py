@@ -12,7 +12,7 @@ from tests.tf.tf_helpers import compare_with_tf, nchw, nhwc
 
 CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "attention_heads", "attention_einsum",
          "causal_select", "batch_matmul", "gelu_forms", "gather_of_data",
-         "plain_functions"]
+         "plain_functions", "lrn_selu_depth_space"]
 
 
 @pytest.fixture(scope="module")

@@ -239,6 +239,16 @@ def _(rng, x):
             tf.round(y * 2.0) + tf.math.rint(y), ints, tf.nn.softplus(y * 8.0), x * tf.tanh(tf.nn.softplus(x))]
 
 
+@case("lrn_selu_depth_space", (1, 6, 8, 8))
+def _(rng, x):
+    # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),
+    # DepthToSpace into a convolution (a pixel shuffle) and SpaceToDepth (YOLOv2's reorg): Reshape, Permute, Reshape
+    shuffled = tf.nn.depth_to_space(x, 2)
+    return [tf.nn.local_response_normalization(x, depth_radius=2, bias=1.5, alpha=0.05, beta=0.75),
+            tf.nn.selu(x * 2.0), tf.nn.relu(tf.nn.conv2d(shuffled, w(rng, 3, 3, 2, 4), 1, "SAME")),
+            tf.nn.space_to_depth(x, 2)]
+
+
 @case("gather_of_data", (1, 5, 6, 4))
 def _(rng, x):
     # the model's data gathered at constant indices (Crops of the runs of consecutive indices and a Concat):

@@ -52,7 +52,7 @@ def softplus(x, out):
 
 # Activation types that are one numpy function (TensorFlow's Exp, Log, Floor, Ceil, Round / Rint, a Cast to an integer,
 # Softplus): f(x, out=out)
-UFUNCS = {"exp": np.exp, "log": np.log, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
+FUNCTIONS = {"exp": np.exp, "log": np.log, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
           "softplus": softplus}
 
 
@@ -80,9 +80,9 @@ class Activation(_Elementwise):
         x = inputs[0]
         out = self._out(x)
         kind = self.kind
-        if kind in UFUNCS:
+        if kind in FUNCTIONS:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (log 0 = -inf, as TensorFlow)
-                UFUNCS[kind](x, out=out)
+                FUNCTIONS[kind](x, out=out)
         elif kind == "gelu":
             out[...] = gelu(x, self.approximation)
         elif kind == "erf":

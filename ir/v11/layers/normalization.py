@@ -26,15 +26,20 @@ def softmax(m: Mapping):
 def lrn(m: Mapping):
     """Caffe across: x / (k + alpha/n * sum over n channels)^beta; within: x * (1 +
     alpha/(n*n) * sum over an n x n window)^-beta. OpenVINO divides alpha by
-    size^len(axes), so both are LRN with their axes."""
+    size^len(axes), so both are LRN with their axes; a k other than 1 is taken out
+    as a factor (TensorFlow's LRN bias)."""
     a = m.attrs
     x = m.inputs[0]
     size = a["local-size"]
     if size % 2 == 0:
         raise a.error(f"local-size {size} must be odd")
     axes, bias = ([1], a["k"]) if a["region"] == "across" else ([2, 3], 1.0)
-    attrs = {"alpha": a["alpha"], "beta": a["beta"], "bias": bias, "size": size}
-    return [m.op("LRN", [x, m.ints(axes, "axes")], x.shape, attrs=attrs)]
+    # OpenVINO 2026's CPU plugin reads LRN's bias as 1 (measured): (k + a s)^-b = k^-b (1 + a/k s)^-b
+    attrs = {"alpha": a["alpha"] / bias, "beta": a["beta"], "bias": 1.0, "size": size}
+    norm = m.op("LRN", [x, m.ints(axes, "axes")], x.shape, None if bias == 1.0 else "lrn", attrs=attrs)
+    if bias == 1.0:
+        return [norm]
+    return [m.op("Multiply", [norm, m.const(np.float32([bias ** -a["beta"]]), "scale")], x.shape)]
 
 
 @maps("Normalize")

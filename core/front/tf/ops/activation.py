@@ -1,5 +1,5 @@
 """Activations: Relu, Relu6 (Clamp 0..6), LeakyRelu (ReLU with negative_slope),
-Elu, Sigmoid, Tanh, Erf, Softplus (Activation; Erfc as 1 - erf: Activation then Power), Softmax
+Elu, Sigmoid, Tanh, Erf, Softplus (Activation; Erfc as 1 - erf, Selu as scale * elu: Activation then Power), Softmax
 over the last TF axis (SoftMax on the IR axis it maps to), and the GELU that
 patterns.py finds (Activation gelu)."""
 from __future__ import annotations
@@ -17,6 +17,13 @@ def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772, 1.0507009873554805  # (TensorFlow's, as Keras' selu)
+
+
+def _elu(x, alpha=1.0):
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
 def _softmax(x):
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -25,12 +32,13 @@ def _softmax(x):
 FUNCS = {
     "Relu": lambda n, x: np.maximum(x, 0), "Relu6": lambda n, x: np.clip(x, 0, 6),
     "LeakyRelu": lambda n, x: np.where(x > 0, x, x * n.tf["alpha"]),
-    "Elu": lambda n, x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
+    "Elu": lambda n, x: _elu(x), "Selu": lambda n, x: SELU_SCALE * _elu(x, SELU_ALPHA),
     "Sigmoid": lambda n, x: _sigmoid(x), "Tanh": lambda n, x: np.tanh(x), "Softmax": lambda n, x: _softmax(x),
     "Erf": lambda n, x: erf(x), "Erfc": lambda n, x: 1.0 - erf(x), "Softplus": lambda n, x: np.logaddexp(0.0, x),
 }
-ACTIVATION_TYPES = {"Elu": "elu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "Erfc": "erf",
+ACTIVATION_TYPES = {"Elu": "elu", "Selu": "elu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Erf": "erf", "Erfc": "erf",
                     "Softplus": "softplus"}
+ALPHAS = {"Elu": 1.0, "Selu": SELU_ALPHA}
 
 
 class Activations(TFOp):
@@ -65,9 +73,11 @@ class Activations(TFOp):
         elif op == "Softmax":
             lw.retype(node, SoftMax, {"axis": lw.ir_axis(x, -1)})
         else:
-            lw.retype(node, Activation, {"activation": ACTIVATION_TYPES[op], "alpha": 1.0 if op == "Elu" else None})
+            lw.retype(node, Activation, {"activation": ACTIVATION_TYPES[op], "alpha": ALPHAS.get(op)})
             if op == "Erfc":
                 lw.insert_after(node, node.name + "/erf", Power, {"power": 1.0, "scale": -1.0, "shift": 1.0})
+            elif op == "Selu":
+                lw.insert_after(node, node.name + "/elu", Power, {"power": 1.0, "scale": SELU_SCALE, "shift": 0.0})
 
 
 class Gelu(TFOp):

@@ -1,6 +1,7 @@
 """Ops that pass their input on: Identity (TF2 freezing leaves chains of them),
 IdentityN, StopGradient, Snapshot, PlaceholderWithDefault (its default), Cast
-between float types; Const; NoOp (only control edges, which are dropped)."""
+between float types or of integers (a float's to int32 / int64 drops its fraction: an
+Activation trunc); Const; NoOp (only control edges, which are dropped)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,6 +9,7 @@ import numpy as np
 from core.front.tf.ops.base import TFOp, expect_inputs
 from core.front.tf.tensors import attr, numpy_dtype
 from core.graph.graph import carry_output
+from core.ops.activation import Activation
 
 
 def bypass(node, lw, port_map=None):
@@ -85,7 +87,6 @@ class Cast(TFOp):
         if dst in _FLOATS or (src not in _FLOATS and dst in _WIDE_INTS):
             return PassThrough.lower(node, lw)
         if src in _FLOATS and dst in _WIDE_INTS:
-            from core.ops.activation import Activation
             lw.keep_inputs(node, node.data_inputs()[0])
             return lw.retype(node, Activation, {"activation": "trunc"})
         raise lw.unsupported(node, "a cast of the model's data from {} to {} (the IR computes in floating point; "

@@ -1,14 +1,18 @@
 """SpaceToBatchND and BatchToSpaceND: how TensorFlow writes an atrous (dilated)
 convolution (SpaceToBatchND -> Conv2D -> BatchToSpaceND). That pattern becomes one
 Convolution with dilation (core/front/tf/patterns.py); anywhere else the ops
-reorder data between batch and space, which the IR cannot express."""
+reorder data between batch and space, which the IR cannot express. DepthToSpace and
+SpaceToDepth (a pixel shuffle, YOLOv2's reorg) move data between the channels and
+space: a Reshape to 6-D, a Permute and a Reshape back."""
 from __future__ import annotations
 
 import numpy as np
 
-from core.errors import ShapeError
+from core.errors import Error, ShapeError
+from core.front.tf.lowering import apply_op, reshape_node, reshaped
 from core.front.tf.ops.base import TFOp, const_input, expect_inputs
-from core.front.tf.tensors import describe
+from core.front.tf.tensors import attr, describe
+from core.ops.shape_ops import Permute
 
 
 def block_and_pads(node, what, rank: int):
@@ -66,3 +70,55 @@ class BatchToSpace(TFOp):
     @staticmethod
     def lower(node, lw):
         raise lw.unsupported(node, "BatchToSpaceND outside an atrous convolution moves data out of the batch")
+
+
+class DepthSpace(TFOp):
+    """DepthToSpace(b): [N, H, W, b*b*C] -> [N, H*b, W*b, C], channel block (i, j) to pixel (i, j) of each b x b
+    block (TensorFlow's DCR order); SpaceToDepth(b) the inverse. Both are [N, H, b, W, b, C] <-> [N, H, W, b, b, C]
+    with axes 2 and 3 swapped."""
+    tf_types = ("DepthToSpace", "SpaceToDepth")
+    SWAP = [0, 1, 3, 2, 4, 5]
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 1)
+        node.tf["block"] = int(attr(node, "block_size", "i"))
+        if attr(node, "data_format", "s", "NHWC") != "NHWC":
+            raise Error("{}: only NHWC data (data_format NHWC) is supported.", describe(node))
+        if node.tf["block"] < 2:
+            raise ShapeError("{}: block_size {} must be at least 2.", describe(node), node.tf["block"])
+
+    @classmethod
+    def _six(cls, node, shape):
+        """(the 6-D shape before the swap, after it, the output shape)."""
+        n, h, w, c = (int(d) for d in shape)
+        b = node.tf["block"]
+        if node.tf_op == "DepthToSpace":
+            if c % (b * b):
+                raise ShapeError("{}: {} channels are not a multiple of block_size {} squared.", describe(node), c, b)
+            return [n, h, w, b, b, c // (b * b)], [n, h, b, w, b, c // (b * b)], [n, h * b, w * b, c // (b * b)]
+        if h % b or w % b:
+            raise ShapeError("{}: height {} and width {} must be multiples of block_size {}.", describe(node), h, w, b)
+        return [n, h // b, b, w // b, b, c], [n, h // b, w // b, b, b, c], [n, h // b, w // b, b * b * c]
+
+    @classmethod
+    def evaluate(cls, node, values):
+        before, _, out = cls._six(node, values[0].shape)
+        return [np.transpose(values[0].reshape(before), cls.SWAP).reshape(out)]
+
+    @classmethod
+    def shape(cls, node, shapes):
+        if len(shapes[0]) != 4:
+            raise ShapeError("{}: {} takes a 4-D (NHWC) input, got {}.", describe(node), node.tf_op, list(shapes[0]))
+        return [cls._six(node, shapes[0])[2]]
+
+    @classmethod
+    def lower(cls, node, lw):
+        x = node.data_inputs()[0]
+        before, after, _ = cls._six(node, lw.tf_shape(x))
+        six = reshaped(lw, x, before, False, node.name + "/blocks")
+        six["tf_shape"], six["nchw"] = np.asarray(before, np.int64), False
+        swapped = apply_op(lw, six, node.name + "/swap", Permute, {"order": cls.SWAP})
+        swapped["tf_shape"], swapped["nchw"] = np.asarray(after, np.int64), False
+        lw.keep_inputs(node, swapped)
+        reshape_node(lw, node)
