@@ -338,6 +338,27 @@ def test_activation_types(tmp_path, kind, ref):
     np.testing.assert_allclose(plan.infer({"in0": x})["layer"], ref(x.astype(np.float64)), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("ties", ["last", "first"])
+def test_argmax_ties(tmp_path, ties):
+    """Among equal values the larger index first (Caffe's ArgMax, the default) or the smaller (ties "first":
+    TensorFlow's ArgMax): a ReLU's zeros, top 1 and top 3, along an axis and over an item."""
+    x = np.maximum(RNG.standard_normal((2, 5, 3)) - 0.8, 0).astype(np.float32)
+    x[0, :, 0] = 0.0  # a column of ties only
+    for data, out in (({"axis": 1, "top_k": 1}, (2, 1, 3)), ({"axis": 1, "top_k": 3}, (2, 3, 3)),
+                      ({"top_k": 3}, (2, 1, 3))):
+        plan = ExecutionPlan(single_layer_ir(tmp_path, "ArgMax", dict(data, ties=ties), [x.shape], [out]))
+        got = plan.infer({"in0": x})["layer"]
+        flat = x if "axis" in data else x.reshape(2, 1, -1)
+        axis = 1 if "axis" in data else 2
+        if ties == "first":
+            order = np.argsort(-flat, axis=axis, kind="stable")
+        else:
+            order = np.flip(np.argsort(flat, axis=axis, kind="stable"), axis=axis)
+        want = np.take(order, np.arange(data["top_k"]), axis=axis).astype(np.float32)
+        np.testing.assert_array_equal(got.reshape(want.shape), want)
+    assert plan.infer({"in0": np.zeros_like(x)})["layer"].ravel()[0] == (0 if ties == "first" else 14)
+
+
 @pytest.mark.parametrize("backend", ["numpy", "onednn"])
 @pytest.mark.parametrize("kind,ref", [("exp", np.exp), ("log", np.log), ("floor", np.floor), ("ceil", np.ceil),
                                       ("round", np.rint), ("trunc", np.trunc),

@@ -249,6 +249,15 @@ def _(rng, x):
             tf.nn.space_to_depth(x, 2)]
 
 
+@case("argmin_ties_broadcast", (1, 4, 5, 6))
+def _(rng, x):
+    # ArgMax and ArgMin with ties (a ReLU's zeros: TensorFlow takes the first index, Caffe's ArgMax the last) and
+    # BroadcastTo (a Reshape to its rank where needed, then Tiles)
+    r = tf.nn.relu(x - 0.5)
+    return [tf.argmax(r, axis=-1), tf.argmin(r, axis=1), tf.broadcast_to(x[:, :1], [1, 4, 5, 6]) * 2.0,
+            tf.broadcast_to(tf.reshape(x, [4, 5, 6])[0], [3, 5, 6]) + 1.0]
+
+
 @case("gather_of_data", (1, 5, 6, 4))
 def _(rng, x):
     # the model's data gathered at constant indices (Crops of the runs of consecutive indices and a Concat):

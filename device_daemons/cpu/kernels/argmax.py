@@ -4,7 +4,8 @@ Without `axis`: per item of the batch over all other values flattened; output
 [N, 1, top_k] indices, or [N, 2, top_k] with out_max_val (indices, then values),
 padded with trailing 1s to the input rank (at least 3-D).
 With `axis`: the top_k indices (or, with out_max_val, the values) along it.
-Ties: the larger index first (Caffe sorts (value, index) pairs descending).
+Ties: the larger index first (Caffe sorts (value, index) pairs descending), or with
+ties "first" the smaller (TensorFlow's ArgMax).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ class ArgMax(Kernel):
         self.top_k = self.attrs["top_k"]
         self.out_max_val = self.attrs["out_max_val"]
         self.axis = self.attrs["axis"]
+        self.first = self.attrs["ties"] == "first"
         if self.top_k < 1:
             raise self.error(f"top_k {self.top_k} must be at least 1")
 
@@ -40,10 +42,11 @@ class ArgMax(Kernel):
         out[2] = self.top_k
         return [tuple(out)]
 
-    @staticmethod
-    def _top(values, k, axis):
-        # stable ascending sort reversed: descending, ties by the larger index first
-        order = np.flip(np.argsort(values, axis=axis, kind="stable"), axis=axis)
+    def _top(self, values, k, axis):
+        if self.first:  # a stable sort of the negated values: descending, ties by the smaller index first
+            order = np.argsort(np.negative(values), axis=axis, kind="stable")
+        else:  # a stable ascending sort reversed: descending, ties by the larger index first
+            order = np.flip(np.argsort(values, axis=axis, kind="stable"), axis=axis)
         return np.take(order, np.arange(k), axis=axis)
 
     def forward(self, inputs):

@@ -1,5 +1,6 @@
 """ArgMax (the index of the largest value along an axis, the axis dropped): the
-catalog's ArgMax over that axis (top_k 1), then a Reshape that drops the axis.
+catalog's ArgMax over that axis (top_k 1) with TensorFlow's ties (the first index),
+then a Reshape that drops the axis; ArgMin the same of the negated input (a Power).
 The IR holds the index as a float."""
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 
 from core.front.tf.lowering import reshape_node
 from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_axis
+from core.ops.activation import Power
 from core.ops.argmax import ArgMax as IRArgMax
 from core.ops.shape_ops import Reshape
 
@@ -16,7 +18,7 @@ def _axis(node, rank):
 
 
 class ArgMax(TFOp):
-    tf_types = ("ArgMax",)
+    tf_types = ("ArgMax", "ArgMin")
 
     @staticmethod
     def extract(node):
@@ -24,7 +26,8 @@ class ArgMax(TFOp):
 
     @staticmethod
     def evaluate(node, values):
-        return [np.argmax(values[0], axis=_axis(node, values[0].ndim)).astype(np.int64)]
+        find = np.argmax if node.tf_op == "ArgMax" else np.argmin
+        return [find(values[0], axis=_axis(node, values[0].ndim)).astype(np.int64)]
 
     @staticmethod
     def shape(node, shapes):
@@ -34,13 +37,15 @@ class ArgMax(TFOp):
 
     @staticmethod
     def lower(node, lw):
+        if node.tf_op == "ArgMin":  # the largest of -x is the smallest of x, ties to the first index alike
+            lw.insert_before(node, 0, node.name + "/negated", Power, {"power": 1.0, "scale": -1.0, "shift": 0.0})
         x = node.data_inputs()[0]
         shape = lw.tf_shape(x)
         axis = _axis(node, len(shape))
         kept = shape.copy()
         kept[axis] = 1
         lw.keep_inputs(node, x)
-        lw.retype(node, IRArgMax, {"top_k": 1, "out_max_val": False, "axis": lw.ir_axis(x, axis)})
+        lw.retype(node, IRArgMax, {"top_k": 1, "out_max_val": False, "axis": lw.ir_axis(x, axis), "ties": "first"})
         reshape = lw.insert_after(node, node.name + "/argmax", Reshape, {})
         node.out_node(0).attrs.update({"tf_shape": kept, "nchw": lw.nchw(x)})
         reshape_node(lw, reshape)

@@ -1,15 +1,16 @@
 """Layout ops: Reshape, Squeeze, ExpandDims (IR Reshape keeping TensorFlow's element
 order: core/front/tf/lowering.py puts Permutes around it where a 4-D side is
 NCHW), Transpose (Permute, its order mapped to the IR layouts), Tile (one IR
-Tile per repeated axis)."""
+Tile per repeated axis), BroadcastTo (a Reshape to its rank where needed, then Tiles)."""
 from __future__ import annotations
 
 import numpy as np
 
 from core.errors import ShapeError
-from core.front.tf.lowering import IR_AXIS4, TO_NCHW, apply_op, reshape_node
+from core.front.tf.lowering import IR_AXIS4, TO_NCHW, apply_op, broadcast_to, reshape_node
 from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_axis
 from core.front.tf.tensors import attr, describe
+from core.ops.identity import Identity
 from core.ops.shape_ops import Permute, Tile as IRTile
 
 
@@ -175,10 +176,45 @@ class Tile(TFOp):
         axes = [(lw.ir_axis(x, a), m) for a, m in enumerate(mult) if m > 1]
         lw.keep_inputs(node, x)
         if not axes:
-            from core.ops.identity import Identity
             return lw.retype(node, Identity)
         # one IR Tile per axis; the node itself is the last of them
         for axis, m in axes[:-1]:
             x = apply_op(lw, x, "{}/tile{}".format(node.name, axis), IRTile, {"axis": axis, "tiles": m})
         lw.keep_inputs(node, x)
         lw.retype(node, IRTile, {"axis": axes[-1][0], "tiles": axes[-1][1]})
+
+
+class BroadcastTo(TFOp):
+    """tf.broadcast_to: numpy's rules, to a constant shape."""
+    tf_types = ("BroadcastTo",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 2)
+
+    @staticmethod
+    def _target(node, shape) -> list[int]:
+        target = [int(d) for d in const_input(node, 1, "shape").ravel()]
+        try:
+            ok = list(np.broadcast_shapes(tuple(int(d) for d in shape), tuple(target))) == target
+        except ValueError:
+            ok = False
+        if not ok:
+            raise ShapeError("{}: cannot broadcast {} to {}.", describe(node), [int(d) for d in shape], target)
+        return target
+
+    @staticmethod
+    def evaluate(node, values):
+        return [np.array(np.broadcast_to(values[0], BroadcastTo._target(node, values[0].shape)))]
+
+    @staticmethod
+    def shape(node, shapes):
+        return [BroadcastTo._target(node, shapes[0])]
+
+    @staticmethod
+    def lower(node, lw):
+        x = node.data_inputs()[0]
+        target = lw.tf_shape(node.out_node(0))
+        full = x if np.array_equal(lw.tf_shape(x), target) else broadcast_to(lw, x, target, node.name)
+        lw.keep_inputs(node, full)
+        lw.retype(node, Identity)
