@@ -1,7 +1,8 @@
-"""TensorFlow graphs of the transformer family (tests/tf/graphs.py: embeddings, attention, LayerNorm, masks and
-comparisons) converted by our front end and run on the GPU plan (real OpenCL: PoCL here), against TensorFlow's
-own outputs: every layer on the GPU (query_network leaves none to HETERO), FP32 within 1e-4 and FP16 IRs (half
-storage) within 1e-2, as max |diff| / max |TensorFlow's|."""
+"""TensorFlow graphs (tests/tf/graphs.py) of the transformer family - embeddings, attention, LayerNorm, masks and
+comparisons - and of the ops the converter learnt since the GPU plugin was checked on a GPU - gathers of the data,
+Exp/Log/Floor/Ceil/Round/casts/Softplus, LRN, Selu, pixel shuffles - converted by our front end and run on the GPU
+plan (real OpenCL: PoCL here), against TensorFlow's own outputs: every layer on the GPU (query_network leaves none
+to HETERO), FP32 within 1e-4 and FP16 IRs (half storage) within 1e-2, as max |diff| / max |TensorFlow's|."""
 from __future__ import annotations
 
 import numpy as np
