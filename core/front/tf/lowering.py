@@ -101,6 +101,15 @@ class Lowering:
         op_class.update_node_stat(node, attrs or {})
         return node
 
+    def tensor_of(self, op, name: str, tf_shape=None, nchw: bool = False):
+        """A new data node for output 0 of `op`; with `tf_shape`, its TF shape and layout set (what the
+        lowering of a later op reads of it)."""
+        data = self.graph.add_data(name)
+        if tf_shape is not None:
+            data["tf_shape"], data["nchw"] = np.asarray(tf_shape, dtype=np.int64), nchw
+        self.graph.connect(op, data, out=0)
+        return data
+
     @staticmethod
     def _same_shape(new, old):
         """A tensor an element-wise layer adds has the TF shape and layout of its neighbour."""
@@ -304,28 +313,27 @@ def reshape_node(lw: Lowering, node, in_port: int = 0, out_port: int = 0):
         lw.insert_after(node, "{}/to_nchw".format(node.name), Permute, {"order": list(TO_NCHW)}, out_port)
 
 
-def apply_op(lw: Lowering, data, name: str, op_class, attrs: dict):
-    """data -> a new op -> a new data node (returned)."""
+def apply_op(lw: Lowering, data, name: str, op_class, attrs: dict, tf_shape=None, nchw: bool = False):
+    """data -> a new op -> a new data node (returned; Lowering.tensor_of: `tf_shape` and `nchw`)."""
     op = lw.new_op(name, op_class, attrs)
     lw.graph.connect(data, op, inp=0)
-    out = lw.graph.add_data(name)
-    lw.graph.connect(op, out, out=0)
-    return out
+    return lw.tensor_of(op, name, tf_shape, nchw)
 
 
 def reshaped(lw: Lowering, src, tf_shape, nchw: bool, name: str):
     """A new tensor with TF shape `tf_shape` (TensorFlow's element order of `src`), stored
-    NCHW when `nchw`."""
+    NCHW when `nchw` (both set on it)."""
     cur = src
     if lw.nchw(src) and not permute_is_noop(lw.ir_shape(src), TO_NHWC):
         cur = apply_op(lw, cur, name + "/to_nhwc", Permute, {"order": list(TO_NHWC)})
     tf_shape = np.asarray(tf_shape, dtype=np.int64)
     after = nchw and not permute_is_noop(tf_shape, TO_NCHW)
     target = tf_shape if after or not nchw else tf_shape[list(TO_NCHW)]
-    cur = apply_op(lw, cur, name + "/reshape", _reshape_class(), {"dim": [int(d) for d in target]})
+    shaped = {"tf_shape": tf_shape, "nchw": nchw}
     if after:
-        cur = apply_op(lw, cur, name + "/to_nchw", Permute, {"order": list(TO_NCHW)})
-    return cur
+        cur = apply_op(lw, cur, name + "/reshape", _reshape_class(), {"dim": [int(d) for d in target]})
+        return apply_op(lw, cur, name + "/to_nchw", Permute, {"order": list(TO_NCHW)}, **shaped)
+    return apply_op(lw, cur, name + "/reshape", _reshape_class(), {"dim": [int(d) for d in target]}, **shaped)
 
 
 def broadcast_to(lw: Lowering, src, tf_shape, name: str):

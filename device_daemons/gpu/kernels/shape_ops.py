@@ -120,18 +120,23 @@ class Gather(GpuKernel):
     program = "shape_ops.cl"
 
     @staticmethod
+    def _inexact_in_half(ref) -> str | None:
+        """Why half storage cannot hold this dictionary's indices, or None."""
+        size = ref.dims[ref.axis]
+        if size <= HALF_EXACT + 1:
+            return None
+        return f"FP16 storage holds no exact index above {HALF_EXACT} (a dictionary of {size} along axis {ref.axis})"
+
+    @staticmethod
     def beyond_limits(layer, ref) -> str | None:
-        if layer.precision == "FP16" and ref.dims[ref.axis] > HALF_EXACT + 1:
-            return f"FP16 storage holds no exact index above {HALF_EXACT} (a dictionary of {ref.dims[ref.axis]})"
-        return None
+        return Gather._inexact_in_half(ref) if layer.precision == "FP16" else None
 
     def __init__(self, layer, ctx):
         super().__init__(layer, ctx)
-        size = self.ref.dims[self.ref.axis]
-        if ctx.dtype == np.float16 and size > HALF_EXACT + 1:
-            raise self.error(f"its dictionary has {size} entries along axis {self.ref.axis}, but FP16 storage holds "
-                             f"no exact index above {HALF_EXACT}: run it at FP32 (INFERENCE_PRECISION_HINT f32) or "
-                             f"with HETERO:GPU,CPU on an FP16 IR")
+        why = self._inexact_in_half(self.ref) if ctx.dtype == np.float16 else None
+        if why:
+            raise self.error(f"{why}: run it at FP32 (INFERENCE_PRECISION_HINT f32) or with HETERO:GPU,CPU on an "
+                             f"FP16 IR")
         self._table = ctx.upload(self.ref.table)
 
     def launches(self, ins, outs):

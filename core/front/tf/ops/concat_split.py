@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.errors import ShapeError
-from core.front.tf.lowering import TO_NCHW, reshape_node, reshaped
+from core.front.tf.lowering import TO_NCHW, apply_op, reshape_node, reshaped
 from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_axis
 from core.front.tf.tensors import attr, describe
 from core.ops.identity import Identity
@@ -152,13 +152,6 @@ def index_runs(indices) -> list[list[int]]:
     return runs
 
 
-def _made_by(lw, op, name: str, tf_shape, nchw: bool):
-    data = lw.graph.add_data(name)
-    data["tf_shape"], data["nchw"] = tf_shape, nchw
-    lw.graph.connect(op, data, out=0)
-    return data
-
-
 def gather_slices(node, lw, x, tf_axis: int, indices) -> None:
     """Output 0 of node := x gathered at constant `indices` along tf_axis (a Gather of the model's data: the BGR
     swap of an input, a choice of channels): each run of consecutive indices a Crop, the runs joined by a Concat,
@@ -178,11 +171,9 @@ def gather_slices(node, lw, x, tf_axis: int, indices) -> None:
         return {"axis": [ir_axis], "crop_begin": [int(begin)], "crop_end": [int(size - begin - length)]}
 
     def run(k, begin, length):
-        op = lw.new_op("{}/run{}".format(node.name, k), CropRange, crop_attrs(begin, length))
-        lw.graph.connect(x, op, inp=0)
         part = shape.copy()
         part[tf_axis] = length
-        return _made_by(lw, op, "{}/run{}".format(node.name, k), part, nchw)
+        return apply_op(lw, x, "{}/run{}".format(node.name, k), CropRange, crop_attrs(begin, length), part, nchw)
 
     whole = runs == [[0, size]]
     if np.array_equal(joined_shape, lw.tf_shape(node.out_node(0))):  # the indices are one axis
@@ -197,7 +188,7 @@ def gather_slices(node, lw, x, tf_axis: int, indices) -> None:
         op = lw.new_op(node.name + "/joined", Concat, {"axis": ir_axis})
         for k, r in enumerate(runs):
             lw.graph.connect(run(k, *r), op, inp=k)
-        joined = _made_by(lw, op, node.name + "/joined", joined_shape, nchw)
+        joined = lw.tensor_of(op, node.name + "/joined", joined_shape, nchw)
     lw.keep_inputs(node, joined)
     reshape_node(lw, node)
 

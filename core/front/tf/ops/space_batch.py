@@ -117,8 +117,5 @@ class DepthSpace(TFOp):
         x = node.data_inputs()[0]
         before, after, _ = cls._six(node, lw.tf_shape(x))
         six = reshaped(lw, x, before, False, node.name + "/blocks")
-        six["tf_shape"], six["nchw"] = np.asarray(before, np.int64), False
-        swapped = apply_op(lw, six, node.name + "/swap", Permute, {"order": cls.SWAP})
-        swapped["tf_shape"], swapped["nchw"] = np.asarray(after, np.int64), False
-        lw.keep_inputs(node, swapped)
+        lw.keep_inputs(node, apply_op(lw, six, node.name + "/swap", Permute, {"order": cls.SWAP}, after))
         reshape_node(lw, node)
