@@ -81,7 +81,7 @@ from .errors import InferenceError, remote_error
 from .ie_info import DataPtr, InputInfo, RequestIdioms, StatusCode, take_input_settings, to_ir_layout
 from .perf_counts import perf_counts
 from .request_ids import request_index
-from .transport import Connection, Link, LinkSettings
+from .transport import Connection, Deadline, Link, LinkSettings
 
 __all__ = ["IECore", "IENetwork", "ExecutableNetwork", "InferRequest", "InferenceError",
            "DaemonError", "DaemonDied", "DaemonNotRunning", "DaemonTimeout", "StatusCode"]
@@ -335,7 +335,7 @@ class ExecutableNetwork:
         self._closed = False  # close() is final: a request after it is an error, not a new load
         self.output_bytes = 0
         self.compute_us: float | None = None  # the daemon's compute time (moving average; request_path)
-        self.loaded(time.monotonic() + core.timeout)
+        self.loaded(Deadline.after(core.timeout))
         self.requests = [InferRequest(self, i) for i in range(max(1, int(num_requests)))]
         self._finalizer = None
         self._watch()
@@ -372,7 +372,7 @@ class ExecutableNetwork:
     def _source_args(self, conn: Connection) -> dict:
         return self._core._ir_args(self._network, conn, self.link.device, **self._args)
 
-    def loaded(self, deadline: float) -> tuple[Connection, int]:
+    def loaded(self, deadline: Deadline) -> tuple[Connection, int]:
         """(connection, handle) on the current daemon, loading the network first when
         this daemon does not have it (a new or restarted daemon)."""
         link = self.link

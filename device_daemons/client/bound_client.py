@@ -36,7 +36,7 @@ from ..shm_protocol import align
 from .daemon import DaemonError
 from .errors import remote_error
 from .shm_client import ShmSlot
-from .transport import Connection, Link
+from .transport import Connection, Deadline, Link
 
 MAX_BINDINGS = 4
 
@@ -78,7 +78,7 @@ class BoundRequests:
         return True
 
     # ----------------------------------------------------------------- requests
-    def run(self, inputs: dict, deadline: float, spin: float) -> tuple[dict, int] | None:
+    def run(self, inputs: dict, deadline: Deadline, spin: float) -> tuple[dict, int] | None:
         """(outputs, the daemon's compute time in us) of one request, polling for the
         reply for `spin` s; None: run it on the fallback (module doc)."""
         shapes = self.shapes
@@ -129,7 +129,7 @@ class BoundRequests:
         return outputs
 
     # ----------------------------------------------------------------- bindings
-    def _take(self, deadline: float) -> _Binding | None:
+    def _take(self, deadline: Deadline) -> _Binding | None:
         with self._lock:
             if self.closed:
                 return None
@@ -152,7 +152,7 @@ class BoundRequests:
                 with self._lock:
                     self._lending -= 1
 
-    def _bind(self, deadline: float, lends: bool) -> _Binding | None:
+    def _bind(self, deadline: Deadline, lends: bool) -> _Binding | None:
         """A new binding (infer_bind on the carrier), None when the daemon will not
         bind (the fallback then says why, if anything is wrong)."""
         spec, views, pos = {}, {}, 0

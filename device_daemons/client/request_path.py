@@ -24,7 +24,6 @@ at once, leaving the cores to the computation.
 from __future__ import annotations
 
 import os
-import time
 from typing import Protocol
 
 from core.microkernel import ProtocolError, RemoteError
@@ -34,7 +33,7 @@ from .. import contract
 from .bound_client import BoundRequests
 from .daemon import DaemonError
 from .errors import remote_error
-from .transport import Connection, Link
+from .transport import Connection, Deadline, Link
 
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
 COMPUTE_WEIGHT = 0.2  # of the newest request in the moving average of the daemon's compute time
@@ -50,7 +49,7 @@ class LoadedNetwork(Protocol):
     bound: BoundRequests | None  # its bound requests on the current connection (set here)
     compute_us: float | None  # moving average of the daemon's compute time (set here)
 
-    def loaded(self, deadline: float) -> tuple[Connection, int]:
+    def loaded(self, deadline: Deadline) -> tuple[Connection, int]:
         """(connection, handle) of the network on the current daemon, loading it
         there first when needed."""
 
@@ -64,7 +63,7 @@ def carrier_usable(conn: Connection) -> bool:
             and bound.INFER_BIND in conn.carrier_ops and bound.RAW_INFER in conn.carrier_raw)
 
 
-def run(net: LoadedNetwork, inputs: dict, deadline: float) -> tuple[dict, list]:
+def run(net: LoadedNetwork, inputs: dict, deadline: Deadline) -> tuple[dict, list]:
     """(outputs, the daemon's per-layer rows or []) of one request (module doc)."""
     if not net.perf_count:
         conn, handle = net.loaded(deadline)
@@ -91,7 +90,7 @@ def _bind(net: LoadedNetwork, conn: Connection, handle: int) -> BoundRequests:
     return b
 
 
-def _fallback(net: LoadedNetwork, inputs: dict, deadline: float) -> tuple[dict, list]:
+def _fallback(net: LoadedNetwork, inputs: dict, deadline: Deadline) -> tuple[dict, list]:
     link = net.link
     retried = False
     while True:
@@ -116,6 +115,6 @@ def _fallback(net: LoadedNetwork, inputs: dict, deadline: float) -> tuple[dict, 
             raise DaemonError(f"the {link.device} daemon broke the contract: {exc}") from None
 
 
-def deadline_of(link: Link, timeout: float | None) -> float:
+def deadline_of(link: Link, timeout: float | None) -> Deadline:
     """When a request given `timeout` (None: the IECore's) must be done."""
-    return time.monotonic() + (link.settings.timeout if timeout is None else timeout)
+    return Deadline.after(link.settings.timeout if timeout is None else timeout)

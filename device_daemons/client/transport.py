@@ -45,6 +45,18 @@ _ALIVE_CACHE_S = 0.05  # a liveness check this recent is trusted before a send
 HELLO_TIMEOUT = 10.0
 
 
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """When a request must be done (time.monotonic()) and the time it was given: a
+    timeout names the latter, not what was left of it for the step that ran out."""
+    at: float
+    allowed: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds, seconds)
+
+
 @dataclass
 class LinkSettings:
     """What a Link needs to know of its IECore."""
@@ -205,9 +217,9 @@ class Link:
             raise DaemonError(f"cannot connect to the {self.device} daemon at {endpoint}: {exc}") from None
 
         def slots(conn: Connection) -> SlotPool:
-            deadline = lambda: time.monotonic() + min(HELLO_TIMEOUT, st.timeout)  # noqa: E731
             return SlotPool(local and st.shared_memory,
-                            lambda op, args: self.wait(conn, self.send(conn, op, args), op, deadline())[0],
+                            lambda op, args: self.wait(conn, self.send(conn, op, args), op,
+                                                       Deadline.after(min(HELLO_TIMEOUT, st.timeout)))[0],
                             lambda op, args: conn.client.call_async(op, args))
         conn = Connection(client, endpoint, pid, process, log, local, slots)
         if info is None:
@@ -259,12 +271,12 @@ class Link:
             raise DaemonError(f"cannot send '{op}' to the {self.device} daemon at "
                               f"{conn.endpoint}: {exc}") from None
 
-    def wait(self, conn: Connection, pending, op: str, deadline: float) -> tuple[dict, list]:
+    def wait(self, conn: Connection, pending, op: str, deadline: Deadline) -> tuple[dict, list]:
         """The reply of `pending`, watching the daemon; raises DaemonDied / DaemonTimeout
         / RemoteError (the daemon's error reply)."""
         return self._outcome(conn, op, deadline, pending.result, watch=conn)
 
-    def call_here(self, conn: Connection, op: str, args: dict, deadline: float, *,
+    def call_here(self, conn: Connection, op: str, args: dict, deadline: Deadline, *,
                   carrier: bool = False) -> dict:
         """Request/reply of `op` on the calling thread's own socket: over the local
         carrier when `carrier` (the connection must have one), else to the daemon's
@@ -272,7 +284,7 @@ class Link:
         client = conn.carrier if carrier else conn.client
         return self._outcome(conn, op, deadline, client.call, op, args, watch=conn, direct=True)[0]
 
-    def call_raw(self, conn: Connection, op: str, tag: int, payload: bytes, deadline: float,
+    def call_raw(self, conn: Connection, op: str, tag: int, payload: bytes, deadline: Deadline,
                  spin: float = 0.0) -> bytes | None:
         """The raw verb `tag` (the request `op`, as errors name it) over the local
         carrier, on the calling thread, polling for the reply for `spin` s before
@@ -280,11 +292,11 @@ class Link:
         wait()."""
         return self._outcome(conn, op, deadline, conn.carrier.call_raw, tag, payload, watch=conn, spin=spin)
 
-    def _outcome(self, conn: Connection, op: str, deadline: float, receive, *args, **kwargs):
+    def _outcome(self, conn: Connection, op: str, deadline: Deadline, receive, *args, **kwargs):
         """receive(*args, timeout=<left until deadline>, **kwargs)'s reply, with the
         microkernel's failures as the daemon's (the call passed apart: a lambda would
         cost a request's path a call)."""
-        timeout = max(0.0, deadline - time.monotonic())
+        timeout = max(0.0, deadline.at - time.monotonic())
         try:
             return receive(*args, timeout=timeout, **kwargs)
         except RemoteError:
@@ -292,7 +304,7 @@ class Link:
         except ServiceGone:
             raise self._died(conn, op) from None
         except MicrokernelTimeout:
-            raise self._timeout(conn, op, timeout) from None
+            raise self._timeout(conn, op, deadline.allowed) from None
         except MicrokernelError as exc:
             if conn.dead is not None or not conn.alive():
                 raise self._died(conn, op) from None
@@ -305,7 +317,7 @@ class Link:
         t = self.settings.timeout if timeout is None else timeout
         pending = self.send(conn, op, args, arrays)
         try:
-            return self.wait(conn, pending, op, time.monotonic() + t)
+            return self.wait(conn, pending, op, Deadline.after(t))
         except RemoteError as exc:
             raise remote_error(exc, self.device) from None
 
@@ -332,10 +344,10 @@ class Link:
                     f"next request then loads the network again.")
         return DaemonDied(msg)
 
-    def _timeout(self, conn: Connection, op: str, waited: float) -> DaemonTimeout:
+    def _timeout(self, conn: Connection, op: str, allowed: float) -> DaemonTimeout:
         return DaemonTimeout(
             f"no reply from the {self.device} daemon (pid {conn.pid}) to '{op}' within "
-            f"{waited:.3g} s; it is still running (busy, or hung). Give the request more time (a request's "
+            f"{allowed:g} s; it is still running (busy, or hung). Give the request more time (a request's "
             f"timeout=, IECore(timeout=...), --timeout of mo-core infer / benchmark), or, if it is hung, restart "
             f"it: 'mo-core daemon stop --device {self.device}' then 'mo-core daemon start --device "
             f"{self.device}'")
