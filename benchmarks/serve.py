@@ -547,7 +547,14 @@ def main(argv=None) -> int:
                      if start_load > cpus else "")
         print(f"the daemon alone (direct, one caller): batch 1 {ceiling[1]:.1f} images/s, batch {args.max_batch} "
               f"{ceiling[args.max_batch]:.1f} images/s (load {ceiling['load']:.2f}): what merging into batches "
-              f"can gain at most here")
+              f"can gain at most here over one caller")
+        if 16 in levels:
+            # the daemon runs concurrent batch-1 requests side by side: what batching can add at concurrency 16
+            # is its batch against that, not against one caller
+            unbatched = by["daemon direct"][3][levels.index(16)]
+            print(f"the daemon direct at concurrency 16 without batching: {unbatched:.1f} images/s; its batch "
+                  f"{args.max_batch} from one caller / that = {ceiling[args.max_batch] / unbatched:.2f}x: what "
+                  f"batching can gain at concurrency 16 on this machine, before the front end's own work")
         direct = by["daemon direct"][1]
         print()
         print("where the time goes at concurrency 1 (means over the latency rounds, ms): the client's; the server's "

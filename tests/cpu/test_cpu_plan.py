@@ -362,21 +362,30 @@ def test_argmax_ties(tmp_path, ties):
 @pytest.mark.parametrize("backend", ["numpy", "onednn"])
 @pytest.mark.parametrize("kind,ref", [("exp", np.exp), ("log", np.log), ("floor", np.floor), ("ceil", np.ceil),
                                       ("round", np.rint), ("trunc", np.trunc),
-                                      ("softplus", lambda x: np.logaddexp(0.0, x))])
+                                      ("softplus", lambda x: np.logaddexp(0.0, x)), ("sign", np.sign),
+                                      ("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("asin", np.arcsin),
+                                      ("acos", np.arccos), ("atan", np.arctan), ("sinh", np.sinh), ("cosh", np.cosh),
+                                      ("asinh", np.arcsinh), ("acosh", np.arccosh), ("atanh", np.arctanh),
+                                      ("log1p", np.log1p), ("expm1", np.expm1)])
 def test_plain_function_activations(tmp_path, kind, ref, backend):
     """TensorFlow's Exp, Log, Floor, Ceil, Round (halves to even: 0.5 -> 0, 1.5 -> 2, -2.5 -> -2) and a float's cast
-    to an integer (toward zero), Softplus (large inputs too); log's -inf at 0 and NaN below it as TensorFlow has
-    them (oneDNN's eltwise for exp, log, round and softplus, numpy for the rest)."""
+    to an integer (toward zero), Softplus (large inputs too), Sign, Sin ... Atanh, Log1p, Expm1; log's -inf at 0 and
+    NaN below it as TensorFlow has them, NaN outside a domain too (asin of 2, acosh of 0.5; oneDNN's eltwise for exp,
+    log, round and softplus, numpy for the rest)."""
     halves = np.arange(-6, 6, dtype=np.float32) + 0.5
     x = np.concatenate([halves, (RNG.standard_normal(28) * 4).astype(np.float32), [0.0, -1.0, 3.0, 1e-3]])
     x = {"exp": np.abs(x) + 0.25, "softplus": x * 25}.get(kind, x).astype(np.float32).reshape(1, 4, 11)
+    if kind in ("log1p", "expm1"):
+        x[0, 0, :4] = [1e-7, -3e-8, 2e-30, -1.0]  # (log1p(-1) = -inf)
     plan = ExecutionPlan(single_layer_ir(tmp_path, "Activation", {"type": kind}, [x.shape], [x.shape]),
                          backend=backend, precision="f32")
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         want = ref(x.astype(np.float64)).astype(np.float32)
-    exact = kind not in ("exp", "log", "softplus")  # (oneDNN's are within a few float ulps)
-    np.testing.assert_allclose(plan.infer({"in0": x})["layer"], want, rtol=0 if exact else 1e-5,
-                               atol=0 if exact else 1e-5)
+    got = plan.infer({"in0": x})["layer"]
+    exact = kind in ("floor", "ceil", "round", "trunc", "sign")  # (the rest within a few float ulps)
+    np.testing.assert_allclose(got, want, rtol=0 if exact else 1e-5, atol=0 if exact else 1e-5)
+    if kind in ("log1p", "expm1"):  # near 0 to float's relative precision, as log(1 + x) would not be
+        np.testing.assert_allclose(got[0, 0, :3], want[0, 0, :3], rtol=1e-6, atol=0)
 
 
 @pytest.mark.parametrize("data", [{"type": "erf"}, {"type": "gelu"}, {"type": "gelu", "approximation_mode": "tanh"}],

@@ -429,14 +429,23 @@ def test_fp16_gather_of_a_large_dictionary_is_left_to_another_device(tmp_path, g
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)
-@pytest.mark.parametrize("kind", ["exp", "log", "floor", "ceil", "round", "trunc", "softplus"])
+@pytest.mark.parametrize("kind", ["exp", "log", "floor", "ceil", "round", "trunc", "softplus", "sign", "sin", "cos",
+                                  "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log1p",
+                                  "expm1"])
 def test_plain_function_activations(tmp_path, gpu_device, kind, precision):
     """Exp, Log (of positive values), Floor, Ceil, Round (halves to even) and trunc, halves and near-integers
-    included, against the CPU kernel."""
+    included, Sign (0 too), the trigonometric and hyperbolic functions and their inverses, Log1p, Expm1, each over
+    its domain, against the CPU kernel."""
     rng = np.random.default_rng(29)
     x = np.concatenate([np.arange(-6, 6) + 0.5, rng.standard_normal(33) * 4]).astype(np.float32).reshape(1, 3, 15)
     if kind == "softplus":
         x = x * 8  # (past both ends of its curve)
-    if kind in ("exp", "log"):
-        x = np.minimum(np.abs(x), 9.0) + 0.125  # (exp within FP16's range)
+    if kind in ("exp", "log", "acosh", "log1p"):
+        x = np.minimum(np.abs(x), 9.0) + (1.0 if kind == "acosh" else 0.125)  # (exp within FP16's range)
+    if kind in ("asin", "acos", "atanh"):
+        x = np.tanh(x * 0.5) * 0.98
+    if kind in ("tan", "sinh", "cosh", "expm1"):
+        x = np.clip(x, -1.5, 1.5) * (1.0 if kind == "tan" else 5.0)  # (off tan's poles; within FP16's range)
+    if kind == "sign":
+        x[0, 0, :2] = 0.0
     compare_layer(tmp_path, gpu_device, "Activation", {"type": kind}, [x], [x.shape], precision=precision)

@@ -239,6 +239,16 @@ def _(rng, x):
             tf.round(y * 2.0) + tf.math.rint(y), ints, tf.nn.softplus(y * 8.0), x * tf.tanh(tf.nn.softplus(x))]
 
 
+@case("math_functions", (1, 3, 4, 5))
+def _(rng, x):
+    # Sign, the trigonometric and hyperbolic functions and their inverses (each inside its domain), Log1p and Expm1
+    # on the model's data: IR Activation types (were offload-only)
+    u = tf.tanh(x) * 0.9  # (in (-1, 1))
+    return [tf.sign(x) + tf.sin(x * 2.0) * tf.cos(x), tf.tan(tf.clip_by_value(x, -1.2, 1.2)),
+            tf.asin(u) - tf.acos(u) + tf.atan(x * 3.0), tf.sinh(x) + tf.cosh(x * 0.5),
+            tf.asinh(x * 4.0) + tf.acosh(tf.abs(x) + 1.0) + tf.atanh(u), tf.math.log1p(tf.abs(x)) + tf.math.expm1(x)]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

@@ -35,7 +35,7 @@ def graph_def_of(layer):
 # (graph, options, TFCustomSubgraphCall layers expected)
 CASES = [
     ("unsupported_chain", {"offload_unsupported_operations_to_tf": True}, 2),
-    ("unsupported_chain", {"tensorflow_operation_patterns": "Cumsum,Sin"}, 2),
+    ("unsupported_chain", {"tensorflow_operation_patterns": "Cumsum,BesselI0e"}, 2),
     ("unsupported_chain", {"tensorflow_subgraph_patterns": "mid/.*,head/.*"}, 2),
     ("unsupported_chain", {"tensorflow_subgraph_patterns": "(mid|head)/.*"}, 1),
     ("atan2_two_inputs", {"offload_unsupported_operations_to_tf": True}, 1),
@@ -45,9 +45,9 @@ CASES = [
     ("einsum", {"tensorflow_operation_patterns": "Einsum"}, 1),
     ("einsum", {"tensorflow_subgraph_patterns": "einsum/.*,Relu"}, 2),  # two patterns: two layers, add between
     ("composite_head", {"tensorflow_subgraph_patterns": "head/.*"}, 1),
-    ("composite_head", {"tensorflow_operation_patterns": "Softplus|Sin|Log1p"}, 1),
-    ("composite_head", {"offload_unsupported_operations_to_tf": True}, 2),  # Sin, Log1p: not connected (Softplus:
-    # ours)
+    ("composite_head", {"tensorflow_operation_patterns": "Softplus|BesselI0e|BesselI1e"}, 1),
+    # BesselI0e, BesselI1e: not connected (Softplus: ours)
+    ("composite_head", {"offload_unsupported_operations_to_tf": True}, 2),
     ("flatten_dense", {"offload_unsupported_operations_to_tf": True}, 1),
     ("gather_channels", {"offload_unsupported_operations_to_tf": True}, 0),  # Crops and a Concat: ours
     ("embedding_ids", {"offload_unsupported_operations_to_tf": True}, 0),  # Floor, Cast, Gather: all ours
@@ -75,11 +75,11 @@ def test_the_unsupported_ops_are_the_only_ones_offloaded(offload_graphs):
     network = convert_api(input_model=offload_graphs.path("unsupported_chain"), batch=1,
                           offload_unsupported_operations_to_tf=True)
     layers = [layer for layer in network.layers if layer.type == OFFLOAD]
-    assert [layer.name for layer in layers] == ["mid/Sin", "head/Cumsum"]
+    assert [layer.name for layer in layers] == ["mid/bessel_i0e/BesselI0e", "head/Cumsum"]
     for layer in layers:  # the op, its constant inputs (Cumsum's axis), Placeholder, the layout Transposes
         ops = sorted(n.op for n in graph_def_of(layer).node)
         assert ops.count("Placeholder") == 1 and ops.count("Transpose") == 2
-        assert {"Sin", "Cumsum"} & set(ops)
+        assert {"BesselI0e", "Cumsum"} & set(ops)
     assert "Convolution" in [layer.type for layer in network.layers]
 
 

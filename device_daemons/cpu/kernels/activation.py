@@ -1,6 +1,7 @@
 """Element-wise activations: ReLU (leaky), Activation (sigmoid, tanh, elu, abs,
 relu6, relu, erf, gelu, and the plain functions exp, log, floor, ceil, round - halves
-to even -, trunc and softplus), Clamp, PReLU, Power ((shift + scale * x) ^ power).
+to even -, trunc, softplus, sign, sin ... atanh, log1p and expm1), Clamp, PReLU, Power
+((shift + scale * x) ^ power).
 
 All of them may run in place (the plan says when the input buffer is free).
 """
@@ -51,9 +52,11 @@ def softplus(x, out):
 
 
 # Activation types that are one numpy function (TensorFlow's Exp, Log, Floor, Ceil, Round / Rint, a Cast to an integer,
-# Softplus): f(x, out=out)
+# Softplus, Sign, Sin ... Atanh, Log1p, Expm1): f(x, out=out)
 FUNCTIONS = {"exp": np.exp, "log": np.log, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
-          "softplus": softplus}
+             "softplus": softplus, "sign": np.sign, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
+             "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
+             "acosh": np.arccosh, "atanh": np.arctanh, "log1p": np.log1p, "expm1": np.expm1}
 
 
 @register("ReLU")

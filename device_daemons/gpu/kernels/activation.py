@@ -1,6 +1,6 @@
 """Element-wise activations on the GPU (activation.cl): ReLU (leaky), Clamp,
 Activation (sigmoid, tanh, elu, abs, relu6, relu, erf, gelu, exp, log, floor, ceil,
-round, trunc, softplus), PReLU, Power.
+round, trunc, softplus, sign, sin ... atanh, log1p, expm1), PReLU, Power.
 
 `activation_code(kernel)` says which of them a convolution, fully connected,
 eltwise or scale-shift layer can apply in its epilogue instead (the plan fuses
@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import (ACT_ABS, ACT_CEIL, ACT_CLAMP, ACT_ELU, ACT_ERF, ACT_EXP, ACT_FLOOR, ACT_GELU_ERF, ACT_GELU_TANH,
-                   ACT_LOG, ACT_RELU, ACT_ROUND, ACT_SIGMOID, ACT_SOFTPLUS, ACT_TANH, ACT_TRUNC, GpuKernel,
+from .base import (ACT_ABS, ACT_CLAMP, ACT_ELU, ACT_ERF, ACT_FUNCTIONS, ACT_GELU_ERF, ACT_GELU_TANH, ACT_RELU,
+                   ACT_SIGMOID, ACT_TANH, GpuKernel,
                    channel_layout, f32, i32, register, round_up)
 
-_ACTIVATION_TYPES = {"sigmoid": ACT_SIGMOID, "tanh": ACT_TANH, "abs": ACT_ABS, "erf": ACT_ERF, "exp": ACT_EXP,
-                     "log": ACT_LOG, "floor": ACT_FLOOR, "ceil": ACT_CEIL, "round": ACT_ROUND, "trunc": ACT_TRUNC,
-                     "softplus": ACT_SOFTPLUS}
+_ACTIVATION_TYPES = {"sigmoid": ACT_SIGMOID, "tanh": ACT_TANH, "abs": ACT_ABS, "erf": ACT_ERF, **ACT_FUNCTIONS}
 
 
 def activation_code(kernel) -> tuple | None:

@@ -51,7 +51,10 @@ MMA_KINDS = ("mma", "wino_mma")  # configurations whose GEMM runs on tensor core
 GPU_KERNELS: dict[str, type] = {}
 
 ACT_NONE, ACT_RELU, ACT_CLAMP, ACT_SIGMOID, ACT_TANH, ACT_ELU, ACT_ABS, ACT_ERF, ACT_GELU_ERF, ACT_GELU_TANH = range(10)
-ACT_EXP, ACT_LOG, ACT_FLOOR, ACT_CEIL, ACT_ROUND, ACT_TRUNC, ACT_SOFTPLUS = range(10, 17)  # (common.cl's codes)
+# the Activation types that are one function of the value, by their common.cl codes from 10 on
+ACT_FUNCTIONS = {kind: code for code, kind in enumerate(
+    ("exp", "log", "floor", "ceil", "round", "trunc", "softplus", "sign", "sin", "cos", "tan", "asin", "acos", "atan",
+     "sinh", "cosh", "asinh", "acosh", "atanh", "log1p", "expm1"), start=10)}
 NO_ACTIVATION = (ACT_NONE, 0.0, 0.0)
 
 

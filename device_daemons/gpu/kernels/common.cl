@@ -40,6 +40,20 @@
 #define ACT_ROUND 14    // halves to even (rint in the default rounding mode)
 #define ACT_TRUNC 15
 #define ACT_SOFTPLUS 16
+#define ACT_SIGN 17     // NaN stays NaN (OpenCL's sign gives 0), as numpy and TensorFlow
+#define ACT_SIN 18
+#define ACT_COS 19
+#define ACT_TAN 20
+#define ACT_ASIN 21
+#define ACT_ACOS 22
+#define ACT_ATAN 23
+#define ACT_SINH 24
+#define ACT_COSH 25
+#define ACT_ASINH 26
+#define ACT_ACOSH 27
+#define ACT_ATANH 28
+#define ACT_LOG1P 29
+#define ACT_EXPM1 30
 
 inline float activate(float v, int act, float a, float b) {
     switch (act) {
@@ -59,6 +73,20 @@ inline float activate(float v, int act, float a, float b) {
     case ACT_ROUND: return rint(v);
     case ACT_TRUNC: return trunc(v);
     case ACT_SOFTPLUS: return v > 20.0f ? v : log1p(exp(v));  // (above 20 the sum is v to float's precision)
+    case ACT_SIGN: return isnan(v) ? v : sign(v);
+    case ACT_SIN: return sin(v);
+    case ACT_COS: return cos(v);
+    case ACT_TAN: return tan(v);
+    case ACT_ASIN: return asin(v);
+    case ACT_ACOS: return acos(v);
+    case ACT_ATAN: return atan(v);
+    case ACT_SINH: return sinh(v);
+    case ACT_COSH: return cosh(v);
+    case ACT_ASINH: return asinh(v);
+    case ACT_ACOSH: return acosh(v);
+    case ACT_ATANH: return atanh(v);
+    case ACT_LOG1P: return log1p(v);
+    case ACT_EXPM1: return expm1(v);
     default: return v;
     }
 }

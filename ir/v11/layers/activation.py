@@ -1,6 +1,7 @@
 """Element-wise activations: ReLU (leaky: PRelu), Activation (Sigmoid, Tanh, Elu,
 Abs, Clamp for relu6, ReLU, Erf, Gelu-7 with its approximation mode, Exp, Log, Floor,
-Ceiling, Round-5 halves to even, trunc as a Convert to i64 and back, SoftPlus-4), Clamp, PReLU
+Ceiling, Round-5 halves to even, trunc as a Convert to i64 and back, SoftPlus-4, Sign, Sin ... Cosh, Asinh-4 ...
+Atanh-4, log1p and expm1 as Log(x + 1) and Exp(x) - 1), Clamp, PReLU
 (PRelu), Power ((shift + scale*x)^power as Multiply, Add, Power)."""
 from __future__ import annotations
 
@@ -41,8 +42,17 @@ def activation(m: Mapping):
     if kind == "trunc":  # (a Convert from a float to an integer type drops the fraction)
         whole = m.op("Convert", [x], x.shape, "whole", attrs={"destination_type": "i64"}, element_type="i64")
         return [m.op("Convert", [whole], x.shape, attrs={"destination_type": "f32"})]
+    if kind in ("log1p", "expm1"):  # (no such operation: log(1 + x) and exp(x) - 1, as OpenVINO's TensorFlow front
+        # end has them; exact near 0 no more)
+        one = m.const(np.float32(1.0), "one")
+        if kind == "log1p":
+            return [m.op("Log", [m.op("Add", [x, one], x.shape, "plus_one", attrs={"auto_broadcast": "numpy"})],
+                         x.shape)]
+        return [m.op("Subtract", [m.op("Exp", [x], x.shape, "exp"), one], x.shape, attrs={"auto_broadcast": "numpy"})]
+    if kind in ("asinh", "acosh", "atanh"):
+        return [m.op(kind.capitalize(), [x], x.shape, version="opset4")]
     type_ = {"sigmoid": "Sigmoid", "tanh": "Tanh", "abs": "Abs", "erf": "Erf", "exp": "Exp", "log": "Log",
-             "floor": "Floor", "ceil": "Ceiling"}[kind]
+             "floor": "Floor", "ceil": "Ceiling"}.get(kind) or kind.capitalize()  # (Sign, Sin ... Cosh)
     return [m.op(type_, [x], x.shape)]
 
 

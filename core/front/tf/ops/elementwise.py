@@ -1,6 +1,8 @@
 """Element-wise arithmetic: Add/AddV2/BiasAdd/Sub/Mul/RealDiv/Maximum/Minimum/
-SquaredDifference/Pow, Square/Sqrt/Rsqrt/Neg/Reciprocal/Abs, and the conversion-time
-only ones (FloorDiv, FloorMod, Exp, Log, Floor, ...: shape arithmetic).
+SquaredDifference/Pow, Square/Sqrt/Rsqrt/Neg/Reciprocal, the unary functions that are
+an IR Activation type (Abs, Exp, Log, Floor, Ceil, Round/Rint, Sign, Sin ... Atanh,
+Log1p, Expm1), and the conversion-time only ones (FloorDiv, FloorMod, ...: shape
+arithmetic).
 
 With a constant operand that is one value or one value per channel (the last TF
 axis of a 2-D or 4-D tensor: axis 1 in the IR) the op becomes the internal Mul /
@@ -287,13 +289,18 @@ UNARY = {
     "Reciprocal": (np.reciprocal, {"power": -1.0}), "Inv": (np.reciprocal, {"power": -1.0}),
     "Abs": (np.abs, None), "Exp": (np.exp, None), "Log": (np.log, None), "Floor": (np.floor, None),
     "Ceil": (np.ceil, None), "Round": (np.round, None), "Rint": (np.rint, None), "Sign": (np.sign, None),
+    "Sin": (np.sin, None), "Cos": (np.cos, None), "Tan": (np.tan, None), "Asin": (np.arcsin, None),
+    "Acos": (np.arccos, None), "Atan": (np.arctan, None), "Sinh": (np.sinh, None), "Cosh": (np.cosh, None),
+    "Asinh": (np.arcsinh, None), "Acosh": (np.arccosh, None), "Atanh": (np.arctanh, None), "Log1p": (np.log1p, None),
+    "Expm1": (np.expm1, None),
     "LogicalNot": (np.logical_not, {"scale": -1.0, "shift": 1.0}),  # 1 - x of a 1.0 / 0.0 tensor
 }
 
 
-# unary ops that are an IR Activation type (round: halves to even, as both TensorFlow ops)
+# unary ops that are an IR Activation type (round: halves to even, as both TensorFlow ops; the rest by their names)
 ACTIVATIONS = {"Abs": "abs", "Exp": "exp", "Log": "log", "Floor": "floor", "Ceil": "ceil", "Round": "round",
-               "Rint": "round"}
+               "Rint": "round", **{op: op.lower() for op in ("Sign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
+                                                            "Cosh", "Asinh", "Acosh", "Atanh", "Log1p", "Expm1")}}
 
 
 class Unary(TFOp):
