@@ -1,5 +1,6 @@
 """Reductions (own types; the IR v2 catalog only has global pooling): ReduceMean,
-ReduceSum, ReduceMax, ReduceMin.
+ReduceSum, ReduceMax, ReduceMin; and CumSum, the running sum along `axis`
+(`exclusive`: without the element itself, `reverse`: from the end).
 
 Attributes: `axes` (the reduced axes, comma-separated, IR layout) and
 `keep_dims` (1: reduced axes stay with size 1; 0: they are removed). Front ends
@@ -47,3 +48,23 @@ class ReduceMax(_Reduce):
 
 class ReduceMin(_Reduce):
     op = "ReduceMin"
+
+
+class CumSum(Op):
+    op = "CumSum"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": self.op, "op": self.op, "exclusive": False, "reverse": False,
+                                 "infer": self.infer}, attrs)
+
+    def backend_attrs(self):
+        return ir_attrs(self.op)
+
+    @staticmethod
+    def infer(node):
+        shape = np.array(node.in_node(0).shape, dtype=np.int64)
+        rank = len(shape)
+        if not -rank <= int(node.axis) < rank:
+            raise ShapeError("CumSum '{}': axis {} does not fit a {}-D input.", node.name, node.axis, rank)
+        node.axis = int(node.axis) % rank
+        node.out_node(0).shape = shape

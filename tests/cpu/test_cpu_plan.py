@@ -388,6 +388,27 @@ def test_plain_function_activations(tmp_path, kind, ref, backend):
         np.testing.assert_allclose(got[0, 0, :3], want[0, 0, :3], rtol=1e-6, atol=0)
 
 
+@pytest.mark.parametrize("axis,exclusive,reverse", [(1, False, False), (3, True, False), (-2, False, True),
+                                                    (2, True, True)])
+def test_cumsum_along_an_axis(tmp_path, axis, exclusive, reverse):
+    """CumSum (TensorFlow's Cumsum): the running sum along `axis`, without the element itself when exclusive (0
+    first), from the end when reversed; a negative axis counts from the end."""
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    data = {"axis": axis, "exclusive": int(exclusive), "reverse": int(reverse)}
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "CumSum", data, [x.shape], [x.shape]), precision="f32")
+    a = axis % 4
+    y = np.flip(x, a) if reverse else x
+    want = np.cumsum(y.astype(np.float64), axis=a) - (y if exclusive else 0.0)
+    want = (np.flip(want, a) if reverse else want).astype(np.float32)
+    np.testing.assert_allclose(plan.infer({"in0": x})["layer"], want, rtol=1e-5, atol=1e-6)
+
+
+def test_cumsum_axis_out_of_range_is_a_clear_error(tmp_path):
+    net = single_layer_ir(tmp_path, "CumSum", {"axis": 4}, [(1, 2, 3, 4)], [(1, 2, 3, 4)])
+    with pytest.raises((KernelError, IRError), match="axis 4 does not fit a 4-D input"):
+        ExecutionPlan(net, precision="f32")
+
+
 @pytest.mark.parametrize("data", [{"type": "erf"}, {"type": "gelu"}, {"type": "gelu", "approximation_mode": "tanh"}],
                          ids=["erf", "gelu", "gelu_tanh"])
 def test_erf_and_gelu_against_pythons_erf(tmp_path, data):

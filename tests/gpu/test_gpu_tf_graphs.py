@@ -14,7 +14,7 @@ from tests.tf.tf_helpers import compare_with_tf, nchw, nhwc
 
 CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "attention_heads", "attention_einsum",
          "causal_select", "batch_matmul", "gelu_forms", "gather_of_data",
-         "plain_functions", "math_functions", "lrn_selu_depth_space"]
+         "plain_functions", "math_functions", "narrow_and_bool_casts", "lrn_selu_depth_space"]
 
 
 @pytest.fixture(scope="module")

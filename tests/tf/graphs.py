@@ -249,6 +249,26 @@ def _(rng, x):
             tf.asinh(x * 4.0) + tf.acosh(tf.abs(x) + 1.0) + tf.atanh(u), tf.math.log1p(tf.abs(x)) + tf.math.expm1(x)]
 
 
+@case("cumsum_positions", (1, 3, 4, 5))
+def _(rng, x):
+    # Cumsum along the NHWC axes (IR axes 3, 1 and 2), exclusive and reversed, and position ids from a mask as
+    # Hugging Face's RoBERTa computes them (cumsum(mask) * mask, 2-D): our CumSum layer (was offload-only)
+    mask = tf.cast(tf.reshape(x, [1, -1]) > 0.0, tf.float32)
+    return [tf.math.cumsum(x, axis=2), tf.math.cumsum(x, axis=-1, exclusive=True),
+            tf.math.cumsum(x * 2.0, axis=1, exclusive=True, reverse=True), tf.math.cumsum(mask, axis=1) * mask + 1.0]
+
+
+@case("narrow_and_bool_casts", (1, 3, 4, 5))
+def _(rng, x):
+    # casts of the model's data to bool (x != 0), to uint8 / int8 / int16 (a float's fraction dropped, within the
+    # type's range) and between integer types that hold the values (nothing to do): were offload-only
+    pixels = tf.cast(tf.clip_by_value(x * 100.0 + 100.0, 0.0, 255.0), tf.uint8)
+    small = tf.cast(tf.clip_by_value(x * 50.0, -100.0, 100.0), tf.int8)
+    on = tf.cast(tf.nn.relu(x), tf.bool)
+    return [tf.cast(pixels, tf.float32), tf.cast(tf.cast(small, tf.int16), tf.float32) + 0.5,
+            tf.cast(on, tf.float32) * 2.0, tf.cast(tf.cast(on, tf.int8), tf.float32) + tf.cast(pixels, tf.float32)]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

@@ -30,12 +30,23 @@ def freeze(fn, specs: dict, dtypes: dict | None = None):
     return frozen.graph.as_graph_def(), frozen
 
 
+FLOAT_TYPES = (1, 2, 14, 19)  # DT_FLOAT, DT_DOUBLE, DT_BFLOAT16, DT_HALF
+DT_BOOL = 10
+
+
+def _computes(node) -> bool:
+    """Does this Cast compute something in the IR: a float's to an integer type (its fraction dropped), or a
+    non-bool to bool (x != 0)? (The others pass their input on.)"""
+    src, dst = node.attr["SrcT"].type, node.attr["DstT"].type
+    return (src in FLOAT_TYPES and dst not in FLOAT_TYPES) or (dst == DT_BOOL and src != DT_BOOL)
+
+
 def strip_identities(graph_def, tensor_name: str) -> str:
     """The node computing a frozen graph's output, past the Identity nodes freezing adds and
-    Casts (which compute nothing in the IR): the name its IR layer has."""
+    the Casts that compute nothing in the IR: the name its IR layer has."""
     nodes = {n.name: n for n in graph_def.node}
     name, _, port = tensor_name.partition(":")
-    while nodes[name].op in ("Identity", "Cast"):
+    while nodes[name].op == "Identity" or (nodes[name].op == "Cast" and not _computes(nodes[name])):
         name, _, port = nodes[name].input[0].lstrip("^").partition(":")
     return name if port in ("", "0") else "{}:{}".format(name, port)
 

@@ -1,5 +1,5 @@
 """Builder of the TensorFlow graphs of the TF worker tests: ops the converter does
-not support (Cumsum, Atan2, Einsum with '...', BesselI0e, BesselI1e, Any, IsFinite, while loops)
+not support (Cumprod, Atan2, Einsum with '...', BesselI0e, BesselI1e, Any, IsFinite, while loops)
 and Erf and Softplus (native, the tests offload them by pattern), mixed with ops it
 does (a cast to int, Floor, a Gather of the data at constant indices: native now), in
 name scopes the offload patterns select.
@@ -35,7 +35,7 @@ def _(rng, x):
         y = tf.math.bessel_i0e(y * 0.5)
         y = conv(rng, y, 5)
     with tf.name_scope("head"):
-        y = tf.math.cumsum(y, axis=2)
+        y = tf.math.cumprod(y, axis=2)
         return tf.nn.relu(y - 0.1)
 
 

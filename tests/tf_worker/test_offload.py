@@ -35,7 +35,7 @@ def graph_def_of(layer):
 # (graph, options, TFCustomSubgraphCall layers expected)
 CASES = [
     ("unsupported_chain", {"offload_unsupported_operations_to_tf": True}, 2),
-    ("unsupported_chain", {"tensorflow_operation_patterns": "Cumsum,BesselI0e"}, 2),
+    ("unsupported_chain", {"tensorflow_operation_patterns": "Cumprod,BesselI0e"}, 2),
     ("unsupported_chain", {"tensorflow_subgraph_patterns": "mid/.*,head/.*"}, 2),
     ("unsupported_chain", {"tensorflow_subgraph_patterns": "(mid|head)/.*"}, 1),
     ("atan2_two_inputs", {"offload_unsupported_operations_to_tf": True}, 1),
@@ -75,11 +75,11 @@ def test_the_unsupported_ops_are_the_only_ones_offloaded(offload_graphs):
     network = convert_api(input_model=offload_graphs.path("unsupported_chain"), batch=1,
                           offload_unsupported_operations_to_tf=True)
     layers = [layer for layer in network.layers if layer.type == OFFLOAD]
-    assert [layer.name for layer in layers] == ["mid/bessel_i0e/BesselI0e", "head/Cumsum"]
-    for layer in layers:  # the op, its constant inputs (Cumsum's axis), Placeholder, the layout Transposes
+    assert [layer.name for layer in layers] == ["mid/bessel_i0e/BesselI0e", "head/Cumprod"]
+    for layer in layers:  # the op, its constant inputs (Cumprod's axis), Placeholder, the layout Transposes
         ops = sorted(n.op for n in graph_def_of(layer).node)
         assert ops.count("Placeholder") == 1 and ops.count("Transpose") == 2
-        assert {"BesselI0e", "Cumsum"} & set(ops)
+        assert {"BesselI0e", "Cumprod"} & set(ops)
     assert "Convolution" in [layer.type for layer in network.layers]
 
 

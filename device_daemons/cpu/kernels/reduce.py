@@ -1,6 +1,6 @@
 """ReduceMean, ReduceSum, ReduceMax, ReduceMin (own types, core/ops/reduce.py):
-`axes` reduced, `keep_dims` keeps them with size 1. Sums and means accumulate in
-float64 for float32 inputs of any length."""
+`axes` reduced, `keep_dims` keeps them with size 1; CumSum, the running sum along
+`axis`. Sums and means accumulate in float64 for float32 inputs of any length."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,3 +41,32 @@ class Reduce(Kernel):
             out = self.func(x, axis=axes, keepdims=self.keep_dims)
         out = np.asarray(out, dtype=np.float32)  # (ascontiguousarray makes a scalar [1]: a full reduction is 0-D)
         return [out if out.flags.c_contiguous else np.ascontiguousarray(out)]
+
+
+@register("CumSum")
+class CumSum(Kernel):
+    def __init__(self, layer):
+        super().__init__(layer)
+        self.axis, self.exclusive, self.reverse = self.attrs["axis"], self.attrs["exclusive"], self.attrs["reverse"]
+
+    def _axis(self, rank):
+        if not -rank <= self.axis < rank:
+            raise self.error(f"axis {self.axis} does not fit a {rank}-D input")
+        return self.axis % rank
+
+    def getMemoryShapes(self, input_shapes):  # noqa: N802
+        self.expect_inputs(input_shapes, 1)
+        self._axis(len(input_shapes[0]))
+        return [tuple(input_shapes[0])]
+
+    def forward(self, inputs):
+        x = inputs[0]
+        axis = self._axis(x.ndim)
+        if self.reverse:
+            x = np.flip(x, axis)
+        out = np.cumsum(x, axis=axis, dtype=np.float64)
+        if self.exclusive:  # (each sum one place on: 0 first)
+            out = np.concatenate([np.zeros_like(np.take(out, [0], axis)), np.delete(out, -1, axis)], axis)
+        if self.reverse:
+            out = np.flip(out, axis)
+        return [np.ascontiguousarray(out, dtype=np.float32)]

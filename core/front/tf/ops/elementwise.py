@@ -150,6 +150,11 @@ def _eltwise_with_const(node, lw, x, value, operation, coeff=None):
     lw.retype(node, Eltwise, attrs)
 
 
+def nonzero(node, lw, x):
+    """`node` becomes x != 0, 1.0 where it holds (a cast of the model's data to bool)."""
+    _eltwise_with_const(node, lw, x, np.float32(0.0), "not_equal")
+
+
 def _tensor_const(node, lw, op, x, c, const_first):
     vec = channel_vector(lw, x, c)
     broadcasts = not np.array_equal(lw.tf_shape(node.out_node(0)), lw.tf_shape(x))
@@ -333,7 +338,7 @@ class Unary(TFOp):
         return lw.retype(node, Power, dict(power))
 
 
-__all__ = ["Binary", "Unary", "linear", "channel_vector", "TO_NCHW"]
+__all__ = ["Binary", "Unary", "linear", "channel_vector", "nonzero", "TO_NCHW"]
 
 
 class Select(TFOp):

@@ -1,7 +1,8 @@
 """Ops that pass their input on: Identity (TF2 freezing leaves chains of them),
 IdentityN, StopGradient, Snapshot, PlaceholderWithDefault (its default), Cast
-between float types or of integers (a float's to int32 / int64 drops its fraction: an
-Activation trunc); Const; NoOp (only control edges, which are dropped)."""
+between float types or of integers to a type that holds them (a float's to an integer
+type drops its fraction: an Activation trunc; to bool: x != 0); Const; NoOp (only
+control edges, which are dropped)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from core.front.tf.ops.base import TFOp, expect_inputs
 from core.front.tf.tensors import attr, numpy_dtype
 from core.graph.graph import carry_output
+from core.front.tf.ops.elementwise import nonzero
 from core.ops.activation import Activation
 
 
@@ -60,7 +62,16 @@ class IdentityN(TFOp):
 
 
 _FLOATS = (np.float16, np.float32, np.float64)
-_WIDE_INTS = (np.int32, np.int64)
+_INTS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64)
+
+
+def _holds(dst, src) -> bool:
+    """Does integer (or bool) type `dst` hold every value of integer (or bool) type `src`?"""
+    if src == np.bool_ and (dst == np.bool_ or dst in _INTS):
+        return True
+    if src not in _INTS or dst not in _INTS:
+        return False
+    return np.iinfo(dst).min <= np.iinfo(src).min and np.iinfo(src).max <= np.iinfo(dst).max
 
 
 class Cast(TFOp):
@@ -81,16 +92,22 @@ class Cast(TFOp):
 
     @staticmethod
     def lower(node, lw):
-        # the IR computes in floating point: a cast between float types, or of integers to any type that holds
-        # them, changes nothing; a float's to int32 / int64 drops the fraction (an Activation trunc)
+        # the IR computes in floating point: a cast between float types, or of integers (bools) to a type that
+        # holds them, changes nothing; a float's to an integer type drops the fraction (an Activation trunc:
+        # TensorFlow's value wherever the type holds it - past its range C++ leaves the result undefined, and
+        # TensorFlow's differs between its kernels); anything to bool is x != 0
         src, dst = node.tf["src"], node.tf["dst"]
-        if dst in _FLOATS or (src not in _FLOATS and dst in _WIDE_INTS):
+        x = node.data_inputs()[0]
+        if dst in _FLOATS or (src not in _FLOATS and _holds(dst, src)):
             return PassThrough.lower(node, lw)
-        if src in _FLOATS and dst in _WIDE_INTS:
-            lw.keep_inputs(node, node.data_inputs()[0])
+        if dst == np.bool_:
+            return nonzero(node, lw, x)
+        if src in _FLOATS and dst in _INTS:
+            lw.keep_inputs(node, x)
             return lw.retype(node, Activation, {"activation": "trunc"})
-        raise lw.unsupported(node, "a cast of the model's data from {} to {} (the IR computes in floating point; "
-                                   "it drops a float's fraction for int32 and int64 only)".format(
+        raise lw.unsupported(node, "a cast of the model's data from {} to {}, which wraps the values around (the IR "
+                                   "computes in floating point; it casts to integer types that hold the values, "
+                                   "a float's to any integer type and anything to bool)".format(
                                        np.dtype(src).name, np.dtype(dst).name))
 
 

@@ -1,4 +1,5 @@
-"""Reductions: Mean, Sum, Max, Min (Prod, All, Any at conversion time only).
+"""Reductions: Mean, Sum, Max, Min (Prod, All, Any at conversion time only); Cumsum
+(our CumSum layer along the IR's axis).
 
 A Mean/Max over H and W of a 4-D tensor is a global Pooling (Sum: the average
 times H*W, a Power after it), followed by a Reshape when the dims are not kept.
@@ -15,7 +16,7 @@ from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_a
 from core.front.tf.tensors import attr
 from core.ops.activation import Power
 from core.ops.pooling import Pooling
-from core.ops.reduce import ReduceMax, ReduceMean, ReduceMin, ReduceSum
+from core.ops.reduce import CumSum, ReduceMax, ReduceMean, ReduceMin, ReduceSum
 from core.ops.shape_ops import Reshape
 
 NUMPY = {"Mean": np.mean, "Sum": np.sum, "Max": np.max, "Min": np.min, "Prod": np.prod, "All": np.all,
@@ -84,3 +85,43 @@ def _global_pooling(node, lw, op, shape, keep):
         reshape = lw.insert_after(last, name + "/keep_dims", Reshape, {})
         last.out_node(0).attrs.update({"tf_shape": pooled, "nchw": True})
         reshape_node(lw, reshape)
+
+
+def cumsum(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
+    """TensorFlow's Cumsum of a value (conversion-time folding)."""
+    y = np.flip(x, axis) if reverse else x
+    y = np.cumsum(y, axis=axis, dtype=x.dtype)
+    if exclusive:
+        y = np.concatenate([np.zeros_like(np.take(y, [0], axis)), np.delete(y, -1, axis)], axis)
+    return np.flip(y, axis) if reverse else y
+
+
+class Cumsum(TFOp):
+    tf_types = ("Cumsum",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 2)
+        node.tf["exclusive"] = attr(node, "exclusive", "b", False)
+        node.tf["reverse"] = attr(node, "reverse", "b", False)
+
+    @staticmethod
+    def _axis(node, rank: int) -> int:
+        return normalize_axis(node, const_input(node, 1, "axis").ravel()[0], rank)
+
+    @classmethod
+    def evaluate(cls, node, values):
+        x = values[0]
+        return [cumsum(x, cls._axis(node, x.ndim), node.tf["exclusive"], node.tf["reverse"])]
+
+    @classmethod
+    def shape(cls, node, shapes):
+        cls._axis(node, len(shapes[0]))
+        return [shapes[0]]
+
+    @classmethod
+    def lower(cls, node, lw):
+        x = node.data_inputs()[0]
+        axis = lw.ir_axis(x, cls._axis(node, lw.rank(x)))
+        lw.keep_inputs(node, x)
+        lw.retype(node, CumSum, {"axis": axis, "exclusive": node.tf["exclusive"], "reverse": node.tf["reverse"]})
