@@ -206,8 +206,9 @@ class Tile(Op):
 
 
 class Gather(Op):
-    """The entries of the blob `weights` (a constant dictionary of dims `dims`, an embedding table) at
-    the indices its input holds, along `axis` (TensorFlow's GatherV2 of a constant by the model's data)."""
+    """The entries of a dictionary at the indices input 0 holds, along `axis`: the blob `weights` (a constant
+    dictionary of dims `dims`, an embedding table: TensorFlow's GatherV2 of a constant by the model's data) or
+    input 1 (a gather of the model's data at indices the data holds; no `dims`)."""
     op = "Gather"
 
     def __init__(self, graph, attrs):
@@ -218,5 +219,7 @@ class Gather(Op):
 
     @staticmethod
     def infer(node):
-        shape = gather_shape(node.dims, int(node.axis), node.in_node(0).shape)
+        inputs = node.data_inputs()
+        dims = inputs[1].shape if len(inputs) > 1 else node.dims
+        shape = gather_shape(dims, int(node.axis), inputs[0].shape)
         node.out_node(0).shape = np.array(shape, dtype=np.int64)

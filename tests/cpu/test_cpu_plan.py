@@ -474,6 +474,22 @@ def test_gather_against_numpy_and_bad_indices_fail_the_request(tmp_path, dims, a
             plan.infer({"in0": wrong})
 
 
+@pytest.mark.parametrize("dims,axis,ids", [((9, 4), 0, (2, 3)), ((1, 9, 2), 1, (5,)), ((2, 3, 9), 2, (1, 2))])
+def test_gather_of_a_dictionary_input(tmp_path, dims, axis, ids):
+    """The two-input form (no blob, no dims): the dictionary is input 1, the model's data; bad indices fail the
+    request as in the blob form."""
+    table = RNG.standard_normal(dims).astype(np.float32)
+    idx = RNG.integers(0, dims[axis], ids).astype(np.float32)
+    ref = np.take(table, idx.astype(np.int64), axis=axis)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "Gather", {"axis": axis}, [ids, dims], [ref.shape]))
+    np.testing.assert_array_equal(plan.infer({"in0": idx, "in1": table})["layer"], ref)
+    idx.flat[0] = dims[axis]
+    with pytest.raises(KernelError, match=r"index {} is not an integer in \[0, {}\)".format(dims[axis], dims[axis])):
+        plan.infer({"in0": idx, "in1": table})
+    with pytest.raises(KernelError, match="no 'dims' give its shape"):
+        ExecutionPlan(single_layer_ir(tmp_path, "Gather", {"axis": axis}, [ids], [ref.shape]))
+
+
 @pytest.mark.parametrize("backend", ["numpy", "onednn"])
 @pytest.mark.parametrize("operation", ["less", "less_equal", "greater", "greater_equal", "equal", "not_equal"])
 def test_eltwise_comparisons_against_numpy(tmp_path, operation, backend):

@@ -398,6 +398,159 @@ def test_gather(tmp_path, gpu_device, dims, axis, ids, precision):
                   blobs={"weights": table}, precision=precision)
 
 
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("dims,axis,ids", [((37, 5), 0, (2, 7)), ((1, 11, 4), 1, (5,)), ((2, 1, 9), 2, (1, 3, 2))])
+def test_gather_of_a_dictionary_input(tmp_path, gpu_device, dims, axis, ids, precision):
+    """The two-input form: the dictionary is input 1 (the model's data), read from its buffer."""
+    rng = np.random.default_rng(24)
+    idx = rng.integers(0, dims[axis], ids).astype(np.float32)
+    idx.flat[0] = dims[axis] - 1
+    out = dims[:axis] + ids + dims[axis + 1:]
+    compare_layer(tmp_path, gpu_device, "Gather", {"axis": axis}, [idx, rand(rng, *dims)], [out],
+                  precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer_type", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"])
+@pytest.mark.parametrize("shape,axes,keep", [((2, 3, 5, 7), (1,), False), ((2, 3, 5, 7), (0, 2), True),
+                                             ((1, 4, 9), (2,), False), ((3, 5), (0, 1), True),
+                                             ((2, 3, 1, 7), (2, 3), True), ((2, 6, 4, 5), (-1, 1), False)])
+def test_reductions(tmp_path, gpu_device, layer_type, shape, axes, keep, precision):
+    """Any set of axes (one, several apart, all, a size-1 one, negative), kept or dropped, against the CPU
+    kernel."""
+    rng = np.random.default_rng(31)
+    x = rand(rng, *shape)
+    rank = len(shape)
+    reduced = {a % rank for a in axes}
+    out = tuple(1 if a in reduced else d for a, d in enumerate(shape)) if keep else tuple(
+        d for a, d in enumerate(shape) if a not in reduced)
+    compare_layer(tmp_path, gpu_device, layer_type, {"axes": ",".join(map(str, axes)), "keep_dims": int(keep)}, [x],
+                  [out], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape,axis,exclusive,reverse", [((2, 3, 5, 7), 1, False, False),
+                                                          ((2, 3, 5, 7), 3, True, False),
+                                                          ((1, 9, 4), -2, False, True), ((4, 6), 0, True, True)])
+def test_cumsum(tmp_path, gpu_device, shape, axis, exclusive, reverse, precision):
+    """The running sum along an axis, exclusive and reversed, against the CPU kernel."""
+    x = rand(np.random.default_rng(32), *shape)
+    compare_layer(tmp_path, gpu_device, "CumSum", {"axis": axis, "exclusive": int(exclusive), "reverse": int(reverse)},
+                  [x], [shape], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("ties", ["first", "last"])
+@pytest.mark.parametrize("axis,out_max_val", [(1, False), (-1, True), (None, False), (None, True), (2, False)])
+def test_argmax(tmp_path, gpu_device, axis, out_max_val, ties, precision):
+    """top_k 1 along an axis or over each item, the index or the value (or both), ties (integer values) and NaN
+    (a line with one, a line all NaN) as the CPU kernel has them."""
+    x = np.random.default_rng(33).integers(-3, 3, (2, 4, 3, 5)).astype(np.float32)
+    x[0, :, 0, 0] = np.nan
+    x[1, 2, 1, 3] = np.nan
+    x[1, 0, :, :] = np.nan if axis is None else x[1, 0, :, :]
+    data = {"top_k": 1, "out_max_val": int(out_max_val), "ties": ties}
+    if axis is None:
+        out = (2, 2 if out_max_val else 1, 1, 1)
+    else:
+        data["axis"] = axis
+        out = list(x.shape)
+        out[axis] = 1
+    from tests.cpu.cpu_helpers import single_layer_ir
+    from tests.gpu.gpu_helpers import both_plans
+    cpu, gpu = both_plans(single_layer_ir(tmp_path, "ArgMax", data, [x.shape], [tuple(out)], precision=precision),
+                          gpu_device)
+    assert gpu.warnings == []
+    np.testing.assert_array_equal(gpu.infer({"in0": x})["layer"], cpu.infer({"in0": x})["layer"])  # (NaN too)
+
+
+def test_argmax_of_more_than_one_is_left_to_another_device(tmp_path, gpu_device):
+    from device_daemons.gpu.query import query_network
+    from tests.cpu.cpu_helpers import single_layer_ir
+    net = single_layer_ir(tmp_path, "ArgMax", {"top_k": 2, "axis": 1}, [(1, 4, 3)], [(1, 2, 3)])
+    assert "layer" not in query_network(net)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("mode", ["constant", "reflect", "symmetric"])
+@pytest.mark.parametrize("shape,begin,end", [((1, 3, 5, 6), (0, 0, 1, 2), (0, 0, 2, 1)),
+                                             ((2, 4, 7), (1, 2, 0), (0, 1, 3)), ((3, 5), (2, 4), (2, 0))])
+def test_pad(tmp_path, gpu_device, shape, begin, end, mode, precision):
+    """Constant (a pad value), reflect and symmetric, up to the largest mirror each allows, against the CPU
+    kernel."""
+    x = rand(np.random.default_rng(34), *shape)
+    out = tuple(d + b + e for d, b, e in zip(shape, begin, end))
+    compare_layer(tmp_path, gpu_device, "Pad", {"pads_begin": ",".join(map(str, begin)),
+                                                "pads_end": ",".join(map(str, end)), "pad_mode": mode,
+                                                "pad_value": 1.5}, [x], [out], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer_type,data,shape,out_hw", [
+    ("Resample", {"type": "caffe.ResampleParameter.NEAREST", "factor": 2.0}, (1, 3, 4, 5), (8, 10)),
+    ("Resample", {"type": "caffe.ResampleParameter.LINEAR", "height": 7, "width": 9}, (2, 2, 5, 4), (7, 9)),
+    ("Resample", {"type": "caffe.ResampleParameter.LINEAR", "height": 3, "width": 2}, (1, 2, 7, 5), (3, 2)),
+    ("Interp", {"zoom_factor": 2, "zoom_rule": "deeplab"}, (2, 3, 5, 7), (9, 13)),
+    ("Interp", {"zoom_factor": 2, "pad_beg": -1, "pad_end": -1}, (1, 2, 7, 9), (10, 14)),
+    ("Interp", {"height": 1, "width": 1}, (1, 2, 3, 3), (1, 1)),
+    ("Interpolate", {"mode": "linear", "height": 10, "width": 9, "half_pixel_centers": 1}, (1, 3, 5, 7), (10, 9)),
+    ("Interpolate", {"mode": "linear", "height": 9, "width": 13, "align_corners": 1}, (1, 3, 5, 7), (9, 13)),
+    ("Interpolate", {"mode": "nearest", "height": 20, "width": 9, "align_corners": 1}, (1, 2, 18, 7), (20, 9)),
+    ("Interpolate", {"mode": "nearest", "height": 13, "width": 16, "half_pixel_centers": 1}, (1, 2, 18, 7),
+     (13, 16)),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_resizes(tmp_path, gpu_device, layer_type, data, shape, out_hw, precision):
+    """Resample, Interp (its crop and zoom rules) and Interpolate (TensorFlow's corner and half-pixel rules),
+    up and down, against the CPU kernel (the maps are the CPU kernel's own)."""
+    x = rand(np.random.default_rng(35), *shape)
+    compare_layer(tmp_path, gpu_device, layer_type, data, [x], [shape[:2] + out_hw], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape,begin,stride,size", [((1, 6, 7, 8), (0, 1, 0, 7), (1, 2, 3, -1), (1, 3, 3, 8)),
+                                                     ((2, 9), (1, 8), (1, -2), (1, 4)),
+                                                     ((3, 4, 5), (0, 0, 0), (1, 1, 1), (3, 4, 5))])
+def test_strided_slice(tmp_path, gpu_device, shape, begin, stride, size, precision):
+    """Every stride-th element from begin, reversals (negative strides) and whole axes, against the CPU kernel."""
+    x = rand(np.random.default_rng(36), *shape)
+    compare_layer(tmp_path, gpu_device, "StridedSlice", {"begin": ",".join(map(str, begin)),
+                                                         "stride": ",".join(map(str, stride)),
+                                                         "size": ",".join(map(str, size))}, [x], [size],
+                  precision=precision)
+
+
+def test_transpose(tmp_path, gpu_device):
+    """Transpose is Permute by another name."""
+    x = rand(np.random.default_rng(37), 2, 3, 4, 5)
+    compare_layer(tmp_path, gpu_device, "Transpose", {"order": "0,2,3,1"}, [x], [(2, 4, 5, 3)])
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("shape", [(2, 5, 3, 4), (1, 6)])
+def test_grn(tmp_path, gpu_device, shape, precision):
+    x = rand(np.random.default_rng(39), *shape)
+    compare_layer(tmp_path, gpu_device, "GRN", {"bias": 0.5}, [x], [shape], precision=precision)
+
+
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("data,channels,out", [
+    ({"coords": 4, "classes": 20, "num": 5, "do_softmax": 1}, 125, (1, 125 * 6 * 7)),             # YOLO v2
+    ({"coords": 4, "classes": 80, "num": 9, "do_softmax": 0, "mask": "3,4,5"}, 255, (1, 255, 6, 7)),  # v3
+])
+def test_region_yolo(tmp_path, gpu_device, data, channels, out, precision):
+    """Logistic x, y and objectness, the classes a softmax (v2, the output flattened) or logistic each (v3's
+    masked regions), the other coords as they are, against the CPU kernel."""
+    x = rand(np.random.default_rng(40), 1, channels, 6, 7, scale=3.0)
+    compare_layer(tmp_path, gpu_device, "RegionYolo", data, [x], [out], precision=precision)
+
+
+@pytest.mark.parametrize("stride", [1, 2, 3])
+def test_reorg_yolo(tmp_path, gpu_device, stride):
+    x = rand(np.random.default_rng(41), 2, 3, 6, 12)
+    compare_layer(tmp_path, gpu_device, "ReorgYolo", {"stride": stride}, [x],
+                  [(2, 3 * stride * stride, 6 // stride, 12 // stride)])
+
+
 def test_gather_gives_zero_at_no_index(tmp_path, gpu_device):
     """An index that is no integer in the dictionary's range reads 0 on the GPU, as TensorFlow's GPU kernel
     (the CPU plugin fails the request); the others are read as ever."""

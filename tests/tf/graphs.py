@@ -269,6 +269,16 @@ def _(rng, x):
             tf.cast(on, tf.float32) * 2.0, tf.cast(tf.cast(on, tf.int8), tf.float32) + tf.cast(pixels, tf.float32)]
 
 
+@case("gather_data_by_data", (1, 6, 8))
+def _(rng, x):
+    # the model's data gathered at indices the data holds (a Gather layer with the dictionary its second input):
+    # the row of the best score, and per column the row of its maximum (TensorFlow's first among ties)
+    scores = tf.reduce_sum(x * w(rng, 8), axis=-1)
+    picked = tf.gather(x, tf.argmax(scores, axis=1), axis=1)
+    rows = x[0]
+    return [picked * 2.0, tf.gather(rows, tf.argmax(rows, axis=0)) + 1.0]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

@@ -36,7 +36,8 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
                                   "batch_matmul", "attention_einsum", "layer_norm", "named_identity_output",
                                   "causal_select", "dense_bias_moves", "convnext_block", "attention_heads",
                                   "embedding_lookup", "keras_embedding", "gather_of_data", "plain_functions",
-                                  "math_functions", "cumsum_positions", "narrow_and_bool_casts", "lrn_selu_depth_space",
+                                  "math_functions", "cumsum_positions", "narrow_and_bool_casts", "gather_data_by_data",
+                                  "lrn_selu_depth_space",
                                   "argmin_ties_broadcast"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
     """IR v11 on the OpenVINO runtime too: the uncovered border (Deconvolution + Pad); Gelu-7 and Erf; MatMul; the

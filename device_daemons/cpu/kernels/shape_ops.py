@@ -286,29 +286,41 @@ class Tile(Kernel):
 
 @register("Gather")
 class Gather(Kernel):
-    """np.take of the dictionary (blob `weights` of dims `dims`) at the input's indices along `axis`; an
-    index that is no integer in [0, dims[axis]) fails the request, as TensorFlow's Gather does on a CPU."""
+    """np.take of the dictionary (blob `weights` of dims `dims`, or input 1 when the layer has two inputs)
+    at input 0's indices along `axis`; an index that is no integer in [0, dims[axis]) fails the request,
+    as TensorFlow's Gather does on a CPU."""
 
     def __init__(self, layer):
         super().__init__(layer)
         self.axis = self.attrs["axis"]
-        self.dims = tuple(self.attrs["dims"])
-        if not 0 <= self.axis < len(self.dims):
-            raise self.error(f"axis {self.axis} is no axis of its dictionary (dims {list(self.dims)})")
-        self.table = self.blob("weights", size=int(np.prod(self.dims))).reshape(self.dims)
+        self.table = None  # (None: the dictionary is input 1)
+        self.dims = None if self.attrs["dims"] is None else tuple(self.attrs["dims"])
+        if len(layer.inputs) == 1:
+            if self.dims is None:
+                raise self.error("has one input, so its dictionary is the blob 'weights', but no 'dims' give its "
+                                 "shape")
+            self._check_axis(self.dims)
+            self.table = self.blob("weights", size=int(np.prod(self.dims))).reshape(self.dims)
+
+    def _check_axis(self, dims):
+        if not 0 <= self.axis < len(dims):
+            raise self.error(f"axis {self.axis} is no axis of its dictionary (dims {list(dims)})")
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
-        self.expect_inputs(input_shapes, 1)
-        return [gather_shape(self.dims, self.axis, input_shapes[0])]
+        self.expect_inputs(input_shapes, 1 if self.table is not None else 2)
+        dims = self.dims if self.table is not None else tuple(input_shapes[1])
+        self._check_axis(dims)
+        return [gather_shape(dims, self.axis, input_shapes[0])]
 
     def forward(self, inputs):
         values = inputs[0]
+        table = self.table if self.table is not None else inputs[1]
         with np.errstate(invalid="ignore"):  # (NaN or huge values: caught as no index below)
             indices = values.astype(np.int64)
-        size = self.dims[self.axis]
+        size = table.shape[self.axis]
         bad = (indices != values) | (indices < 0) | (indices >= size)
         if bad.any():
             first = values.ravel()[np.flatnonzero(bad)[0]]
             raise self.error(f"index {first:g} is not an integer in [0, {size}) (the dictionary's axis {self.axis}); "
                              f"{int(bad.sum())} of {bad.size} indices are not")
-        return [np.take(self.table, indices, axis=self.axis)]
+        return [np.take(table, indices, axis=self.axis)]

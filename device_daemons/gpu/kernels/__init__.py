@@ -2,7 +2,8 @@
 it. Importing this package fills `GPU_KERNELS` ({IR layer type: class}); see
 base.py for the interface."""
 from . import (  # noqa: F401
-    activation, const, convolution, detection, fully_connected, linear, normalization, pooling, roi_pooling, shape_ops,
+    activation, const, convolution, detection, fully_connected, linear, normalization, pad, pooling, reduce,
+    resize, roi_pooling, shape_ops, yolo,
 )
 from .base import GPU_KERNELS, GpuKernel, Launch, register
 

@@ -130,3 +130,15 @@ __kernel void layer_norm(__global const T* x, __global const T* w, __global cons
         ST(out, base + a * inner, v);
     }
 }
+
+// GRN: each position's C channel values divided by sqrt(their sum of squares + bias). global: (inner, N)
+__kernel void grn(__global const T* x, __global T* out, int C, int inner, float bias)
+{
+    int i = get_global_id(0), n = get_global_id(1);
+    if (i >= inner) return;
+    long base = (long)n * C * inner + i;
+    float s = 0.0f;
+    for (int c = 0; c < C; ++c) { float v = LD(x, base + (long)c * inner); s = mad(v, v, s); }
+    float inv = 1.0f / sqrt(s + bias);
+    for (int c = 0; c < C; ++c) ST(out, base + (long)c * inner, LD(x, base + (long)c * inner) * inv);
+}

@@ -1,5 +1,5 @@
-"""SoftMax, Norm/LRN, Normalize and LayerNorm on the GPU (normalization.cl); BatchNormalization
-(a per-channel scale and shift: linear.cl's PerChannel)."""
+"""SoftMax, Norm/LRN, Normalize, LayerNorm and GRN on the GPU (normalization.cl);
+BatchNormalization (a per-channel scale and shift: linear.cl's PerChannel)."""
 from __future__ import annotations
 
 import numpy as np
@@ -85,6 +85,18 @@ class LayerNorm(GpuKernel):
         args = [ins[0], self.weights, self.biases, outs[0]] + i32(a, inner) + f32(ref.eps) + \
             i32(int(ref.weights is not None), int(ref.biases is not None))
         return [self.launch("layer_norm", args, (round_up(inner, 8), outer))]
+
+
+@register("GRN")
+class GRN(GpuKernel):
+    program = "normalization.cl"
+    inplace = True  # a work item reads its position's channels before it writes them
+
+    def launches(self, ins, outs):
+        shape = self.in_shapes[0]
+        inner = int(np.prod(shape[2:]))
+        return [self.launch("grn", [ins[0], outs[0]] + i32(shape[1], inner) + f32(self.ref.bias),
+                            (round_up(inner, 8), shape[0]))]
 
 
 @register("BatchNormalization")

@@ -1,6 +1,6 @@
-"""Concat, Split/Slice, Crop, Permute, Tile (shape_ops.cl's strided copy), Gather
-(an embedding lookup) and Reshape/Flatten (views: the output is the input's buffer,
-no launch)."""
+"""Concat, Split/Slice, Crop, StridedSlice, Permute/Transpose, Tile (shape_ops.cl's
+strided copy), Gather (an embedding lookup, or the data at indices the data holds)
+and Reshape/Flatten (views: the output is the input's buffer, no launch)."""
 from __future__ import annotations
 
 import numpy as np
@@ -114,40 +114,60 @@ HALF_EXACT = 2048  # every integer up to it has an exact FP16 value: the indices
 
 @register("Gather")
 class Gather(GpuKernel):
-    """np.take of the dictionary (the CPU kernel's table, uploaded once) at the input's indices along the
-    axis; an index that is no integer in range gives 0 (TensorFlow's GPU Gather; the CPU plugin fails the
-    request, as TensorFlow's CPU kernel)."""
+    """np.take of the dictionary (the CPU kernel's table, uploaded once, or input 1) at input 0's indices
+    along the axis; an index that is no integer in range gives 0 (TensorFlow's GPU Gather; the CPU plugin
+    fails the request, as TensorFlow's CPU kernel)."""
     program = "shape_ops.cl"
 
     @staticmethod
-    def _inexact_in_half(ref) -> str | None:
+    def _dims(layer, ref) -> tuple:
+        return ref.dims if ref.table is not None else tuple(int(d) for d in layer.inputs[1].dims)
+
+    @staticmethod
+    def _inexact_in_half(layer, ref) -> str | None:
         """Why half storage cannot hold this dictionary's indices, or None."""
-        size = ref.dims[ref.axis]
+        size = Gather._dims(layer, ref)[ref.axis]
         if size <= HALF_EXACT + 1:
             return None
         return f"FP16 storage holds no exact index above {HALF_EXACT} (a dictionary of {size} along axis {ref.axis})"
 
     @staticmethod
     def beyond_limits(layer, ref) -> str | None:
-        return Gather._inexact_in_half(ref) if layer.precision == "FP16" else None
+        return Gather._inexact_in_half(layer, ref) if layer.precision == "FP16" else None
 
     def __init__(self, layer, ctx):
         super().__init__(layer, ctx)
-        why = self._inexact_in_half(self.ref) if ctx.dtype == np.float16 else None
+        why = self._inexact_in_half(layer, self.ref) if ctx.dtype == np.float16 else None
         if why:
             raise self.error(f"{why}: run it at FP32 (INFERENCE_PRECISION_HINT f32) or with HETERO:GPU,CPU on an "
                              f"FP16 IR")
-        self._table = ctx.upload(self.ref.table)
+        self._table = None if self.ref.table is None else ctx.upload(self.ref.table)
 
     def launches(self, ins, outs):
-        dims, axis = self.ref.dims, self.ref.axis
+        axis = self.ref.axis
+        dims = self.ref.dims if self._table is not None else tuple(self.in_shapes[1])
         n, count = int(np.prod(self.in_shapes[0])), int(np.prod(self.out_shapes[0]))
         inner = int(np.prod(dims[axis + 1:]))
-        return [self.launch("gather", [self._table, ins[0], outs[0]] + i32(n, dims[axis], inner, count),
+        table = self._table if self._table is not None else ins[1]
+        return [self.launch("gather", [table, ins[0], outs[0]] + i32(n, dims[axis], inner, count),
                             (round_up(count, 64),))]
 
 
-@register("Permute")
+@register("StridedSlice")
+class StridedSlice(_Copy):
+    """A copy reading every stride-th element from begin (strides may be negative: a reversal)."""
+
+    def launches(self, ins, outs):
+        shape = self.in_shapes[0]
+        strides = contiguous_strides(shape)
+        slices = self.ref._slices(shape)
+        offset = sum((s.start or 0) * st for s, st in zip(slices, strides))
+        src_strides = [(s.step or 1) * st for s, st in zip(slices, strides)]
+        out_shape = self.out_shapes[0]
+        return [self.copy(ins[0], outs[0], out_shape, src_strides, contiguous_strides(out_shape), src_offset=offset)]
+
+
+@register("Permute", "Transpose")
 class Permute(_Copy):
     places_output = True  # may write into its slice of a Concat's buffer (SSD's heads)
 

@@ -1,7 +1,7 @@
 """Layout and shape ops: Concat (Concat), Split/Slice (VariadicSplit), Reshape and
 Flatten (Reshape to the port's shape; leading dims equal to the input's are
 written as 0 so that a batch change passes through), Crop (Slice), Permute
-(Transpose), Tile (Tile), Gather (Gather-8 of the dictionary constant, the indices converted to i32)."""
+(Transpose), Tile (Tile), Gather (Gather-8 of the dictionary constant or input, the indices converted to i32)."""
 from __future__ import annotations
 
 import numpy as np
@@ -92,9 +92,12 @@ def tile(m: Mapping):
 
 @maps("Gather")
 def gather(m: Mapping):
-    dims = tuple(int(d) for d in m.attrs["dims"])
-    table = m.attrs.blob("weights", size=int(np.prod(dims))).reshape(dims)
+    if len(m.inputs) > 1:  # (the dictionary is the model's data)
+        table = m.inputs[1]
+    else:
+        dims = tuple(int(d) for d in m.attrs["dims"])
+        table = m.const(m.attrs.blob("weights", size=int(np.prod(dims))).reshape(dims), "dictionary")
     indices = m.op("Convert", [m.inputs[0]], m.inputs[0].shape, "indices", attrs={"destination_type": "i32"},
                    element_type="i32")
-    return [m.op("Gather", [m.const(table, "dictionary"), indices, m.ints([int(m.attrs["axis"])], "axis")],
+    return [m.op("Gather", [table, indices, m.ints([int(m.attrs["axis"])], "axis")],
                  m.out_dims(), version="opset8", attrs={"batch_dims": 0})]

@@ -87,11 +87,6 @@ def _gather_axis(node, params_rank: int) -> int:
     return normalize_axis(node, axis, params_rank)
 
 
-class _GatherOfData(ValueOnlyOp):
-    """A Gather of the model's data at indices the data holds too: TensorFlow computes it."""
-    tf_types = ()
-
-
 def _check_indices(node, indices, size: int, axis: int) -> None:
     """Constant indices in [0, size), as TensorFlow's Gather has them (it fails on any other, negative ones too)."""
     if indices.size and (indices.min() < 0 or indices.max() >= size):
@@ -102,20 +97,14 @@ def _check_indices(node, indices, size: int, axis: int) -> None:
 class Gather(TFOp):
     """GatherV2 / Gather: computed at conversion time when every input is constant; a constant dictionary (an
     embedding table) gathered at indices the model's data holds is a Gather layer (the table its blob); the model's
-    data gathered at constant indices is Crops and a Concat (gather_slices); a gather of the data at indices the
-    data holds is offload-only."""
+    data gathered at constant indices is Crops and a Concat (gather_slices); the data gathered at indices the data
+    holds is a Gather layer with the dictionary its second input (none of the three 4-D: NCHW in the IR)."""
     tf_types = ("GatherV2", "Gather")
 
     @staticmethod
     def extract(node):
         expect_inputs(node, 3 if node.tf_op == "GatherV2" else 2)
         node.tf["batch_dims"] = attr(node, "batch_dims", "i", 0)
-
-    @classmethod
-    def infer(cls, node):
-        if node.in_node(0).soft_get("value") is None and node.in_node(1).soft_get("value") is None:
-            return _GatherOfData.infer(node)
-        return super().infer(node)
 
     @staticmethod
     def evaluate(node, values):
@@ -136,15 +125,23 @@ class Gather(TFOp):
     @staticmethod
     def lower(node, lw):
         params = node.in_node(0).soft_get("value")
-        if params is None:
-            indices = node.in_node(1).soft_get("value")
-            if indices is None:
-                return _GatherOfData.lower(node, lw)
-            x = node.in_node(0)
-            return gather_slices(node, lw, x, _gather_axis(node, len(lw.tf_shape(x))), np.asarray(indices))
         indices = node.in_node(1)
-        if len(lw.tf_shape(indices)) == 4 or len(lw.tf_shape(node.out_node(0))) == 4:
-            raise lw.unsupported(node, "a Gather whose indices or result are 4-D (NCHW in the IR)")
+        if params is None and indices.soft_get("value") is not None:
+            x = node.in_node(0)
+            return gather_slices(node, lw, x, _gather_axis(node, len(lw.tf_shape(x))), np.asarray(indices.value))
+        tensors = [("indices", indices), ("result", node.out_node(0))]
+        if params is None:
+            tensors.insert(0, ("dictionary", node.in_node(0)))
+        four_d = [what for what, d in tensors if len(lw.tf_shape(d)) == 4]
+        if four_d:
+            what = four_d[0] if len(four_d) == 1 else ", ".join(four_d[:-1]) + " and " + four_d[-1]
+            raise lw.unsupported(node, "a Gather whose {} {} 4-D (NCHW in the IR)".format(
+                what, "is" if len(four_d) == 1 else "are"))
+        if params is None:  # the model's data at indices the data holds: the dictionary is input 1
+            x = node.in_node(0)
+            axis = _gather_axis(node, len(lw.tf_shape(x)))
+            lw.keep_inputs(node, indices, x)
+            return lw.retype(node, GatherLayer, {"axis": axis})
         if params.dtype.kind != "f":
             raise lw.unsupported(node, "a Gather of a {} constant by the model's data (the IR computes in floating "
                                        "point)".format(params.dtype.name))
