@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from core.front.tf.ops.base import TFOp, expect_inputs
+from core.front.tf.ops.elementwise import nonzero
 from core.front.tf.tensors import attr, numpy_dtype
 from core.graph.graph import carry_output
-from core.front.tf.ops.elementwise import nonzero
 from core.ops.activation import Activation
 
 
@@ -105,10 +105,10 @@ class Cast(TFOp):
         if src in _FLOATS and dst in _INTS:
             lw.keep_inputs(node, x)
             return lw.retype(node, Activation, {"activation": "trunc"})
-        raise lw.unsupported(node, "a cast of the model's data from {} to {}, which wraps the values around (the IR "
-                                   "computes in floating point; it casts to integer types that hold the values, "
-                                   "a float's to any integer type and anything to bool)".format(
-                                       np.dtype(src).name, np.dtype(dst).name))
+        wraps = ", which wraps the values around" if src in _INTS and dst in _INTS else ""
+        raise lw.unsupported(node, "a cast of the model's data from {} to {}{} (the IR computes in floating point; "
+                                   "it casts to integer types that hold the values, a float's to any integer type "
+                                   "and anything to bool)".format(np.dtype(src).name, np.dtype(dst).name, wraps))
 
 
 class Const(TFOp):
