@@ -221,5 +221,5 @@ class Gather(Op):
     def infer(node):
         inputs = node.data_inputs()
         dims = inputs[1].shape if len(inputs) > 1 else node.dims
-        shape = gather_shape(dims, int(node.axis), inputs[0].shape)
+        shape = gather_shape(dims, int(node.axis), inputs[0].shape, int(node.soft_get("batch_dims") or 0))
         node.out_node(0).shape = np.array(shape, dtype=np.int64)

@@ -490,6 +490,23 @@ def test_gather_of_a_dictionary_input(tmp_path, dims, axis, ids):
         ExecutionPlan(single_layer_ir(tmp_path, "Gather", {"axis": axis}, [ids], [ref.shape]))
 
 
+@pytest.mark.parametrize("dims,axis,ids", [((2, 9, 4), 1, (2, 3)), ((3, 2, 7), 2, (3, 5)), ((2, 3, 6), 1, (2, 3, 2))])
+def test_gather_with_batch_dims(tmp_path, dims, axis, ids):
+    """batch_dims 1: each batch's entries at its own indices (TensorFlow's tf.gather(..., batch_dims=1)), the
+    dictionary an input or the blob; indices whose batch is not the dictionary's fail at load."""
+    table = RNG.standard_normal(dims).astype(np.float32)
+    idx = RNG.integers(0, dims[axis], ids).astype(np.float32)
+    ref = np.stack([np.take(table[b], idx[b].astype(np.int64), axis=axis - 1) for b in range(dims[0])])
+    data = {"axis": axis, "batch_dims": 1}
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "Gather", data, [ids, dims], [ref.shape]))
+    np.testing.assert_array_equal(plan.infer({"in0": idx, "in1": table})["layer"], ref)
+    blob = ExecutionPlan(single_layer_ir(tmp_path, "Gather", dict(data, dims=",".join(map(str, dims))), [ids],
+                                         [ref.shape], blobs={"weights": table}))
+    np.testing.assert_array_equal(blob.infer({"in0": idx})["layer"], ref)
+    with pytest.raises(KernelError, match="must be equal \\(batch_dims\\)"):
+        ExecutionPlan(single_layer_ir(tmp_path, "Gather", data, [(dims[0] + 1,) + ids[1:], dims], [ref.shape]))
+
+
 @pytest.mark.parametrize("backend", ["numpy", "onednn"])
 @pytest.mark.parametrize("operation", ["less", "less_equal", "greater", "greater_equal", "equal", "not_equal"])
 def test_eltwise_comparisons_against_numpy(tmp_path, operation, backend):

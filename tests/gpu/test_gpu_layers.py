@@ -551,6 +551,17 @@ def test_reorg_yolo(tmp_path, gpu_device, stride):
                   [(2, 3 * stride * stride, 6 // stride, 12 // stride)])
 
 
+@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("dims,axis,ids", [((2, 9, 4), 1, (2, 3)), ((3, 2, 7), 2, (3, 5)), ((2, 3, 6), 1, (2, 3, 2))])
+def test_gather_with_batch_dims(tmp_path, gpu_device, dims, axis, ids, precision):
+    """batch_dims 1: each batch's entries at its own indices, against the CPU kernel."""
+    rng = np.random.default_rng(42)
+    idx = rng.integers(0, dims[axis], ids).astype(np.float32)
+    out = dims[:axis] + ids[1:] + dims[axis + 1:]
+    compare_layer(tmp_path, gpu_device, "Gather", {"axis": axis, "batch_dims": 1}, [idx, rand(rng, *dims)], [out],
+                  precision=precision)
+
+
 def test_gather_gives_zero_at_no_index(tmp_path, gpu_device):
     """An index that is no integer in the dictionary's range reads 0 on the GPU, as TensorFlow's GPU kernel
     (the CPU plugin fails the request); the others are read as ever."""

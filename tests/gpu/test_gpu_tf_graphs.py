@@ -16,7 +16,7 @@ from tests.tf.tf_helpers import compare_with_tf, nchw, nhwc
 CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "attention_heads", "attention_einsum",
          "causal_select", "batch_matmul", "gelu_forms", "gather_of_data",
          "plain_functions", "math_functions", "narrow_and_bool_casts", "lrn_selu_depth_space", "cumsum_positions",
-         "reduce_mean_sum", "argmax_addn", "argmin_ties_broadcast", "gather_data_by_data", "pad_layers",
+         "reduce_mean_sum", "argmax_addn", "argmin_ties_broadcast", "gather_data_by_data", "gather_batch_dims", "pad_layers",
          "resize_bilinear", "resize_nearest", "strided_slices", "transpose"]
 
 

@@ -279,6 +279,14 @@ def _(rng, x):
     return [picked * 2.0, tf.gather(rows, tf.argmax(rows, axis=0)) + 1.0]
 
 
+@case("gather_batch_dims", (1, 6, 8))
+def _(rng, x):
+    # tf.gather with batch_dims 1 (each batch's rows at its own indices, as BERT-style heads pick token positions):
+    # at indices the data holds and at constant ones - the Gather layer's batch_dims, Gather-8's in IR v11
+    best = tf.argmax(x, axis=1, output_type=tf.int32)  # [1, 8] rows of the 6
+    return [tf.gather(x, best, axis=1, batch_dims=1) * 2.0, tf.gather(x, [[5, 0, 2]], batch_dims=1) + 1.0]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

@@ -37,6 +37,7 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
                                   "causal_select", "dense_bias_moves", "convnext_block", "attention_heads",
                                   "embedding_lookup", "keras_embedding", "gather_of_data", "plain_functions",
                                   "math_functions", "cumsum_positions", "narrow_and_bool_casts", "gather_data_by_data",
+                                  "gather_batch_dims",
                                   "lrn_selu_depth_space",
                                   "argmin_ties_broadcast"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):

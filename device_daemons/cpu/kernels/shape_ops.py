@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.gather import gather_shape
+from ir.gather import gather_shape, take
 
 from .base import Kernel, register
 
@@ -287,12 +287,14 @@ class Tile(Kernel):
 @register("Gather")
 class Gather(Kernel):
     """np.take of the dictionary (blob `weights` of dims `dims`, or input 1 when the layer has two inputs)
-    at input 0's indices along `axis`; an index that is no integer in [0, dims[axis]) fails the request,
-    as TensorFlow's Gather does on a CPU."""
+    at input 0's indices along `axis`, each of the first `batch_dims` axes' entries at its own indices; an
+    index that is no integer in [0, dims[axis]) fails the request, as TensorFlow's Gather does on a CPU."""
 
     def __init__(self, layer):
         super().__init__(layer)
-        self.axis = self.attrs["axis"]
+        self.axis, self.batch_dims = self.attrs["axis"], self.attrs["batch_dims"]
+        if self.batch_dims > self.axis:
+            raise self.error(f"batch_dims {self.batch_dims} is past its axis {self.axis}")
         self.table = None  # (None: the dictionary is input 1)
         self.dims = None if self.attrs["dims"] is None else tuple(self.attrs["dims"])
         if len(layer.inputs) == 1:
@@ -310,7 +312,11 @@ class Gather(Kernel):
         self.expect_inputs(input_shapes, 1 if self.table is not None else 2)
         dims = self.dims if self.table is not None else tuple(input_shapes[1])
         self._check_axis(dims)
-        return [gather_shape(dims, self.axis, input_shapes[0])]
+        indices = tuple(input_shapes[0])
+        if tuple(indices[:self.batch_dims]) != tuple(dims[:self.batch_dims]):
+            raise self.error(f"the first {self.batch_dims} dims of the indices {list(indices)} and of the dictionary "
+                             f"{list(dims)} must be equal (batch_dims)")
+        return [gather_shape(dims, self.axis, indices, self.batch_dims)]
 
     def forward(self, inputs):
         values = inputs[0]
@@ -323,4 +329,4 @@ class Gather(Kernel):
             first = values.ravel()[np.flatnonzero(bad)[0]]
             raise self.error(f"index {first:g} is not an integer in [0, {size}) (the dictionary's axis {self.axis}); "
                              f"{int(bad.sum())} of {bad.size} indices are not")
-        return [np.take(table, indices, axis=self.axis)]
+        return [take(table, indices, self.axis, self.batch_dims)]

@@ -21,18 +21,19 @@ __kernel void copy_nd(__global const T* src, __global T* dst, __global const int
     ST(dst, d, LD(src, s));
 }
 
-// Gather (an embedding lookup): dst[o, j, k] = table[o, indices[j], k] over the table's axis of `size`
-// entries (outer: the entries before it, inner: after it, n: the indices). An index that is no integer in
-// [0, size) gives 0, as TensorFlow's Gather on a GPU (its CPU kernel fails the request instead).
+// Gather: dst[o, j, k] = table[o, indices[b, j], k] over the table's axis of `size` entries (o: the entries
+// before the axis, inner: after it, n: the indices of one batch, pre: the o of one batch - all of them without
+// batch_dims, b = o / pre). An index that is no integer in [0, size) gives 0, as TensorFlow's Gather on a GPU
+// (its CPU kernel fails the request instead).
 // global: (count rounded up)
 __kernel void gather(__global const T* table, __global const T* indices, __global T* dst, int n, int size, int inner,
-                     int count)
+                     int count, int pre)
 {
     int i = get_global_id(0);
     if (i >= count) return;
     int k = i % inner, rest = i / inner;
     int j = rest % n, o = rest / n;
-    float v = LD(indices, j);
+    float v = LD(indices, (long)(o / pre) * n + j);
     float value = 0.0f;
     if (v >= 0.0f && v < (float)size && v == floor(v))  // (compared as float first: a NaN or huge value fails)
         value = LD(table, ((long)o * size + (int)v) * inner + k);

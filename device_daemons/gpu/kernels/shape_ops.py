@@ -144,12 +144,14 @@ class Gather(GpuKernel):
         self._table = None if self.ref.table is None else ctx.upload(self.ref.table)
 
     def launches(self, ins, outs):
-        axis = self.ref.axis
+        axis, batch_dims = self.ref.axis, self.ref.batch_dims
         dims = self.ref.dims if self._table is not None else tuple(self.in_shapes[1])
-        n, count = int(np.prod(self.in_shapes[0])), int(np.prod(self.out_shapes[0]))
+        n, count = int(np.prod(self.in_shapes[0][batch_dims:])), int(np.prod(self.out_shapes[0]))
         inner = int(np.prod(dims[axis + 1:]))
+        outer = int(np.prod(dims[:axis]))
+        pre = outer // int(np.prod(dims[:batch_dims]))  # (the entries before the axis in one batch)
         table = self._table if self._table is not None else ins[1]
-        return [self.launch("gather", [table, ins[0], outs[0]] + i32(n, dims[axis], inner, count),
+        return [self.launch("gather", [table, ins[0], outs[0]] + i32(n, dims[axis], inner, count, max(pre, 1)),
                             (round_up(count, 64),))]
 
 

@@ -69,7 +69,8 @@ class Mapping:
         if tensor.shape == shape:
             return tensor
         target = self.ints(copied_leading_dims(tensor.shape, shape), f"{suffix or 'reshape'}/shape")
-        return self.op("Reshape", [tensor, target], shape, suffix, attrs={"special_zero": True})
+        return self.op("Reshape", [tensor, target], shape, suffix, attrs={"special_zero": True},
+                       element_type=tensor.element_type)
 
     def identity(self, tensor: Tensor) -> Tensor:
         """An op that passes `tensor` through (a Convert to its own type, which

@@ -99,5 +99,11 @@ def gather(m: Mapping):
         table = m.const(m.attrs.blob("weights", size=int(np.prod(dims))).reshape(dims), "dictionary")
     indices = m.op("Convert", [m.inputs[0]], m.inputs[0].shape, "indices", attrs={"destination_type": "i32"},
                    element_type="i32")
+    batch_dims = int(m.attrs["batch_dims"])
+    if batch_dims and all(d == 1 for d in table.shape[:batch_dims]):
+        # a batch of one is the plain Gather of its indices (OpenVINO 2026.4's CPU plugin crashes on Gather-8
+        # with batch_dims over a batch of size 1 - measured; a batch of 2 runs)
+        indices = m.reshape(indices, indices.shape[batch_dims:], "unbatched")
+        batch_dims = 0
     return [m.op("Gather", [table, indices, m.ints([int(m.attrs["axis"])], "axis")],
-                 m.out_dims(), version="opset8", attrs={"batch_dims": 0})]
+                 m.out_dims(), version="opset8", attrs={"batch_dims": batch_dims})]

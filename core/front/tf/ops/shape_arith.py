@@ -11,7 +11,7 @@ from core.front.tf.ops.base import TFOp, ValueOnlyOp, const_input, expect_inputs
 from core.front.tf.ops.concat_split import gather_slices
 from core.front.tf.tensors import attr, describe, numpy_dtype
 from core.ops.shape_ops import Gather as GatherLayer
-from ir.gather import gather_shape
+from ir.gather import gather_shape, take
 
 
 def _out_dtype(node, name="out_type", default=np.int32):
@@ -81,10 +81,18 @@ class Range(ValueOnlyOp):
 
 
 def _gather_axis(node, params_rank: int) -> int:
-    if node.tf["batch_dims"]:
-        raise ShapeError("{}: batch_dims is not supported.", describe(node))
     axis = int(const_input(node, 2, "axis").ravel()[0]) if node.tf_op == "GatherV2" else 0
     return normalize_axis(node, axis, params_rank)
+
+
+def _batch_dims(node, indices_rank: int, axis: int) -> int:
+    """TensorFlow's batch_dims (negative: from the indices' rank), at most the axis."""
+    b = node.tf["batch_dims"]
+    b = b + indices_rank if b < 0 else b
+    if not 0 <= b <= min(axis, indices_rank):
+        raise ShapeError("{}: batch_dims {} must be within the indices' rank {} and at most the axis {}.",
+                         describe(node), node.tf["batch_dims"], indices_rank, axis)
+    return b
 
 
 def _check_indices(node, indices, size: int, axis: int) -> None:
@@ -98,7 +106,8 @@ class Gather(TFOp):
     """GatherV2 / Gather: computed at conversion time when every input is constant; a constant dictionary (an
     embedding table) gathered at indices the model's data holds is a Gather layer (the table its blob); the model's
     data gathered at constant indices is Crops and a Concat (gather_slices); the data gathered at indices the data
-    holds is a Gather layer with the dictionary its second input (none of the three 4-D: NCHW in the IR)."""
+    holds, or with batch_dims, is a Gather layer with the dictionary its second input (none of the three 4-D: NCHW
+    in the IR)."""
     tf_types = ("GatherV2", "Gather")
 
     @staticmethod
@@ -111,24 +120,30 @@ class Gather(TFOp):
         params, indices = values[0], values[1].astype(np.int64)
         axis = _gather_axis(node, params.ndim)
         _check_indices(node, indices, params.shape[axis], axis)
-        return [np.take(params, indices, axis=axis)]
+        return [take(params, indices, axis, _batch_dims(node, indices.ndim, axis))]
 
     @staticmethod
     def shape(node, shapes):
         params = [int(d) for d in shapes[0]]
         axis = _gather_axis(node, len(params))
+        batch_dims = _batch_dims(node, len(shapes[1]), axis)
+        if [int(d) for d in shapes[1][:batch_dims]] != params[:batch_dims]:
+            raise ShapeError("{}: with batch_dims {} the first dims of the indices {} and of the params {} must be "
+                             "equal.", describe(node), batch_dims, [int(d) for d in shapes[1]], params)
         indices = node.in_node(1).soft_get("value")
         if indices is not None:
             _check_indices(node, np.asarray(indices).astype(np.int64), params[axis], axis)
-        return [gather_shape(params, axis, shapes[1])]
+        return [gather_shape(params, axis, shapes[1], batch_dims)]
 
     @staticmethod
     def lower(node, lw):
         params = node.in_node(0).soft_get("value")
         indices = node.in_node(1)
-        if params is None and indices.soft_get("value") is not None:
-            x = node.in_node(0)
-            return gather_slices(node, lw, x, _gather_axis(node, len(lw.tf_shape(x))), np.asarray(indices.value))
+        axis = _gather_axis(node, len(lw.tf_shape(node.in_node(0))))
+        batch_dims = _batch_dims(node, len(lw.tf_shape(indices)), axis)
+        constant = indices.soft_get("value")
+        if params is None and constant is not None and not batch_dims:
+            return gather_slices(node, lw, node.in_node(0), axis, np.asarray(constant))
         tensors = [("indices", indices), ("result", node.out_node(0))]
         if params is None:
             tensors.insert(0, ("dictionary", node.in_node(0)))
@@ -137,17 +152,17 @@ class Gather(TFOp):
             what = four_d[0] if len(four_d) == 1 else ", ".join(four_d[:-1]) + " and " + four_d[-1]
             raise lw.unsupported(node, "a Gather whose {} {} 4-D (NCHW in the IR)".format(
                 what, "is" if len(four_d) == 1 else "are"))
-        if params is None:  # the model's data at indices the data holds: the dictionary is input 1
-            x = node.in_node(0)
-            axis = _gather_axis(node, len(lw.tf_shape(x)))
-            lw.keep_inputs(node, indices, x)
-            return lw.retype(node, GatherLayer, {"axis": axis})
+        if params is None:  # the model's data (at indices the data holds, or in batches): the dictionary is input 1
+            if constant is not None:  # (batches at constant indices: a Const layer holds them)
+                indices = lw.graph.add_const(node.name + "/indices", np.asarray(constant, np.float32))
+                indices["tf_shape"], indices["nchw"] = np.array(np.shape(constant), np.int64), False
+            lw.keep_inputs(node, indices, node.in_node(0))
+            return lw.retype(node, GatherLayer, {"axis": axis, "batch_dims": batch_dims})
         if params.dtype.kind != "f":
             raise lw.unsupported(node, "a Gather of a {} constant by the model's data (the IR computes in floating "
                                        "point)".format(params.dtype.name))
-        axis = _gather_axis(node, params.ndim)
         lw.keep_inputs(node, indices)
-        lw.retype(node, GatherLayer, {"axis": axis, "dims": [int(d) for d in params.shape]})
+        lw.retype(node, GatherLayer, {"axis": axis, "dims": [int(d) for d in params.shape], "batch_dims": batch_dims})
         lw.add_blob(node, "weights", params)
 
 
