@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ir.scan import cumsum
+
 from .base import Kernel, register
 
 _FUNCS = {"ReduceMean": np.mean, "ReduceSum": np.sum, "ReduceMax": np.max, "ReduceMin": np.min}
@@ -61,12 +63,5 @@ class CumSum(Kernel):
 
     def forward(self, inputs):
         x = inputs[0]
-        axis = self._axis(x.ndim)
-        if self.reverse:
-            x = np.flip(x, axis)
-        out = np.cumsum(x, axis=axis, dtype=np.float64)
-        if self.exclusive:  # (each sum one place on: 0 first)
-            out = np.concatenate([np.zeros_like(np.take(out, [0], axis)), np.delete(out, -1, axis)], axis)
-        if self.reverse:
-            out = np.flip(out, axis)
+        out = cumsum(x, self._axis(x.ndim), self.exclusive, self.reverse, dtype=np.float64)
         return [np.ascontiguousarray(out, dtype=np.float32)]

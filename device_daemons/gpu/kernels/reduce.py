@@ -8,29 +8,27 @@ from __future__ import annotations
 import numpy as np
 
 from .base import GpuKernel, i32, register, round_up
-from .shape_ops import contiguous_strides
+from .shape_ops import contiguous_strides, merge_dims
 
 MAX_RANK = 6  # reduce.cl's RED_RANK
 OPS = {"ReduceSum": 0, "ReduceMean": 1, "ReduceMax": 2, "ReduceMin": 3}
 
 
-def _merged(dims) -> list[tuple[int, int]]:
-    """(size, stride) pairs without size-1 dims, neighbours merged where one continues the other."""
-    merged = []
-    for n, s in ((int(n), int(s)) for n, s in dims if n != 1):
-        if merged and merged[-1][1] == n * s:
-            merged[-1] = (merged[-1][0] * n, s)
-        else:
-            merged.append((n, s))
-    return merged
-
-
 def _split(shape, axes) -> tuple[list, list]:
-    """The kept and the reduced (size, input stride) pairs of a reduction of `shape` over `axes`."""
+    """The kept and the reduced (size, input stride) pairs of a reduction of `shape` over `axes`, size-1 dims
+    dropped and contiguous neighbours merged."""
     strides = contiguous_strides(shape)
-    kept = _merged([(n, s) for a, (n, s) in enumerate(zip(shape, strides)) if a not in axes])
-    reduced = _merged([(n, s) for a, (n, s) in enumerate(zip(shape, strides)) if a in axes])
-    return kept, reduced
+
+    def merged(take):
+        dims = [(n, s) for a, (n, s) in enumerate(zip(shape, strides)) if take(a)]
+        return [(n, s) for n, s, _ in merge_dims([n for n, _ in dims], [s for _, s in dims], [s for _, s in dims])]
+    return merged(lambda a: a not in axes), merged(lambda a: a in axes)
+
+
+def _too_deep(kept, reduced) -> str | None:
+    if max(len(kept), len(reduced)) > MAX_RANK:
+        return f"a reduction over more than {MAX_RANK} non-contiguous dimensions"
+    return None
 
 
 @register(*OPS)
@@ -40,16 +38,14 @@ class Reduce(GpuKernel):
     @staticmethod
     def beyond_limits(layer, ref) -> str | None:
         shape = [int(d) for d in layer.inputs[0].dims]
-        kept, reduced = _split(shape, set(ref._axes(len(shape))))
-        if max(len(kept), len(reduced)) > MAX_RANK:
-            return f"a reduction over more than {MAX_RANK} non-contiguous dimensions"
-        return None
+        return _too_deep(*_split(shape, set(ref._axes(len(shape)))))
 
     def launches(self, ins, outs):
         shape = self.in_shapes[0]
         kept, reduced = _split(shape, set(self.ref._axes(len(shape))))
-        if max(len(kept), len(reduced)) > MAX_RANK:
-            raise self.error(f"a reduction over more than {MAX_RANK} non-contiguous dimensions")
+        why = _too_deep(kept, reduced)
+        if why:
+            raise self.error(why)
         desc = np.ones(4 * MAX_RANK, np.int32)
         for k, (n, s) in enumerate(kept):
             desc[k], desc[MAX_RANK + k] = n, s
@@ -68,7 +64,7 @@ class CumSum(GpuKernel):
 
     def launches(self, ins, outs):
         shape = self.in_shapes[0]
-        axis = self.ref._axis(len(shape))
+        axis = self.ref._axis(len(shape))  # (the CPU kernel's check)
         size, inner = int(shape[axis]), int(np.prod(shape[axis + 1:]))
         lines = int(np.prod(shape)) // max(size, 1)
         return [self.launch("cumsum", [ins[0], outs[0]] + i32(size, inner, lines, self.ref.exclusive,

@@ -18,6 +18,7 @@ from core.ops.activation import Power
 from core.ops.pooling import Pooling
 from core.ops.reduce import CumSum, ReduceMax, ReduceMean, ReduceMin, ReduceSum
 from core.ops.shape_ops import Reshape
+from ir.scan import cumsum
 
 NUMPY = {"Mean": np.mean, "Sum": np.sum, "Max": np.max, "Min": np.min, "Prod": np.prod, "All": np.all,
          "Any": np.any}
@@ -85,15 +86,6 @@ def _global_pooling(node, lw, op, shape, keep):
         reshape = lw.insert_after(last, name + "/keep_dims", Reshape, {})
         last.out_node(0).attrs.update({"tf_shape": pooled, "nchw": True})
         reshape_node(lw, reshape)
-
-
-def cumsum(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
-    """TensorFlow's Cumsum of a value (conversion-time folding)."""
-    y = np.flip(x, axis) if reverse else x
-    y = np.cumsum(y, axis=axis, dtype=x.dtype)
-    if exclusive:
-        y = np.concatenate([np.zeros_like(np.take(y, [0], axis)), np.delete(y, -1, axis)], axis)
-    return np.flip(y, axis) if reverse else y
 
 
 class Cumsum(TFOp):
