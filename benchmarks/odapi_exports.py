@@ -144,7 +144,8 @@ def tf_detections(out) -> list[tuple]:
 
 def ir_detections(rows: np.ndarray) -> list[tuple]:
     rows = np.asarray(rows).reshape(-1, 7)
-    rows = rows[rows[:, 0] >= 0]
+    end = np.flatnonzero(rows[:, 0] < 0)  # the end marker: zeros after it
+    rows = rows[:end[0] if end.size else len(rows)]
     return [(int(r[1]), float(r[2]), *map(float, r[3:])) for r in rows]
 
 

@@ -54,6 +54,8 @@ SCHEMAS = [
         # the TF Object Detection API's clipping to the image (OpenVINO's DetectionOutput attributes)
         Bool("clip_before_nms", False, doc="decoded boxes clipped to [0, 1] before NMS"),
         Bool("clip_after_nms", False, doc="detected boxes clipped to [0, 1]"),
+        Bool("drop_empty_boxes", False, doc="a detection whose box (as written) has no area is dropped before the "
+             "keep_top_k cut: the TF Object Detection API's clip_to_window(filter_nonoverlapping)"),
     ]),
     LayerSchema("Proposal", [
         Int("base_size", min=1), Int("feat_stride", min=1), Int("min_size", min=0),

@@ -197,7 +197,8 @@ def _detection_kernel(rng, classes, priors, n):
                                           "caffe.PriorBoxParameter.CORNER_SIZE"])),
              "variance_encoded_in_target": int(rng.random() < 0.3), "keep_top_k": int(rng.choice([-1, 0, 7, 60])),
              "confidence_threshold": float(rng.choice([0.0, 0.2, 0.6])),
-             "clip_before_nms": int(rng.random() < 0.3), "clip_after_nms": int(rng.random() < 0.5)}
+             "clip_before_nms": int(rng.random() < 0.3), "clip_after_nms": int(rng.random() < 0.5),
+             "drop_empty_boxes": int(rng.random() < 0.4)}
     if attrs["keep_top_k"] == -1 and attrs["top_k"] == -1:
         attrs["keep_top_k"] = 100
     layer = Layer(1, "det", "DetectionOutput", data={k: str(v) for k, v in attrs.items()},
@@ -205,6 +206,8 @@ def _detection_kernel(rng, classes, priors, n):
                           Port(2, (1, 2, priors * 4))], outputs=[Port(3, (1, 1, 1, 7))])
     kernel = KERNELS["DetectionOutput"](layer)
     xy = rng.random((priors, 2))
+    if attrs["drop_empty_boxes"]:  # boxes past the image's edges: empty once clipped
+        xy = xy * 1.6 - 0.5
     prior = np.concatenate([np.concatenate([xy, xy + rng.random((priors, 2)) * 0.4], 1).reshape(-1),
                             np.tile([0.1, 0.1, 0.2, 0.2], priors)]).astype(np.float32).reshape(1, 2, -1)
     loc = (rng.standard_normal((n, priors * loc_classes * 4)) * 0.5).astype(np.float32)
@@ -234,6 +237,47 @@ def test_native_detection_output_gives_the_numpy_kernels_rows():
         assert np.array_equal(got[..., :3], want[..., :3]), case  # image, label, score: exact
         detections += int((want[0, 0, :, 0] >= 0).sum())
     assert detections > 1000
+
+
+EMPTY_BOX_PRIORS = np.float32([[0.1, -0.5, 0.4, -0.1],   # above the image: no area once clipped
+                                [0.2, 0.2, 0.5, 0.5],
+                                [0.6, 0.6, 0.9, 0.9],
+                                [0.3, 0.3, 0.3, 0.6]])  # no width
+
+
+def empty_box_case(drop: bool):
+    """DetectionOutput over four corner priors (no offsets: the boxes are the priors), one class
+    scoring 0.9, 0.8, 0.7, 0.85: (attributes, inputs, the rows drop_empty_boxes 1 gives)."""
+    attrs = {"num_classes": 2, "share_location": 1, "background_label_id": 0, "nms_threshold": 0.5,
+             "top_k": -1, "code_type": "caffe.PriorBoxParameter.CORNER", "keep_top_k": 2,
+             "confidence_threshold": 0.1, "clip_after_nms": 1, "drop_empty_boxes": int(drop)}
+    loc = np.zeros((1, 16), np.float32)
+    conf = np.float32([[0.1, 0.9, 0.2, 0.8, 0.3, 0.7, 0.15, 0.85]])
+    prior = np.concatenate([EMPTY_BOX_PRIORS.ravel(), np.full(16, 0.1, np.float32)]).reshape(1, 2, 16)
+    kept = np.float32([[0, 1, 0.8, 0.2, 0.2, 0.5, 0.5], [0, 1, 0.7, 0.6, 0.6, 0.9, 0.9]])
+    return attrs, [loc, conf, prior], kept
+
+
+@pytest.mark.parametrize("native", [False, True], ids=["numpy", "native"])
+def test_boxes_left_empty_by_the_clip_are_dropped_before_keep_top_k(native):
+    """drop_empty_boxes (the TF Object Detection API's NMS): a detection whose box as written
+    has no area - wholly outside the image before the clip, or of no width - is dropped, and
+    the next best takes its keep_top_k place; without it they are the two kept."""
+    from device_daemons.cpu.kernels import KERNELS
+    from ir import Layer, Port
+    for drop in (True, False):
+        attrs, inputs, kept = empty_box_case(drop)
+        layer = Layer(1, "det", "DetectionOutput", data={k: str(v) for k, v in attrs.items()},
+                      inputs=[Port(i, x.shape) for i, x in enumerate(inputs)], outputs=[Port(3, (1, 1, 2, 7))])
+        kernel = KERNELS["DetectionOutput"](layer)
+        if native:
+            assert kernel.accelerate() == "native"
+        (rows,) = kernel.forward(inputs)
+        if drop:
+            np.testing.assert_allclose(rows[0, 0], kept, atol=1e-7)
+        else:  # the empty ones, best first: the one above the image clipped to y = 0
+            np.testing.assert_allclose(rows[0, 0], [[0, 1, 0.9, 0.1, 0, 0.4, 0], [0, 1, 0.85, 0.3, 0.3, 0.3, 0.6]],
+                                       atol=1e-7)
 
 
 def test_native_detection_output_on_large_heads_over_openmp_threads():

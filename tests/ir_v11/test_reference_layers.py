@@ -60,3 +60,50 @@ def test_memory_keeps_state_between_calls(ov_core, tmp_path):
         np.testing.assert_allclose(out["out"], 2 * total, rtol=1e-6)
     request.reset_state()
     np.testing.assert_allclose(request.infer({"in0": xs[0]})["out"], 2 * xs[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("drop", [True, False], ids=["drop_empty", "keep_empty"])
+def test_detection_output_drops_boxes_left_empty_by_the_clip(ov_core, tmp_path, drop):
+    """drop_empty_boxes on OpenVINO (whose DetectionOutput keeps them): twice the rows, the empty
+    ones sorted after, the best keep_top_k of the rest - the CPU kernel's rows (best score first)."""
+    from tests.cpu.test_cpu_nms import empty_box_case
+    attrs, inputs, kept = empty_box_case(drop)
+    (rows,) = run_v11(ov_core, tmp_path, "DetectionOutput", attrs, inputs, [(1, 1, 2, 7)])
+    want = kept if drop else [[0, 1, 0.9, 0.1, 0, 0.4, 0], [0, 1, 0.85, 0.3, 0.3, 0.3, 0.6]]
+    np.testing.assert_allclose(rows[0, 0], want, atol=1e-7)
+
+
+def test_detection_output_drops_empty_boxes_of_many_classes(ov_core, tmp_path):
+    """A random head of 5 classes with a third of its boxes outside the image: OpenVINO's rows
+    (best score first) are the CPU kernel's (label by label), the same set, then the end marker."""
+    from device_daemons.cpu.kernels import KERNELS
+    from ir import Layer, Port
+    rng = np.random.default_rng(3)
+    priors, classes = 60, 5
+    xy = rng.random((priors, 2)) * 1.5 - 0.5
+    prior = np.concatenate([np.concatenate([xy, xy + 0.05 + rng.random((priors, 2)) * 0.3], 1).ravel(),
+                            np.tile([0.1, 0.1, 0.2, 0.2], priors)]).astype(np.float32).reshape(1, 2, -1)
+    loc = (rng.standard_normal((1, priors * 4)) * 0.5).astype(np.float32)
+    conf = rng.random((1, priors * classes)).astype(np.float32)
+    attrs = {"num_classes": classes, "share_location": 1, "background_label_id": 0, "nms_threshold": 0.5,
+             "top_k": -1, "code_type": "caffe.PriorBoxParameter.CENTER_SIZE", "keep_top_k": 40,
+             "confidence_threshold": 0.3, "clip_after_nms": 1, "drop_empty_boxes": 1}
+    inputs = [loc, conf, prior]
+    layer = Layer(1, "det", "DetectionOutput", data={k: str(v) for k, v in attrs.items()},
+                  inputs=[Port(i, x.shape) for i, x in enumerate(inputs)], outputs=[Port(3, (1, 1, 40, 7))])
+    (want,) = KERNELS["DetectionOutput"](layer).forward(inputs)
+    (got,) = run_v11(ov_core, tmp_path, "DetectionOutput", attrs, inputs, [(1, 1, 40, 7)])
+
+    def detections(rows):
+        rows = rows[0, 0]
+        end = np.flatnonzero(rows[:, 0] < 0)
+        rows = rows[:end[0] if end.size else len(rows)]
+        return rows[np.lexsort((rows[:, 2], rows[:, 1]))]
+    ours = detections(want)
+    assert 20 <= len(ours) <= 40, len(ours)
+    np.testing.assert_allclose(detections(got), ours, atol=1e-6)
+    attrs["drop_empty_boxes"] = 0  # (the head has empty boxes among its best: else this test tests nothing)
+    layer.data["drop_empty_boxes"] = "0"
+    (kept_all,) = KERNELS["DetectionOutput"](layer).forward(inputs)
+    rows = detections(kept_all)
+    assert ((rows[:, 5] - rows[:, 3]) * (rows[:, 6] - rows[:, 4]) <= 0).sum() >= 3

@@ -18,6 +18,15 @@ enum { CORNER = 0, CENTER_SIZE = 1, CORNER_SIZE = 2 };
 
 static float clip01(float v) { return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v; }
 
+/* the area of a detected box as written (clipped after NMS or not) is above zero: the TF
+ * Object Detection API drops the others (clip_to_window's filter_nonoverlapping) */
+static int has_area(const float *b, int clip_after)
+{
+    float c[4];
+    for (int j = 0; j < 4; ++j) c[j] = clip_after ? clip01(b[j]) : b[j];
+    return (c[2] - c[0]) * (c[3] - c[1]) > 0.0f;
+}
+
 struct ranked { float score; int64_t q; };
 
 static int by_score(const void *a, const void *b)  /* score descending, then position */
@@ -36,13 +45,14 @@ static int by_position(const void *a, const void *b)
 
 /* loc (n, priors, loc_classes, 4); conf (n, priors, classes); prior (priors, 4) corner boxes
  * and var (priors, 4) in double; labels: the classes but the background, n_labels of them.
+ * drop_empty: a detection whose box (as written) has no area is dropped before the keep_top_k cut.
  * out (out_rows, 7) is filled: the detections, then one row starting -1, then zeros.
  * Returns the number of detections, or -1 when scratch memory cannot be had. */
 int64_t mo_detection_output(const float *loc, const float *conf, const double *prior, const double *var,
                             int64_t n, int64_t priors, int64_t classes, int64_t loc_classes, int code_type,
                             const int64_t *labels, int64_t n_labels, float threshold, float nms_threshold,
                             float eta, int64_t top_k, int64_t keep_top_k, int clip_before, int clip_after,
-                            float *out, int64_t out_rows)
+                            int drop_empty, float *out, int64_t out_rows)
 {
     int64_t cap = top_k < 0 || top_k > priors ? priors : top_k;
     int64_t per_label = cap > 0 ? cap : 1;  /* kept: per_label entries a label (mo_nms_classes) */
@@ -107,8 +117,11 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
          * keep_top_k by score (ties: the earlier), still in that order */
         int64_t total = 0;
         for (int64_t k = 0; k < n_labels; ++k)
-            for (int64_t j = 0; j < counts[k]; ++j)
-                pos[total++] = k * per_label + j;
+            for (int64_t j = 0; j < counts[k]; ++j) {
+                const float *b = boxes + ((groups > 1 ? k : 0) * priors + kept[k * per_label + j]) * 4;
+                if (!drop_empty || has_area(b, clip_after))  /* (before the keep_top_k cut, as the OD API) */
+                    pos[total++] = k * per_label + j;
+            }
         int64_t take = total;
         if (keep_top_k > -1 && keep_top_k < total) {
             /* the best keep_top_k by score, ties the earlier: sorted, then back in position order */

@@ -14,7 +14,7 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
                             int64_t n, int64_t priors, int64_t classes, int64_t loc_classes, int code_type,
                             const int64_t *labels, int64_t n_labels, float threshold, float nms_threshold,
                             float eta, int64_t top_k, int64_t keep_top_k, int clip_before, int clip_after,
-                            float *out, int64_t out_rows);
+                            int drop_empty, float *out, int64_t out_rows);
 """
 CODE_TYPES = {"corner": 0, "center_size": 1, "corner_size": 2}
 
@@ -41,6 +41,7 @@ def detection_output(loc, conf, prior_boxes, variances, labels, out_rows, k) -> 
         ffi.from_buffer("double[]", variances), n, priors, conf.shape[2], loc_classes, CODE_TYPES[k.code_type],
         ffi.from_buffer("int64_t[]", labels), len(labels), k.confidence_threshold, k.nms_threshold, k.eta, k.top_k,
         k.keep_top_k, int(bool(k.clip_before_nms)), int(bool(k.clip_after_nms)),
+        int(bool(k.drop_empty_boxes)),
         ffi.from_buffer("float[]", out, require_writable=True), out_rows)
     if done < 0:
         raise MemoryError("DetectionOutput could not allocate its scratch memory")

@@ -67,6 +67,43 @@ def _rows(m: Mapping, x, suffix):
     return m.reshape(x, (x.shape[0], int(np.prod(x.shape[1:]))), suffix)
 
 
+def _without_empty_boxes(m: Mapping, y, out):
+    """DetectionOutput rows [1, 1, R, 7] -> the IR's out[2] best of those with an image id and a box of some
+    area, best score first (ties in OpenVINO's order), then rows [-1, 0, ...]."""
+    count = y.shape[2]
+    rows = m.reshape(y, (count, 7), "rows")
+
+    def column(index, suffix):
+        return m.op("Gather", [rows, m.ints([index], f"{suffix}/index"), m.ints([1], f"{suffix}/axis")],
+                    (count, 1), suffix, version="opset8", attrs={"batch_dims": 0})
+
+    numpy = {"auto_broadcast": "numpy"}
+    x1, y1, x2, y2 = (column(3 + j, f"empty/{c}") for j, c in enumerate(("x1", "y1", "x2", "y2")))
+    width = m.op("Subtract", [x2, x1], (count, 1), "empty/width", attrs=numpy)
+    height = m.op("Subtract", [y2, y1], (count, 1), "empty/height", attrs=numpy)
+    area = m.op("Multiply", [width, height], (count, 1), "empty/area", attrs=numpy)
+    zero = m.const(np.float32(0), "empty/zero")
+    has_area = m.op("Greater", [area, zero], (count, 1), "empty/has_area", element_type="boolean", attrs=numpy)
+    detected = m.op("GreaterEqual", [column(0, "empty/image"), zero], (count, 1), "empty/detected",
+                    element_type="boolean", attrs=numpy)
+    kept = m.op("LogicalAnd", [has_area, detected], (count, 1), "empty/kept", element_type="boolean", attrs=numpy)
+    lowest = m.const(np.float32(np.finfo(np.float32).min), "empty/lowest")
+    key = m.op("Select", [kept, column(2, "empty/score"), lowest], (count, 1), "empty/key", attrs=numpy)
+    key = m.reshape(key, (count,), "empty/key/flat")
+    take = out[2]
+    top = m.model.add("TopK", [key, m.model.const(take, name=m.name("empty/k"), element_type="i64")],
+                      [(take,), (take,)], name=m.name("empty/best"), version="opset11", element_types=["f32", "i32"],
+                      attrs={"axis": 0, "mode": "max", "sort": "value", "index_element_type": "i32", "stable": True})
+    order = top.outputs[1]
+    axis0 = m.ints([0], "empty/axis0")
+    picked = m.op("Gather", [rows, order, axis0], (take, 7), "empty/picked", version="opset8",
+                  attrs={"batch_dims": 0})
+    picked_kept = m.op("Gather", [kept, order, axis0], (take, 1), "empty/picked_kept", version="opset8",
+                       attrs={"batch_dims": 0}, element_type="boolean")
+    end = m.const(np.float32([[-1, 0, 0, 0, 0, 0, 0]]), "empty/end")
+    return m.reshape(m.op("Select", [picked_kept, picked, end], (take, 7), "empty/rows", attrs=numpy), out, None)
+
+
 @maps("DetectionOutput")
 def detection_output(m: Mapping):
     a = m.attrs
@@ -87,9 +124,21 @@ def detection_output(m: Mapping):
     n = loc.shape[0]
     priors = m.inputs[2].shape[-1] // (4 if attrs["normalized"] else 5)
     keep, top_k, classes = attrs["keep_top_k"][0], attrs["top_k"], attrs["num_classes"]
+    candidates = top_k * classes if top_k > 0 else priors * classes
+    if a["drop_empty_boxes"]:
+        # OpenVINO's DetectionOutput keeps a box left with no area by the clip: twice the rows are asked
+        # for, and the empty ones go after it (exact while at most keep_top_k of the best 2 x keep_top_k
+        # are empty: the OD API drops them before its cut)
+        if n != 1:
+            raise Unmappable("dropping empty boxes over a batch of more than one image")
+        if keep > 0:
+            attrs["keep_top_k"] = [min(2 * keep, candidates)]
+        y = m.op("DetectionOutput", inputs, (1, 1, attrs["keep_top_k"][0] if keep > 0 else candidates, 7), "all",
+                 attrs=attrs)
+        return [_without_empty_boxes(m, y, out)]
     # OpenVINO's row count; the IR's can be smaller (keep_top_k unset, top_k set):
     # the rows past it are cut as the CPU daemon cuts them
-    rows = n * (keep if keep > 0 else top_k * classes if top_k > 0 else priors * classes)
+    rows = n * (keep if keep > 0 else candidates)
     if rows == out[2]:
         return [m.op("DetectionOutput", inputs, out, attrs=attrs)]
     if rows < out[2]:

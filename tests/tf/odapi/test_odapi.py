@@ -11,6 +11,8 @@ and, as IR v11, on the OpenVINO runtime (the support JSON chosen from the graph)
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -99,6 +101,66 @@ def test_ir_v11_on_the_openvino_runtime(exports, tmp_path, codebase, model):
     tf_out = exports[codebase].tf_out(model)
     (rows,) = compiled.create_infer_request().infer({"image_tensor": nchw(tf_out["image"])}).values()
     assert_same_detections(np.array(rows), tf_out)
+
+
+TF_SCRIPT = """
+import sys, numpy as np, tensorflow as tf
+graph_def = tf.compat.v1.GraphDef()
+graph_def.ParseFromString(open(sys.argv[1], "rb").read())
+with tf.Graph().as_default() as g:
+    tf.compat.v1.import_graph_def(graph_def, name="")
+names = ["num_detections", "detection_boxes", "detection_scores", "detection_classes"]
+with tf.compat.v1.Session(graph=g) as session:
+    values = session.run([n + ":0" for n in names], {"image_tensor:0": np.load(sys.argv[2])})
+np.savez(sys.argv[3], **dict(zip(names, values)))
+"""
+
+
+def tensorflow_detections(graph: str, image: np.ndarray, work) -> dict:
+    """The frozen export run by TensorFlow (in a process of its own: TensorFlow never loads into
+    the tests' process) on `image` (uint8 NHWC): its four outputs."""
+    np.save(str(work / "image.npy"), image)
+    proc = subprocess.run([sys.executable, "-c", TF_SCRIPT, graph, str(work / "image.npy"), str(work / "tf.npz")],
+                          capture_output=True, text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(np.load(str(work / "tf.npz")))
+
+
+def test_boxes_left_empty_by_the_clip_are_dropped(exports, ie, tmp_path):
+    """The OD API's NMS drops a detection whose box, clipped to the image, has no area (OpenVINO's
+    DetectionOutput keeps it): at 64x96 (the fixed image reflected on the right) the 2.8
+    faster_rcnn_resnet50 export gives such boxes with high scores. Ours drop them in both stages:
+    the same detections as TensorFlow - all of them, not only those above 0.3 - on the CPU daemon
+    and as IR v11 on OpenVINO; the same IR keeping them (drop_empty_boxes 0) does not pair."""
+    from tests.ir_v11.v11_helpers import import_openvino
+    e, model = exports["2.8"], "faster_rcnn_resnet50"
+    image = np.pad(e.tf_out(model)["image"], ((0, 0), (0, 0), (0, 16), (0, 0)), mode="reflect")
+    tf_out = tensorflow_detections(e.graph(model), image, tmp_path)
+    theirs = tf_detections(tf_out)
+    xmls = {}
+    for version in ("2", "11"):
+        code, out, err = run_cli("convert", "--input_model", e.graph(model),
+                                 "--tensorflow_object_detection_api_pipeline_config", e.pipeline(model),
+                                 "--input_shape", "[1,64,96,3]", "--output_dir", str(tmp_path / version),
+                                 "--model_name", model, "--ir_version", version)
+        assert code == 0, out + err
+        xmls[version] = str(tmp_path / version / (model + ".xml"))
+    ours = ir_detections(run_ir(ie, xmls["2"], nchw(image), "CPU"))
+    assert len(ours) == len(theirs) and not unpaired(ours, theirs), unpaired(ours, theirs)
+    compiled = import_openvino().Core().compile_model(xmls["11"], "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    (rows,) = compiled.create_infer_request().infer({"image_tensor": nchw(image)}).values()
+    v11 = ir_detections(np.array(rows))
+    assert len(v11) == len(theirs) and not unpaired(v11, theirs), unpaired(v11, theirs)
+    with open(xmls["2"]) as f:
+        text = f.read()
+    assert text.count('drop_empty_boxes="1"') == 2, "both stages' DetectionOutput drop empty boxes"
+    kept = str(tmp_path / "2" / "kept.xml")
+    with open(kept, "w") as f:
+        f.write(text.replace('drop_empty_boxes="1"', 'drop_empty_boxes="0"'))
+    os.link(xmls["2"][:-4] + ".bin", kept[:-4] + ".bin")
+    empty = [d for d in ir_detections(run_ir(ie, kept, nchw(image), "CPU"))
+             if d[1] > 0.3 and (d[4] - d[2]) * (d[5] - d[3]) <= 0]
+    assert len(empty) >= 3, "the image must give empty boxes above 0.3 when they are kept"
 
 
 # --- errors: one [ ERROR ] naming what was expected, exit 1, no files ------------------------------

@@ -103,7 +103,9 @@ def detection_attrs(classes: int, iou: float, score: float, keep: int, custom: d
             "code_type": "caffe.PriorBoxParameter.CENTER_SIZE", "variance_encoded_in_target": False,
             "nms_threshold": iou, "confidence_threshold": score, "top_k": -1, "keep_top_k": keep,
             "clip_before_nms": bool(custom.get("clip_before_nms", False)),
-            "clip_after_nms": bool(custom.get("clip_after_nms", True))}
+            "clip_after_nms": bool(custom.get("clip_after_nms", True)),
+            # the OD API's NMS drops a box left with no area by its clip to the image (OpenVINO's keeps it)
+            "drop_empty_boxes": True}
 
 
 def detection_output(graph, attrs: dict, loc, conf, priors: tuple[Node, int], variances, name=OUTPUT_NAME) -> Node:
