@@ -33,7 +33,7 @@ from core.validate import forget_framework_tensor
 MOVES = ("Reshape", "Permute")
 PRODUCERS = ("FullyConnected", "Convolution")  # their output channel is axis 1
 ELEMENTWISE = ("ReLU", "Activation", "Clamp", "Power")  # each output value from its input value alone
-AXIS_OPS = ("LayerNorm", "SoftMax")  # normalize over their `axis`
+AXIS_OPS = ("LayerNorm", "SoftMax", "LogSoftmax")  # normalize over their `axis`
 MAX_VALUES = 1 << 24  # ids traced per fold (a tensor of 16M values: far more than a bias needs)
 
 

@@ -1,5 +1,6 @@
 """Element-wise activations: ReLU, Activation (sigmoid/tanh/elu/relu6/erf/gelu/exp/log/floor/ceil/round/trunc/
-softplus/sign, the trigonometric and hyperbolic functions and their inverses, log1p/expm1), Clamp, PReLU, Power."""
+softplus/sign, the trigonometric and hyperbolic functions and their inverses, log1p/expm1/softsign), Clamp, PReLU,
+Power."""
 from core.ops.op import Op, copy_shape_infer, ir_attrs
 
 

@@ -1,4 +1,4 @@
-"""Normalizations: SoftMax, Norm (LRN), Normalize (SSD), MVN, GRN, BatchNormalization."""
+"""Normalizations: SoftMax, LogSoftmax, Norm (LRN), Normalize (SSD), MVN, GRN, BatchNormalization."""
 
 from core.errors import ShapeError
 from core.ops.op import Op, copy_shape_infer, ir_attrs
@@ -26,6 +26,16 @@ class SoftMax(Op):
         shape = node.in_node(0).shape
         node.axis = _normalized_axis(node, shape)
         copy_shape_infer(node)
+
+
+class LogSoftmax(SoftMax):
+    op = "LogSoftmax"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, dict(attrs, type="LogSoftmax"))
+
+    def backend_attrs(self):
+        return ir_attrs("LogSoftmax")
 
 
 class Norm(Op):

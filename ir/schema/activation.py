@@ -7,11 +7,11 @@ SCHEMAS = [
     LayerSchema("Activation", [
         Enum("type", ("sigmoid", "tanh", "elu", "relu6", "abs", "relu", "erf", "gelu", "exp", "log", "floor", "ceil",
                       "round", "trunc", "softplus", "sign", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
-                      "asinh", "acosh", "atanh", "log1p", "expm1"), ignore_case=True,
+                      "asinh", "acosh", "atanh", "log1p", "expm1", "softsign"), ignore_case=True,
              doc="round: to the nearest integer, halves to even (TensorFlow's Round); trunc: toward zero (a cast "
                  "to an integer type); softplus: log(1 + exp(x)); sign: -1, 0 or 1 (NaN stays NaN); sin ... atanh: "
                  "the trigonometric and hyperbolic functions and their inverses (NaN outside their domain); log1p: "
-                 "log(1 + x), expm1: exp(x) - 1, both exact near 0"),
+                 "log(1 + x), expm1: exp(x) - 1, both exact near 0; softsign: x / (1 + |x|)"),
         Float("alpha", 1.0, doc="elu: the scale of the negative part"),
         Float("negative_slope", 0.0, doc="relu: the leak"),
         Enum("approximation_mode", ("erf", "tanh"), "erf", ignore_case=True,

@@ -1,9 +1,11 @@
-"""Normalizations: SoftMax, Norm (LRN), Normalize, MVN, LayerNorm, GRN, BatchNormalization."""
+"""Normalizations: SoftMax, LogSoftmax, Norm (LRN), Normalize, MVN, LayerNorm, GRN, BatchNormalization."""
 from .attribute import Bool, Enum, Float, Int
 from .layer import LayerSchema
 
 SCHEMAS = [
     LayerSchema(("SoftMax", "Softmax"), [Int("axis", 1)]),
+    LayerSchema("LogSoftmax", [Int("axis", 1)], doc="log(SoftMax) computed as x - max - log(sum(exp(x - max))): "
+                "finite where the SoftMax underflows"),
     LayerSchema(("Norm", "LRN"), [
         Float("alpha"),
         Float("beta"),

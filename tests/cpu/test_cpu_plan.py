@@ -366,12 +366,13 @@ def test_argmax_ties(tmp_path, ties):
                                       ("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("asin", np.arcsin),
                                       ("acos", np.arccos), ("atan", np.arctan), ("sinh", np.sinh), ("cosh", np.cosh),
                                       ("asinh", np.arcsinh), ("acosh", np.arccosh), ("atanh", np.arctanh),
-                                      ("log1p", np.log1p), ("expm1", np.expm1)])
+                                      ("log1p", np.log1p), ("expm1", np.expm1),
+                                      ("softsign", lambda x: x / (1 + np.abs(x)))])
 def test_plain_function_activations(tmp_path, kind, ref, backend):
     """TensorFlow's Exp, Log, Floor, Ceil, Round (halves to even: 0.5 -> 0, 1.5 -> 2, -2.5 -> -2) and a float's cast
-    to an integer (toward zero), Softplus (large inputs too), Sign, Sin ... Atanh, Log1p, Expm1; log's -inf at 0 and
-    NaN below it as TensorFlow has them, NaN outside a domain too (asin of 2, acosh of 0.5; oneDNN's eltwise for exp,
-    log, round and softplus, numpy for the rest)."""
+    to an integer (toward zero), Softplus (large inputs too), Sign, Sin ... Atanh, Log1p, Expm1, Softsign; log's -inf
+    at 0 and NaN below it as TensorFlow has them, NaN outside a domain too (asin of 2, acosh of 0.5; oneDNN's eltwise
+    for exp, log, round and softplus, numpy for the rest)."""
     halves = np.arange(-6, 6, dtype=np.float32) + 0.5
     x = np.concatenate([halves, (RNG.standard_normal(28) * 4).astype(np.float32), [0.0, -1.0, 3.0, 1e-3]])
     x = {"exp": np.abs(x) + 0.25, "softplus": x * 25}.get(kind, x).astype(np.float32).reshape(1, 4, 11)
@@ -386,6 +387,20 @@ def test_plain_function_activations(tmp_path, kind, ref, backend):
     np.testing.assert_allclose(got, want, rtol=0 if exact else 1e-5, atol=0 if exact else 1e-5)
     if kind in ("log1p", "expm1"):  # near 0 to float's relative precision, as log(1 + x) would not be
         np.testing.assert_allclose(got[0, 0, :3], want[0, 0, :3], rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "onednn"])
+@pytest.mark.parametrize("axis", [1, 2, -1])
+def test_log_softmax(tmp_path, axis, backend):
+    """LogSoftmax (TensorFlow's log_softmax) against scipy's, on values where the SoftMax underflows to 0 (whose log
+    would be -inf): finite everywhere."""
+    from scipy.special import log_softmax
+    x = (RNG.standard_normal((2, 5, 3, 7)) * 50).astype(np.float32)
+    plan = ExecutionPlan(single_layer_ir(tmp_path, "LogSoftmax", {"axis": axis}, [x.shape], [x.shape]),
+                         backend=backend, precision="f32")
+    got = plan.infer({"in0": x})["layer"]
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, log_softmax(x.astype(np.float64), axis=axis), rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("axis,exclusive,reverse", [(1, False, False), (3, True, False), (-2, False, True),

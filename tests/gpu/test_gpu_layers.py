@@ -132,13 +132,15 @@ def test_norm(tmp_path, gpu_device, region, size, precision, style):
 
 @pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("layer_type", ["SoftMax", "LogSoftmax"])
 @pytest.mark.parametrize("shape,axis", [((3, 10), 1), ((2, 5, 3, 7), 1), ((2, 5, 3, 7), 2), ((4, 6, 9), -1),
                                         ((3, 1001), 1), ((2, 3, 67), 2)])
-def test_softmax(tmp_path, gpu_device, shape, axis, precision, style):
-    """The last two: rows of 64 values or more (a work group reduces each one)."""
+def test_softmax(tmp_path, gpu_device, shape, axis, precision, style, layer_type):
+    """The last two: rows of 64 values or more (a work group reduces each one). LogSoftmax: the same kernels, the
+    log of the sum taken instead of the division (scaled so that the SoftMax would underflow: finite still)."""
     rng = np.random.default_rng(len(shape))
-    x = rand(rng, *shape, scale=4.0)
-    _, plan = compare_layer(tmp_path, gpu_device, "SoftMax", {"axis": axis}, [x], [x.shape], precision=precision,
+    x = rand(rng, *shape, scale=4.0 if layer_type == "SoftMax" else 40.0)
+    _, plan = compare_layer(tmp_path, gpu_device, layer_type, {"axis": axis}, [x], [x.shape], precision=precision,
                             style=style)
     rows = shape[-1] >= 64 and axis in (len(shape) - 1, -1)
     launch = plan.create_request().actions[0][1]
@@ -595,11 +597,11 @@ def test_fp16_gather_of_a_large_dictionary_is_left_to_another_device(tmp_path, g
 @pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("kind", ["exp", "log", "floor", "ceil", "round", "trunc", "softplus", "sign", "sin", "cos",
                                   "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log1p",
-                                  "expm1"])
+                                  "expm1", "softsign"])
 def test_plain_function_activations(tmp_path, gpu_device, kind, precision):
     """Exp, Log (of positive values), Floor, Ceil, Round (halves to even) and trunc, halves and near-integers
     included, Sign (0 too), the trigonometric and hyperbolic functions and their inverses, Log1p, Expm1, each over
-    its domain, against the CPU kernel."""
+    its domain, Softsign, against the CPU kernel."""
     rng = np.random.default_rng(29)
     x = np.concatenate([np.arange(-6, 6) + 0.5, rng.standard_normal(33) * 4]).astype(np.float32).reshape(1, 3, 15)
     if kind == "softplus":

@@ -287,6 +287,79 @@ def _(rng, x):
     return [tf.gather(x, best, axis=1, batch_dims=1) * 2.0, tf.gather(x, [[5, 0, 2]], batch_dims=1) + 1.0]
 
 
+@case("reverse_roll", (1, 3, 4, 5))
+def _(rng, x):
+    # tf.reverse on the channels (RGB <-> BGR inside a graph) and on both spatial axes, tf.roll over two axes and over
+    # a 3-D tensor's middle one (Swin's shifted windows): a StridedSlice of stride -1, Crops and Concats (were
+    # offload-only)
+    return [tf.reverse(x, [3]) * 2.0, tf.reverse(x, [1, 2]) + 1.0, tf.roll(x, shift=[1, -2], axis=[1, 2]),
+            tf.roll(tf.reshape(x, [1, 12, 5]), 5, axis=1) - 1.0]
+
+
+@case("log_softmax_softsign", (1, 3, 4, 5))
+def _(rng, x):
+    # tf.nn.log_softmax where the softmax underflows to 0 (x * 60: the LogSoftmax layer stays finite) and over rows
+    # of 120 (the GPU's work group a row), tf.nn.softsign (were offload-only)
+    rows = tf.reshape(tf.concat([x, x * 0.5], axis=3), [1, 120])
+    return [tf.nn.log_softmax(x * 60.0), tf.nn.log_softmax(rows), tf.nn.softsign(x * 3.0)]
+
+
+@case("top_k", (1, 3, 4, 5))
+def _(rng, x):
+    # tf.math.top_k over the channels (values and indices) and over rounded values (ties: the lower index first):
+    # two ArgMax layers each (were offload-only)
+    values, indices = tf.math.top_k(x, 3)
+    tied, tied_at = tf.math.top_k(tf.round(tf.reshape(x, [1, 60]) * 2.0), 7)
+    return [values * 2.0, tf.cast(indices, tf.float32), tied, tf.cast(tied_at, tf.float32)]
+
+
+@case("one_hot_float_classes", (1, 3, 4, 5))
+def _(rng, x):
+    # tf.one_hot of the model's data (the arg max per pixel; then shifted by 2 past depth 6, on/off 2/-1, axis 1);
+    # tf.math.is_nan / is_inf / is_finite of data holding NaN (sqrt of negatives) and inf (1 / 0) as tf.where's
+    # condition and cast (were offload-only)
+    best = tf.argmax(x, axis=-1)
+    root, inverse = tf.sqrt(x), 1.0 / tf.round(x)
+    return [tf.one_hot(best, 6), tf.one_hot(best + 2, 6, on_value=2.0, off_value=-1.0, axis=1),
+            tf.where(tf.math.is_nan(root), tf.zeros_like(root), root), tf.cast(tf.math.is_inf(inverse), tf.float32),
+            tf.where(tf.math.is_finite(inverse), inverse, -tf.ones_like(inverse))]
+
+
+@case("shape_arith_ops", (1, 3, 4, 5))
+def _(rng, x):
+    # shape arithmetic of TF1 graphs, folded at conversion: ShapeN, BroadcastArgs, InvertPermutation, LinSpace,
+    # TruncateMod (were unknown ops)
+    a, b = tf.shape_n([x, x[:, :1]])
+    size = tf.raw_ops.BroadcastArgs(s0=a, s1=b)
+    perm = tf.math.invert_permutation(tf.constant([0, 2, 3, 1]) + tf.zeros_like(a))
+    y = tf.reshape(x, tf.stack([a[0], a[1] * a[2], tf.truncatemod(a[3] + 7, 8) + 1]))
+    return [tf.transpose(tf.broadcast_to(x, size), perm) + 1.0, y * tf.raw_ops.LinSpace(start=0.5, stop=1.5, num=5)]
+
+
+@case("crop_and_resize", (1, 8, 10, 3))
+def _(rng, x):
+    # tf.image.crop_and_resize outside the OD API: constant boxes (one past the image's edges: zeros there, one a
+    # line) at constant indices, and boxes and indices the model computes (flipped where y1 > y2): ROIPooling
+    # method=bilinear (was offload-only)
+    boxes = tf.constant([[0.1, 0.2, 0.7, 0.9], [-0.2, 0.0, 0.5, 1.1], [0.3, 0.3, 0.3, 0.8]])
+    fixed = tf.image.crop_and_resize(x, boxes, [0, 0, 0], [5, 4])
+    learnt = tf.sigmoid(tf.reshape(tf.reduce_mean(x, axis=[1, 2]) @ w(rng, 3, 8, scale=2.0), [2, 4]))
+    index = tf.cast(tf.floor(learnt[:, 0] * 0.5), tf.int32)  # (0: the one image)
+    return [fixed, tf.image.crop_and_resize(x * 2.0, learnt, index, [3, 3])]
+
+
+@case("gather_nd", (1, 6, 8))
+def _(rng, x):
+    # tf.gather_nd of the model's data at constant index tuples (entries; rows), at tuples the data holds (each row's
+    # arg max picked: CenterNet-style), and of a constant table at tuples the data holds (were offload-only)
+    best = tf.argmax(x, axis=2, output_type=tf.int32)  # [1, 6]
+    rows = tf.range(6)[None]
+    picks = tf.stack([tf.zeros_like(rows), rows, best], -1)  # [1, 6, 3]: (batch, row, column)
+    ids = tf.stack([tf.minimum(best[0], 4), best[0]], -1)  # [6, 2] into a [5, 8, 4] table
+    return [tf.gather_nd(x, [[0, 2, 3], [0, 5, 0]]) * 2.0, tf.gather_nd(x, [[0, 4], [0, 1]]) + 1.0,
+            tf.gather_nd(x, picks), tf.gather_nd(w(rng, 5, 8, 4), ids)]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

@@ -52,7 +52,7 @@ CASES = [
     ("gather_channels", {"offload_unsupported_operations_to_tf": True}, 0),  # Crops and a Concat: ours
     ("embedding_ids", {"offload_unsupported_operations_to_tf": True}, 0),  # Floor, Cast, Gather: all ours
     ("masked_rows", {"offload_unsupported_operations_to_tf": True}, 1),  # Any (the comparisons are ours)
-    ("bool_through_native", {"offload_unsupported_operations_to_tf": True}, 2),  # IsFinite, Any (Log is ours)
+    ("bool_through_native", {"offload_unsupported_operations_to_tf": True}, 2),  # ApproximateEqual, Any (Log is ours)
     ("while_loop", {"offload_unsupported_operations_to_tf": True}, 1),
     ("while_loop", {"tensorflow_operation_patterns": "Less"}, 1),  # one node of the loop: the whole loop goes
     ("rnn_scan", {"offload_unsupported_operations_to_tf": True}, 1),

@@ -1,6 +1,6 @@
 """Element-wise activations: ReLU (leaky), Activation (sigmoid, tanh, elu, abs,
 relu6, relu, erf, gelu, and the plain functions exp, log, floor, ceil, round - halves
-to even -, trunc, softplus, sign, sin ... atanh, log1p and expm1), Clamp, PReLU, Power
+to even -, trunc, softplus, sign, sin ... atanh, log1p, expm1 and softsign), Clamp, PReLU, Power
 ((shift + scale * x) ^ power).
 
 All of them may run in place (the plan says when the input buffer is free).
@@ -51,12 +51,18 @@ def softplus(x, out):
     return np.logaddexp(np.float32(0.0), x, out=out)
 
 
+def softsign(x, out):
+    """x / (1 + |x|) (TensorFlow's Softsign)."""
+    denominator = np.abs(x) + 1
+    return np.divide(x, denominator, out=out)
+
+
 # Activation types that are one numpy function (TensorFlow's Exp, Log, Floor, Ceil, Round / Rint, a Cast to an integer,
 # Softplus, Sign, Sin ... Atanh, Log1p, Expm1): f(x, out=out)
 FUNCTIONS = {"exp": np.exp, "log": np.log, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "trunc": np.trunc,
              "softplus": softplus, "sign": np.sign, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
              "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "asinh": np.arcsinh,
-             "acosh": np.arccosh, "atanh": np.arctanh, "log1p": np.log1p, "expm1": np.expm1}
+             "acosh": np.arccosh, "atanh": np.arctanh, "log1p": np.log1p, "expm1": np.expm1, "softsign": softsign}
 
 
 @register("ReLU")

@@ -43,6 +43,17 @@ class SoftMax(Kernel):
         return [out]
 
 
+@register("LogSoftmax")
+class LogSoftmax(SoftMax):
+    def forward(self, inputs):
+        x = inputs[0]
+        axis = self.axis_in(self.axis, x.ndim)
+        shifted = x - x.max(axis=axis, keepdims=True)
+        out = x if self.inplace else np.empty_like(x)
+        np.subtract(shifted, np.log(np.exp(shifted).sum(axis=axis, keepdims=True)), out=out)
+        return [out]
+
+
 def _pow_neg(base, beta, out):
     """base ** -beta into out (base > 0), with fast paths for the usual betas."""
     if beta == 0.75:

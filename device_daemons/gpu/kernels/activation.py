@@ -1,6 +1,6 @@
 """Element-wise activations on the GPU (activation.cl): ReLU (leaky), Clamp,
 Activation (sigmoid, tanh, elu, abs, relu6, relu, erf, gelu, exp, log, floor, ceil,
-round, trunc, softplus, sign, sin ... atanh, log1p, expm1), PReLU, Power.
+round, trunc, softplus, sign, sin ... atanh, log1p, expm1, softsign), PReLU, Power.
 
 `activation_code(kernel)` says which of them a convolution, fully connected,
 eltwise or scale-shift layer can apply in its epilogue instead (the plan fuses

@@ -54,7 +54,7 @@ ACT_NONE, ACT_RELU, ACT_CLAMP, ACT_SIGMOID, ACT_TANH, ACT_ELU, ACT_ABS, ACT_ERF,
 # the Activation types that are one function of the value, by their common.cl codes from 10 on
 ACT_FUNCTIONS = {kind: code for code, kind in enumerate(
     ("exp", "log", "floor", "ceil", "round", "trunc", "softplus", "sign", "sin", "cos", "tan", "asin", "acos", "atan",
-     "sinh", "cosh", "asinh", "acosh", "atanh", "log1p", "expm1"), start=10)}
+     "sinh", "cosh", "asinh", "acosh", "atanh", "log1p", "expm1", "softsign"), start=10)}
 NO_ACTIVATION = (ACT_NONE, 0.0, 0.0)
 
 

@@ -54,6 +54,7 @@
 #define ACT_ATANH 28
 #define ACT_LOG1P 29
 #define ACT_EXPM1 30
+#define ACT_SOFTSIGN 31
 
 inline float activate(float v, int act, float a, float b) {
     switch (act) {
@@ -87,6 +88,7 @@ inline float activate(float v, int act, float a, float b) {
     case ACT_ATANH: return atanh(v);
     case ACT_LOG1P: return log1p(v);
     case ACT_EXPM1: return expm1(v);
+    case ACT_SOFTSIGN: return v / (1.0f + fabs(v));
     default: return v;
     }
 }

@@ -1,7 +1,7 @@
 // SoftMax, Norm (LRN across and within channels), Normalize (SSD's L2 norm).
 
 // SoftMax over the middle axis of (outer, A, inner), a work item a column. global: (inner rounded up, outer)
-__kernel void softmax(__global const T* x, __global T* out, int A, int inner)
+__kernel void softmax(__global const T* x, __global T* out, int A, int inner, int log_out)
 {
     int i = get_global_id(0), n = get_global_id(1);
     if (i >= inner) return;
@@ -10,6 +10,11 @@ __kernel void softmax(__global const T* x, __global T* out, int A, int inner)
     for (int a = 0; a < A; ++a) m = fmax(m, LD(x, base + a * inner));
     float s = 0.0f;
     for (int a = 0; a < A; ++a) s += exp(LD(x, base + a * inner) - m);
+    if (log_out) {  /* LogSoftmax: x - m - log(s), finite where the SoftMax underflows */
+        float lse = m + log(s);
+        for (int a = 0; a < A; ++a) ST(out, base + a * inner, LD(x, base + a * inner) - lse);
+        return;
+    }
     float inv = 1.0f / s;
     for (int a = 0; a < A; ++a) ST(out, base + a * inner, exp(LD(x, base + a * inner) - m) * inv);
 }
@@ -17,7 +22,7 @@ __kernel void softmax(__global const T* x, __global T* out, int A, int inner)
 // SoftMax of rows (inner == 1: a classifier's scores): a work group a row, its
 // maximum and sum reduced in __local memory. global: (L, outer), local: (L, 1),
 // L a power of 2
-__kernel void softmax_rows(__global const T* x, __global T* out, int A, __local float* red)
+__kernel void softmax_rows(__global const T* x, __global T* out, int A, int log_out, __local float* red)
 {
     int l = get_local_id(0), L = get_local_size(0), base = get_group_id(1) * A;
     float m = -INFINITY;
@@ -37,6 +42,11 @@ __kernel void softmax_rows(__global const T* x, __global T* out, int A, __local 
     for (int h = L / 2; h > 0; h >>= 1) {
         if (l < h) red[l] += red[l + h];
         barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (log_out) {
+        float lse = m + log(red[0]);
+        for (int a = l; a < A; a += L) ST(out, base + a, LD(x, base + a) - lse);
+        return;
     }
     float inv = 1.0f / red[0];
     for (int a = l; a < A; a += L) ST(out, base + a, exp(LD(x, base + a) - m) * inv);

@@ -1,4 +1,4 @@
-"""SoftMax, Norm/LRN, Normalize, LayerNorm and GRN on the GPU (normalization.cl);
+"""SoftMax, LogSoftmax, Norm/LRN, Normalize, LayerNorm and GRN on the GPU (normalization.cl);
 BatchNormalization (a per-channel scale and shift: linear.cl's PerChannel)."""
 from __future__ import annotations
 
@@ -23,15 +23,21 @@ def _axis_layout(shape, axis):
 class SoftMax(GpuKernel):
     program = "normalization.cl"
     inplace = True  # a work item reads its whole axis before it writes it
+    log_out = 0  # LogSoftmax: 1
 
     def launches(self, ins, outs):
         outer, a, inner = _axis_layout(self.in_shapes[0], self.ref.axis)
         if inner == 1 and a >= ROW_MIN:
             # a work item a row would read 1000 scores one after the other: 0.09 ms on an H200
             group = self.ctx.group_size(self.prog(), "softmax_rows", 256)
-            return [self.launch("softmax_rows", [ins[0], outs[0]] + i32(a) + [cl.LocalMemory(4 * group)],
+            return [self.launch("softmax_rows", [ins[0], outs[0]] + i32(a, self.log_out) + [cl.LocalMemory(4 * group)],
                                 (group, outer), (group, 1))]
-        return [self.launch("softmax", [ins[0], outs[0]] + i32(a, inner), (round_up(inner, 8), outer))]
+        return [self.launch("softmax", [ins[0], outs[0]] + i32(a, inner, self.log_out), (round_up(inner, 8), outer))]
+
+
+@register("LogSoftmax")
+class LogSoftmax(SoftMax):
+    log_out = 1
 
 
 @register("Norm", "LRN")

@@ -1,7 +1,7 @@
 """Element-wise activations: ReLU (leaky: PRelu), Activation (Sigmoid, Tanh, Elu,
 Abs, Clamp for relu6, ReLU, Erf, Gelu-7 with its approximation mode, Exp, Log, Floor,
 Ceiling, Round-5 halves to even, trunc as a Convert to i64 and back, SoftPlus-4, Sign, Sin ... Cosh, Asinh-4 ...
-Atanh-4, log1p and expm1 as Log(x + 1) and Exp(x) - 1), Clamp, PReLU
+Atanh-4, log1p and expm1 as Log(x + 1) and Exp(x) - 1, SoftSign-9), Clamp, PReLU
 (PRelu), Power ((shift + scale*x)^power as Multiply, Add, Power)."""
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ def activation(m: Mapping):
         return [m.op("Gelu", [x], x.shape, version="opset7", attrs={"approximation_mode": mode})]
     if kind == "softplus":
         return [m.op("SoftPlus", [x], x.shape, version="opset4")]
+    if kind == "softsign":
+        return [m.op("SoftSign", [x], x.shape, version="opset9")]
     if kind == "round":
         return [m.op("Round", [x], x.shape, version="opset5", attrs={"mode": "half_to_even"})]
     if kind == "trunc":  # (a Convert from a float to an integer type drops the fraction)

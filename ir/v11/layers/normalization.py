@@ -1,4 +1,4 @@
-"""Normalizations: SoftMax (SoftMax), Norm/LRN (LRN), Normalize (NormalizeL2 and a
+"""Normalizations: SoftMax (SoftMax), LogSoftmax (LogSoftmax-5), Norm/LRN (LRN), Normalize (NormalizeL2 and a
 Multiply by the scale), MVN (MVN, Caffe's eps outside the square root), GRN (GRN),
 BatchNormalization (BatchNormInference)."""
 from __future__ import annotations
@@ -20,6 +20,13 @@ def softmax(m: Mapping):
     x = m.inputs[0]
     axis = _axis(m, m.attrs["axis"], len(x.shape))
     return [m.op("SoftMax", [x], x.shape, version="opset8", attrs={"axis": axis})]
+
+
+@maps("LogSoftmax")
+def log_softmax(m: Mapping):
+    x = m.inputs[0]
+    axis = _axis(m, m.attrs["axis"], len(x.shape))
+    return [m.op("LogSoftmax", [x], x.shape, version="opset5", attrs={"axis": axis})]
 
 
 @maps("Norm", "LRN")

@@ -79,6 +79,14 @@ class TFOp:
         raise NotImplementedError
 
 
+class SameShapeOp(TFOp):
+    """An op whose output has the shape of its first input (element-wise ops, reversals, rolls)."""
+
+    @staticmethod
+    def shape(node, shapes):
+        return [shapes[0]]
+
+
 class ValueOnlyOp(TFOp):
     """An op computed at conversion time only (its result folds into a constant); on the
     model's data it cannot be lowered, so --offload_unsupported_operations_to_tf runs it

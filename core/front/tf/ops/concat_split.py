@@ -1,5 +1,6 @@
-"""Joining and splitting: ConcatV2/Concat, Pack, Split, SplitV, Unpack, and the
-slices StridedSlice and Slice.
+"""Joining and splitting: ConcatV2/Concat, Pack, Split, SplitV, Unpack, the
+slices StridedSlice and Slice, ReverseV2 (a slice of stride -1 on the reversed axes)
+and Roll (per rolled axis, the two crops joined the other way round).
 
 Axes are mapped to the IR layout. A Split whose every part is used is an IR
 Split; otherwise each used part is a Crop. StridedSlice resolves TensorFlow's
@@ -16,7 +17,7 @@ import numpy as np
 
 from core.errors import ShapeError
 from core.front.tf.lowering import TO_NCHW, apply_op, reshape_node, reshaped
-from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_axis
+from core.front.tf.ops.base import SameShapeOp, TFOp, const_input, expect_inputs, normalize_axis
 from core.front.tf.tensors import attr, describe
 from core.ops.identity import Identity
 from core.ops.shape_ops import Concat, Reshape, Split as IRSplit
@@ -460,3 +461,88 @@ class Slice(TFOp):
     def lower(node, lw):
         x = node.data_inputs()[0]
         _lower_slice(node, lw, x, Slice._resolve(node, lw.tf_shape(x)))
+
+
+def _const_axes(node, port: int, rank: int) -> list[int]:
+    axes = const_input(node, port, "axis").astype(np.int64).ravel()
+    return [normalize_axis(node, int(a), rank) for a in axes]
+
+
+class Reverse(SameShapeOp):
+    """tf.reverse (ReverseV2: the axes an input): our StridedSlice with stride -1 on those axes."""
+    tf_types = ("ReverseV2",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 2)
+
+    @staticmethod
+    def _dims(node, shape):
+        axes = set(_const_axes(node, 1, len(shape)))
+        return [(int(d) - 1, -1, int(d)) if a in axes else (0, 1, int(d)) for a, d in enumerate(shape)]
+
+    @staticmethod
+    def evaluate(node, values):
+        return [np.flip(values[0], axis=tuple(_const_axes(node, 1, values[0].ndim)))]
+
+    @staticmethod
+    def lower(node, lw):
+        x = node.data_inputs()[0]
+        dims = Reverse._dims(node, lw.tf_shape(x))
+        if all(s == 1 or n == 1 for _, s, n in dims):  # (reversing axes of size 1 moves nothing)
+            lw.keep_inputs(node, x)
+            return lw.retype(node, Identity)
+        _lower_slice(node, lw, x, dims)
+
+
+class Roll(SameShapeOp):
+    """tf.roll (shift and axis constants; shifts of one axis add up): per rolled axis, the
+    last `shift` entries then the others - two Crops and a Concat."""
+    tf_types = ("Roll",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 3)
+
+    @staticmethod
+    def _shifts(node, shape) -> dict[int, int]:
+        """{axis: shift in 1 .. size - 1} of the axes that move."""
+        shifts = const_input(node, 1, "shift").astype(np.int64).ravel()
+        axes = _const_axes(node, 2, len(shape))
+        if len(shifts) != len(axes):
+            raise ShapeError("{}: {} shifts for {} axes.", describe(node), len(shifts), len(axes))
+        total: dict[int, int] = {}
+        for shift, axis in zip(shifts, axes):
+            total[axis] = total.get(axis, 0) + int(shift)
+        return {a: t % int(shape[a]) for a, t in sorted(total.items()) if int(shape[a]) and t % int(shape[a])}
+
+    @staticmethod
+    def evaluate(node, values):
+        shifts = Roll._shifts(node, values[0].shape)
+        return [np.roll(values[0], list(shifts.values()), axis=list(shifts)) if shifts else values[0]]
+
+    @staticmethod
+    def lower(node, lw):
+        x = node.data_inputs()[0]
+        shape = lw.tf_shape(x)
+        shifts = Roll._shifts(node, shape)
+        if not shifts:
+            lw.keep_inputs(node, x)
+            return lw.retype(node, Identity)
+        last = list(shifts)[-1]
+        for axis, shift in shifts.items():
+            size = int(shape[axis])
+            parts = []
+            for tag, begin, length in (("tail", size - shift, shift), ("head", 0, size - shift)):
+                part_shape = shape.copy()
+                part_shape[axis] = length
+                parts.append(apply_op(lw, x, "{}/axis{}/{}".format(node.name, axis, tag), CropRange, {
+                    "axis": [lw.ir_axis(x, axis)], "crop_begin": [begin], "crop_end": [size - begin - length]},
+                    tf_shape=part_shape, nchw=lw.nchw(x)))
+            if axis == last:
+                lw.keep_inputs(node, *parts)
+                return lw.retype(node, Concat, {"axis": lw.ir_axis(x, axis)})
+            joined = lw.new_op("{}/axis{}".format(node.name, axis), Concat, {"axis": lw.ir_axis(x, axis)})
+            for port, part in enumerate(parts):
+                lw.graph.connect(part, joined, inp=port)
+            x = lw.tensor_of(joined, "{}/axis{}".format(node.name, axis), shape, lw.nchw(x))

@@ -1,8 +1,8 @@
 """Element-wise arithmetic: Add/AddV2/BiasAdd/Sub/Mul/RealDiv/Maximum/Minimum/
 SquaredDifference/Pow, Square/Sqrt/Rsqrt/Neg/Reciprocal, the unary functions that are
 an IR Activation type (Abs, Exp, Log, Floor, Ceil, Round/Rint, Sign, Sin ... Atanh,
-Log1p, Expm1), and the conversion-time only ones (FloorDiv, FloorMod, ...: shape
-arithmetic).
+Log1p, Expm1, Softsign), IsNan / IsInf / IsFinite, and the conversion-time only ones (FloorDiv,
+FloorMod, ...: shape arithmetic).
 
 With a constant operand that is one value or one value per channel (the last TF
 axis of a 2-D or 4-D tensor: axis 1 in the IR) the op becomes the internal Mul /
@@ -18,7 +18,7 @@ import numpy as np
 
 from core.errors import ShapeError
 from core.front.tf.lowering import TO_NCHW, Lowering, broadcast_to
-from core.front.tf.ops.base import TFOp, broadcast_shapes, expect_inputs
+from core.front.tf.ops.base import SameShapeOp, TFOp, broadcast_shapes, expect_inputs
 from core.front.tf.tensors import attr, describe
 from core.ops.activation import Activation, Clamp, Power
 from core.ops.linear import Add, Eltwise, Mul, Select as SelectLayer
@@ -35,11 +35,12 @@ BINARY = {
     "RealDiv": np.divide, "Div": lambda a, b: np.floor_divide(a, b) if a.dtype.kind in "iu" else np.divide(a, b),
     "Maximum": np.maximum, "Minimum": np.minimum, "SquaredDifference": lambda a, b: np.square(a - b),
     "Pow": np.power, "FloorDiv": _floor_div, "FloorMod": np.mod, "TruncateDiv": lambda a, b: np.trunc(a / b),
+    "TruncateMod": np.fmod, "Mod": np.fmod,
     "Equal": np.equal, "NotEqual": np.not_equal, "Less": np.less, "LessEqual": np.less_equal,
     "Greater": np.greater, "GreaterEqual": np.greater_equal, "LogicalAnd": np.logical_and,
     "LogicalOr": np.logical_or,
 }
-CONVERSION_ONLY = {"FloorDiv", "FloorMod", "TruncateDiv", "Div"}
+CONVERSION_ONLY = {"FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod", "Mod", "Div"}
 # comparisons on the model's data: an Eltwise comparison (1.0 where it holds, as the bool TensorFlow makes is
 # read: tf.where's condition, a Cast to float); with the constant first, the mirrored comparison
 COMPARISONS = {"Less": "less", "LessEqual": "less_equal", "Greater": "greater", "GreaterEqual": "greater_equal",
@@ -136,7 +137,7 @@ def linear(node, lw: Lowering, x, w=None, b=None):
         lw.add_blob(node, "biases", b)
 
 
-def _eltwise_with_const(node, lw, x, value, operation, coeff=None):
+def eltwise_with_const(node, lw, x, value, operation, coeff=None):
     """Eltwise between x and a constant broadcast to the output shape (a Const layer)."""
     out_shape = lw.tf_shape(node.out_node(0))
     const = lw.graph.add_const(node.name + "/const", np.ascontiguousarray(np.broadcast_to(value, out_shape)))
@@ -152,7 +153,7 @@ def _eltwise_with_const(node, lw, x, value, operation, coeff=None):
 
 def nonzero(node, lw, x):
     """`node` becomes x != 0, 1.0 where it holds (a cast of the model's data to bool)."""
-    _eltwise_with_const(node, lw, x, np.float32(0.0), "not_equal")
+    eltwise_with_const(node, lw, x, np.float32(0.0), "not_equal")
 
 
 def _tensor_const(node, lw, op, x, c, const_first):
@@ -163,43 +164,43 @@ def _tensor_const(node, lw, op, x, c, const_first):
     if op in ("Add", "AddV2", "BiasAdd"):
         if vec is not None:
             return linear(node, lw, x, b=vec)
-        return _eltwise_with_const(node, lw, x, c, "sum")
+        return eltwise_with_const(node, lw, x, c, "sum")
     if op == "Sub":
         if vec is not None:
             return linear(node, lw, x, w=-np.ones_like(vec), b=vec) if const_first else linear(node, lw, x, b=-vec)
-        return _eltwise_with_const(node, lw, x, c, "sum", [-1.0, 1.0] if const_first else [1.0, -1.0])
+        return eltwise_with_const(node, lw, x, c, "sum", [-1.0, 1.0] if const_first else [1.0, -1.0])
     if op == "Mul":
         if vec is not None:
             return linear(node, lw, x, w=vec)
-        return _eltwise_with_const(node, lw, x, c, "mul")
+        return eltwise_with_const(node, lw, x, c, "mul")
     if op == "RealDiv":
         if const_first:  # c / x = c * x^-1
             _power_before(node, lw, x, power=-1.0)
             x = node.in_node(0)
             if vec is not None:
                 return linear(node, lw, x, w=vec)
-            return _eltwise_with_const(node, lw, x, c, "mul")
+            return eltwise_with_const(node, lw, x, c, "mul")
         with np.errstate(divide="ignore"):
             inv = (1.0 / c).astype(np.float32)
         if vec is not None:
             return linear(node, lw, x, w=(1.0 / vec).astype(np.float32))
-        return _eltwise_with_const(node, lw, x, inv, "mul")
+        return eltwise_with_const(node, lw, x, inv, "mul")
     if op in ("Maximum", "Minimum"):
         if c.size == 1 and not broadcasts:
             lo, hi = (float(c.ravel()[0]), FLT_MAX) if op == "Maximum" else (-FLT_MAX, float(c.ravel()[0]))
             lw.keep_inputs(node, x)
             return lw.retype(node, Clamp, {"min": lo, "max": hi})
         if op == "Maximum":
-            return _eltwise_with_const(node, lw, x, c, "max")
+            return eltwise_with_const(node, lw, x, c, "max")
         # min(x, c) = -max(-x, -c)
         _power_before(node, lw, x, scale=-1.0)
-        _eltwise_with_const(node, lw, node.in_node(0), -c, "max")
+        eltwise_with_const(node, lw, node.in_node(0), -c, "max")
         return _negate_after(node, lw)
     if op == "SquaredDifference":
         if vec is not None:
             linear(node, lw, x, b=-vec)
         else:
-            _eltwise_with_const(node, lw, x, c, "sum", [-1.0, 1.0] if const_first else [1.0, -1.0])
+            eltwise_with_const(node, lw, x, c, "sum", [-1.0, 1.0] if const_first else [1.0, -1.0])
         return lw.insert_after(node, node.name + "/square", Power, {"power": 2.0})
     if op == "Pow" and not const_first and c.size == 1 and not broadcasts:
         lw.keep_inputs(node, x)
@@ -226,8 +227,8 @@ def _compare(node, lw, operation, a, b, va, vb):
         lw.keep_inputs(node, *parts)
         return lw.retype(node, Eltwise, {"operation": operation})
     if vb is not None:
-        return _eltwise_with_const(node, lw, a, np.asarray(vb, dtype=np.float32), operation)
-    return _eltwise_with_const(node, lw, b, np.asarray(va, dtype=np.float32), MIRRORED.get(operation, operation))
+        return eltwise_with_const(node, lw, a, np.asarray(vb, dtype=np.float32), operation)
+    return eltwise_with_const(node, lw, b, np.asarray(va, dtype=np.float32), MIRRORED.get(operation, operation))
 
 
 # --- tensor (op) tensor ---------------------------------------------------------------
@@ -297,18 +298,19 @@ UNARY = {
     "Sin": (np.sin, None), "Cos": (np.cos, None), "Tan": (np.tan, None), "Asin": (np.arcsin, None),
     "Acos": (np.arccos, None), "Atan": (np.arctan, None), "Sinh": (np.sinh, None), "Cosh": (np.cosh, None),
     "Asinh": (np.arcsinh, None), "Acosh": (np.arccosh, None), "Atanh": (np.arctanh, None), "Log1p": (np.log1p, None),
-    "Expm1": (np.expm1, None),
+    "Expm1": (np.expm1, None), "Softsign": (lambda x: x / (1 + np.abs(x)), None),
     "LogicalNot": (np.logical_not, {"scale": -1.0, "shift": 1.0}),  # 1 - x of a 1.0 / 0.0 tensor
 }
 
 
 # unary ops that are an IR Activation type (round: halves to even, as both TensorFlow ops; the rest by their names)
 ACTIVATIONS = {"Abs": "abs", "Exp": "exp", "Log": "log", "Floor": "floor", "Ceil": "ceil", "Round": "round",
-               "Rint": "round", **{op: op.lower() for op in ("Sign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh",
-                                                            "Cosh", "Asinh", "Acosh", "Atanh", "Log1p", "Expm1")}}
+               "Rint": "round", **{op: op.lower() for op in (
+                   "Sign", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh",
+                   "Log1p", "Expm1", "Softsign")}}
 
 
-class Unary(TFOp):
+class Unary(SameShapeOp):
     tf_types = tuple(UNARY)
 
     @staticmethod
@@ -321,10 +323,6 @@ class Unary(TFOp):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             y = np.asarray(UNARY[node.tf_op][0](x))
         return [y.astype(x.dtype) if x.dtype.kind == "f" else y]
-
-    @staticmethod
-    def shape(node, shapes):
-        return [shapes[0]]
 
     @staticmethod
     def lower(node, lw):
@@ -381,3 +379,32 @@ class Select(TFOp):
                  for tag, data in zip(("cond", "a", "b"), inputs)]
         lw.keep_inputs(node, *parts)
         lw.retype(node, SelectLayer)
+
+
+# --- float classes --------------------------------------------------------------------
+FLOAT_CLASSES = {"IsNan": np.isnan, "IsInf": np.isinf, "IsFinite": np.isfinite}
+
+
+class FloatClass(SameShapeOp):
+    """IsNan (x != x), IsInf (|x| == inf), IsFinite (|x| < inf: not for NaN) as Eltwise comparisons, 1.0 where
+    they hold (the bool TensorFlow makes, read as tf.where's condition or cast to float)."""
+    tf_types = tuple(FLOAT_CLASSES)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 1)
+
+    @staticmethod
+    def evaluate(node, values):
+        return [FLOAT_CLASSES[node.tf_op](values[0])]
+
+    @staticmethod
+    def lower(node, lw):
+        x = node.data_inputs()[0]
+        if node.tf_op == "IsNan":  # (the one value not equal to itself)
+            lw.keep_inputs(node, x, x)
+            return lw.retype(node, Eltwise, {"operation": "not_equal"})
+        lw.keep_inputs(node, x)
+        lw.insert_before(node, 0, node.name + "/abs", Activation, {"activation": "abs"})
+        eltwise_with_const(node, lw, node.in_node(0), np.float32(np.inf),
+                            "equal" if node.tf_op == "IsInf" else "less")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.front.tf.ops.base import TFOp, expect_inputs
+from core.front.tf.ops.base import SameShapeOp, TFOp, expect_inputs
 from core.front.tf.ops.elementwise import nonzero
 from core.front.tf.tensors import attr, numpy_dtype
 from core.graph.graph import carry_output
@@ -28,17 +28,13 @@ def bypass(node, lw, port_map=None):
     graph.remove_node(node.id)
 
 
-class PassThrough(TFOp):
+class PassThrough(SameShapeOp):
     tf_types = ("Identity", "StopGradient", "PreventGradient", "Snapshot", "PlaceholderWithDefault",
                 "CheckNumerics", "EnsureShape")
 
     @staticmethod
     def evaluate(node, values):
         return [values[0]]
-
-    @staticmethod
-    def shape(node, shapes):
-        return [shapes[0]]
 
     @staticmethod
     def lower(node, lw):
@@ -74,7 +70,7 @@ def _holds(dst, src) -> bool:
     return np.iinfo(dst).min <= np.iinfo(src).min and np.iinfo(src).max <= np.iinfo(dst).max
 
 
-class Cast(TFOp):
+class Cast(SameShapeOp):
     tf_types = ("Cast",)
 
     @staticmethod
@@ -85,10 +81,6 @@ class Cast(TFOp):
     @staticmethod
     def evaluate(node, values):
         return [values[0].astype(node.tf["dst"])]
-
-    @staticmethod
-    def shape(node, shapes):
-        return [shapes[0]]
 
     @staticmethod
     def lower(node, lw):

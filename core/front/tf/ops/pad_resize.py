@@ -1,21 +1,26 @@
-"""Pad, PadV2, MirrorPad and the image resizes ResizeBilinear, ResizeNearestNeighbor.
+"""Pad, PadV2, MirrorPad, the image resizes ResizeBilinear, ResizeNearestNeighbor and CropAndResize.
 
 Pad: our Pad layer, pads mapped to the IR axes (a zero padding just before a
 convolution or pooling is folded into it instead: core/front/tf/patterns.py).
 Resize: TensorFlow's half-pixel bilinear is the catalog's Resample LINEAR; every
 other combination of align_corners / half_pixel_centers, and nearest, is our
-Interpolate layer, which follows TensorFlow's coordinate rules exactly.
+Interpolate layer, which follows TensorFlow's coordinate rules exactly. CropAndResize: ROIPooling
+method=bilinear (TensorFlow's crop_and_resize exactly, zeros outside the image).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from core.errors import ShapeError
+from core.front.tf.lowering import apply_op, reshaped
 from core.front.tf.ops.base import TFOp, const_input, expect_inputs
 from core.front.tf.tensors import attr, describe
 from core.ops.interpolate import Interpolate
 from core.ops.pad import Pad as IRPad
 from core.ops.resize import Resample
+from core.ops.roi_pooling import ROIPooling
+from core.ops.shape_ops import Concat
+from core.ops.slicing import CropRange
 
 
 def paddings(node, rank):
@@ -100,3 +105,57 @@ class Resize(TFOp):
         lw.retype(node, Interpolate, {"mode": "linear" if linear else "nearest", "height": h, "width": w,
                                       "align_corners": node.tf["align_corners"],
                                       "half_pixel_centers": node.tf["half_pixel_centers"]})
+
+
+class CropAndResize(TFOp):
+    """tf.image.crop_and_resize (bilinear, extrapolation_value 0; boxes and box indices constants or the model's
+    data): the ROIPooling method=bilinear the OD API's Faster R-CNN has (its spatial_scale 1: normalized boxes),
+    its ROIs [box index, x1, y1, x2, y2] a Concat of the index and the boxes' columns in that order."""
+    tf_types = ("CropAndResize",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 4)
+        node.tf["method"] = attr(node, "method", "s", "bilinear")
+        node.tf["extrapolation_value"] = attr(node, "extrapolation_value", "f", 0.0)
+
+    @staticmethod
+    def shape(node, shapes):
+        image, boxes, index = shapes[:3]
+        size = const_input(node, 3, "crop_size").astype(np.int64).ravel()
+        if len(image) != 4 or len(boxes) != 2 or boxes[1] != 4 or list(index) != [boxes[0]] or len(size) != 2 \
+                or size.min() <= 0:
+            raise ShapeError("{}: needs a 4-D image, boxes [N, 4], N box indices and 2 positive crop sizes; got {}, "
+                             "{}, {} and {}.", describe(node), list(image), list(boxes), list(index), list(size))
+        return [[boxes[0], size[0], size[1], image[3]]]
+
+    @staticmethod
+    def lower(node, lw):
+        image, boxes, index = node.data_inputs()[:3]
+        if node.tf["method"] != "bilinear" or node.tf["extrapolation_value"] != 0.0:
+            raise lw.unsupported(node, "crop_and_resize with method '{}' and extrapolation_value {} (bilinear with "
+                                       "0 is converted)".format(node.tf["method"], node.tf["extrapolation_value"]))
+        h, w = (int(d) for d in lw.tf_shape(node.out_node(0))[1:3])
+        count = int(lw.tf_shape(boxes)[0])
+        rois = []
+        if index.soft_get("value") is not None:
+            rois.append(_const_column(lw, node.name + "/rois/index", index.value))
+        else:
+            rois.append(reshaped(lw, index, [count, 1], False, node.name + "/rois/index"))
+        for column in (1, 0, 3, 2):  # TensorFlow's y1, x1, y2, x2 -> x1, y1, x2, y2
+            if boxes.soft_get("value") is not None:
+                rois.append(_const_column(lw, "{}/rois/{}".format(node.name, column), boxes.value[:, column]))
+            else:
+                rois.append(apply_op(lw, boxes, "{}/rois/{}".format(node.name, column), CropRange, {
+                    "axis": [1], "crop_begin": [column], "crop_end": [3 - column]}, tf_shape=[count, 1]))
+        joined = lw.new_op(node.name + "/rois", Concat, {"axis": 1})
+        for port, part in enumerate(rois):
+            lw.graph.connect(part, joined, inp=port)
+        lw.keep_inputs(node, image, lw.tensor_of(joined, node.name + "/rois", [count, 5]))
+        lw.retype(node, ROIPooling, {"pooled_h": h, "pooled_w": w, "spatial_scale": 1.0, "method": "bilinear"})
+
+
+def _const_column(lw, name: str, values):
+    const = lw.graph.add_const(name, np.asarray(values, np.float32).reshape(-1, 1))
+    const["tf_shape"], const["nchw"] = np.array(const.value.shape, np.int64), False
+    return const
