@@ -328,11 +328,12 @@ def _(rng, x):
 @case("shape_arith_ops", (1, 3, 4, 5))
 def _(rng, x):
     # shape arithmetic of TF1 graphs, folded at conversion: ShapeN, BroadcastArgs, InvertPermutation, LinSpace,
-    # TruncateMod (were unknown ops)
+    # TruncateMod (were unknown ops) and Div of integers (toward zero: -11 / 2 = -5)
     a, b = tf.shape_n([x, x[:, :1]])
     size = tf.raw_ops.BroadcastArgs(s0=a, s1=b)
     perm = tf.math.invert_permutation(tf.constant([0, 2, 3, 1]) + tf.zeros_like(a))
-    y = tf.reshape(x, tf.stack([a[0], a[1] * a[2], tf.truncatemod(a[3] + 7, 8) + 1]))
+    five = -tf.raw_ops.Div(x=-(a[3] * 2 + 1), y=2) * (tf.truncatemod(a[3] + 7, 8) - 3)
+    y = tf.reshape(x, tf.stack([a[0], a[1] * a[2], five]))
     return [tf.transpose(tf.broadcast_to(x, size), perm) + 1.0, y * tf.raw_ops.LinSpace(start=0.5, stop=1.5, num=5)]
 
 

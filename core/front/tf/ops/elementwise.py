@@ -26,13 +26,18 @@ from core.ops.linear import Add, Eltwise, Mul, Select as SelectLayer
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
+def _truncate_div(a, b):
+    """Integer division toward zero (TensorFlow's Div of integers: C's; -7 / 2 = -3)."""
+    return np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))
+
+
 def _floor_div(a, b):
     return np.floor_divide(a, b) if a.dtype.kind in "iu" and b.dtype.kind in "iu" else np.floor(a / b)
 
 
 BINARY = {
     "Add": np.add, "AddV2": np.add, "BiasAdd": np.add, "Sub": np.subtract, "Mul": np.multiply,
-    "RealDiv": np.divide, "Div": lambda a, b: np.floor_divide(a, b) if a.dtype.kind in "iu" else np.divide(a, b),
+    "RealDiv": np.divide, "Div": lambda a, b: _truncate_div(a, b) if a.dtype.kind in "iu" else np.divide(a, b),
     "Maximum": np.maximum, "Minimum": np.minimum, "SquaredDifference": lambda a, b: np.square(a - b),
     "Pow": np.power, "FloorDiv": _floor_div, "FloorMod": np.mod, "TruncateDiv": lambda a, b: np.trunc(a / b),
     "TruncateMod": np.fmod, "Mod": np.fmod,
