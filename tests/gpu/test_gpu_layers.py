@@ -615,3 +615,41 @@ def test_plain_function_activations(tmp_path, gpu_device, kind, precision):
     if kind == "sign":
         x[0, 0, :2] = 0.0
     compare_layer(tmp_path, gpu_device, "Activation", {"type": kind}, [x], [x.shape], precision=precision)
+
+
+@pytest.mark.parametrize("case", ["ctc_greedy_decoder_merge", "ctc_greedy_decoder_no_merge", "roi_pooling",
+                                  "psroi_pooling"])
+def test_host_computed_layers_equal_their_references(tmp_path, gpu_device, case):
+    """ROIPooling, PSROIPooling and CTCGreedyDecoder in the GPU plan (run by the CPU kernel on the host between
+    the device layers, no HETERO split): the CPU reference cases' independent references."""
+    from device_daemons.gpu import GpuPlan
+    from device_daemons.gpu.query import query_network
+    from tests.cpu.cpu_helpers import single_layer_ir
+    from tests.cpu.test_cpu_reference_layers import REFERENCE_CASES
+    ref = REFERENCE_CASES[case]()
+    network = single_layer_ir(tmp_path, ref.layer_type, ref.data, [x.shape for x in ref.inputs], ref.out_shapes,
+                              ref.blobs)
+    assert "layer" in query_network(network)
+    out = GpuPlan(network, gpu_device).infer({f"in{i}": x for i, x in enumerate(ref.inputs)})
+    ref.check([out["layer"]] if len(ref.out_shapes) == 1 else
+              [out[f"layer.{len(ref.inputs) + j}"] for j in range(len(ref.out_shapes))])
+
+
+@pytest.mark.parametrize("layer_type", ["Proposal", "SimplerNMS"])
+def test_region_proposals_in_the_gpu_plan(tmp_path, gpu_device, layer_type):
+    """Proposal and SimplerNMS in the GPU plan (the CPU kernels on the host; tests/cpu holds them against OpenVINO
+    and an independent reference), against the CPU plan. (FP32: half storage of the scores would reorder their
+    near-ties, as any FP16 device's would.)"""
+    rng = np.random.default_rng(5)
+    a, h, w = 9, 5, 6
+    scores = rng.uniform(0.01, 1.0, (1, 2 * a, h, w)).astype(np.float32)
+    deltas = (rng.standard_normal((1, 4 * a, h, w)) * 0.3).astype(np.float32)
+    info = np.array([[h * 16, w * 16, 1]], np.float32)
+    if layer_type == "Proposal":
+        data = {"base_size": 16, "feat_stride": 16, "min_size": 12, "ratio": "0.5,1,2", "scale": "1,2,4",
+                "pre_nms_topn": 150, "post_nms_topn": 30, "nms_thresh": 0.6}
+    else:
+        data = {"cls_threshold": 0.5, "iou_threshold": 0.6, "min_bbox_size": 12, "feat_stride": 16,
+                "pre_nms_topn": 150, "post_nms_topn": 30, "scale": "1,2,4"}
+    out, _ = compare_layer(tmp_path, gpu_device, layer_type, data, [scores, deltas, info], [(30, 5)])
+    assert np.count_nonzero(out["layer"][:, 3]) > 5  # real boxes

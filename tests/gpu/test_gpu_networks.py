@@ -89,3 +89,30 @@ def test_batch_reshape_and_concurrent_requests(bvlc_models, gpu_device, tmp_path
     for ours in results.values():
         compare_with_caffe(ours, net, 1e-4)
     assert len(plan._idle) == 2
+
+
+def test_rfcn_head_runs_whole_on_the_gpu_plan(tmp_path, gpu_device):
+    """The R-FCN-like head of tests/cpu/test_cpu_rfcn.py (RPN -> Proposal -> PSROIPooling -> DetectionOutput with
+    ROI priors, held against OpenVINO there): every layer in the GPU plan - the proposals and the position-sensitive
+    pooling on the host between the device layers, no HETERO split - and its detections the CPU plan's."""
+    from device_daemons.cpu import ExecutionPlan
+    from device_daemons.gpu import GpuPlan
+    from device_daemons.gpu.query import query_network
+    from ir import read_ir, write_ir
+    from tests.cpu.test_cpu_rfcn import H, W, detections, head
+    proto, weights = head(tmp_path)
+    xml = str(tmp_path / "rfcn.xml")
+    write_ir(convert_api(input_model=weights, input_proto=proto), xml)
+    network = read_ir(xml)
+    assert set(query_network(network)) == {layer.name for layer in network.layers}
+    gpu, cpu = GpuPlan(network, gpu_device), ExecutionPlan(read_ir(xml), precision="f32")
+    rng = np.random.default_rng(3)
+    found = 0
+    for _ in range(2):
+        feed = {"data": rng.standard_normal((1, 3, H, W)).astype(np.float32),
+                "im_info": np.array([[H, W, 1]], np.float32)}
+        ours, ref = detections(gpu.infer(feed)["detection_out"]), detections(cpu.infer(feed)["detection_out"])
+        assert ours.shape == ref.shape
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4)
+        found += len(ours)
+    assert found > 5
