@@ -1,6 +1,6 @@
 """Element-wise activations: ReLU, Activation (sigmoid/tanh/elu/relu6/erf/gelu/exp/log/floor/ceil/round/trunc/
 softplus/sign, the trigonometric and hyperbolic functions and their inverses, log1p/expm1/softsign), Clamp, PReLU,
-Power."""
+Power, FakeQuantize."""
 from core.ops.op import Op, copy_shape_infer, ir_attrs
 
 
@@ -59,3 +59,14 @@ class Power(Op):
 
     def backend_attrs(self):
         return ir_attrs("Power")
+
+
+class FakeQuantize(Op):
+    """Quantized to `levels` values of [input_low, input_high], mapped onto [output_low, output_high]."""
+    op = "FakeQuantize"
+
+    def __init__(self, graph, attrs):
+        super().__init__(graph, {"type": "FakeQuantize", "op": self.op, "infer": copy_shape_infer}, attrs)
+
+    def backend_attrs(self):
+        return ir_attrs("FakeQuantize")

@@ -1,5 +1,5 @@
-"""Element-wise activations: ReLU, Activation, Clamp, PReLU, Power."""
-from .attribute import Bool, Enum, Float
+"""Element-wise activations: ReLU, Activation, Clamp, PReLU, Power, FakeQuantize."""
+from .attribute import Bool, Enum, Float, Int
 from .layer import LayerSchema
 
 SCHEMAS = [
@@ -21,4 +21,9 @@ SCHEMAS = [
     LayerSchema("PReLU", [Bool("channel_shared", False)]),
     LayerSchema("Power", [Float("power", 1.0), Float("scale", 1.0), Float("shift", 0.0)],
                 doc="y = (shift + scale * x) ^ power"),
+    LayerSchema("FakeQuantize", [Int("levels", min=2), Float("input_low"), Float("input_high"), Float("output_low"),
+                                 Float("output_high")],
+                doc="x clamped to [input_low, input_high], rounded to one of `levels` evenly spaced values there "
+                    "(halves up), mapped onto [output_low, output_high]: OpenVINO's FakeQuantize with scalar ranges, "
+                    "TensorFlow's FakeQuant ops (their nudged range)"),
 ]

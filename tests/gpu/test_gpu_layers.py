@@ -653,3 +653,15 @@ def test_region_proposals_in_the_gpu_plan(tmp_path, gpu_device, layer_type):
                 "pre_nms_topn": 150, "post_nms_topn": 30, "scale": "1,2,4"}
     out, _ = compare_layer(tmp_path, gpu_device, layer_type, data, [scores, deltas, info], [(30, 5)])
     assert np.count_nonzero(out["layer"][:, 3]) > 5  # real boxes
+
+
+@pytest.mark.parametrize("levels,low,high,out_low,out_high", [(256, -2.5, 3.1, -2.5, 3.1), (15, -1.6, 2.4, -1.6, 2.4),
+                                                                (4, 0.0, 1.0, -1.0, 1.0)])
+def test_fake_quantize(tmp_path, gpu_device, levels, low, high, out_low, out_high):
+    """FakeQuantize (TensorFlow's FakeQuant ops; the CPU kernel is held against TensorFlow in tests/tf) on an odd
+    shape, values past both ends of the range included; FP32 (half storage of the input would move values across
+    the rounding boundaries, as on any FP16 device)."""
+    x = rand(np.random.default_rng(levels), 2, 5, 7, 3, scale=3.0)
+    data = {"levels": levels, "input_low": low, "input_high": high, "output_low": out_low, "output_high": out_high}
+    out, _ = compare_layer(tmp_path, gpu_device, "FakeQuantize", data, [x], [x.shape])
+    assert len(np.unique(out["layer"])) <= levels

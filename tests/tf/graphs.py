@@ -361,6 +361,19 @@ def _(rng, x):
             tf.gather_nd(x, picks), tf.gather_nd(w(rng, 5, 8, 4), ids)]
 
 
+@case("fake_quant", (1, 6, 6, 3))
+def _(rng, x):
+    # a quantization-aware-trained block as its frozen graph holds it: 8-bit weights with a range per output
+    # channel (folded at conversion), ranges on the activations (our FakeQuantize layer: Args, Vars; 4 bits with
+    # narrow_range and a range nudged to hold 0) - were offload-only
+    weights = tf.quantization.fake_quant_with_min_max_vars_per_channel(
+        w(rng, 3, 3, 3, 4), -tf.ones(4) * 0.8, tf.constant([0.5, 0.9, 1.1, 0.7]))
+    y = tf.nn.conv2d(tf.quantization.fake_quant_with_min_max_args(x, min=-2.5, max=3.1), weights, 1, "SAME")
+    return [tf.quantization.fake_quant_with_min_max_vars(tf.nn.relu6(y), tf.constant(0.0), tf.constant(6.0)),
+            tf.quantization.fake_quant_with_min_max_vars(x * 2.0, tf.constant(-1.7), tf.constant(2.3), num_bits=4,
+                                                         narrow_range=True)]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

@@ -111,3 +111,19 @@ def test_failed_conversion_keeps_an_earlier_ir(tmp_path):
     assert code == 1 and "[ ERROR ]" in err
     assert {f: (out / f).read_bytes() for f in before} == before
     assert sorted(os.listdir(out)) == ["m.bin", "m.xml"]
+
+
+def test_fake_quant_errors(tmp_path):
+    """A range per channel on the model's data is not converted (it offloads), an empty range and a num_bits
+    outside 2 .. 16 are errors naming the node."""
+    cases = [(node("fq", "FakeQuantWithMinMaxVarsPerChannel", ["x", "lo", "hi"]), [-1.0, -1.0], [1.0, 2.0],
+              ("'fq'", "a range per channel on the model's data", "--offload_unsupported_operations_to_tf")),
+             (node("fq", "FakeQuantWithMinMaxVars", ["x", "lo", "hi"]), 1.0, 1.0, ("'fq'", "is empty")),
+             (node("fq", "FakeQuantWithMinMaxVars", ["x", "lo", "hi"], num_bits=17), -1.0, 1.0,
+              ("'fq'", "num_bits 17"))]
+    for i, (fq, lo, hi, needles) in enumerate(cases):
+        del fq.attr["T"]  # (the FakeQuant ops have no type attribute)
+        g = graph(placeholder("x", [1, 4, 4, 2]), const("lo", np.float32(lo)), const("hi", np.float32(hi)), fq)
+        pb = save(g, tmp_path / f"fq{i}.pb")
+        res = convert(tmp_path / f"out{i}", "--input_model", pb)
+        assert_clean_failure(*res, tmp_path / f"out{i}", *needles)

@@ -1,7 +1,7 @@
 """Element-wise activations: ReLU (leaky), Activation (sigmoid, tanh, elu, abs,
 relu6, relu, erf, gelu, and the plain functions exp, log, floor, ceil, round - halves
 to even -, trunc, softplus, sign, sin ... atanh, log1p, expm1 and softsign), Clamp, PReLU, Power
-((shift + scale * x) ^ power).
+((shift + scale * x) ^ power), FakeQuantize.
 
 All of them may run in place (the plan says when the input buffer is free).
 """
@@ -189,4 +189,32 @@ class Power(_Elementwise):
                 out[...] = 1.0
             else:
                 np.power(out, np.float32(p), out=out)
+        return [out]
+
+
+@register("FakeQuantize")
+class FakeQuantize(_Elementwise):
+    """In float32, in TensorFlow's order of operations: (clamped - low) * (steps / (high - low)) + 0.5, floored,
+    times the output step, plus output_low (the floor of v + 0.5 rounds halves up: v >= 0 here)."""
+
+    def __init__(self, layer):
+        super().__init__(layer)
+        a = self.attrs
+        self.low, self.high = np.float32(a["input_low"]), np.float32(a["input_high"])
+        if not self.low < self.high:
+            raise self.error(f"input_low {self.low} must be below input_high {self.high}")
+        steps = np.float32(a["levels"] - 1)
+        self.inv_step = steps / (self.high - self.low)
+        self.out_step = (np.float32(a["output_high"]) - np.float32(a["output_low"])) / steps
+        self.out_low = np.float32(a["output_low"])
+
+    def forward(self, inputs):
+        x = inputs[0]
+        out = np.clip(x, self.low, self.high, out=self._out(x))
+        out -= self.low
+        out *= self.inv_step
+        out += np.float32(0.5)
+        np.floor(out, out=out)
+        out *= self.out_step
+        out += self.out_low
         return [out]

@@ -32,3 +32,14 @@ __kernel void power(__global const T* x, __global T* out, int count, float scale
     else r = pow(v, p);
     ST(out, i, r);
 }
+
+// FakeQuantize: clamped to [low, high], floor((v - low) * inv_step + 0.5) * out_step + out_low (the CPU
+// kernel's order of operations). global: (count)
+__kernel void fake_quantize(__global const T* x, __global T* out, int count, float low, float high, float inv_step,
+                            float out_step, float out_low)
+{
+    int i = get_global_id(0);
+    if (i >= count) return;
+    float v = (fmin(fmax(LD(x, i), low), high) - low) * inv_step + 0.5f;
+    ST(out, i, floor(v) * out_step + out_low);
+}

@@ -1,6 +1,6 @@
 """Element-wise activations on the GPU (activation.cl): ReLU (leaky), Clamp,
 Activation (sigmoid, tanh, elu, abs, relu6, relu, erf, gelu, exp, log, floor, ceil,
-round, trunc, softplus, sign, sin ... atanh, log1p, expm1, softsign), PReLU, Power.
+round, trunc, softplus, sign, sin ... atanh, log1p, expm1, softsign), PReLU, Power, FakeQuantize.
 
 `activation_code(kernel)` says which of them a convolution, fully connected,
 eltwise or scale-shift layer can apply in its epilogue instead (the plan fuses
@@ -74,3 +74,12 @@ class Power(_Elementwise):
         n = self.count()
         args = [ins[0], outs[0]] + i32(n) + f32(ref.scale, ref.shift, ref.power)
         return [self.launch("power", args, (round_up(n, 64),))]
+
+
+@register("FakeQuantize")
+class FakeQuantize(_Elementwise):
+    def launches(self, ins, outs):
+        ref = self.ref
+        n = self.count()
+        args = [ins[0], outs[0]] + i32(n) + f32(ref.low, ref.high, ref.inv_step, ref.out_step, ref.out_low)
+        return [self.launch("fake_quantize", args, (round_up(n, 64),))]

@@ -2,7 +2,7 @@
 Abs, Clamp for relu6, ReLU, Erf, Gelu-7 with its approximation mode, Exp, Log, Floor,
 Ceiling, Round-5 halves to even, trunc as a Convert to i64 and back, SoftPlus-4, Sign, Sin ... Cosh, Asinh-4 ...
 Atanh-4, log1p and expm1 as Log(x + 1) and Exp(x) - 1, SoftSign-9), Clamp, PReLU
-(PRelu), Power ((shift + scale*x)^power as Multiply, Add, Power)."""
+(PRelu), Power ((shift + scale*x)^power as Multiply, Add, Power), FakeQuantize (FakeQuantize-1, scalar ranges)."""
 from __future__ import annotations
 
 import numpy as np
@@ -96,3 +96,11 @@ def power(m: Mapping):
         y = m.op(type_, [y, m.const(np.float32(value), what)], x.shape, None if last else type_.lower(),
                  attrs={"auto_broadcast": "numpy"})
     return [y]
+
+
+@maps("FakeQuantize")
+def fake_quantize(m: Mapping):
+    a = m.attrs
+    x = m.inputs[0]
+    ranges = [m.const(np.float32(a[k]), k) for k in ("input_low", "input_high", "output_low", "output_high")]
+    return [m.op("FakeQuantize", [x] + ranges, x.shape, attrs={"levels": a["levels"], "auto_broadcast": "numpy"})]
