@@ -5,7 +5,7 @@ from .layer import LayerSchema
 
 SCHEMAS = [
     LayerSchema("Interpolate", [
-        Enum("mode", ("nearest", "linear")),
+        Enum("mode", ("nearest", "linear", "cubic"), doc="cubic: TensorFlow's resize_bicubic (ir/cubic.py)"),
         Bool("align_corners", False),
         Bool("half_pixel_centers", False),
         Int("height", min=1),

@@ -500,6 +500,9 @@ def test_pad(tmp_path, gpu_device, shape, begin, end, mode, precision):
     ("Interpolate", {"mode": "nearest", "height": 20, "width": 9, "align_corners": 1}, (1, 2, 18, 7), (20, 9)),
     ("Interpolate", {"mode": "nearest", "height": 13, "width": 16, "half_pixel_centers": 1}, (1, 2, 18, 7),
      (13, 16)),
+    ("Interpolate", {"mode": "cubic", "height": 11, "width": 4, "half_pixel_centers": 1}, (2, 3, 5, 7), (11, 4)),
+    ("Interpolate", {"mode": "cubic", "height": 9, "width": 13, "align_corners": 1}, (1, 2, 5, 7), (9, 13)),
+    ("Interpolate", {"mode": "cubic", "height": 3, "width": 10}, (1, 2, 6, 7), (3, 10)),
 ], ids=lambda v: v if isinstance(v, str) else None)
 def test_resizes(tmp_path, gpu_device, layer_type, data, shape, out_hw, precision):
     """Resample, Interp (its crop and zoom rules) and Interpolate (TensorFlow's corner and half-pixel rules),

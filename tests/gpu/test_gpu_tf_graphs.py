@@ -2,7 +2,7 @@
 comparisons - and of the ops the converter learnt since the GPU plugin was checked on a GPU - gathers of the data,
 Exp/Log/Floor/Ceil/Round/casts/Softplus, Sign and the trigonometric and hyperbolic functions, LRN, Selu, pixel
 shuffles, reductions, Cumsum, ArgMax/ArgMin, Pad, resizes, strided slices, reverses and rolls, LogSoftmax, Softsign,
-OneHot, IsNan/IsInf/IsFinite, CropAndResize, GatherNd, FakeQuant - converted by our front end and run on
+OneHot, IsNan/IsInf/IsFinite, CropAndResize, GatherNd, FakeQuant, ResizeBicubic - converted by our front end and run on
 the GPU plan (real OpenCL: PoCL here), against TensorFlow's own outputs: every layer on the GPU (query_network
 leaves none to HETERO), FP32 within 1e-4 and FP16 IRs (half storage) within 1e-2, as max |diff| / max
 |TensorFlow's|."""
@@ -19,7 +19,7 @@ CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "at
          "plain_functions", "math_functions", "narrow_and_bool_casts", "lrn_selu_depth_space", "cumsum_positions",
          "reduce_mean_sum", "argmax_addn", "argmin_ties_broadcast", "gather_data_by_data", "gather_batch_dims", "pad_layers",
          "resize_bilinear", "resize_nearest", "strided_slices", "transpose", "reverse_roll", "log_softmax_softsign",
-         "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant"]
+         "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant", "resize_bicubic"]
 
 
 @pytest.fixture(scope="module")

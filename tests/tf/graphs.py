@@ -374,6 +374,16 @@ def _(rng, x):
                                                          narrow_range=True)]
 
 
+@case("resize_bicubic", (1, 5, 7, 3))
+def _(rng, x):
+    # tf.image.resize(method="bicubic") up and down (half-pixel centres: Keys' a = -0.5, no weight outside the
+    # image), and the TF1 resize_bicubic with aligned corners and with neither (a = -0.75, edge taps clamped): our
+    # Interpolate's cubic mode (was offload-only)
+    return [tf.image.resize(x, [11, 9], method="bicubic"), tf.image.resize(x * 2.0, [3, 4], method="bicubic"),
+            tf.compat.v1.image.resize_bicubic(x, [9, 13], align_corners=True),
+            tf.compat.v1.image.resize_bicubic(x + 1.0, [8, 10])]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

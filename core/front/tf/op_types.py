@@ -171,6 +171,7 @@ OP_TYPES = {'Abs': {'attrs': {'T': (1, 2, 3, 5, 6, 9, 14, 19)}, 'inputs': ('T',)
  'Relu': {'attrs': {'T': (1, 2, 3, 4, 5, 6, 9, 11, 14, 17, 19, 22, 23)}, 'inputs': ('T',), 'output': 'T'},
  'Relu6': {'attrs': {'T': (1, 2, 3, 4, 5, 6, 9, 14, 17, 19, 22, 23)}, 'inputs': ('T',), 'output': 'T'},
  'Reshape': {'attrs': {'Tshape': (3, 9)}, 'inputs': ('T', 'Tshape'), 'output': 'T'},
+ 'ResizeBicubic': {'attrs': {'T': (1, 2, 3, 4, 5, 6, 9, 14, 17, 19)}, 'inputs': ('T', 3), 'output': 1},
  'ResizeBilinear': {'attrs': {'T': (1, 2, 3, 4, 5, 6, 9, 14, 14, 17, 19)}, 'inputs': ('T', 3), 'output': 1},
  'ResizeNearestNeighbor': {'attrs': {'T': (1, 2, 3, 4, 5, 6, 9, 14, 17, 19)},
                            'inputs': ('T', 3),

@@ -1,9 +1,12 @@
 """Interpolate (own type, core/ops/interpolate.py): TensorFlow's resize_bilinear and
 resize_nearest_neighbor coordinate rules, computed in float32 as TensorFlow does
-(so a nearest pixel on a boundary is the one TensorFlow picks)."""
+(so a nearest pixel on a boundary is the one TensorFlow picks), and resize_bicubic:
+ir/cubic.py's per-axis weights as two matrix products."""
 from __future__ import annotations
 
 import numpy as np
+
+from ir.cubic import cubic_matrix
 
 from .base import Kernel, register
 
@@ -53,6 +56,8 @@ class Interpolate(Kernel):
             args = (self.align_corners, self.half_pixel)
             if self.mode == "nearest":
                 self._cached = (nearest_indices(h, self.height, *args), nearest_indices(w, self.width, *args))
+            elif self.mode == "cubic":  # (the rows' matrix, the columns' transposed)
+                self._cached = (cubic_matrix(h, self.height, *args), cubic_matrix(w, self.width, *args).T.copy())
             else:
                 self._cached = (linear_weights(h, self.height, *args), linear_weights(w, self.width, *args))
             self._key = (h, w)
@@ -63,6 +68,8 @@ class Interpolate(Kernel):
         ys, xs = self._maps(x.shape[2], x.shape[3])
         if self.mode == "nearest":
             return [x[:, :, ys][:, :, :, xs]]
+        if self.mode == "cubic":
+            return [np.matmul(np.matmul(ys, x), xs)]
         (y0, y1, fy), (x0, x1, fx) = ys, xs
         top_left, top_right = x[:, :, y0][:, :, :, x0], x[:, :, y0][:, :, :, x1]
         bottom_left, bottom_right = x[:, :, y1][:, :, :, x0], x[:, :, y1][:, :, :, x1]

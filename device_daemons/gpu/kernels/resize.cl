@@ -17,3 +17,23 @@ __kernel void resize_maps(__global const T* src, __global T* dst, __global const
     float top = a + (b - a) * fx[j], bottom = c + (d - c) * fx[j];
     ST(dst, i, top + (bottom - top) * fy[r]);
 }
+
+// TensorFlow's resize_bicubic: four taps a row and a column (the CPU kernels' ir/cubic.py indices and
+// weights, 4 an output position), the rows blended first. global: (count)
+__kernel void resize_cubic(__global const T* src, __global T* dst, __global const int* ys, __global const float* wy,
+                           __global const int* xs, __global const float* wx, int h, int w, int oh, int ow, int count)
+{
+    int i = get_global_id(0);
+    if (i >= count) return;
+    int j = i % ow, r = (i / ow) % oh;
+    long base = (long)(i / (ow * oh)) * h * w;
+    float sum = 0.0f;
+    for (int k = 0; k < 4; ++k) {
+        int x = xs[4 * j + k];
+        float column = 0.0f;
+        for (int t = 0; t < 4; ++t)
+            column += LD(src, base + (long)ys[4 * r + t] * w + x) * wy[4 * r + t];
+        sum += column * wx[4 * j + k];
+    }
+    ST(dst, i, sum);
+}

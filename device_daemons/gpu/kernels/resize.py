@@ -2,10 +2,13 @@
 aligned, its crop) and Interpolate (TensorFlow's coordinate rules): resize.cl, the
 CPU kernels' resize.py and interpolate.py families. The per-axis maps are the CPU
 kernels' own (source indices and weights, in float32 as they compute them), uploaded
-once per shape; the device blends the four source pixels of each output value."""
+once per shape; the device blends the four source pixels of each output value (sixteen
+for TensorFlow's bicubic: ir/cubic.py's four taps a row and a column)."""
 from __future__ import annotations
 
 import numpy as np
+
+from ir.cubic import cubic_taps
 
 from .base import GpuKernel, i32, register, round_up
 
@@ -22,9 +25,16 @@ def _pairs(lo, hi=None, frac=None, offset: int = 0) -> tuple[np.ndarray, np.ndar
 class Resize(GpuKernel):
     program = "resize.cl"
 
+    def _cubic(self) -> bool:
+        return self.layer.type == "Interpolate" and self.ref.mode == "cubic"
+
     def _maps(self, h: int, w: int, oh: int, ow: int):
-        """((ys, fy), (xs, fx)) of the CPU kernel."""
+        """((ys, fy), (xs, fx)) of the CPU kernel (cubic: four indices and weights an output position)."""
         ref, kind = self.ref, self.layer.type
+        if self._cubic():
+            args = (ref.align_corners, ref.half_pixel)
+            return tuple((idx.astype(np.int32).ravel(), wt.ravel()) for idx, wt in (
+                cubic_taps(h, oh, *args), cubic_taps(w, ow, *args)))
         if kind == "Interp":  # (its crop: pad_beg / pad_end <= 0 take rows and columns off the input)
             beg, end = -ref.attrs["pad_beg"], -ref.attrs["pad_end"]
             return (_pairs(*ref._axis(h - beg - end, oh), offset=beg), _pairs(*ref._axis(w - beg - end, ow),
@@ -48,5 +58,5 @@ class Resize(GpuKernel):
         _, _, h, w = self.in_shapes[0]
         oh, ow = self.out_shapes[0][2:4]
         count = int(np.prod(self.out_shapes[0]))
-        return [self.launch("resize_maps", [ins[0], outs[0], *self._buffers] + i32(h, w, oh, ow, count),
-                            (round_up(count, 64),))]
+        return [self.launch("resize_cubic" if self._cubic() else "resize_maps",
+                            [ins[0], outs[0], *self._buffers] + i32(h, w, oh, ow, count), (round_up(count, 64),))]

@@ -2,10 +2,14 @@
 in/out); linear and cubic: half-pixel centres, clamped at the borders), Caffe Interp
 (bilinear with aligned corners, after cropping by its non-positive pad_beg/pad_end),
 and Interpolate (TensorFlow's resize_bilinear / resize_nearest_neighbor rules:
-align_corners, half_pixel_centers or neither)."""
+align_corners, half_pixel_centers or neither; resize_bicubic as two MatMuls by its per-axis weights)."""
 from __future__ import annotations
 
+import numpy as np
+
+from ...cubic import cubic_matrix
 from .base import Mapping, Unmappable, maps
+
 
 def _interpolate(m: Mapping, x, out, mode: str, transform: str, suffix=None, nearest_mode="floor"):
     attrs = {"mode": mode, "shape_calculation_mode": "sizes", "coordinate_transformation_mode": transform,
@@ -61,6 +65,13 @@ def interpolate(m: Mapping):
     if a["mode"] == "linear":
         transform = "align_corners" if a["align_corners"] else "half_pixel" if a["half_pixel_centers"] else "asymmetric"
         return [_interpolate(m, x, out, "linear_onnx", transform)]
+    if a["mode"] == "cubic":  # (TensorFlow's table of weights and its renormalized borders: two MatMuls by them)
+        args = (a["align_corners"], a["half_pixel_centers"])
+        rows = m.const(cubic_matrix(x.shape[2], out[2], *args), "rows")
+        columns = m.const(np.ascontiguousarray(cubic_matrix(x.shape[3], out[3], *args).T), "columns")
+        mid = m.op("MatMul", [x, columns], tuple(x.shape[:3]) + (out[3],), "columns_resized",
+                   attrs={"transpose_a": False, "transpose_b": False})
+        return [m.op("MatMul", [rows, mid], out, attrs={"transpose_a": False, "transpose_b": False})]
     if a["align_corners"]:  # TensorFlow rounds halves away from zero (coordinates are >= 0)
         return [_interpolate(m, x, out, "nearest", "align_corners", nearest_mode="round_prefer_ceil")]
     transform = "tf_half_pixel_for_nn" if a["half_pixel_centers"] else "asymmetric"

@@ -1,10 +1,10 @@
-"""Pad, PadV2, MirrorPad, the image resizes ResizeBilinear, ResizeNearestNeighbor and CropAndResize.
+"""Pad, PadV2, MirrorPad, the image resizes ResizeBilinear, ResizeNearestNeighbor, ResizeBicubic and CropAndResize.
 
 Pad: our Pad layer, pads mapped to the IR axes (a zero padding just before a
 convolution or pooling is folded into it instead: core/front/tf/patterns.py).
 Resize: TensorFlow's half-pixel bilinear is the catalog's Resample LINEAR; every
-other combination of align_corners / half_pixel_centers, and nearest, is our
-Interpolate layer, which follows TensorFlow's coordinate rules exactly. CropAndResize: ROIPooling
+other combination of align_corners / half_pixel_centers, nearest and bicubic is our
+Interpolate layer, which follows TensorFlow's coordinate rules (and bicubic weights) exactly. CropAndResize: ROIPooling
 method=bilinear (TensorFlow's crop_and_resize exactly, zeros outside the image).
 """
 from __future__ import annotations
@@ -74,7 +74,7 @@ class Pad(TFOp):
 
 
 class Resize(TFOp):
-    tf_types = ("ResizeBilinear", "ResizeNearestNeighbor")
+    tf_types = ("ResizeBilinear", "ResizeNearestNeighbor", "ResizeBicubic")
 
     @staticmethod
     def extract(node):
@@ -102,7 +102,8 @@ class Resize(TFOp):
             factor = h / in_h if h * in_w == w * in_h else 1.0
             return lw.retype(node, Resample, {"resample_type": "caffe.ResampleParameter.LINEAR", "height": h,
                                               "width": w, "factor": factor})
-        lw.retype(node, Interpolate, {"mode": "linear" if linear else "nearest", "height": h, "width": w,
+        mode = {"ResizeBilinear": "linear", "ResizeBicubic": "cubic"}.get(node.tf_op, "nearest")
+        lw.retype(node, Interpolate, {"mode": mode, "height": h, "width": w,
                                       "align_corners": node.tf["align_corners"],
                                       "half_pixel_centers": node.tf["half_pixel_centers"]})
 
