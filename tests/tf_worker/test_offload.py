@@ -38,9 +38,9 @@ CASES = [
     ("unsupported_chain", {"tensorflow_operation_patterns": "Cumprod,BesselI0e"}, 2),
     ("unsupported_chain", {"tensorflow_subgraph_patterns": "mid/.*,head/.*"}, 2),
     ("unsupported_chain", {"tensorflow_subgraph_patterns": "(mid|head)/.*"}, 1),
-    ("atan2_two_inputs", {"offload_unsupported_operations_to_tf": True}, 1),
-    ("atan2_two_inputs", {"tensorflow_operation_patterns": "Atan2"}, 1),
-    ("atan2_two_inputs", {"tensorflow_subgraph_patterns": "Atan2|mul_1"}, 1),  # with the constant it multiplies by
+    ("igamma_two_inputs", {"offload_unsupported_operations_to_tf": True}, 1),
+    ("igamma_two_inputs", {"tensorflow_operation_patterns": "Igamma"}, 1),
+    ("igamma_two_inputs", {"tensorflow_subgraph_patterns": "Igamma|mul_1"}, 1),  # with the constant it multiplies by
     ("einsum", {"offload_unsupported_operations_to_tf": True}, 1),
     ("einsum", {"tensorflow_operation_patterns": "Einsum"}, 1),
     ("einsum", {"tensorflow_subgraph_patterns": "einsum/.*,Relu"}, 2),  # two patterns: two layers, add between
@@ -157,13 +157,13 @@ def test_option_mistakes(offload_graphs, tmp_path, caplog):
 
 
 def test_cli_offloads_and_infers(ie, offload_graphs, tmp_path):  # (ie: the daemon of a private runtime dir)
-    model = offload_graphs.path("atan2_two_inputs")
+    model = offload_graphs.path("igamma_two_inputs")
     code, out, err = run_cli("convert", "--input_model", model, "-b", "1", "--output_dir", str(tmp_path),
                              "--offload_unsupported_operations_to_tf", timeout=600)
     assert code == 0, err
-    xml = os.path.join(tmp_path, "atan2_two_inputs.xml")
-    assert [layer.name for layer in calls(xml)] == ["Atan2"]
-    arrays = offload_graphs.arrays("atan2_two_inputs")
+    xml = os.path.join(tmp_path, "igamma_two_inputs.xml")
+    assert [layer.name for layer in calls(xml)] == ["Igamma"]
+    arrays = offload_graphs.arrays("igamma_two_inputs")
     np.savez(tmp_path / "in.npz", x=arrays["in1/x"].transpose(0, 3, 1, 2), y=arrays["in1/y"].transpose(0, 3, 1, 2))
     code, out, err = run_cli("infer", "-m", xml, "-i", str(tmp_path / "in.npz"), "-d", "CPU", "-o",
                              str(tmp_path / "out.npz"), "-infer_precision", "f32", timeout=600)  # vs TF at 1e-5

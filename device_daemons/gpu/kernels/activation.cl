@@ -22,7 +22,7 @@ __kernel void power(__global const T* x, __global T* out, int count, float scale
 {
     int i = get_global_id(0);
     if (i >= count) return;
-    float v = mad(LD(x, i), scale, shift);
+    float v = shift == 0.0f ? LD(x, i) * scale : mad(LD(x, i), scale, shift);  // (-0 + 0 would be +0: 1 / -0 is -inf)
     float r;
     if (p == 1.0f) r = v;
     else if (p == 2.0f) r = v * v;

@@ -1,0 +1,104 @@
+"""TensorFlow's element-wise ops that are several IR layers: Atan2 (atan(y / x) turned by pi towards y's side
+where x is negative, signed zeros as C's atan2 has them) and DivNoNan (x / y, 0 where y is 0), each a small graph
+of Eltwise, Power, Activation and Select layers over the output's shape, the node itself its last layer."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.front.tf.lowering import broadcast_to
+from core.front.tf.ops.base import TFOp, broadcast_shapes, expect_inputs
+from core.ops.activation import Activation, Power
+from core.ops.linear import Eltwise, Select
+
+F32 = np.float32
+
+
+class Composer:
+    """Layers over one TF node's output shape (4-D: NCHW in the IR), built as a graph; `finish` makes the node
+    itself the last one."""
+
+    def __init__(self, node, lw):
+        self.node, self.lw = node, lw
+        self.shape = lw.tf_shape(node.out_node(0))
+        self.nchw = len(self.shape) == 4
+
+    def full(self, data, tag: str):
+        """A TF input at the output's shape: a constant as a Const layer, a tensor broadcast where it must be."""
+        value = data.soft_get("value")
+        if value is not None:
+            return self.const(np.asarray(value, F32), tag)
+        if np.array_equal(self.lw.tf_shape(data), self.shape):
+            return data
+        return broadcast_to(self.lw, data, self.shape, "{}/{}".format(self.node.name, tag))
+
+    def const(self, value, tag: str):
+        const = self.lw.graph.add_const("{}/{}".format(self.node.name, tag),
+                                        np.ascontiguousarray(np.broadcast_to(np.asarray(value, F32), self.shape)))
+        const["tf_shape"], const["nchw"] = self.shape, self.nchw
+        return const
+
+    def op(self, tag: str, op_class, attrs: dict, *inputs):
+        name = "{}/{}".format(self.node.name, tag)
+        layer = self.lw.new_op(name, op_class, attrs)
+        for port, data in enumerate(inputs):
+            self.lw.graph.connect(data, layer, inp=port)
+        return self.lw.tensor_of(layer, name, self.shape, self.nchw)
+
+    def power(self, tag: str, x, power=1.0, scale=1.0, shift=0.0):
+        return self.op(tag, Power, {"power": power, "scale": scale, "shift": shift}, x)
+
+    def eltwise(self, tag: str, operation: str, a, b):
+        return self.op(tag, Eltwise, {"operation": operation}, a, b)
+
+    def finish(self, op_class, attrs: dict, *inputs):
+        self.lw.keep_inputs(self.node, *inputs)
+        self.lw.retype(self.node, op_class, attrs)
+
+
+def _atan2(y, x):
+    return np.arctan2(y, x)
+
+
+def _div_no_nan(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(y == 0, np.zeros_like(x), x / np.where(y == 0, 1, y))
+
+
+FUNCTIONS = {"Atan2": _atan2, "DivNoNan": _div_no_nan}
+
+
+class Composite(TFOp):
+    tf_types = tuple(FUNCTIONS)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 2)
+
+    @staticmethod
+    def evaluate(node, values):
+        a, b = values
+        return [np.asarray(FUNCTIONS[node.tf_op](a, b)).astype(np.result_type(a, b), copy=False)]
+
+    @staticmethod
+    def shape(node, shapes):
+        return [broadcast_shapes(node, *shapes)]
+
+    @staticmethod
+    def lower(node, lw):
+        c = Composer(node, lw)
+        first, second = (c.full(d, tag) for d, tag in zip(node.data_inputs(), ("a", "b")))
+        zero = c.const(0.0, "zero")
+        if node.tf_op == "DivNoNan":  # x * (1 / y), 0 where y is 0
+            quotient = c.eltwise("quotient", "mul", first, c.power("reciprocal", second, power=-1.0))
+            return c.finish(Select, {}, c.eltwise("y_is_0", "equal", second, zero), zero, quotient)
+        y, x = first, second
+        # the signs of y and x, signed zeros too (1 / -0 is -inf): C's atan2, which TensorFlow's is
+        x_inverse = c.power("x_inverse", x, power=-1.0)
+        y_sign = c.eltwise("y_sign", "less", c.power("y_inverse", y, power=-1.0), zero)
+        x_sign = c.eltwise("x_sign", "less", x_inverse, zero)
+        # atan(y / x), turned by pi towards y's side where x is negative (-0 too)
+        turned = c.eltwise("turned", "mul", x_sign, c.power("turn", y_sign, scale=-2.0 * np.pi, shift=np.pi))
+        ratio = c.eltwise("ratio", "mul", y, x_inverse)
+        angle = c.eltwise("angle", "sum", c.op("atan", Activation, {"activation": "atan"}, ratio), turned)
+        # y = 0 (atan(0 / 0) is NaN): 0, or +-pi where x is negative
+        c.finish(Select, {}, c.eltwise("y_is_0", "equal", y, zero), turned, angle)
