@@ -386,11 +386,13 @@ def _(rng, x):
 
 @case("atan2_div_no_nan", (1, 4, 5, 4))
 def _(rng, x):
-    # tf.math.atan2 in all four quadrants and on the axes (x exactly 0, y 0 too), of a constant x, and
-    # tf.math.divide_no_nan by data holding zeros (0 there), of a constant by it: were offload-only
+    # tf.math.atan2 in all four quadrants and on the axes (x exactly 0, y 0 too), of a constant x;
+    # tf.math.divide_no_nan by data holding zeros (0 there), of a constant by it; xdivy and xlogy with x holding
+    # zeros (0 there, log(0) too): were offload-only
     a, b = x[..., :2], tf.round(x[..., 2:] * 1.5)
     return [tf.math.atan2(a, b), tf.math.atan2(tf.round(a), b) * 2.0, tf.math.atan2(a, 0.5),
-            tf.math.divide_no_nan(a, b), tf.math.divide_no_nan(3.0, b)]
+            tf.math.divide_no_nan(a, b), tf.math.divide_no_nan(3.0, b), tf.math.xdivy(b, a + 3.0),
+            tf.math.xlogy(b, tf.abs(a) * tf.abs(b))]
 
 
 @case("lrn_selu_depth_space", (1, 6, 8, 8))

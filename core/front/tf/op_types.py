@@ -234,6 +234,8 @@ OP_TYPES = {'Abs': {'attrs': {'T': (1, 2, 3, 5, 6, 9, 14, 19)}, 'inputs': ('T',)
                  'output': 'T'},
  'TruncateMod': {'attrs': {'T': (1, 2, 3, 9, 14, 19)}, 'inputs': ('T', 'T'), 'output': 'T'},
  'Unpack': {'attrs': {}, 'inputs': ('T',), 'output': None},
+ 'Xdivy': {'attrs': {'T': (1, 2, 8, 14, 18, 19)}, 'inputs': ('T', 'T'), 'output': 'T'},
+ 'Xlogy': {'attrs': {'T': (1, 2, 8, 14, 18, 19)}, 'inputs': ('T', 'T'), 'output': 'T'},
  'ZerosLike': {'attrs': {}, 'inputs': ('T',), 'output': 'T'}}
 
 DTYPE_NAMES = {1: 'float32',

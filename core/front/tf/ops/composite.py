@@ -1,6 +1,7 @@
 """TensorFlow's element-wise ops that are several IR layers: Atan2 (atan(y / x) turned by pi towards y's side
-where x is negative, signed zeros as C's atan2 has them) and DivNoNan (x / y, 0 where y is 0), each a small graph
-of Eltwise, Power, Activation and Select layers over the output's shape, the node itself its last layer."""
+where x is negative, signed zeros as C's atan2 has them), DivNoNan (x / y, 0 where y is 0), Xdivy (x / y, 0 where x
+is 0) and Xlogy (x log(y), 0 where x is 0), each a small graph of Eltwise, Power, Activation and Select layers over
+the output's shape, the node itself its last layer."""
 from __future__ import annotations
 
 import numpy as np
@@ -64,7 +65,17 @@ def _div_no_nan(x, y):
         return np.where(y == 0, np.zeros_like(x), x / np.where(y == 0, 1, y))
 
 
-FUNCTIONS = {"Atan2": _atan2, "DivNoNan": _div_no_nan}
+def _xlogy(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, np.zeros_like(x), x * np.log(y))
+
+
+def _xdivy(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x == 0, np.zeros_like(x), x / y)
+
+
+FUNCTIONS = {"Atan2": _atan2, "DivNoNan": _div_no_nan, "Xlogy": _xlogy, "Xdivy": _xdivy}
 
 
 class Composite(TFOp):
@@ -88,9 +99,13 @@ class Composite(TFOp):
         c = Composer(node, lw)
         first, second = (c.full(d, tag) for d, tag in zip(node.data_inputs(), ("a", "b")))
         zero = c.const(0.0, "zero")
-        if node.tf_op == "DivNoNan":  # x * (1 / y), 0 where y is 0
+        if node.tf_op in ("DivNoNan", "Xdivy"):  # x * (1 / y), 0 where y (DivNoNan) or x (Xdivy) is 0
             quotient = c.eltwise("quotient", "mul", first, c.power("reciprocal", second, power=-1.0))
-            return c.finish(Select, {}, c.eltwise("y_is_0", "equal", second, zero), zero, quotient)
+            zeros_of = second if node.tf_op == "DivNoNan" else first
+            return c.finish(Select, {}, c.eltwise("is_0", "equal", zeros_of, zero), zero, quotient)
+        if node.tf_op == "Xlogy":  # x * log(y), 0 where x is 0 (log(0) or not)
+            product = c.eltwise("product", "mul", first, c.op("log", Activation, {"activation": "log"}, second))
+            return c.finish(Select, {}, c.eltwise("x_is_0", "equal", first, zero), zero, product)
         y, x = first, second
         # the signs of y and x, signed zeros too (1 / -0 is -inf): C's atan2, which TensorFlow's is
         x_inverse = c.power("x_inverse", x, power=-1.0)
