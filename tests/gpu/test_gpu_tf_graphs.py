@@ -2,10 +2,10 @@
 comparisons - and of the ops the converter learnt since the GPU plugin was checked on a GPU - gathers of the data,
 Exp/Log/Floor/Ceil/Round/casts/Softplus, Sign and the trigonometric and hyperbolic functions, LRN, Selu, pixel
 shuffles, reductions, Cumsum, ArgMax/ArgMin, Pad, resizes, strided slices, reverses and rolls, LogSoftmax, Softsign,
-OneHot, IsNan/IsInf/IsFinite, CropAndResize, GatherNd, FakeQuant, ResizeBicubic, Atan2, DivNoNan, Xdivy, Xlogy -
-converted by our front end and run on the GPU plan (real OpenCL: PoCL here), against TensorFlow's own outputs: every
-layer on the GPU (query_network leaves none to HETERO), FP32 within 1e-4 and FP16 IRs (half storage) within 1e-2, as
-max |diff| / max |TensorFlow's|."""
+OneHot, IsNan/IsInf/IsFinite, CropAndResize, GatherNd, FakeQuant, ResizeBicubic, Atan2, DivNoNan, Xdivy, Xlogy,
+MulNoNan, TF1's Reverse, BiasAddV1, ClipByValue - converted by our front end and run on the GPU plan (real OpenCL:
+PoCL here), against TensorFlow's own outputs: every layer on the GPU (query_network leaves none to HETERO), FP32
+within 1e-4 and FP16 IRs (half storage) within 1e-2, as max |diff| / max |TensorFlow's|."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,11 +15,12 @@ from benchmarks.built_models import Models, built
 from tests.tf.tf_helpers import compare_with_tf, nchw, nhwc
 
 CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "attention_heads", "attention_einsum",
-         "causal_select", "batch_matmul", "gelu_forms", "gather_of_data",
-         "plain_functions", "math_functions", "narrow_and_bool_casts", "lrn_selu_depth_space", "cumsum_positions",
-         "reduce_mean_sum", "argmax_addn", "argmin_ties_broadcast", "gather_data_by_data", "gather_batch_dims", "pad_layers",
-         "resize_bilinear", "resize_nearest", "strided_slices", "transpose", "reverse_roll", "log_softmax_softsign",
-         "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant", "resize_bicubic", "atan2_div_no_nan"]
+         "causal_select", "batch_matmul", "gelu_forms", "gather_of_data", "plain_functions", "math_functions",
+         "narrow_and_bool_casts", "lrn_selu_depth_space", "cumsum_positions", "reduce_mean_sum", "argmax_addn",
+         "argmin_ties_broadcast", "gather_data_by_data", "gather_batch_dims", "pad_layers", "resize_bilinear",
+         "resize_nearest", "strided_slices", "transpose", "reverse_roll", "log_softmax_softsign",
+         "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant", "resize_bicubic", "atan2_div_no_nan",
+         "legacy_tf1_ops"]
 
 
 @pytest.fixture(scope="module")

@@ -388,11 +388,22 @@ def _(rng, x):
 def _(rng, x):
     # tf.math.atan2 in all four quadrants and on the axes (x exactly 0, y 0 too), of a constant x;
     # tf.math.divide_no_nan by data holding zeros (0 there), of a constant by it; xdivy and xlogy with x holding
-    # zeros (0 there, log(0) too): were offload-only
+    # zeros (0 there, log(0) too); multiply_no_nan by data holding zeros: were offload-only
     a, b = x[..., :2], tf.round(x[..., 2:] * 1.5)
     return [tf.math.atan2(a, b), tf.math.atan2(tf.round(a), b) * 2.0, tf.math.atan2(a, 0.5),
             tf.math.divide_no_nan(a, b), tf.math.divide_no_nan(3.0, b), tf.math.xdivy(b, a + 3.0),
-            tf.math.xlogy(b, tf.abs(a) * tf.abs(b))]
+            tf.math.xlogy(b, tf.abs(a) * tf.abs(b)), tf.math.multiply_no_nan(1.0 / a, b)]
+
+
+@case("legacy_tf1_ops", (1, 4, 5, 3))
+def _(rng, x):
+    # ops of old TF1 graphs: Reverse (a bool per axis), BiasAddV1, ClipByValue of constant bounds and of tensor
+    # ones (were unknown or offload-only)
+    y = tf.raw_ops.Reverse(tensor=x, dims=[False, True, False, True])
+    z = tf.raw_ops.BiasAddV1(value=x, bias=tf.constant([0.5, -1.0, 2.0]))
+    low = tf.broadcast_to(tf.reduce_min(x, axis=3, keepdims=True) * 0.5, [1, 4, 5, 3])
+    return [y * 2.0, z, tf.raw_ops.ClipByValue(t=x, clip_value_min=-0.5, clip_value_max=0.75),
+            tf.raw_ops.ClipByValue(t=x, clip_value_min=low, clip_value_max=tf.abs(x) * 0.5 + 0.1)]
 
 
 @case("lrn_selu_depth_space", (1, 6, 8, 8))

@@ -1,14 +1,15 @@
 """TensorFlow's element-wise ops that are several IR layers: Atan2 (atan(y / x) turned by pi towards y's side
-where x is negative, signed zeros as C's atan2 has them), DivNoNan (x / y, 0 where y is 0), Xdivy (x / y, 0 where x
-is 0) and Xlogy (x log(y), 0 where x is 0), each a small graph of Eltwise, Power, Activation and Select layers over
-the output's shape, the node itself its last layer."""
+where x is negative, signed zeros as C's atan2 has them), DivNoNan (x / y, 0 where y is 0), Xdivy (x / y, 0 where
+x is 0), MulNoNan (x y, 0 where y is 0), Xlogy (x log(y), 0 where x is 0) and ClipByValue of tensor bounds, each a
+small graph of Eltwise, Power, Activation and Select layers over the output's shape, the node itself its last
+layer."""
 from __future__ import annotations
 
 import numpy as np
 
 from core.front.tf.lowering import broadcast_to
 from core.front.tf.ops.base import TFOp, broadcast_shapes, expect_inputs
-from core.ops.activation import Activation, Power
+from core.ops.activation import Activation, Clamp, Power
 from core.ops.linear import Eltwise, Select
 
 F32 = np.float32
@@ -75,7 +76,12 @@ def _xdivy(x, y):
         return np.where(x == 0, np.zeros_like(x), x / y)
 
 
-FUNCTIONS = {"Atan2": _atan2, "DivNoNan": _div_no_nan, "Xlogy": _xlogy, "Xdivy": _xdivy}
+def _mul_no_nan(x, y):
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(y == 0, np.zeros_like(x), x * y)
+
+
+FUNCTIONS = {"Atan2": _atan2, "DivNoNan": _div_no_nan, "Xlogy": _xlogy, "Xdivy": _xdivy, "MulNoNan": _mul_no_nan}
 
 
 class Composite(TFOp):
@@ -103,6 +109,9 @@ class Composite(TFOp):
             quotient = c.eltwise("quotient", "mul", first, c.power("reciprocal", second, power=-1.0))
             zeros_of = second if node.tf_op == "DivNoNan" else first
             return c.finish(Select, {}, c.eltwise("is_0", "equal", zeros_of, zero), zero, quotient)
+        if node.tf_op == "MulNoNan":  # x * y, 0 where y is 0 (x inf or NaN or not)
+            product = c.eltwise("product", "mul", first, second)
+            return c.finish(Select, {}, c.eltwise("y_is_0", "equal", second, zero), zero, product)
         if node.tf_op == "Xlogy":  # x * log(y), 0 where x is 0 (log(0) or not)
             product = c.eltwise("product", "mul", first, c.op("log", Activation, {"activation": "log"}, second))
             return c.finish(Select, {}, c.eltwise("x_is_0", "equal", first, zero), zero, product)
@@ -117,3 +126,34 @@ class Composite(TFOp):
         angle = c.eltwise("angle", "sum", c.op("atan", Activation, {"activation": "atan"}, ratio), turned)
         # y = 0 (atan(0 / 0) is NaN): 0, or +-pi where x is negative
         c.finish(Select, {}, c.eltwise("y_is_0", "equal", y, zero), turned, angle)
+
+
+class ClipByValue(TFOp):
+    """tf.raw_ops.ClipByValue (TF1 graphs; tf.clip_by_value writes Minimum and Maximum): one bound each a Clamp, else
+    max(t, low) where it is not above `high`, `high` where it is."""
+    tf_types = ("ClipByValue",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 3)
+
+    @staticmethod
+    def evaluate(node, values):
+        t, low, high = values
+        return [np.minimum(np.maximum(t, low), high).astype(t.dtype, copy=False)]
+
+    @staticmethod
+    def shape(node, shapes):
+        return [broadcast_shapes(node, *shapes)]
+
+    @staticmethod
+    def lower(node, lw):
+        t, low, high = node.data_inputs()
+        bounds = [d.soft_get("value") for d in (low, high)]
+        if all(b is not None and np.size(b) == 1 for b in bounds) and \
+                np.array_equal(lw.tf_shape(t), lw.tf_shape(node.out_node(0))):
+            lw.keep_inputs(node, t)
+            return lw.retype(node, Clamp, {"min": float(np.ravel(bounds[0])[0]), "max": float(np.ravel(bounds[1])[0])})
+        c = Composer(node, lw)
+        t, low, high = (c.full(d, tag) for d, tag in ((t, "t"), (low, "low"), (high, "high")))
+        c.finish(Select, {}, c.eltwise("above", "greater", t, high), high, c.eltwise("raised", "max", t, low))

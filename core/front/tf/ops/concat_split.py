@@ -468,9 +468,20 @@ def _const_axes(node, port: int, rank: int) -> list[int]:
     return [normalize_axis(node, int(a), rank) for a in axes]
 
 
+def _reversed_axes(node, rank: int) -> list[int]:
+    """The axes a ReverseV2 (their numbers) or a TF1 Reverse (a bool per axis) reverses."""
+    if node.tf_op == "ReverseV2":
+        return _const_axes(node, 1, rank)
+    dims = const_input(node, 1, "dims").astype(bool).ravel()
+    if len(dims) != rank:
+        raise ShapeError("{}: {} dims flags for a {}-D tensor.", describe(node), len(dims), rank)
+    return [int(a) for a in np.flatnonzero(dims)]
+
+
 class Reverse(SameShapeOp):
-    """tf.reverse (ReverseV2: the axes an input): our StridedSlice with stride -1 on those axes."""
-    tf_types = ("ReverseV2",)
+    """tf.reverse (ReverseV2: the axes an input; TF1's Reverse: a bool per axis): our StridedSlice with stride -1
+    on those axes."""
+    tf_types = ("ReverseV2", "Reverse")
 
     @staticmethod
     def extract(node):
@@ -478,12 +489,12 @@ class Reverse(SameShapeOp):
 
     @staticmethod
     def _dims(node, shape):
-        axes = set(_const_axes(node, 1, len(shape)))
+        axes = set(_reversed_axes(node, len(shape)))
         return [(int(d) - 1, -1, int(d)) if a in axes else (0, 1, int(d)) for a, d in enumerate(shape)]
 
     @staticmethod
     def evaluate(node, values):
-        return [np.flip(values[0], axis=tuple(_const_axes(node, 1, values[0].ndim)))]
+        return [np.flip(values[0], axis=tuple(_reversed_axes(node, values[0].ndim)))]
 
     @staticmethod
     def lower(node, lw):

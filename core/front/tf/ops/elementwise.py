@@ -36,7 +36,7 @@ def _floor_div(a, b):
 
 
 BINARY = {
-    "Add": np.add, "AddV2": np.add, "BiasAdd": np.add, "Sub": np.subtract, "Mul": np.multiply,
+    "Add": np.add, "AddV2": np.add, "BiasAdd": np.add, "BiasAddV1": np.add, "Sub": np.subtract, "Mul": np.multiply,
     "RealDiv": np.divide, "Div": lambda a, b: _truncate_div(a, b) if a.dtype.kind in "iu" else np.divide(a, b),
     "Maximum": np.maximum, "Minimum": np.minimum, "SquaredDifference": lambda a, b: np.square(a - b),
     "Pow": np.power, "FloorDiv": _floor_div, "FloorMod": np.mod, "TruncateDiv": lambda a, b: np.trunc(a / b),
@@ -166,7 +166,7 @@ def _tensor_const(node, lw, op, x, c, const_first):
     broadcasts = not np.array_equal(lw.tf_shape(node.out_node(0)), lw.tf_shape(x))
     if broadcasts:  # the constant is bigger than the tensor: the general path
         vec = None
-    if op in ("Add", "AddV2", "BiasAdd"):
+    if op in ("Add", "AddV2", "BiasAdd", "BiasAddV1"):
         if vec is not None:
             return linear(node, lw, x, b=vec)
         return eltwise_with_const(node, lw, x, c, "sum")
@@ -245,7 +245,7 @@ def _tensor_tensor(node, lw, op, a, b):
                                                                                  "{}/{}".format(node.name, tag))
     a, b = full(a, "a"), full(b, "b")
     lw.keep_inputs(node, a, b)
-    if op in ("Add", "AddV2", "BiasAdd"):
+    if op in ("Add", "AddV2", "BiasAdd", "BiasAddV1"):
         return lw.retype(node, Eltwise, {"operation": "sum"})
     if op in ("Sub", "SquaredDifference"):
         lw.retype(node, Eltwise, {"operation": "sum", "coeff": [1.0, -1.0]})
