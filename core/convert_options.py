@@ -118,6 +118,8 @@ OPTIONS = (
     Option("saved_model_dir", TF, "a SavedModel directory (frozen by the TensorFlow worker: needs TensorFlow there, "
            "MO_CORE_TF_PYTHON chooses its python)"),
     Option("saved_model_tags", TF, "comma-separated tags of the SavedModel's meta graph (default: serve)"),
+    Option("saved_model_signature", TF, "the signature of --saved_model_dir to convert (default: serving_default, "
+           "or the only one)", metavar="NAME"),
     Option("input_meta_graph", TF, "a TF1 .meta graph, frozen with its checkpoint by the TensorFlow worker"),
     Option("input_checkpoint", TF, "the checkpoint of --input_meta_graph (default: its path without .meta) or of a "
            "non-frozen --input_model"),

@@ -58,7 +58,7 @@ def deduce_framework(ctx):
         raise Error("--model_name {!r} must be a file name (no '/'): it names the IR's files, which go to "
                     "--output_dir.", o.model_name)
     tf_only = (o.saved_model_dir or o.input_meta_graph or o.input_checkpoint or o.saved_model_tags or
-               o.input_model_is_text)
+               o.saved_model_signature or o.input_model_is_text)
     if not o.input_model and not o.input_proto and not tf_only:
         raise Error("Nothing to convert: give the trained model with --input_model (a Caffe .caffemodel with its "
                     "--input_proto deploy.prototxt, or a frozen TensorFlow graph .pb), or a TensorFlow "

@@ -33,12 +33,12 @@ A graph travels as the bytes of a serialized GraphDef in the first array frame
 (uint8), never inside the msgpack header; tensors as raw frames, never pickle.
 
 Verbs:
-  freeze {saved_model_dir: str|None, saved_model_tags: [str]|None,
+  freeze {saved_model_dir: str|None, saved_model_tags: [str]|None, saved_model_signature: str|None,
           meta_graph: str|None, input_model: str|None, input_model_is_text: bool,
           checkpoint: str|None, outputs: [str]|None, output_path: str}
       -> {inputs: [names], outputs: [names], bytes: int}
-      one of: a SavedModel directory (TF2 or TF1; its serving signature, or the
-      only one), a TF1 meta graph with its checkpoint (default: the meta graph's
+      one of: a SavedModel directory (TF2 or TF1; the signature named, else its
+      serving signature, or the only one), a TF1 meta graph with its checkpoint (default: the meta graph's
       path without ".meta"), or a GraphDef with variables (input_model) and a
       checkpoint. Variables become constants; the frozen GraphDef is written
       (binary) to output_path, a file in a private directory of the caller;
@@ -167,6 +167,15 @@ def _path(args: dict, key: str, required: bool = False) -> str | None:
     return value
 
 
+def _name(args: dict, key: str) -> str | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_PATH or "\0" in value:
+        raise RemoteError(REQUEST, f"'{key}' must be a name")
+    return value
+
+
 def _names(args: dict, key: str, pattern=None) -> list[str] | None:
     value = args.get(key)
     if value is None:
@@ -193,9 +202,10 @@ def tensor_name(name: str) -> str:
 
 
 # --------------------------------------------------------------------------- freeze
-def freeze_request(*, output_path: str, saved_model_dir=None, saved_model_tags=None, meta_graph=None,
-                   input_model=None, input_model_is_text=False, checkpoint=None, outputs=None) -> dict:
-    return {"saved_model_dir": saved_model_dir, "saved_model_tags": saved_model_tags, "meta_graph": meta_graph,
+def freeze_request(*, output_path: str, saved_model_dir=None, saved_model_tags=None, saved_model_signature=None,
+                   meta_graph=None, input_model=None, input_model_is_text=False, checkpoint=None, outputs=None) -> dict:
+    return {"saved_model_dir": saved_model_dir, "saved_model_tags": saved_model_tags,
+            "saved_model_signature": saved_model_signature, "meta_graph": meta_graph,
             "input_model": input_model, "input_model_is_text": bool(input_model_is_text),
             "checkpoint": checkpoint, "outputs": outputs, "output_path": output_path}
 
@@ -206,6 +216,7 @@ def parse_freeze(args: dict) -> dict:
            "input_model": _path(args, "input_model"), "checkpoint": _path(args, "checkpoint"),
            "output_path": _path(args, "output_path", required=True),
            "saved_model_tags": _names(args, "saved_model_tags"), "outputs": _names(args, "outputs"),
+           "saved_model_signature": _name(args, "saved_model_signature"),
            "input_model_is_text": bool(args.get("input_model_is_text"))}
     sources = [k for k in ("saved_model_dir", "meta_graph", "input_model") if out[k]]
     if len(sources) != 1:

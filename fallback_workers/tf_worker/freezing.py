@@ -129,13 +129,19 @@ def freeze_saved_model(tf, a):
     if not signatures:
         raise RemoteError(contract.FREEZE_FAILED, "the SavedModel has no signature to convert (save it with a "
                           "serving signature, e.g. tf.saved_model.save(model, dir) of a Keras model)")
-    if "serving_default" in signatures:
+    chosen = a.get("saved_model_signature")
+    if chosen is not None:
+        if chosen not in signatures:
+            raise RemoteError(contract.FREEZE_FAILED, "the SavedModel has no signature {!r}; its signatures are {} "
+                              "(--saved_model_signature)".format(chosen, sorted(signatures)))
+        function = signatures[chosen]
+    elif "serving_default" in signatures:
         function = signatures["serving_default"]
     elif len(signatures) == 1:
         function = next(iter(signatures.values()))
     else:
         raise RemoteError(contract.FREEZE_FAILED, "the SavedModel has the signatures {} and none is "
-                          "serving_default; save the one to convert as serving_default".format(sorted(signatures)))
+                          "serving_default: choose one with --saved_model_signature".format(sorted(signatures)))
     frozen = convert_variables_to_constants_v2(function)
     graph_def = frozen.graph.as_graph_def()
     inputs = [_node_name(t.name) for t in frozen.inputs if t.dtype != tf.resource]

@@ -1,5 +1,6 @@
 """Builder of the TensorFlow models that need TensorFlow to be frozen (the TF
-worker's freeze verb): a TF2 SavedModel (a tf.Module with a serving signature), a
+worker's freeze verb): a TF2 SavedModel (a tf.Module with a serving signature), one
+with two signatures and no serving_default (the outputs stored: the `embed` one's), a
 Keras 3 model exported as a SavedModel, a TF1 meta graph with its checkpoint, and
 the same TF1 graph as a GraphDef with variables plus that checkpoint (reference and
 resource variables).
@@ -38,6 +39,32 @@ def tf2_saved_model(out, rng):
     tf.saved_model.save(net, path, signatures=net.__call__)
     x = rng.standard_normal((1, 8, 8, 3)).astype(np.float32)
     return path, {"image": x}, [net(x)["scores"].numpy()]
+
+
+def two_signatures(out, rng):
+    """A tf.Module saved with two signatures and no serving_default: the scores of an image, its embedding."""
+    class Net(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable(rng.standard_normal((3, 3, 3, 4)).astype(np.float32) * 0.5)
+            self.fc = tf.Variable(rng.standard_normal((4, 5)).astype(np.float32))
+
+        def features(self, image):
+            return tf.reduce_mean(tf.nn.relu(tf.nn.conv2d(image, self.w, 1, "SAME")), axis=[1, 2])
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 8, 8, 3], tf.float32, name="image")])
+        def classify(self, image):
+            return {"scores": tf.nn.softmax(tf.matmul(self.features(image), self.fc))}
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 8, 8, 3], tf.float32, name="image")])
+        def embed(self, image):
+            return {"embedding": tf.math.l2_normalize(self.features(image), axis=1)}
+
+    net = Net()
+    path = os.path.join(out, "two_signatures")
+    tf.saved_model.save(net, path, signatures={"classify": net.classify, "embed": net.embed})
+    x = rng.standard_normal((1, 8, 8, 3)).astype(np.float32)
+    return path, {"image": x}, [net.embed(x)["embedding"].numpy()]
 
 
 def keras_export(out, rng):
@@ -100,6 +127,8 @@ def main():
 
     path, inputs, outputs = tf2_saved_model(out, rng)
     add("tf2_saved_model", inputs, outputs, saved_model_dir=path)
+    path, inputs, outputs = two_signatures(out, rng)
+    add("two_signatures", inputs, outputs, saved_model_dir=path)
     path, inputs, outputs = keras_export(out, rng)
     add("keras_export", inputs, outputs, saved_model_dir=path)
     meta, prefix, graph, inputs, outputs = tf1_graph(out, rng)

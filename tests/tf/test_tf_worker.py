@@ -109,6 +109,23 @@ def test_a_saved_models_graph_file_as_input_model(saved_models, tmp_path):
     assert_clean_failure(*res, tmp_path / "out", "graph file of a SavedModel", "--saved_model_dir " + directory)
 
 
+def test_a_signature_chosen_by_name(ie, saved_models, tmp_path):
+    """A SavedModel of two signatures and no serving_default: an error naming them and the option; the one named by
+    --saved_model_signature converts and equals TensorFlow's; a name it lacks is an error listing its names."""
+    directory = options(saved_models, "two_signatures")["saved_model_dir"]
+    res = run_convert(tmp_path, "--saved_model_dir", directory)
+    assert_clean_failure(*res, tmp_path / "out", "['classify', 'embed']", "--saved_model_signature")
+    res = run_convert(tmp_path, "--saved_model_dir", directory, "--saved_model_signature", "nope")
+    assert_clean_failure(*res, tmp_path / "out", "no signature 'nope'", "['classify', 'embed']")
+    xml = convert_model(None, tmp_path, "two_signatures", batch=1, saved_model_dir=directory,
+                        saved_model_signature="embed")
+    arrays = saved_models.arrays("two_signatures")
+    _, out = run_on_daemon(ie, xml, {"image": arrays["in1/image"]})
+    (embedding,) = out.values()
+    assert rel_err(embedding, arrays["out1/0"]) <= 1e-4
+    assert embedding.shape == (1, 4)  # (classify's would be 5 scores)
+
+
 def test_not_a_saved_model(tmp_path):
     (tmp_path / "empty").mkdir()
     res = run_convert(tmp_path, "--saved_model_dir", str(tmp_path / "empty"))
@@ -117,6 +134,7 @@ def test_not_a_saved_model(tmp_path):
 
 @pytest.mark.parametrize("args, needles", [
     (["--saved_model_tags", "serve"], ["--saved_model_tags", "--saved_model_dir"]),
+    (["--saved_model_signature", "embed"], ["--saved_model_signature", "--saved_model_dir"]),
     (["--input_checkpoint", "x.ckpt"], ["--input_checkpoint", "--input_meta_graph"]),
     (["--saved_model_dir", "nope_dir"], ["nope_dir", "not a directory"]),
 ])

@@ -32,7 +32,7 @@ def frozen_graph_def(o):
         input_model=_abs(o.input_model), input_model_is_text=o.input_model_is_text,
         checkpoint=_abs(o.input_checkpoint), outputs=outputs,
         saved_model_tags=[t.strip() for t in o.saved_model_tags.split(",") if t.strip()] if o.saved_model_tags
-        else None)
+        else None, saved_model_signature=o.saved_model_signature)
     try:
         result, _ = worker.call(contract.FREEZE, request, [], "freezing " + what,
                                 failed="TensorFlow could not freeze " + what, sandbox=contract.freeze_sandbox(request))

@@ -42,6 +42,8 @@ class TFFrontEnd:
                         "them.")
         if o.saved_model_tags and not o.saved_model_dir:
             raise Error("--saved_model_tags selects a meta graph of --saved_model_dir; give the SavedModel too.")
+        if o.saved_model_signature is not None and not o.saved_model_dir:
+            raise Error("--saved_model_signature selects a signature of --saved_model_dir; give the SavedModel too.")
         if not sources:
             raise Error("No TensorFlow model given: --input_model (a frozen graph .pb, or a .pbtxt with "
                         "--input_model_is_text), --saved_model_dir or --input_meta_graph.", faq=42)
