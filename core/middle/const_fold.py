@@ -8,7 +8,7 @@ constant filler is the usual one); front ends that make Const nodes rely on it.
 import numpy as np
 
 from core.graph.blobs import get_blob
-from ir.comparisons import COMPARE
+from ir.comparisons import BINARY
 
 
 def _linear(node, x):
@@ -20,8 +20,8 @@ def _linear(node, x):
 
 def _eltwise(node, xs):
     op = node.operation
-    if op in COMPARE:
-        return COMPARE[op](*xs).astype(np.float32)
+    if op in BINARY:
+        return BINARY[op](*xs).astype(np.float32)
     if op == "sum":
         return sum(c * x for c, x in zip(node.soft_get("coeff") or [1] * len(xs), xs))
     return (np.prod if op == "mul" else np.max)(xs, axis=0)

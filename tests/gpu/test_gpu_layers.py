@@ -668,3 +668,16 @@ def test_fake_quantize(tmp_path, gpu_device, levels, low, high, out_low, out_hig
     data = {"levels": levels, "input_low": low, "input_high": high, "output_low": out_low, "output_high": out_high}
     out, _ = compare_layer(tmp_path, gpu_device, "FakeQuantize", data, [x], [x.shape])
     assert len(np.unique(out["layer"])) <= levels
+
+
+@pytest.mark.parametrize("operation", ["floor_div", "floor_mod"])
+def test_floor_division(tmp_path, gpu_device, operation):
+    """Eltwise floor_div / floor_mod (TensorFlow's FloorDiv / FloorMod; tests/tf holds the CPU against TensorFlow)
+    on divisors of both signs and integer values; FP32 only: they jump at multiples of the divisor, where half
+    storage moves values across (the TF graph floor_div_mod runs on the CPU and in IR v11, not on an FP16 GPU)."""
+    rng = np.random.default_rng(9)
+    a = np.concatenate([rng.standard_normal(40) * 4, np.arange(-10, 10)]).astype(np.float32).reshape(2, 3, 10)
+    b = np.concatenate([rng.uniform(0.3, 2.0, 30) * rng.choice([-1, 1], 30), np.full(30, 7.0)]).astype(np.float32)
+    out, _ = compare_layer(tmp_path, gpu_device, "Eltwise", {"operation": operation}, [a, b.reshape(2, 3, 10)],
+                           [a.shape], rtol=1e-6)
+    assert (out["layer"][1, 1:] != 0).any()

@@ -406,6 +406,18 @@ def _(rng, x):
             tf.raw_ops.ClipByValue(t=x, clip_value_min=low, clip_value_max=tf.abs(x) * 0.5 + 0.1)]
 
 
+@case("floor_div_mod", (1, 6, 8))
+def _(rng, x):
+    # FloorDiv and FloorMod on the model's data: the row and column of an arg max in a flattened map (CenterNet's
+    # decoding, integers), and of floats by constant divisors of both signs and by a tensor (were conversion-only)
+    best = tf.argmax(tf.reshape(x, [1, 48]), axis=1, output_type=tf.int32)
+    rows_cols = tf.cast(tf.stack([best // 8, best % 8, (best - 50) // 7, (best - 50) % 7], axis=1), tf.float32)
+    f = x * 3.0
+    divisor = -(tf.abs(x[:, :, :1]) + 0.5)
+    return [rows_cols, tf.math.floormod(f, 0.75), tf.math.floordiv(f, -1.25), tf.math.floormod(f, divisor),
+            tf.math.floordiv(f, divisor)]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.comparisons import COMPARE
+from ir.comparisons import BINARY, COMPARE
 
 from .base import Kernel, broadcast_shape, channel_vector, register
 
@@ -72,6 +72,7 @@ class Eltwise(Kernel):
         if self.coeff is not None and self.op != "sum":
             raise self.error("coefficients are only allowed for operation sum")
         self.compare = COMPARE.get(self.op)
+        self.binary = BINARY.get(self.op)  # (a comparison, floor_div or floor_mod: two inputs exactly)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         if len(input_shapes) < 1:
@@ -82,16 +83,17 @@ class Eltwise(Kernel):
                 raise self.error(f"inputs have different shapes: {', '.join(str(list(x)) for x in input_shapes)}")
         if self.coeff is not None and len(self.coeff) != len(input_shapes):
             raise self.error(f"has {len(self.coeff)} coefficients for {len(input_shapes)} inputs")
-        if self.compare is not None and len(input_shapes) != 2:
-            raise self.error(f"compares two inputs, not {len(input_shapes)}")
+        if self.binary is not None and len(input_shapes) != 2:
+            what = "compares" if self.compare is not None else f"{self.op} takes"
+            raise self.error(f"{what} two inputs, not {len(input_shapes)}")
         return [first]
 
     def forward(self, inputs):
         x0 = inputs[0]
         coeff = self.coeff
         out = x0 if self.inplace else None
-        if self.compare is not None:  # 1.0 where it holds
-            held = self.compare(x0, inputs[1])
+        if self.binary is not None:  # (a comparison: 1.0 where it holds)
+            held = self.binary(x0, inputs[1])
             if out is None:
                 return [held.astype(np.float32)]
             np.copyto(out, held)

@@ -127,6 +127,8 @@ class EltwiseOp(NativeOp):
 
     def create(self, in_descs, in_shapes, out_shapes):
         k, d = self.kernel, self.d
+        if k.op not in ("sum", "mul", "max") and k.op not in BINARY_COMPARE:
+            raise Unsupported(f"Eltwise {k.op}")  # (floor_div, floor_mod: numpy's)
         n = len(in_shapes)
         first = self.follow(in_descs[0], in_shapes[0])
         if self.broadcast:

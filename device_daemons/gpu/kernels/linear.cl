@@ -37,7 +37,12 @@ __kernel void eltwise(__global const T* a, __global const T* b, __global T* out,
         else if (op == 5) r = va > vb ? 1.0f : 0.0f;
         else if (op == 6) r = va >= vb ? 1.0f : 0.0f;
         else if (op == 7) r = va == vb ? 1.0f : 0.0f;
-        else r = va != vb ? 1.0f : 0.0f;
+        else if (op == 8) r = va != vb ? 1.0f : 0.0f;
+        else if (op == 9) r = floor(va / vb);
+        else {  /* floor_mod: fmod, then the divisor added where the signs differ (TensorFlow's FloorMod) */
+            r = fmod(va, vb);
+            if (r != 0.0f && ((vb < 0.0f) != (r < 0.0f))) r += vb;
+        }
     }
     ST(out, i, activate(r, act, act_a, act_b));
 }

@@ -42,7 +42,7 @@ class ScaleShift(PerChannel):
 
 
 _OPS = {"sum": 0, "mul": 1, "max": 2, "less": 3, "less_equal": 4, "greater": 5, "greater_equal": 6, "equal": 7,
-        "not_equal": 8}
+        "not_equal": 8, "floor_div": 9, "floor_mod": 10}
 
 
 @register("Eltwise")

@@ -54,6 +54,10 @@ def eltwise(m: Mapping):
             raise a.error(f"{operation} compares two inputs, not {len(xs)}")
         held = m.op(_COMPARE[operation], xs, shape, "held", element_type="boolean", attrs=_NUMPY)
         return [m.op("Convert", [held], shape, attrs={"destination_type": "f32"})]
+    if operation == "floor_mod":
+        return [m.op("FloorMod", xs, shape, attrs=_NUMPY)]
+    if operation == "floor_div":  # (floor(a / b): OpenVINO has no FloorDiv)
+        return [m.op("Floor", [m.op("Divide", xs, shape, "quotient", attrs=dict(_NUMPY, m_pythondiv=False))], shape)]
     type_ = {"sum": "Add", "mul": "Multiply", "max": "Maximum"}[operation]
     y = xs[0]
     for i, x in enumerate(xs[1:], start=1):

@@ -1,8 +1,8 @@
 """Element-wise arithmetic: Add/AddV2/BiasAdd/Sub/Mul/RealDiv/Maximum/Minimum/
 SquaredDifference/Pow, Square/Sqrt/Rsqrt/Neg/Reciprocal, the unary functions that are
 an IR Activation type (Abs, Exp, Log, Floor, Ceil, Round/Rint, Sign, Sin ... Atanh,
-Log1p, Expm1, Softsign), IsNan / IsInf / IsFinite, and the conversion-time only ones (FloorDiv,
-FloorMod, ...: shape arithmetic).
+Log1p, Expm1, Softsign), IsNan / IsInf / IsFinite, FloorDiv / FloorMod (Eltwise floor_div / floor_mod), and the
+conversion-time only ones (TruncateDiv, TruncateMod, Mod, Div: shape arithmetic).
 
 With a constant operand that is one value or one value per channel (the last TF
 axis of a 2-D or 4-D tensor: axis 1 in the IR) the op becomes the internal Mul /
@@ -18,6 +18,7 @@ import numpy as np
 
 from core.errors import ShapeError
 from core.front.tf.lowering import TO_NCHW, Lowering, broadcast_to
+from core.front.tf.ops.composite import Composer
 from core.front.tf.ops.base import SameShapeOp, TFOp, broadcast_shapes, expect_inputs
 from core.front.tf.tensors import attr, describe
 from core.ops.activation import Activation, Clamp, Power
@@ -45,7 +46,8 @@ BINARY = {
     "Greater": np.greater, "GreaterEqual": np.greater_equal, "LogicalAnd": np.logical_and,
     "LogicalOr": np.logical_or,
 }
-CONVERSION_ONLY = {"FloorDiv", "FloorMod", "TruncateDiv", "TruncateMod", "Mod", "Div"}
+CONVERSION_ONLY = {"TruncateDiv", "TruncateMod", "Mod", "Div"}
+FLOORED = {"FloorDiv": "floor_div", "FloorMod": "floor_mod"}  # on the model's data: Eltwise operations
 # comparisons on the model's data: an Eltwise comparison (1.0 where it holds, as the bool TensorFlow makes is
 # read: tf.where's condition, a Cast to float); with the constant first, the mirrored comparison
 COMPARISONS = {"Less": "less", "LessEqual": "less_equal", "Greater": "greater", "GreaterEqual": "greater_equal",
@@ -92,6 +94,9 @@ class Binary(TFOp):
                                        "works on the model's data".format(op))
         a, b = node.data_inputs()
         va, vb = a.soft_get("value"), b.soft_get("value")
+        if op in FLOORED:  # (an index's row and column in a flattened map: integers held as floats, exact)
+            c = Composer(node, lw)
+            return c.finish(Eltwise, {"operation": FLOORED[op]}, c.full(a, "a"), c.full(b, "b"))
         if op in COMPARISONS:
             return _compare(node, lw, COMPARISONS[op], a, b, va, vb)
         if op in LOGICAL:
