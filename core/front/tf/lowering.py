@@ -19,7 +19,8 @@ Runs once TensorFlow's own shapes and constant values are known (TFOp.infer):
    inference knew must come out with the same shape in IR layout: a lowering
    that disagrees is an internal error, not a wrong IR.
 Ops that cannot be lowered in the form they are used (e.g. a conversion-time-only
-op on data) are collected and reported all at once.
+op on data) are collected and reported all at once. `Composer` builds an op that is
+several element-wise layers (Atan2, FloorMod, ...) over its output's shape.
 """
 from __future__ import annotations
 
@@ -29,7 +30,9 @@ import numpy as np
 from core.errors import Error
 from core.front.tf.tensors import describe
 from core.front.tf.tf_subgraph import tensor_dtype
+from core.ops.activation import Power
 from core.ops.const import Const
+from core.ops.linear import Eltwise
 from core.ops.shape_ops import Permute
 
 
@@ -354,3 +357,45 @@ def broadcast_to(lw: Lowering, src, tf_shape, name: str):
         if ir_have[axis] == 1 and ir_want[axis] > 1:
             cur = apply_op(lw, cur, "{}/tile{}".format(name, axis), Tile, {"axis": axis, "tiles": int(ir_want[axis])})
     return cur
+
+
+class Composer:
+    """Layers over one TF node's output shape (4-D: NCHW in the IR), built as a graph; `finish` makes the node
+    itself the last one."""
+
+    def __init__(self, node, lw):
+        self.node, self.lw = node, lw
+        self.shape = lw.tf_shape(node.out_node(0))
+        self.nchw = len(self.shape) == 4
+
+    def full(self, data, tag: str):
+        """A TF input at the output's shape: a constant as a Const layer, a tensor broadcast where it must be."""
+        value = data.soft_get("value")
+        if value is not None:
+            return self.const(np.asarray(value, np.float32), tag)
+        if np.array_equal(self.lw.tf_shape(data), self.shape):
+            return data
+        return broadcast_to(self.lw, data, self.shape, "{}/{}".format(self.node.name, tag))
+
+    def const(self, value, tag: str):
+        value = np.ascontiguousarray(np.broadcast_to(np.asarray(value, np.float32), self.shape))
+        const = self.lw.graph.add_const("{}/{}".format(self.node.name, tag), value)
+        const["tf_shape"], const["nchw"] = self.shape, self.nchw
+        return const
+
+    def op(self, tag: str, op_class, attrs: dict, *inputs):
+        name = "{}/{}".format(self.node.name, tag)
+        layer = self.lw.new_op(name, op_class, attrs)
+        for port, data in enumerate(inputs):
+            self.lw.graph.connect(data, layer, inp=port)
+        return self.lw.tensor_of(layer, name, self.shape, self.nchw)
+
+    def power(self, tag: str, x, power=1.0, scale=1.0, shift=0.0):
+        return self.op(tag, Power, {"power": power, "scale": scale, "shift": shift}, x)
+
+    def eltwise(self, tag: str, operation: str, a, b):
+        return self.op(tag, Eltwise, {"operation": operation}, a, b)
+
+    def finish(self, op_class, attrs: dict, *inputs):
+        self.lw.keep_inputs(self.node, *inputs)
+        self.lw.retype(self.node, op_class, attrs)

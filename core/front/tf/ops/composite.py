@@ -7,54 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.front.tf.lowering import broadcast_to
+from core.front.tf.lowering import Composer
 from core.front.tf.ops.base import TFOp, broadcast_shapes, expect_inputs
-from core.ops.activation import Activation, Clamp, Power
-from core.ops.linear import Eltwise, Select
+from core.ops.activation import Activation, Clamp
+from core.ops.linear import Select
 
-F32 = np.float32
-
-
-class Composer:
-    """Layers over one TF node's output shape (4-D: NCHW in the IR), built as a graph; `finish` makes the node
-    itself the last one."""
-
-    def __init__(self, node, lw):
-        self.node, self.lw = node, lw
-        self.shape = lw.tf_shape(node.out_node(0))
-        self.nchw = len(self.shape) == 4
-
-    def full(self, data, tag: str):
-        """A TF input at the output's shape: a constant as a Const layer, a tensor broadcast where it must be."""
-        value = data.soft_get("value")
-        if value is not None:
-            return self.const(np.asarray(value, F32), tag)
-        if np.array_equal(self.lw.tf_shape(data), self.shape):
-            return data
-        return broadcast_to(self.lw, data, self.shape, "{}/{}".format(self.node.name, tag))
-
-    def const(self, value, tag: str):
-        const = self.lw.graph.add_const("{}/{}".format(self.node.name, tag),
-                                        np.ascontiguousarray(np.broadcast_to(np.asarray(value, F32), self.shape)))
-        const["tf_shape"], const["nchw"] = self.shape, self.nchw
-        return const
-
-    def op(self, tag: str, op_class, attrs: dict, *inputs):
-        name = "{}/{}".format(self.node.name, tag)
-        layer = self.lw.new_op(name, op_class, attrs)
-        for port, data in enumerate(inputs):
-            self.lw.graph.connect(data, layer, inp=port)
-        return self.lw.tensor_of(layer, name, self.shape, self.nchw)
-
-    def power(self, tag: str, x, power=1.0, scale=1.0, shift=0.0):
-        return self.op(tag, Power, {"power": power, "scale": scale, "shift": shift}, x)
-
-    def eltwise(self, tag: str, operation: str, a, b):
-        return self.op(tag, Eltwise, {"operation": operation}, a, b)
-
-    def finish(self, op_class, attrs: dict, *inputs):
-        self.lw.keep_inputs(self.node, *inputs)
-        self.lw.retype(self.node, op_class, attrs)
 
 
 def _atan2(y, x):

@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.errors import ShapeError
-from core.front.tf.lowering import TO_NCHW, Lowering, broadcast_to
-from core.front.tf.ops.composite import Composer
+from core.front.tf.lowering import TO_NCHW, Composer, Lowering, broadcast_to
 from core.front.tf.ops.base import SameShapeOp, TFOp, broadcast_shapes, expect_inputs
 from core.front.tf.tensors import attr, describe
 from core.ops.activation import Activation, Clamp, Power
