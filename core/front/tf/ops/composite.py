@@ -13,7 +13,6 @@ from core.ops.activation import Activation, Clamp
 from core.ops.linear import Select
 
 
-
 def _atan2(y, x):
     return np.arctan2(y, x)
 
