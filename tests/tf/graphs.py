@@ -418,6 +418,16 @@ def _(rng, x):
             tf.math.floordiv(f, divisor)]
 
 
+@case("extract_patches", (1, 8, 12, 3))
+def _(rng, x):
+    # tf.image.extract_patches: a ViT's 4x4 patchify (VALID, stride 4), 3x3 windows every 2 pixels with SAME padding
+    # (zeros past the edges), and dilated (rates 2) windows: a Convolution of one-hot weights (was offload-only)
+    patches = tf.image.extract_patches(x, [1, 4, 4, 1], [1, 4, 4, 1], [1, 1, 1, 1], "VALID")
+    return [tf.reshape(patches, [1, 6, 48]), tf.image.extract_patches(x, [1, 3, 3, 1], [1, 2, 2, 1], [1, 1, 1, 1],
+                                                                         "SAME"),
+            tf.image.extract_patches(x * 2.0, [1, 2, 3, 1], [1, 1, 2, 1], [1, 2, 2, 1], "VALID")]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

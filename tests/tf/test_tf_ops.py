@@ -40,6 +40,7 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
                                   "gather_batch_dims", "reverse_roll", "log_softmax_softsign", "top_k",
                                   "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant",
                                   "resize_bicubic", "atan2_div_no_nan", "legacy_tf1_ops", "floor_div_mod",
+                                  "extract_patches",
                                   "lrn_selu_depth_space",
                                   "argmin_ties_broadcast"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):

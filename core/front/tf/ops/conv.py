@@ -1,4 +1,5 @@
-"""Convolutions: Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput (transposed).
+"""Convolutions: Conv2D, DepthwiseConv2dNative, Conv2DBackpropInput (transposed), and ExtractImagePatches (a
+Convolution whose weights pick the window's values).
 
 TensorFlow's padding: VALID none; SAME pads (out - 1) * stride + extent - in in
 total, the smaller half first (so an even input with stride 2 is padded at the
@@ -164,3 +165,41 @@ class Conv2DBackpropInput(TFOp):
                 "pads_begin": np.zeros(4, np.int64), "pads_end": np.array([0, 0, extra[0], extra[1]], np.int64)})
             covered = pad.in_node(0)  # the Deconvolution's output: TensorFlow's shape less the uncovered part
             covered["tf_shape"] = np.asarray(out["tf_shape"], np.int64) - np.array([0, extra[0], extra[1], 0])
+
+
+class ExtractImagePatches(TFOp):
+    """tf.image.extract_patches (a ViT's patchify): each window's kh x kw x C values, row by row, as the output's
+    channels - a Convolution whose weights pick one input value each (kh * kw * C outputs: copies, exact in f32)."""
+    tf_types = ("ExtractImagePatches",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 1)
+        read_window_attrs(node, "ksizes")
+        node.tf["dilation"] = spatial_pair(node, "rates", [1, 1, 1, 1])
+        if node.tf["padding"] == "EXPLICIT":
+            raise Error("{}: padding EXPLICIT is not one of SAME, VALID.", describe(node), faq=43)
+
+    @staticmethod
+    def shape(node, shapes):
+        (x,) = shapes
+        if len(x) != 4:
+            raise ShapeError("{}: the images {} must be 4-D (NHWC).", describe(node), list(x))
+        kernel = node.tf["kernel"]
+        out, begin, end = window_pads(node, x[1:3], kernel, node.tf["strides"], node.tf["dilation"])
+        node.tf["pad_begin"], node.tf["pad_end"] = begin, end
+        return [[x[0], out[0], out[1], int(kernel[0] * kernel[1]) * int(x[3])]]
+
+    @staticmethod
+    def lower(node, lw):
+        x = node.data_inputs()[0]
+        (kh, kw), channels = (int(k) for k in node.tf["kernel"]), int(lw.tf_shape(x)[3])
+        weights = np.zeros((kh * kw * channels, channels, kh, kw), np.float32)
+        for i in range(kh):
+            for j in range(kw):
+                weights[(i * kw + j) * channels + np.arange(channels), np.arange(channels), i, j] = 1.0
+        lw.keep_inputs(node, x)
+        lw.retype(node, Convolution, {
+            "kernel": np.array([kh, kw], np.int64), "stride": node.tf["strides"], "dilation": node.tf["dilation"],
+            "pad": node.tf["pad_begin"], "pad_end": node.tf["pad_end"], "group": 1, "output": kh * kw * channels})
+        lw.add_blob(node, "weights", weights)
