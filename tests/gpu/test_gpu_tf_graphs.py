@@ -3,9 +3,10 @@ comparisons - and of the ops the converter learnt since the GPU plugin was check
 Exp/Log/Floor/Ceil/Round/casts/Softplus, Sign and the trigonometric and hyperbolic functions, LRN, Selu, pixel
 shuffles, reductions, Cumsum, ArgMax/ArgMin, Pad, resizes, strided slices, reverses and rolls, LogSoftmax, Softsign,
 OneHot, IsNan/IsInf/IsFinite, CropAndResize, GatherNd, FakeQuant, ResizeBicubic, Atan2, DivNoNan, Xdivy, Xlogy,
-MulNoNan, TF1's Reverse, BiasAddV1, ClipByValue, ExtractImagePatches - converted by our front end and run on the GPU
-plan (real OpenCL: PoCL here), against TensorFlow's own outputs: every layer on the GPU (query_network leaves none to
-HETERO), FP32 within 1e-4 and FP16 IRs (half storage) within 1e-2, as max |diff| / max |TensorFlow's|."""
+MulNoNan, TF1's Reverse, BiasAddV1, ClipByValue, AdjustContrast, ExtractImagePatches - converted by our front end
+and run on the GPU plan (real OpenCL: PoCL here), against TensorFlow's own outputs: every layer on the GPU
+(query_network leaves none to HETERO), FP32 within 1e-4 and FP16 IRs (half storage) within 1e-2, as max |diff| /
+max |TensorFlow's|."""
 from __future__ import annotations
 
 import numpy as np

@@ -398,12 +398,13 @@ def _(rng, x):
 @case("legacy_tf1_ops", (1, 4, 5, 3))
 def _(rng, x):
     # ops of old TF1 graphs: Reverse (a bool per axis), BiasAddV1, ClipByValue of constant bounds and of tensor
-    # ones (were unknown or offload-only)
+    # ones; tf.image.adjust_contrast (AdjustContrastv2) - were unknown or offload-only
     y = tf.raw_ops.Reverse(tensor=x, dims=[False, True, False, True])
     z = tf.raw_ops.BiasAddV1(value=x, bias=tf.constant([0.5, -1.0, 2.0]))
     low = tf.broadcast_to(tf.reduce_min(x, axis=3, keepdims=True) * 0.5, [1, 4, 5, 3])
     return [y * 2.0, z, tf.raw_ops.ClipByValue(t=x, clip_value_min=-0.5, clip_value_max=0.75),
-            tf.raw_ops.ClipByValue(t=x, clip_value_min=low, clip_value_max=tf.abs(x) * 0.5 + 0.1)]
+            tf.raw_ops.ClipByValue(t=x, clip_value_min=low, clip_value_max=tf.abs(x) * 0.5 + 0.1),
+            tf.image.adjust_contrast(x, 1.7), tf.image.adjust_contrast(x + 1.0, 0.4)]
 
 
 @case("floor_div_mod", (1, 6, 8))

@@ -15,6 +15,7 @@ OP_TYPES = {'Abs': {'attrs': {'T': (1, 2, 3, 5, 6, 9, 14, 19)}, 'inputs': ('T',)
  'AddV2': {'attrs': {'T': (1, 2, 3, 4, 5, 6, 8, 9, 14, 17, 18, 19, 22, 23)},
            'inputs': ('T', 'T'),
            'output': 'T'},
+ 'AdjustContrastv2': {'attrs': {'T': (1, 19)}, 'inputs': ('T', 1), 'output': 'T'},
  'All': {'attrs': {'Tidx': (3, 9)}, 'inputs': (10, 'Tidx'), 'output': 10},
  'Any': {'attrs': {'Tidx': (3, 9)}, 'inputs': (10, 'Tidx'), 'output': 10},
  'ArgMax': {'attrs': {'T': (1, 2, 3, 4, 5, 6, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 22, 23),

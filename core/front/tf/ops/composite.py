@@ -1,16 +1,19 @@
 """TensorFlow's element-wise ops that are several IR layers: Atan2 (atan(y / x) turned by pi towards y's side
 where x is negative, signed zeros as C's atan2 has them), DivNoNan (x / y, 0 where y is 0), Xdivy (x / y, 0 where
-x is 0), MulNoNan (x y, 0 where y is 0), Xlogy (x log(y), 0 where x is 0) and ClipByValue of tensor bounds, each a
-small graph of Eltwise, Power, Activation and Select layers over the output's shape, the node itself its last
-layer."""
+x is 0), MulNoNan (x y, 0 where y is 0), Xlogy (x log(y), 0 where x is 0), ClipByValue of tensor bounds and
+AdjustContrastv2 (the channel means over H and W and one Eltwise sum), each a small graph of Eltwise, Power, Activation,
+Select (and Reduce) layers over the output's shape, the node itself its last layer."""
 from __future__ import annotations
 
 import numpy as np
 
-from core.front.tf.lowering import Composer
+from core.errors import ShapeError
+from core.front.tf.lowering import Composer, broadcast_to
 from core.front.tf.ops.base import TFOp, broadcast_shapes, expect_inputs
+from core.front.tf.tensors import describe
 from core.ops.activation import Activation, Clamp
-from core.ops.linear import Select
+from core.ops.linear import Eltwise, Select
+from core.ops.reduce import ReduceMean
 
 
 def _atan2(y, x):
@@ -113,3 +116,42 @@ class ClipByValue(TFOp):
         c = Composer(node, lw)
         t, low, high = (c.full(d, tag) for d, tag in ((t, "t"), (low, "low"), (high, "high")))
         c.finish(Select, {}, c.eltwise("above", "greater", t, high), high, c.eltwise("raised", "max", t, low))
+
+
+class AdjustContrast(TFOp):
+    """tf.image.adjust_contrast (AdjustContrastv2, the factor a constant): each image's channel mean over H and W
+    (a ReduceMean, kept as 1 x 1) brought back to the image's size, then x * factor + mean * (1 - factor) - one
+    Eltwise sum with those coefficients."""
+    tf_types = ("AdjustContrastv2",)
+
+    @staticmethod
+    def extract(node):
+        expect_inputs(node, 2)
+
+    @staticmethod
+    def evaluate(node, values):
+        images, factor = values
+        mean = images.mean(axis=(-3, -2), keepdims=True, dtype=np.float32)
+        return [((images - mean) * np.float32(factor) + mean).astype(images.dtype)]
+
+    @staticmethod
+    def shape(node, shapes):
+        if len(shapes[0]) < 3:
+            raise ShapeError("{}: images {} need height, width and channels.", describe(node), list(shapes[0]))
+        return [shapes[0]]
+
+    @staticmethod
+    def lower(node, lw):
+        images, factor = node.data_inputs()
+        if factor.soft_get("value") is None:
+            raise lw.unsupported(node, "a contrast factor computed from the model's data")
+        shape = [int(d) for d in lw.tf_shape(images)]
+        if len(shape) != 4:
+            raise lw.unsupported(node, "images of rank {} (one batch of NHWC images is converted)".format(len(shape)))
+        f = float(np.ravel(factor.value)[0])
+        pooled = shape[:1] + [1, 1] + shape[3:]
+        reduce = lw.new_op(node.name + "/mean", ReduceMean, {"axes": [2, 3], "keep_dims": True})
+        lw.graph.connect(images, reduce, inp=0)
+        mean = broadcast_to(lw, lw.tensor_of(reduce, node.name + "/mean", pooled, True), shape, node.name + "/mean")
+        lw.keep_inputs(node, images, mean)
+        lw.retype(node, Eltwise, {"operation": "sum", "coeff": [f, 1.0 - f]})
