@@ -105,6 +105,21 @@ def detections(out):
     return rows[:end[0] if end.size else len(rows)]
 
 
+def assert_same_head_detections(infer, reference, rounds: int, at_least: int):
+    """Two engines' detections (`infer`, `reference`: feeds -> outputs) of the head on `rounds` random images: the
+    same rows within 1e-4, more than `at_least` of them in all."""
+    rng = np.random.default_rng(3)
+    found = 0
+    for _ in range(rounds):
+        feeds = {"data": rng.standard_normal((1, 3, H, W)).astype(np.float32),
+                 "im_info": np.array([[H, W, 1]], np.float32)}
+        ours, ref = detections(infer(feeds)["detection_out"]), detections(reference(feeds)["detection_out"])
+        assert ours.shape == ref.shape
+        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4)
+        found += len(ours)
+    assert found > at_least
+
+
 def test_rfcn_head_with_roi_priors_equals_openvino(tmp_path):
     proto, weights = head(tmp_path)
     inputs = ["bbox_pred_reshape", "cls_prob_reshape", "rois_reshape"]

@@ -99,20 +99,11 @@ def test_rfcn_head_runs_whole_on_the_gpu_plan(tmp_path, gpu_device):
     from device_daemons.gpu import GpuPlan
     from device_daemons.gpu.query import query_network
     from ir import read_ir, write_ir
-    from tests.cpu.test_cpu_rfcn import H, W, detections, head
+    from tests.cpu.test_cpu_rfcn import assert_same_head_detections, head
     proto, weights = head(tmp_path)
     xml = str(tmp_path / "rfcn.xml")
     write_ir(convert_api(input_model=weights, input_proto=proto), xml)
     network = read_ir(xml)
     assert set(query_network(network)) == {layer.name for layer in network.layers}
     gpu, cpu = GpuPlan(network, gpu_device), ExecutionPlan(read_ir(xml), precision="f32")
-    rng = np.random.default_rng(3)
-    found = 0
-    for _ in range(2):
-        feed = {"data": rng.standard_normal((1, 3, H, W)).astype(np.float32),
-                "im_info": np.array([[H, W, 1]], np.float32)}
-        ours, ref = detections(gpu.infer(feed)["detection_out"]), detections(cpu.infer(feed)["detection_out"])
-        assert ours.shape == ref.shape
-        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4)
-        found += len(ours)
-    assert found > 5
+    assert_same_head_detections(gpu.infer, cpu.infer, 2, 5)

@@ -108,17 +108,8 @@ def test_rfcn_head_with_roi_priors(ov_core, tmp_path):
     PSROIPooling on the CPU; the plan's DetectionOutput is checked against
     OpenVINO's, its Proposal and PSROIPooling against pycaffe and a reference)."""
     from tests.cpu.cpu_helpers import convert_to_plan
-    from tests.cpu.test_cpu_rfcn import H, W, detections, head
+    from tests.cpu.test_cpu_rfcn import assert_same_head_detections, head
     proto, weights = head(tmp_path)
     plan, network = convert_to_plan(proto, weights, tmp_path)
     run = compile_v11(ov_core, network, tmp_path, name="rfcn")
-    rng = np.random.default_rng(3)
-    found = 0
-    for _ in range(3):
-        feeds = {"data": rng.standard_normal((1, 3, H, W)).astype(np.float32),
-                 "im_info": np.array([[H, W, 1]], np.float32)}
-        ours, ref = detections(run.infer(feeds)["detection_out"]), detections(plan.infer(feeds)["detection_out"])
-        assert ours.shape == ref.shape
-        np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=1e-4)
-        found += len(ours)
-    assert found > 10
+    assert_same_head_detections(run.infer, plan.infer, 3, 10)

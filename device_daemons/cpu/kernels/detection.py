@@ -324,15 +324,6 @@ class DetectionOutput(Kernel):
         h = np.exp(var[:, 3] * loc[..., 3]) * ph
         return np.stack([cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0], axis=-1)
 
-    def _written_boxes(self, boxes, row_of, idx):
-        """The boxes of the detections (per label row, prior index) as the output holds them."""
-        box = boxes[row_of if len(boxes) > 1 else np.zeros_like(row_of), idx]
-        return np.clip(box, 0.0, 1.0) if self.clip_after_nms else box
-
-    def _box_areas(self, boxes, row_of, idx):
-        box = self._written_boxes(boxes, row_of, idx)
-        return (box[:, 2] - box[:, 0]) * (box[:, 3] - box[:, 1])
-
     def forward(self, inputs):
         loc_in, conf_in, prior_in = inputs[:3]
         n = loc_in.shape[0]
@@ -369,14 +360,16 @@ class DetectionOutput(Kernel):
             row_of = np.repeat(np.arange(len(labels)), [k.size for k in kept])  # by label, then score
             idx = np.concatenate(kept) if kept else np.zeros(0, np.int64)
             picked_scores = scores[row_of, idx]
+            box = boxes[row_of if len(boxes) > 1 else np.zeros_like(row_of), idx]
+            if self.clip_after_nms:
+                box = np.clip(box, 0.0, 1.0)
             if self.drop_empty_boxes:  # before the keep_top_k cut, as the TF Object Detection API
-                has_area = self._box_areas(boxes, row_of, idx) > 0
-                row_of, idx, picked_scores = row_of[has_area], idx[has_area], picked_scores[has_area]
+                has_area = (box[:, 2] - box[:, 0]) * (box[:, 3] - box[:, 1]) > 0
+                row_of, idx, picked_scores, box = (v[has_area] for v in (row_of, idx, picked_scores, box))
             if -1 < self.keep_top_k < idx.size:
                 best = np.argsort(-picked_scores, kind="stable")[:self.keep_top_k]
                 best = best[np.argsort(row_of[best], kind="stable")]  # back to label order
-                row_of, idx, picked_scores = row_of[best], idx[best], picked_scores[best]
-            box = self._written_boxes(boxes, row_of, idx)
+                row_of, idx, picked_scores, box = (v[best] for v in (row_of, idx, picked_scores, box))
             rows.append(np.column_stack([np.full(idx.size, i, np.float32), labels[row_of].astype(np.float32),
                                          picked_scores, box]))
         rows = np.concatenate(rows).astype(np.float32, copy=False) if rows else np.zeros((0, 7), np.float32)

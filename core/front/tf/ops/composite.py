@@ -64,16 +64,16 @@ class Composite(TFOp):
         c = Composer(node, lw)
         first, second = (c.full(d, tag) for d, tag in zip(node.data_inputs(), ("a", "b")))
         zero = c.const(0.0, "zero")
-        if node.tf_op in ("DivNoNan", "Xdivy"):  # x * (1 / y), 0 where y (DivNoNan) or x (Xdivy) is 0
-            quotient = c.eltwise("quotient", "mul", first, c.power("reciprocal", second, power=-1.0))
-            zeros_of = second if node.tf_op == "DivNoNan" else first
-            return c.finish(Select, {}, c.eltwise("is_0", "equal", zeros_of, zero), zero, quotient)
-        if node.tf_op == "MulNoNan":  # x * y, 0 where y is 0 (x inf or NaN or not)
-            product = c.eltwise("product", "mul", first, second)
-            return c.finish(Select, {}, c.eltwise("y_is_0", "equal", second, zero), zero, product)
-        if node.tf_op == "Xlogy":  # x * log(y), 0 where x is 0 (log(0) or not)
-            product = c.eltwise("product", "mul", first, c.op("log", Activation, {"activation": "log"}, second))
-            return c.finish(Select, {}, c.eltwise("x_is_0", "equal", first, zero), zero, product)
+        if node.tf_op != "Atan2":  # a product, 0 where x (Xdivy, Xlogy) or y (DivNoNan, MulNoNan) is 0
+            if node.tf_op in ("DivNoNan", "Xdivy"):
+                factor = c.power("reciprocal", second, power=-1.0)
+            elif node.tf_op == "Xlogy":
+                factor = c.op("log", Activation, {"activation": "log"}, second)
+            else:
+                factor = second
+            zeros_of = first if node.tf_op in ("Xdivy", "Xlogy") else second
+            product = c.eltwise("product", "mul", first, factor)
+            return c.finish(Select, {}, c.eltwise("is_0", "equal", zeros_of, zero), zero, product)
         y, x = first, second
         # the signs of y and x, signed zeros too (1 / -0 is -inf): C's atan2, which TensorFlow's is
         x_inverse = c.power("x_inverse", x, power=-1.0)

@@ -27,8 +27,11 @@ FLT_MAX = float(np.finfo(np.float32).max)
 
 
 def _truncate_div(a, b):
-    """Integer division toward zero (TensorFlow's Div of integers: C's; -7 / 2 = -3)."""
-    return np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))
+    """Division toward zero (TensorFlow's TruncateDiv, and its Div of integers: C's; -7 / 2 = -3), exact for
+    integers."""
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+        return np.sign(a) * np.sign(b) * (np.abs(a) // np.abs(b))
+    return np.trunc(a / b)
 
 
 def _floor_div(a, b):
@@ -39,7 +42,7 @@ BINARY = {
     "Add": np.add, "AddV2": np.add, "BiasAdd": np.add, "BiasAddV1": np.add, "Sub": np.subtract, "Mul": np.multiply,
     "RealDiv": np.divide, "Div": lambda a, b: _truncate_div(a, b) if a.dtype.kind in "iu" else np.divide(a, b),
     "Maximum": np.maximum, "Minimum": np.minimum, "SquaredDifference": lambda a, b: np.square(a - b),
-    "Pow": np.power, "FloorDiv": _floor_div, "FloorMod": np.mod, "TruncateDiv": lambda a, b: np.trunc(a / b),
+    "Pow": np.power, "FloorDiv": _floor_div, "FloorMod": np.mod, "TruncateDiv": _truncate_div,
     "TruncateMod": np.fmod, "Mod": np.fmod,
     "Equal": np.equal, "NotEqual": np.not_equal, "Less": np.less, "LessEqual": np.less_equal,
     "Greater": np.greater, "GreaterEqual": np.greater_equal, "LogicalAnd": np.logical_and,
@@ -148,16 +151,11 @@ def linear(node, lw: Lowering, x, w=None, b=None):
 
 def eltwise_with_const(node, lw, x, value, operation, coeff=None):
     """Eltwise between x and a constant broadcast to the output shape (a Const layer)."""
-    out_shape = lw.tf_shape(node.out_node(0))
-    const = lw.graph.add_const(node.name + "/const", np.ascontiguousarray(np.broadcast_to(value, out_shape)))
-    const["tf_shape"] = out_shape
-    const["nchw"] = len(out_shape) == 4
-    xb = x if np.array_equal(lw.tf_shape(x), out_shape) else broadcast_to(lw, x, out_shape, node.name + "/x")
-    lw.keep_inputs(node, xb, const)
+    c = Composer(node, lw)
     attrs = {"operation": operation}
     if coeff:
         attrs["coeff"] = coeff
-    lw.retype(node, Eltwise, attrs)
+    c.finish(Eltwise, attrs, c.full(x, "x"), c.const(value, "const"))
 
 
 def nonzero(node, lw, x):
@@ -230,11 +228,8 @@ def _negate_after(node, lw):
 def _compare(node, lw, operation, a, b, va, vb):
     """A comparison, an and / or (symmetric: MIRRORED leaves them as they are) as one Eltwise."""
     if va is None and vb is None:
-        out_shape = lw.tf_shape(node.out_node(0))
-        parts = [x if np.array_equal(lw.tf_shape(x), out_shape) else
-                 broadcast_to(lw, x, out_shape, "{}/{}".format(node.name, tag)) for tag, x in (("a", a), ("b", b))]
-        lw.keep_inputs(node, *parts)
-        return lw.retype(node, Eltwise, {"operation": operation})
+        c = Composer(node, lw)
+        return c.finish(Eltwise, {"operation": operation}, c.full(a, "a"), c.full(b, "b"))
     if vb is not None:
         return eltwise_with_const(node, lw, a, np.asarray(vb, dtype=np.float32), operation)
     return eltwise_with_const(node, lw, b, np.asarray(va, dtype=np.float32), MIRRORED.get(operation, operation))
@@ -242,13 +237,8 @@ def _compare(node, lw, operation, a, b, va, vb):
 
 # --- tensor (op) tensor ---------------------------------------------------------------
 def _tensor_tensor(node, lw, op, a, b):
-    out_shape = lw.tf_shape(node.out_node(0))
-
-    def full(x, tag):
-        return x if np.array_equal(lw.tf_shape(x), out_shape) else broadcast_to(lw, x, out_shape,
-                                                                                 "{}/{}".format(node.name, tag))
-    a, b = full(a, "a"), full(b, "b")
-    lw.keep_inputs(node, a, b)
+    c = Composer(node, lw)
+    lw.keep_inputs(node, c.full(a, "a"), c.full(b, "b"))
     if op in ("Add", "AddV2", "BiasAdd", "BiasAddV1"):
         return lw.retype(node, Eltwise, {"operation": "sum"})
     if op in ("Sub", "SquaredDifference"):
