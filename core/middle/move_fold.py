@@ -20,7 +20,9 @@ things (bias fusion, transpose sinking).
    normalized axis of a LayerNorm or SoftMax becomes the innermost one (oneDNN's fast
    kernels normalize over the last axis).
 3. `compose_moves`: a Permute after a Permute is one Permute (none when the two cancel
-   out), a Reshape after a Reshape one Reshape, a Reshape to the same shape nothing.
+   out), a Reshape after a Reshape one Reshape, a Reshape to the same shape nothing; two
+   equal moves of one tensor are one (a 3-D layer's Permute to NCDHW before each reader of
+   a tensor: core/front/tf/ops/volume.py), which can then go up and cancel.
 Each tensor on the way must feed only the next layer and be no model output.
 """
 from __future__ import annotations
@@ -300,9 +302,30 @@ def _identity(node) -> bool:
     return _shape(node.in_node(0)) == _shape(node.out_node(0))
 
 
+def _same_move(a, b) -> bool:
+    if a.op == "Permute":
+        return [int(v) for v in a.order] == [int(v) for v in b.order]
+    return _shape(a.out_node(0)) == _shape(b.out_node(0))
+
+
+def _merge_twin(graph, node) -> bool:
+    """Another move of the node's input, equal to it, reads the tensor: its readers read the node's output."""
+    out = node.out_node(0)
+    for other in node.in_node(0).consumers():
+        if (other.id != node.id and other.soft_get("op") == node.op and _same_move(node, other)
+                and not other.out_node(0).soft_get("is_output") and not out.soft_get("is_output")):
+            for _, consumer, key, attrs in list(graph.out_edges(other.out_node(0).id, keys=True, data=True)):
+                graph.add_edge(out.id, consumer, **attrs)
+            graph.remove_op_with_data(other)
+            return True
+    return False
+
+
 def _compose(graph, node) -> bool:
     if _identity(node) and not node.out_node(0).soft_get("is_output"):
         graph.bypass(node)
+        return True
+    if _merge_twin(graph, node):
         return True
     data = node.in_node(0)
     before = data.producer()

@@ -20,6 +20,20 @@ def end_pad_getter(node):
     return None if np.array_equal(end, node.pad) else end
 
 
+def check_rank(node, shape, what: str):
+    """A 2-D window over an NCHW input or a 3-D one over an NCDHW volume. A window given the same on every axis
+    (a Caffe layer's single values: `window_from_input`) takes the input's number of spatial axes."""
+    if node.soft_get("window_from_input") and len(shape) == 5:
+        for name in _WINDOW[:5]:
+            value = node.soft_get(name)
+            if value is not None and np.size(value) == 2:
+                node[name] = np.repeat(np.asarray(value, np.int64).ravel()[:1], 3)
+    spatial = len(np.atleast_1d(node.kernel)) if node.soft_get("kernel") is not None else 2
+    if len(shape) != 2 + spatial or spatial not in (2, 3):
+        raise ShapeError("{} '{}' with a {}-D window needs a {}-D input, got shape {}.", what, node.name, spatial,
+                         2 + spatial, list(shape))
+
+
 def _weights_count(node):
     for name, blob, _ in node.blob_inputs():
         if name == "weights":
@@ -39,8 +53,7 @@ class Convolution(Op):
     @staticmethod
     def infer(node):
         shape = node.in_node(0).shape
-        if len(shape) != 4:
-            raise ShapeError("Convolution '{}' needs a 4-D input, got shape {}.", node.name, list(shape))
+        check_rank(node, shape, "Convolution")
         check_ranges(node, "Convolution", _WINDOW)
         k, s, p, d = (np.asarray(node[a], dtype=np.int64) for a in ("kernel", "stride", "pad", "dilation"))
         group, out_c = int(node.group), int(node.output)
@@ -74,8 +87,7 @@ class Deconvolution(Op):
     @staticmethod
     def infer(node):
         shape = node.in_node(0).shape
-        if len(shape) != 4:
-            raise ShapeError("Deconvolution '{}' needs a 4-D input, got shape {}.", node.name, list(shape))
+        check_rank(node, shape, "Deconvolution")
         check_ranges(node, "Deconvolution", _WINDOW)
         k, s, p, d = (np.asarray(node[a], dtype=np.int64) for a in ("kernel", "stride", "pad", "dilation"))
         group, out_c = int(node.group), int(node.output)

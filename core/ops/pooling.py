@@ -2,7 +2,7 @@
 import numpy as np
 
 from core.errors import ShapeError
-from core.ops.convolution import end_pad_getter, pad_end
+from core.ops.convolution import check_rank, end_pad_getter, pad_end
 from core.ops.op import Op, check_ranges, ir_attrs
 from ir.pooling import pooled_size as ir_pooled_size
 
@@ -26,14 +26,13 @@ class Pooling(Op):
     @staticmethod
     def infer(node):
         shape = node.in_node(0).shape
-        if len(shape) != 4:
-            raise ShapeError("Pooling '{}' needs a 4-D input, got shape {}.", node.name, list(shape))
         if node.global_pool:
-            # the IR has no global flag: the kernel becomes the whole plane
+            # the IR has no global flag: the kernel becomes the whole plane (volume)
             node.kernel = np.array(shape[2:], dtype=np.int64)
-            node.pad = np.zeros(2, dtype=np.int64)
+            node.pad = np.zeros(len(shape) - 2, dtype=np.int64)
             node.pad_end = None
-            node.stride = np.ones(2, dtype=np.int64)
+            node.stride = np.ones(len(shape) - 2, dtype=np.int64)
+        check_rank(node, shape, "Pooling")
         check_ranges(node, "Pooling", ("kernel", "stride", "pad", "pad_end"))
         if np.any(np.maximum(node.pad, pad_end(node)) >= np.asarray(node.kernel)):
             raise ShapeError("Pooling '{}': padding {} must be smaller than the kernel {}.", node.name,

@@ -366,6 +366,8 @@ class GpuPlan(PlanShapes):
                     or len(st.in_slots) != 1 or len(st.out_slots) != 1:
                 continue
             ref = st.kernel.ref
+            if len(ref.kernel) != 2:  # (a 3-D window: its own launch, volume.cl's pool3d)
+                continue
             (kh, kw), (sh, sw), (ph, pw), (phe, pwe) = ref.kernel, ref.stride, ref.pad, ref.pad_end
             out = st.out_slots[0]
             if ref.method != "max" or (sh, sw) != (1, 1) or ph + phe != kh - 1 or pw + pwe != kw - 1 \

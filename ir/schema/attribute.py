@@ -12,8 +12,12 @@ Kinds and how their values look in Python (what `LayerSchema.read` returns and
     Ints    list[int]           "1,2,3"
     Floats  list[float]         "0.5,1,2"
     YX      (y, x) int pair     IR v2 spells a 2-D parameter as `<base>-x` and `<base>-y`
-                                (plus, for stride, the 4-D list "1,1,y,x"); later IRs
-                                as one list ("3,3", "kernel", "strides", ...): read both
+            or (z, y, x)        (plus, for stride, the 4-D list "1,1,y,x"); later IRs
+                                as one list ("3,3", "kernel", "strides", ...): read both.
+                                A 3-D window (volumes: NCDHW) has no -x/-y spelling: it is
+                                written as the later IRs' lists ("kernel", "strides",
+                                "pads_begin", "pads_end", "dilations"), as the Model
+                                Optimizer wrote its 3-D layers
 
 A default is a value, `None` (optional: absent means "not given"), REQUIRED, or
 `Same("other")` (absent means: the value of attribute `other`, e.g. the end pads
@@ -60,6 +64,7 @@ class Attr:
     y: str | None = None
     lists: tuple[str, ...] = ()    # yx: list attributes also read ("3,3", "1,1,2,2")
     write_list: str | None = None  # yx: also write this list attribute as "1,1,y,x"
+    nd: str | None = None          # yx: the list attribute a 3-D window is written as
     doc: str = ""
 
     # --- names ----------------------------------------------------------------------
@@ -67,8 +72,9 @@ class Attr:
         """Every attribute name under which this attribute may appear in <data>."""
         if self.kind == "yx":
             names = [self.x, self.y, *self.lists]
-            if self.write_list and self.write_list not in names:
-                names.append(self.write_list)
+            for extra in (self.write_list, self.nd):
+                if extra and extra not in names:
+                    names.append(extra)
             return tuple(names)
         return (self.name, *self.aliases)
 
@@ -129,9 +135,8 @@ class Attr:
                 values = ints(data[name], name)
                 if not values:
                     raise IRError(f"attribute {name!r} is empty")
-                value = (values[0], values[0]) if len(values) == 1 else (values[-2], values[-1])
-                self._check_range(value, name)
-                return value
+                self._check_range(values, name)
+                return _window_of_list(values, name == self.write_list)
         if self.default is REQUIRED or isinstance(self.default, Same) or self.default is None:
             return self.default
         return tuple(self.default)
@@ -151,8 +156,13 @@ class Attr:
         """{IR attribute name: text} for a Python value of this attribute."""
         kind = self.kind
         if kind == "yx":
-            y, x = _pair(value, self.name)
-            self._check_range((y, x), self.name)
+            window = _window(value, self.name)
+            self._check_range(window, self.name)
+            if len(window) == 3:
+                if not self.nd:
+                    raise IRError(f"attribute {self.name!r} takes a (y, x) pair, got {value!r}")
+                return {self.nd: fmt_value(list(window))}
+            y, x = window
             out = {}
             if self.write_list:
                 out[self.write_list] = f"1,1,{y},{x}"
@@ -192,13 +202,27 @@ class Attr:
         self._check_range(self._parse_text(text, name), name)
 
 
-def _pair(value, name):
+def _window(value, name):
+    """A 2-D (y, x) or 3-D (z, y, x) window value; an integer is the same on both axes of a 2-D one."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value), int(value)
     items = _sequence(value, name)
-    if len(items) != 2:
-        raise IRError(f"attribute {name!r} takes a (y, x) pair, got {value!r}")
-    return _integer(items[0], name), _integer(items[1], name)
+    if len(items) not in (2, 3):
+        raise IRError(f"attribute {name!r} takes a (y, x) pair or a (z, y, x) triple, got {value!r}")
+    return tuple(_integer(item, name) for item in items)
+
+
+def _window_of_list(values, written_4d: bool):
+    """A window from a list attribute: one value for both axes of a 2-D window, a pair, a
+    triple (3-D), or the axes after N and C of a full-rank stride list ("1,1,y,x",
+    "1,1,z,y,x"); other lists of 4 or more values give their last two, as before."""
+    if len(values) == 1:
+        return values[0], values[0]
+    if len(values) in (2, 3):
+        return tuple(values)
+    if written_4d and len(values) == 5:
+        return tuple(values[2:])
+    return values[-2], values[-1]
 
 
 def _sequence(value, name):
@@ -268,6 +292,8 @@ def Floats(name, default=REQUIRED, *, min=None, aliases=(), doc=""):  # noqa: N8
     return Attr(name, "floats", default, aliases=tuple(aliases), min=min, doc=doc)
 
 
-def YX(name, default=REQUIRED, *, x=None, y=None, lists=(), write_list=None, min=None, doc=""):  # noqa: N802, A002
+def YX(name, default=REQUIRED, *, x=None, y=None, lists=(), write_list=None, nd=None, min=None,  # noqa: N802
+       doc=""):  # noqa: A002
+    """`nd`: the list attribute a 3-D window is written as (one of `lists`; none: 2-D only)."""
     return Attr(name, "yx", default, x=x or f"{name}-x", y=y or f"{name}-y", lists=tuple(lists),
-                write_list=write_list, min=min, doc=doc)
+                write_list=write_list, nd=nd, min=min, doc=doc)

@@ -72,6 +72,20 @@ class LayerSchema:
         for name, value in values.items():
             if isinstance(value, Same):
                 values[name] = values[value.other]
+        return self._window_rank(layer, values)
+
+    def _window_rank(self, layer, values: dict) -> dict:
+        """A 3-D window's attributes left out take their default on all three axes; a layer
+        that gives some of them 2-D and some 3-D is refused."""
+        windows = [a for a in self.attrs.values() if a.kind == "yx" and values.get(a.name) is not None]
+        given = {len(values[a.name]) for a in windows if any(n in layer.data for n in a.ir_names())}
+        if len(given) > 1:
+            raise SchemaError("mixes 2-D and 3-D window attributes ({}); convert the model again".format(
+                ", ".join(f"{a.name}={list(values[a.name])}" for a in windows)), layer)
+        if given == {3}:
+            for attr in windows:
+                if len(values[attr.name]) == 2:  # a 2-D default: the same value on the third axis
+                    values[attr.name] = (values[attr.name][0],) * 3
         return values
 
     # --- writing ------------------------------------------------------------------------

@@ -46,6 +46,15 @@ CASES = [
      {"data": (1, 6, 10, 9)}, [("t", "out")], {}),
     ("conv_7x7_stride3_pad", conv("t", "data", "out", "num_output: 4 kernel_size: 7 stride: 3 pad: 3"),
      {"data": (1, 3, 20, 17)}, [("t", "out")], {}),
+    # Caffe's N-D convolution on a 5-D blob: one value for the three axes, or three values (d, h, w)
+    ("conv3d_uniform", conv("t", "data", "out", "num_output: 4 kernel_size: 3 pad: 1 stride: 2"),
+     {"data": (2, 3, 5, 7, 6)}, [("t", "out")], {}),
+    ("conv3d_lists_group_dilation",
+     conv("t", "data", "out", "num_output: 6 kernel_size: 2 kernel_size: 3 kernel_size: 1 pad: 0 pad: 2 pad: 1 "
+                              "stride: 1 stride: 2 stride: 1 dilation: 2 group: 2 bias_term: false"),
+     {"data": (1, 4, 6, 9, 5)}, [("t", "out")], {}),
+    ("deconv3d_stride2", conv("t", "data", "out", "num_output: 4 kernel_size: 3 stride: 2 pad: 1 group: 2",
+                              kind="Deconvolution"), {"data": (1, 2, 3, 4, 5)}, [("t", "out")], {}),
     ("deconv_stride2", conv("t", "data", "out", "num_output: 5 kernel_size: 4 stride: 2 pad: 1",
                             kind="Deconvolution"), {"data": (2, 3, 5, 6)}, [("t", "out")], {}),
     ("deconv_group_dilation_nobias",

@@ -411,6 +411,104 @@ def split_case() -> RefCase:
 
 
 # id -> builder of the case (called when the test runs)
+# --- 3-D Convolution / Deconvolution / Pooling (NCDHW volumes) ----------------------------
+def volume_window(size, kernel, stride, pad, pad_end, ceil=False, dilation=(1, 1, 1)):
+    """Output sizes: floor, or Caffe's ceil (a last window starting past the image and its begin padding
+    dropped)."""
+    out = []
+    for n, k, s, p, pe, d in zip(size, kernel, stride, pad, pad_end, dilation):
+        span = n + p + pe - (d * (k - 1) + 1)
+        o = (-(-span // s) if ceil else span // s) + 1
+        if ceil and any(pad) and (o - 1) * s >= n + p:
+            o -= 1
+        out.append(o)
+    return out
+
+
+def conv3d_ref(x, w, b, stride, pad, pad_end, dilation, group):
+    n, c, *size = x.shape
+    o = w.shape[0]
+    out = volume_window(size, w.shape[2:], stride, pad, pad_end, dilation=dilation)
+    xp = np.zeros((n, c, *(s + p + pe + 8 for s, p, pe in zip(size, pad, pad_end))))
+    xp[:, :, pad[0]:pad[0] + size[0], pad[1]:pad[1] + size[1], pad[2]:pad[2] + size[2]] = x
+    y = np.zeros((n, o, *out))
+    cg, og = c // group, o // group
+    for idx in np.ndindex(*out):
+        starts = [i * s for i, s in zip(idx, stride)]
+        for g in range(group):
+            for t in np.ndindex(*w.shape[2:]):
+                at = tuple(st + tt * d for st, tt, d in zip(starts, t, dilation))
+                y[(slice(None), slice(g * og, (g + 1) * og), *idx)] += (
+                    xp[(slice(None), slice(g * cg, (g + 1) * cg), *at)] @ w[(slice(g * og, (g + 1) * og),
+                                                                              slice(None), *t)].T)
+    return (y + b.reshape(1, -1, 1, 1, 1)).astype(np.float32)
+
+
+def deconv3d_ref(x, w, b, stride, pad, pad_end, group, output):
+    """Caffe's deconvolution: each input value times the (C_in, O/g, kd, kh, kw) kernel added at i*stride."""
+    n, c, *size = x.shape
+    k = w.shape[2:]
+    full = [s * (i - 1) + kk for i, s, kk in zip(size, stride, k)]
+    y = np.zeros((n, output, *full))
+    cg, og = c // group, output // group
+    for ci in range(c):
+        g = ci // cg
+        for idx in np.ndindex(*size):
+            for t in np.ndindex(*k):
+                at = tuple(i * s + tt for i, s, tt in zip(idx, stride, t))
+                y[(slice(None), slice(g * og, (g + 1) * og), *at)] += np.outer(x[(slice(None), ci, *idx)],
+                                                                                w[(ci, slice(None), *t)])
+    crop = tuple(slice(p, f - pe) for p, f, pe in zip(pad, full, pad_end))
+    return (y[(slice(None), slice(None), *crop)] + b.reshape(1, -1, 1, 1, 1)).astype(np.float32)
+
+
+def pool3d_ref(x, kernel, stride, pad, pad_end, ceil, method, exclude_pad):
+    n, c, *size = x.shape
+    out = volume_window(size, kernel, stride, pad, pad_end, ceil)
+    y = np.zeros((n, c, *out))
+    for idx in np.ndindex(*out):
+        start = [i * s - p for i, s, p in zip(idx, stride, pad)]
+        end = [min(st + k, sz + pe) for st, k, sz, pe in zip(start, kernel, size, pad_end)]
+        inside = tuple(slice(max(st, 0), min(e, sz)) for st, e, sz in zip(start, end, size))
+        region = x[(slice(None), slice(None), *inside)].reshape(n, c, -1)
+        if method == "max":
+            y[(slice(None), slice(None), *idx)] = region.max(axis=2)
+        else:
+            count = np.prod([sl.stop - sl.start for sl in inside] if exclude_pad else
+                            [e - st for st, e in zip(start, end)])
+            y[(slice(None), slice(None), *idx)] = region.sum(axis=2, dtype=np.float64) / count
+    return y.astype(np.float32)
+
+
+def _lists(**attrs):
+    return {name: ",".join(str(v) for v in value) for name, value in attrs.items()}
+
+
+def conv3d_case() -> RefCase:
+    x, w, b = rand(1, 4, 5, 7, 6), rand(6, 2, 2, 3, 2), rand(6)
+    stride, pad, pad_end, dilation = (1, 2, 1), (1, 1, 0), (0, 1, 1), (2, 1, 1)
+    y = conv3d_ref(x.astype(np.float64), w.astype(np.float64), b, stride, pad, pad_end, dilation, 2)
+    data = {**_lists(kernel=(2, 3, 2), strides=stride, pads_begin=pad, pads_end=pad_end, dilations=dilation),
+            "group": 2, "output": 6}
+    return RefCase("Convolution", data, [x], [y.shape], [y], rtol=1e-5, blobs={"weights": w, "biases": b})
+
+
+def deconv3d_case() -> RefCase:
+    x, w, b = rand(1, 4, 3, 4, 3), rand(4, 3, 3, 2, 3), rand(6)
+    stride, pad, pad_end = (2, 1, 2), (1, 0, 1), (0, 1, 1)
+    y = deconv3d_ref(x.astype(np.float64), w.astype(np.float64), b, stride, pad, pad_end, 2, 6)
+    data = {**_lists(kernel=(3, 2, 3), strides=stride, pads_begin=pad, pads_end=pad_end), "group": 2, "output": 6}
+    return RefCase("Deconvolution", data, [x], [y.shape], [y], rtol=1e-5, blobs={"weights": w, "biases": b})
+
+
+def pool3d_case(kernel, stride, pad, pad_end, rounding, method, exclude_pad) -> RefCase:
+    x = rand(2, 3, 5, 6, 7)
+    y = pool3d_ref(x, kernel, stride, pad, pad_end, rounding == "ceil", method, exclude_pad)
+    data = {**_lists(kernel=kernel, strides=stride, pads_begin=pad, pads_end=pad_end), "pool-method": method,
+            "rounding_type": rounding, "exclude-pad": "true" if exclude_pad else "false"}
+    return RefCase("Pooling", data, [x], [y.shape], [y], rtol=1e-6)
+
+
 REFERENCE_CASES = {
     "region_yolo_v2_softmax": lambda: region_yolo_case(1),
     "region_yolo_v3_mask": lambda: region_yolo_case(0),
@@ -440,6 +538,13 @@ REFERENCE_CASES = {
     "crop_begin_end": crop_begin_end_case,
     "flatten": flatten_case,
     "split": split_case,
+    "convolution_3d_group_dilation": conv3d_case,
+    "deconvolution_3d_group": deconv3d_case,
+    "pooling_3d_max_ceil": lambda: pool3d_case((2, 3, 3), (2, 2, 2), (1, 1, 0), (1, 1, 0), "ceil", "max", False),
+    "pooling_3d_avg_ceil_with_pad": lambda: pool3d_case((3, 3, 2), (2, 1, 2), (1, 1, 1), (1, 1, 1), "ceil", "avg",
+                                                        False),
+    "pooling_3d_avg_exclude_pad_end": lambda: pool3d_case((2, 2, 3), (1, 2, 2), (0, 0, 1), (1, 1, 1), "floor",
+                                                          "avg", True),
 }
 
 

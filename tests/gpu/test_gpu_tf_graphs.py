@@ -3,7 +3,8 @@ comparisons - and of the ops the converter learnt since the GPU plugin was check
 Exp/Log/Floor/Ceil/Round/casts/Softplus, Sign and the trigonometric and hyperbolic functions, LRN, Selu, pixel
 shuffles, reductions, Cumsum, ArgMax/ArgMin, Pad, resizes, strided slices, reverses and rolls, LogSoftmax, Softsign,
 OneHot, IsNan/IsInf/IsFinite, CropAndResize, GatherNd, FakeQuant, ResizeBicubic, Atan2, DivNoNan, Xdivy, Xlogy,
-MulNoNan, TF1's Reverse, BiasAddV1, ClipByValue, AdjustContrast, ExtractImagePatches - converted by our front end
+MulNoNan, TF1's Reverse, BiasAddV1, ClipByValue, AdjustContrast, ExtractImagePatches, and volumes (Conv3D,
+MaxPool3D / AvgPool3D, conv3d_transpose: kernels/volume.cl) - converted by our front end
 and run on the GPU plan (real OpenCL: PoCL here), against TensorFlow's own outputs: every layer on the GPU
 (query_network leaves none to HETERO), FP32 within 1e-4 and FP16 IRs (half storage) within 1e-2, as max |diff| /
 max |TensorFlow's|."""
@@ -21,7 +22,7 @@ CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "at
          "argmin_ties_broadcast", "gather_data_by_data", "gather_batch_dims", "pad_layers", "resize_bilinear",
          "resize_nearest", "strided_slices", "transpose", "reverse_roll", "log_softmax_softsign",
          "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant", "resize_bicubic", "atan2_div_no_nan",
-         "legacy_tf1_ops", "extract_patches"]
+         "legacy_tf1_ops", "extract_patches", "conv3d_pool3d", "conv3d_transpose", "conv3d_zero_padding"]
 
 
 @pytest.fixture(scope="module")

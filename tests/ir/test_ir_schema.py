@@ -35,6 +35,27 @@ def test_convolution_reads_the_list_spellings_of_later_irs():
     assert got["kernel"] == (3, 3) and got["stride"] == (4, 2)
 
 
+def test_a_3d_window_is_written_and_read_as_lists():
+    """Volumes (NCDHW): three values per window attribute, written as the later IRs' lists (no -x/-y form);
+    those left out take their default on all three axes; a 5-value stride list keeps its last three."""
+    schema = layer_schema("Convolution")
+    text = schema.write({"kernel": (3, 2, 1), "stride": [1, 2, 2], "pad": (1, 0, 0), "pad_end": (1, 1, 0),
+                         "dilation": (2, 1, 1), "group": 1, "output": 4})
+    assert text == {"dilations": "2,1,1", "group": "1", "kernel": "3,2,1", "output": "4", "pads_begin": "1,0,0",
+                    "pads_end": "1,1,0", "strides": "1,2,2"}
+    got = schema.read(conv(text))
+    assert (got["kernel"], got["stride"], got["pad"], got["pad_end"], got["dilation"]) == (
+        (3, 2, 1), (1, 2, 2), (1, 0, 0), (1, 1, 0), (2, 1, 1))
+    got = schema.read(conv({"kernel": "3,3,3", "output": "2", "stride": "1,1,2,1,1"}))
+    assert got["stride"] == (2, 1, 1) and got["pad"] == got["pad_end"] == (0, 0, 0) and got["dilation"] == (1, 1, 1)
+    assert layer_schema("Pooling").read(layer("Pooling", kernel="2,2,2", pool_dash_method="max"))["stride"] == (
+        1, 1, 1)
+    with pytest.raises(SchemaError, match="mixes 2-D and 3-D window attributes"):
+        schema.read(conv({"kernel": "3,3,3", "output": "2", "strides": "2,2"}))
+    with pytest.raises(SchemaError, match=r"takes a \(y, x\) pair or a \(z, y, x\) triple"):
+        schema.write({"kernel": (1, 2, 3, 4), "output": 1})
+
+
 @pytest.mark.parametrize("data, needle", [
     ({"kernel-y": "3", "output": "2"}, "has only one of the attributes 'kernel-x' and 'kernel-y'"),
     ({"output": "2"}, "missing attributes 'kernel-x' and 'kernel-y'"),

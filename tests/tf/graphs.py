@@ -429,6 +429,41 @@ def _(rng, x):
             tf.image.extract_patches(x * 2.0, [1, 2, 3, 1], [1, 1, 2, 1], [1, 2, 2, 1], "VALID")]
 
 
+# --- volumes (NDHWC: video, scans) ------------------------------------------------------
+@case("conv3d_pool3d", (1, 5, 9, 8, 3), batches=(1, 2))
+def _(rng, x):
+    # a C3D / 3-D U-Net block: Conv3D SAME + bias + ReLU, MaxPool3D 2x2x2 over odd sizes (SAME: padded at the end),
+    # Conv3D VALID with strides (1, 2, 2), AvgPool3D SAME 3x3x3 (the average of the values inside only), and a
+    # 1x3x3 Conv3D of depth stride 2 (TensorFlow's CPU kernels take no grouped or dilated Conv3D)
+    y = tf.nn.relu(tf.nn.bias_add(tf.nn.conv3d(x, w(rng, 3, 3, 3, 3, 8), [1] * 5, "SAME"), w(rng, 8)))
+    pooled = tf.nn.max_pool3d(y, [1, 2, 2, 2, 1], [1, 2, 2, 2, 1], "SAME")
+    strided = tf.nn.conv3d(y, w(rng, 2, 3, 3, 8, 4), [1, 1, 2, 2, 1], "VALID")
+    return [pooled, tf.nn.avg_pool3d(strided, [1, 3, 3, 3, 1], [1, 1, 1, 1, 1], "SAME"),
+            tf.nn.avg_pool3d(y, [1, 1, 3, 2, 1], [1, 1, 2, 2, 1], "VALID"),
+            tf.nn.conv3d(y, w(rng, 1, 3, 3, 8, 6), [1, 2, 1, 1, 1], "SAME")]
+
+
+@case("conv3d_zero_padding", (1, 4, 6, 5, 2))
+def _(rng, x):
+    # Keras' ZeroPadding3D before a VALID Conv3D and before an AvgPool3D (the padded zeros counted): the Pads fold
+    # into the layers' padding
+    y = tf.pad(x, [[0, 0], [1, 1], [2, 0], [0, 1], [0, 0]])
+    return [tf.nn.conv3d(y, w(rng, 3, 3, 2, 2, 3), [1] * 5, "VALID"),
+            tf.nn.avg_pool3d(tf.pad(x, [[0, 0], [0, 1], [1, 1], [1, 0], [0, 0]]), [1, 2, 3, 2, 1], [1, 2, 2, 1, 1],
+                             "VALID")]
+
+
+@case("conv3d_transpose", (1, 3, 5, 4, 4))
+def _(rng, x):
+    # a 3-D U-Net's up path: conv3d_transpose stride 2 SAME (to 6x10x8) and VALID with an odd output (7x11x9, what
+    # Keras' Conv3DTranspose makes of stride 2, kernel 3), then a stride (1, 2, 2) one whose output size leaves the
+    # last rows to no kernel (output_padding: zeros)
+    up = tf.nn.conv3d_transpose(x, w(rng, 2, 2, 2, 6, 4), [1, 6, 10, 8, 6], [1, 2, 2, 2, 1], "SAME")
+    odd = tf.nn.conv3d_transpose(x, w(rng, 3, 3, 3, 2, 4), [1, 7, 11, 9, 2], [1, 2, 2, 2, 1], "VALID")
+    padded = tf.nn.conv3d_transpose(x, w(rng, 1, 2, 2, 3, 4), [1, 3, 11, 9, 3], [1, 1, 2, 2, 1], "VALID")
+    return [tf.nn.relu(up + w(rng, 6)), odd, padded]
+
+
 @case("lrn_selu_depth_space", (1, 6, 8, 8))
 def _(rng, x):
     # TensorFlow's LRN (the IR's Norm across channels: Caffe's window and alpha), Selu (elu, then its scale),

@@ -40,7 +40,7 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
                                   "gather_batch_dims", "reverse_roll", "log_softmax_softsign", "top_k",
                                   "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant",
                                   "resize_bicubic", "atan2_div_no_nan", "legacy_tf1_ops", "floor_div_mod",
-                                  "extract_patches",
+                                  "extract_patches", "conv3d_pool3d", "conv3d_zero_padding", "conv3d_transpose",
                                   "lrn_selu_depth_space",
                                   "argmin_ties_broadcast"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
@@ -86,6 +86,26 @@ def test_biases_fold_through_moves_and_layout_permutes_cancel(tf_graphs, tmp_pat
     gelu = next(layer for layer in net.layers if layer.data.get("type") == "gelu")
     feeding = [net.layer_by_id(e.from_layer).type for e in net.edges if e.to_layer == gelu.id]
     assert feeding == ["FullyConnected"]  # (its post-op on oneDNN)
+
+
+def test_volume_layers_keep_ncdhw_between_them(tf_graphs, tmp_path):
+    """Conv3D and the 3-D pools are NCDHW layers between Permutes from and back to TensorFlow's NDHWC
+    (core/front/tf/ops/volume.py): the bias folds into the convolution and the Permutes between layers cancel
+    (the four readers' equal Permutes merge, then meet the convolution's across the ReLU); the zero Pads fold
+    into the layers' padding. Left: the input's and each output's."""
+    from ir import read_ir
+    from tests.tf.tf_helpers import convert_model
+    net = read_ir(convert_model(tf_graphs.path("conv3d_pool3d"), tmp_path, "conv3d_pool3d", batch=1))
+    types = [layer.type for layer in net.layers]
+    assert types.count("Permute") == 1 + 4 and types.count("Convolution") == 3, types
+    assert "Eltwise" not in types and "ScaleShift" not in types and "Const" not in types, types
+    conv = next(layer for layer in net.layers if layer.type == "Convolution")
+    assert conv.data["kernel"] == "3,3,3" and len(conv.inputs[0].dims) == 5
+    net = read_ir(convert_model(tf_graphs.path("conv3d_zero_padding"), tmp_path, "conv3d_zero_padding", batch=1))
+    types = [layer.type for layer in net.layers]
+    assert "Pad" not in types and types.count("Permute") == 3, types
+    pool = next(layer for layer in net.layers if layer.type == "Pooling")
+    assert pool.data["exclude-pad"] == "false" and pool.data["pads_begin"] == "0,1,1"
 
 
 def test_a_convnext_block_runs_channels_last_without_copies(tf_graphs, tmp_path):

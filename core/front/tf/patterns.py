@@ -129,13 +129,13 @@ def _zero_spatial_pads(pad_node):
     if pad_node.tf_op not in ("Pad", "PadV2"):
         return None
     pads = _value(pad_node.in_node(1))
-    if pads is None or pads.shape != (4, 2) or np.any(pads[0]) or np.any(pads[3]):
+    if pads is None or pads.shape not in ((4, 2), (5, 2)) or np.any(pads[0]) or np.any(pads[-1]):
         return None
     if pad_node.tf_op == "PadV2":
         fill = _value(pad_node.in_node(2))
         if fill is None or float(fill.ravel()[0]) != 0.0:
             return None
-    return pads[1:3].astype(np.int64)
+    return pads[1:-1].astype(np.int64)
 
 
 def fold_padding(graph):
@@ -149,19 +149,21 @@ def fold_padding(graph):
         if reader is None or reader.soft_get("tf_class") is None or reader.in_node(0).id != pad.out_node(0).id:
             continue
         op = reader.tf_op
-        if op in ("MaxPool", "AvgPool"):
+        if len(reader.tf.get("pad_begin", ())) != len(pads):
+            continue
+        if op in ("MaxPool", "AvgPool", "MaxPool3D", "AvgPool3D"):
             kernel = np.asarray(reader.tf["kernel"])
             if np.any(reader.tf["pad_begin"] + pads[:, 0] >= kernel) or \
                     np.any(reader.tf["pad_end"] + pads[:, 1] >= kernel):
                 continue
             source = _producer(pad.in_node(0))
-            if op == "MaxPool" and (source is None or source.tf_op not in NON_NEGATIVE):
+            if op.startswith("Max") and (source is None or source.tf_op not in NON_NEGATIVE):
                 continue
-            if op == "AvgPool":
+            if op.startswith("Avg"):
                 if np.any(reader.tf["pad_begin"]) or np.any(reader.tf["pad_end"]):
                     continue
                 reader.tf["padded_zeros"] = True
-        elif op not in ("Conv2D", "DepthwiseConv2dNative"):
+        elif op not in ("Conv2D", "DepthwiseConv2dNative", "Conv3D"):
             continue
         reader.tf["pad_begin"] = reader.tf["pad_begin"] + pads[:, 0]
         reader.tf["pad_end"] = reader.tf["pad_end"] + pads[:, 1]

@@ -6,11 +6,13 @@ unpadded convolutions are a direct matmul with no im2col.
 Weights: Convolution (O, I/g, kh, kw) flat, pre-reshaped once to (g, O/g, I/g*kh*kw).
 Deconvolution keeps Caffe's (C_in, C_out/g, kh, kw): sgemm W^T x per group, then
 col2im (one strided add per kernel offset) and the padding cropped off.
+A 3-D window (NCDHW volumes) runs the same way in volume.py.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from . import volume
 from .base import Kernel, register
 
 
@@ -20,6 +22,19 @@ def _conv_params(k: Kernel):
     k.dilation, k.group, k.output = a["dilation"], a["group"], a["output"]
     if k.output % k.group:
         raise k.error(f"output {k.output} must be a positive multiple of group {k.group}")
+    k.spatial = len(k.kernel)  # 2, or 3 for a volume
+
+
+def _out_size(k: Kernel, size, transposed: bool = False) -> tuple:
+    """The output's spatial size for an input's (any number of axes)."""
+    out = []
+    for i, n in enumerate(size):
+        extent = k.dilation[i] * (k.kernel[i] - 1) + 1
+        if transposed:
+            out.append(k.stride[i] * (n - 1) + extent - k.pad[i] - k.pad_end[i])
+        else:
+            out.append((n + k.pad[i] + k.pad_end[i] - extent) // k.stride[i] + 1)
+    return tuple(out)
 
 
 @register("Convolution")
@@ -27,38 +42,36 @@ class Convolution(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
         _conv_params(self)
-        kh, kw = self.kernel
+        taps = int(np.prod(self.kernel))
         w = self.blob("weights")
         per_out = w.size // self.output
-        if per_out * self.output != w.size or per_out % (kh * kw):
+        if per_out * self.output != w.size or per_out % taps:
             raise self.error(f"has {w.size} weights, which is not output {self.output} x input channels x "
-                             f"kernel {kh}x{kw}")
-        self.in_per_group = per_out // (kh * kw)
+                             f"kernel {'x'.join(map(str, self.kernel))}")
+        self.in_per_group = per_out // taps
         g = self.group
         self.weights = np.ascontiguousarray(w.reshape(g, self.output // g, per_out))
         self.weights2d = self.weights.reshape(self.output, per_out)
         b = self.blob("biases", required=False, size=self.output)
         self.bias = None if b is None else b.reshape(1, self.output, 1)
-        self.pointwise = (kh, kw) == (1, 1) and self.pad == (0, 0) and self.pad_end == (0, 0) and g == 1
+        self.pointwise = (self.spatial == 2 and self.kernel == (1, 1) and self.pad == (0, 0)
+                          and self.pad_end == (0, 0) and g == 1)
         self._scratch_key = None
         self._res = None
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
-        self.expect_inputs(input_shapes, 1, rank=4)
-        n, c, h, w = input_shapes[0]
+        self.expect_inputs(input_shapes, 1, rank=2 + self.spatial)
+        n, c = input_shapes[0][:2]
         if c != self.in_per_group * self.group:
             raise self.error(f"input has {c} channels but the weights need {self.in_per_group * self.group} "
                              f"({self.in_per_group} per group x {self.group} groups)")
-        oh, ow = self._out_hw(h, w)
-        if oh <= 0 or ow <= 0:
+        out = _out_size(self, input_shapes[0][2:])
+        if min(out) <= 0:
             raise self.error(f"input {list(input_shapes[0])} is smaller than the kernel {list(self.kernel)}")
-        return [(n, self.output, oh, ow)]
+        return [(n, self.output, *out)]
 
     def _out_hw(self, h, w):
-        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        oh = (h + self.pad[0] + self.pad_end[0] - (dh * (kh - 1) + 1)) // sh + 1
-        ow = (w + self.pad[1] + self.pad_end[1] - (dw * (kw - 1) + 1)) // sw + 1
-        return oh, ow
+        return _out_size(self, (h, w))
 
     def _scratch(self, c, h, w, oh, ow):
         """Reused per input size: the zero-bordered input plane and the column buffer."""
@@ -108,6 +121,10 @@ class Convolution(Kernel):
 
     def forward(self, inputs):
         x = inputs[0]
+        if self.spatial == 3:
+            bias = None if self.bias is None else self.bias.ravel()
+            return [volume.convolution(x, self.weights, bias, self.kernel, self.stride, self.pad, self.dilation,
+                                       _out_size(self, x.shape[2:]))]
         n, c, h, w = x.shape
         oh, ow = self._out_hw(h, w)
         o, m = self.output, oh * ow
@@ -147,13 +164,12 @@ class Deconvolution(Kernel):
     def __init__(self, layer):
         super().__init__(layer)
         _conv_params(self)
-        kh, kw = self.kernel
         w = self.blob("weights")
         g = self.group
-        per_in = (self.output // g) * kh * kw  # weights per input channel
+        per_in = (self.output // g) * int(np.prod(self.kernel))  # weights per input channel
         if w.size % per_in:
             raise self.error(f"has {w.size} weights, which is not input channels x output {self.output}/group "
-                             f"{g} x kernel {kh}x{kw}")
+                             f"{g} x kernel {'x'.join(map(str, self.kernel))}")
         self.in_channels = w.size // per_in
         if self.in_channels % g:
             raise self.error(f"{self.in_channels} input channels cannot be split into {g} groups")
@@ -164,23 +180,24 @@ class Deconvolution(Kernel):
         self.bias = None if b is None else b.reshape(self.output, 1, 1)
 
     def _out_hw(self, h, w):
-        (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
-        oh = sh * (h - 1) + dh * (kh - 1) + 1 - self.pad[0] - self.pad_end[0]
-        ow = sw * (w - 1) + dw * (kw - 1) + 1 - self.pad[1] - self.pad_end[1]
-        return oh, ow
+        return _out_size(self, (h, w), transposed=True)
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
-        self.expect_inputs(input_shapes, 1, rank=4)
-        n, c, h, w = input_shapes[0]
+        self.expect_inputs(input_shapes, 1, rank=2 + self.spatial)
+        n, c = input_shapes[0][:2]
         if c != self.in_channels:
             raise self.error(f"input has {c} channels but the weights need {self.in_channels}")
-        oh, ow = self._out_hw(h, w)
-        if oh <= 0 or ow <= 0:
+        out = _out_size(self, input_shapes[0][2:], transposed=True)
+        if min(out) <= 0:
             raise self.error(f"padding {list(self.pad)} leaves no output for input {list(input_shapes[0])}")
-        return [(n, self.output, oh, ow)]
+        return [(n, self.output, *out)]
 
     def forward(self, inputs):
         x = inputs[0]
+        if self.spatial == 3:
+            bias = None if self.bias is None else self.bias.ravel()
+            return [volume.deconvolution(x, self.weights_t, self.output, bias, self.kernel, self.stride, self.pad,
+                                         self.dilation, _out_size(self, x.shape[2:], transposed=True))]
         n, c, h, w = x.shape
         g = self.group
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation

@@ -9,7 +9,8 @@ Vectorized and separable: the window is reduced along W, then along H. Stride 1
 (the inception "3x3 pad 1" pools): a few shifted operations on the flattened
 planes plus a fix of the border columns. Other strides: one strided maximum/add
 over the whole batch per kernel offset, on the valid range of that offset (no
-padded copy). Global pooling is a single reduction.
+padded copy). Global pooling is a single reduction. A 3-D window (NCDHW volumes):
+volume.py.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from ir.pooling import pooled_size
 
+from . import volume
 from .base import Kernel, register
 
 
@@ -32,16 +34,18 @@ class Pooling(Kernel):
         self._key = None
 
     def _out_hw(self, h, w):
-        oh, ow = pooled_size((h, w), self.kernel, self.stride, self.pad, self.pad_end, self.ceil)
-        return int(oh), int(ow)
+        return self._out_size((h, w))
+
+    def _out_size(self, size) -> tuple:
+        return tuple(int(o) for o in pooled_size(size, self.kernel, self.stride, self.pad, self.pad_end, self.ceil))
 
     def getMemoryShapes(self, input_shapes):  # noqa: N802
-        self.expect_inputs(input_shapes, 1, rank=4)
-        n, c, h, w = input_shapes[0]
-        oh, ow = self._out_hw(h, w)
-        if oh <= 0 or ow <= 0:
+        self.expect_inputs(input_shapes, 1, rank=2 + len(self.kernel))
+        n, c = input_shapes[0][:2]
+        out = self._out_size(input_shapes[0][2:])
+        if min(out) <= 0:
             raise self.error(f"input {list(input_shapes[0])} is smaller than the kernel {list(self.kernel)}")
-        return [(n, c, oh, ow)]
+        return [(n, c, *out)]
 
     def _prepare(self, h, w):
         """Per input size: output size, the valid ranges of every kernel offset and
@@ -79,6 +83,9 @@ class Pooling(Kernel):
 
     def forward(self, inputs):
         x = inputs[0]
+        if len(self.kernel) == 3:
+            return [volume.pooling(x, self.kernel, self.stride, self.pad, self.pad_end, self._out_size(x.shape[2:]),
+                                   self.method, self.exclude_pad)]
         n, c, h, w = x.shape
         self._prepare(h, w)
         oh, ow = self.out_hw

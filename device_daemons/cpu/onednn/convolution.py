@@ -56,11 +56,10 @@ class ConvolutionOp(NativeOp):
         c, out = in_shapes[0][1], out_shapes[0]
         self.out_dims = out
         g = k.group
-        kh, kw = k.kernel
         if g == 1:
-            self.w_dims = (k.output, c, kh, kw)
+            self.w_dims = (k.output, c, *k.kernel)
         else:
-            self.w_dims = (g, k.output // g, c // g, kh, kw)
+            self.w_dims = (g, k.output // g, c // g, *k.kernel)
         self.has_bias = k.bias is not None
         self.bias_post_op = False  # (create may run again: in f32 after bf16, without a sum after with one)
         given = in_descs[0]
@@ -90,7 +89,8 @@ class ConvolutionOp(NativeOp):
     def all_post_ops(self) -> list:
         if not self.bias_post_op:
             return self.post_ops
-        return [("binary", "add", self.kernel.bias, (1, self.kernel.output, 1, 1), (self.layer.id, "biases")),
+        k = self.kernel
+        return [("binary", "add", k.bias, (1, k.output) + (1,) * k.spatial, (self.layer.id, "biases")),
                 *self.post_ops]
 
     def _pd(self, src, dst, required=False):

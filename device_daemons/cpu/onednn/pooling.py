@@ -19,16 +19,15 @@ def end_padding(size, out, kernel, stride, pad):
 class PoolingOp(NativeOp):
     def create(self, in_descs, in_shapes, out_shapes):
         k, d = self.kernel, self.d
-        (_, _, h, w), (_, _, oh, ow) = in_shapes[0], out_shapes[0]
-        pad_r = [end_padding(h, oh, k.kernel[0], k.stride[0], k.pad[0]),
-                 end_padding(w, ow, k.kernel[1], k.stride[1], k.pad[1])]
+        pad_r = [end_padding(size, out, kernel, stride, pad) for size, out, kernel, stride, pad
+                 in zip(in_shapes[0][2:], out_shapes[0][2:], k.kernel, k.stride, k.pad)]
         if k.method == "max":
             alg = "max"
         elif k.exclude_pad:
             alg = "avg_exclude_padding"
         else:
             alg = "avg_include_padding"
-            if pad_r[0] > k.pad_end[0] or pad_r[1] > k.pad_end[1]:
+            if any(r > e for r, e in zip(pad_r, k.pad_end)):
                 raise Unsupported("average pooling whose ceil rounding pads beyond the declared padding")
         src = self.follow(in_descs[0], in_shapes[0])
         self.pd = pooling_pd(d, self.attr(), alg, src, Desc.any(d, out_shapes[0], self.dt), k.stride, k.kernel, k.pad,

@@ -18,7 +18,7 @@ import numpy as np
 
 from .library import DnnlError
 
-PLAIN_TAGS = {1: "a", 2: "ab", 3: "abc", 4: "abcd", 5: "abcde"}
+PLAIN_TAGS = {1: "a", 2: "ab", 3: "abc", 4: "abcd", 5: "abcde", 6: "abcdef"}  # 6: grouped 3-D weights
 # the activation layouts primitives choose, by rank (Desc.retyped, Desc.layout)
 LAYOUT_TAGS = {1: ("a",), 2: ("ab", "ba"), 3: ("abc", "acb", "aBc16b", "aBc8b"),
                4: ("abcd", "acdb", "aBcd16b", "aBcd8b", "ABcd16a16b", "ABcd32a16b"),

@@ -34,6 +34,14 @@ Pooled ("simt"): a 1x1 convolution (stride 1, no padding) whose input is a max
 pooling of stride 1 that keeps the size (GoogLeNet's pool -> pool_proj) reads the
 pooling's input and takes each window's maximum in its B loads (`pooled`, set by
 the plan; tiled.cl's POOLED): the pooling is never launched nor written.
+
+Volumes (a 3-D window over NCDHW tensors, the CPU kernels' volume.py): one
+configuration, {"kernel": "volume"}, on every device and style: volume.cl's
+direct conv3d / deconv3d (OCB output channels of one output value a work item,
+weights packed as conv_direct's with the depth axis in front of ky), with the
+same epilogue (bias, activation, an Eltwise sum's other input, a Concat slice);
+never siblings, a pooling read through, Winograd or a 2-D configuration (one
+pinned or cached is refused).
 """
 from __future__ import annotations
 
@@ -83,6 +91,20 @@ class _Windowed(GpuKernel):
         (kh, kw), (sh, sw), (ph, pw), (dh, dw) = ref.kernel, ref.stride, ref.pad, ref.dilation
         return kh, kw, sh, sw, ph, pw, dh, dw
 
+    def _volume_launch(self, name: str, ins, outs, tail: list):
+        """volume.cl's conv3d / deconv3d (a 3-D window): OCB output channels of one output value a work
+        item; `tail`: the epilogue's OUT_ARGS."""
+        ref = self.ref
+        n, c, d, h, w = self.in_shapes[0]
+        _, o, od, oh, ow = self.out_shapes[0]
+        g = ref.group
+        window = [v for axis in (ref.kernel, ref.stride, ref.pad, ref.dilation) for v in axis]
+        args = [ins[0], self.weights, self.bias, outs[0]] + \
+            i32(c, d, h, w, o, od, oh, ow, g, c // g, o // g, self.blocks) + i32(*window) + i32(self.has_bias) + \
+            self.act_args() + tail
+        return [self.launch(name, args, (round_up(ow, 8), od * oh, n * g * self.blocks),
+                            program=self.ctx.program("volume.cl"))]
+
     def _bias(self):
         b = self.ref.blob("biases", required=False, size=self.ref.output)
         return (self.ctx.upload(b), 1) if b is not None else (self.ctx.dummy, 0)
@@ -103,17 +125,17 @@ class Convolution(Tunable, _Windowed):
         super().__init__(layer, ctx)
         ref = self.ref
         g, o, icg = ref.group, ref.output, ref.in_per_group
-        kh, kw = ref.kernel
-        self.w = ref.weights.reshape(g, o // g, icg, kh, kw)  # (a view of the CPU kernel's weights)
+        self.volume = ref.spatial == 3  # a 3-D window (NCDHW): volume.cl's conv3d only
+        self.w = ref.weights.reshape(g, o // g, icg, *ref.kernel)  # (a view of the CPU kernel's weights)
         self.depthwise = icg == 1 and o == g
-        self.direct_1x1 = (kh, kw) == (1, 1) and ref.pad == (0, 0) and ref.pad_end == (0, 0)
+        self.direct_1x1 = tuple(ref.kernel) == (1, 1) and ref.pad == (0, 0) and ref.pad_end == (0, 0)
         self.one = self.direct_1x1 and ref.stride == (1, 1)  # the input is the GEMM's B as it is
         self.bias, self.has_bias = self._bias()
 
     def sibling_key(self) -> tuple:
         """What convolutions of one input share to run as one GEMM (None: never)."""
         ref = self.ref
-        if ref.group != 1 or self.residual:
+        if ref.group != 1 or self.residual or self.volume:
             return None
         return (tuple(ref.kernel), tuple(ref.stride), tuple(ref.pad), tuple(ref.pad_end), tuple(ref.dilation),
                 self.act)
@@ -130,6 +152,11 @@ class Convolution(Tunable, _Windowed):
         return self._channels() // g, n * oh * ow, self.ref.in_per_group * kh * kw, g
 
     def tune_key(self) -> str:
+        if self.volume:
+            ref = self.ref
+            return "conv3d:in{}:out{}:k{}:s{}:p{}:d{}:g{}".format(
+                *("x".join(map(str, v)) for v in (self.in_shapes[0], self.out_shapes[0], ref.kernel, ref.stride,
+                                                   ref.pad, ref.dilation)), ref.group)
         kh, kw, sh, sw, ph, pw, dh, dw = self._common_args()
         key = "conv:in{}:out{}:k{}x{}:s{}x{}:p{}x{}:d{}x{}:g{}".format(
             "x".join(map(str, self.in_shapes[0])), "x".join(map(str, self.out_shapes[0])), kh, kw, sh, sw, ph, pw,
@@ -141,6 +168,8 @@ class Convolution(Tunable, _Windowed):
         return key
 
     def configs(self, mode: str) -> list[dict]:
+        if self.volume:  # (never a 2-D variant: the tuner's only choice)
+            return [{"kernel": "volume"}]
         if self.depthwise:
             return [{"kernel": "depthwise"}]
         if self.ctx.style == "simd":
@@ -190,11 +219,18 @@ class Convolution(Tunable, _Windowed):
         kind = self.config["kernel"]
         if kind == "direct":
             return "conv_1x1" if self.direct_1x1 else "conv_direct"
-        return {"depthwise": "conv_depthwise", "gemm": "conv_gemm", "tiled": "conv_tiled", "mma": "conv_mma",
-                "wino": "winograd", "wino_mma": "winograd", "wino4": "winograd"}[kind]
+        return {"volume": "conv3d", "depthwise": "conv_depthwise", "gemm": "conv_gemm", "tiled": "conv_tiled",
+                "mma": "conv_mma", "wino": "winograd", "wino_mma": "winograd", "wino4": "winograd"}[kind]
 
     def _apply(self, config):
         kind = config["kernel"]
+        if (kind == "volume") != self.volume:
+            raise ConfigRejected(f"{config}: a 3-D window runs volume.cl's conv3d only, a 2-D one never")
+        if kind == "volume":
+            g, ocg, icg, kd, kh, kw = self.w.shape
+            packed, self.blocks = pack_blocks(self.w.reshape(g, ocg, icg, kd * kh, kw))
+            self.weights = self._pack("volume", lambda: self.ctx.upload(packed))
+            return
         g, ocg, icg, kh, kw = self.w.shape
         if (self.siblings and kind not in ("tiled", "mma")) or (self.pooled and kind != "tiled"):
             raise ConfigRejected(f"{config}: sibling convolutions run in the tiled GEMMs only, a pooling read "
@@ -281,14 +317,15 @@ class Convolution(Tunable, _Windowed):
 
     def _out_args(self, ins):
         """res, out_offset, out_image, has_res of every variant's epilogue."""
-        _, o, oh, ow = self.out_shapes[0]
-        offset, image = self.place or (0, o * oh * ow)
+        offset, image = self.place or (0, int(np.prod(self.out_shapes[0][1:])))
         return [ins[1] if self.residual else self.ctx.dummy] + i32(offset, image, self.residual)
 
     def launches(self, ins, outs, scratch=()):
         if self.absorbed_by:
             return []  # computed by the first of its siblings
         kind = self.config["kernel"]
+        if kind == "volume":
+            return self._volume_launch("conv3d", ins, outs, self._out_args(ins))
         if kind in ("tiled", "mma"):
             return self._tiled_launches(ins, outs, scratch)
         if kind in WINOGRAD:
@@ -422,14 +459,18 @@ class Deconvolution(_Windowed):
         super().__init__(layer, ctx)
         ref = self.ref
         g, o, cin = ref.group, ref.output, ref.in_channels
-        kh, kw = ref.kernel
-        # Caffe's (C_in, C_out/g, kh, kw) -> (g, C_out/g, C_in/g, kh, kw)
-        w = ref.blob("weights").reshape(g, cin // g, o // g, kh, kw).transpose(0, 2, 1, 3, 4)
+        self.volume = ref.spatial == 3  # a 3-D window (NCDHW): volume.cl's deconv3d
+        # Caffe's (C_in, C_out/g, kh, kw) -> (g, C_out/g, C_in/g, kh, kw); a volume's kd and kh as one axis
+        kw = ref.kernel[-1]
+        w = ref.blob("weights").reshape(g, cin // g, o // g, -1, kw).transpose(0, 2, 1, 3, 4)
         packed, self.blocks = pack_blocks(w)
         self.weights = ctx.upload(packed)
         self.bias, self.has_bias = self._bias()
 
     def launches(self, ins, outs):
+        if self.volume:
+            return self._volume_launch("deconv3d", ins, outs, [self.ctx.dummy] + i32(
+                0, int(np.prod(self.out_shapes[0][1:])), 0))
         ref = self.ref
         n, c, h, w = self.in_shapes[0]
         _, o, oh, ow = self.out_shapes[0]

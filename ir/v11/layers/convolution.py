@@ -1,7 +1,8 @@
 """Convolution -> Convolution / GroupConvolution (+ Add of the biases);
 Deconvolution -> ConvolutionBackpropData / GroupConvolutionBackpropData (+ Add).
 
-IR v2 weights: Convolution (O, I/g, kh, kw), Deconvolution Caffe's (I, O/g, kh, kw).
+IR v2 weights: Convolution (O, I/g, kh, kw), Deconvolution Caffe's (I, O/g, kh, kw); a 3-D window's
+(volumes) with kd before kh, the same below.
 OpenVINO's layouts: Convolution [O, I, kh, kw], GroupConvolution [g, O/g, I/g, kh, kw],
 ConvolutionBackpropData [I, O, kh, kw], GroupConvolutionBackpropData
 [g, I/g, O/g, kh, kw]: each is a reshape of ours, no transposition.
@@ -30,18 +31,18 @@ def _with_biases(m: Mapping, type_: str, weights, attrs, out) -> list:
 
 
 def _convolution(m: Mapping, transposed: bool):
-    (kh, kw), attrs = _window_attrs(m)
+    kernel, attrs = _window_attrs(m)
     out = m.out_dims()
     c, o, group = m.in_dims()[1], out[1], m.attrs["group"]
     if c % group or o % group:
         raise m.attrs.error(f"{c} input channels and {o} outputs cannot be split into {group} groups")
     if transposed:
-        attrs["output_padding"] = [0, 0]
+        attrs["output_padding"] = [0] * len(kernel)
         types = ("ConvolutionBackpropData", "GroupConvolutionBackpropData")
-        shape, grouped = (c, o, kh, kw), (group, c // group, o // group, kh, kw)
+        shape, grouped = (c, o, *kernel), (group, c // group, o // group, *kernel)
     else:
         types = ("Convolution", "GroupConvolution")
-        shape, grouped = (o, c, kh, kw), (group, o // group, c // group, kh, kw)
+        shape, grouped = (o, c, *kernel), (group, o // group, c // group, *kernel)
     w = m.attrs.blob("weights", size=int(np.prod(grouped)))
     if group == 1:
         return _with_biases(m, types[0], m.const(w.reshape(shape), "weights"), attrs, out)

@@ -28,11 +28,11 @@ def pooling(m: Mapping):
     a = m.attrs
     kernel, stride, pad, pad_end = a["kernel"], a["stride"], a["pad"], a["pad_end"]
     method, exclude_pad = a["pool-method"], a["exclude-pad"]
-    n, c, h, w = m.in_dims()
+    n, c, *size = m.in_dims()
     out = m.out_dims()
-    ends = _end_pads((h, w), kernel, stride, pad, pad_end, out[2:])
+    ends = _end_pads(size, kernel, stride, pad, pad_end, out[2:])
     if min(ends) < 0:
-        raise a.error(f"output size {list(out[2:])} cannot come from input {[h, w]} with kernel {list(kernel)}, "
+        raise a.error(f"output size {list(out[2:])} cannot come from input {size} with kernel {list(kernel)}, "
                       f"stride {list(stride)} and padding {list(pad)}")
     attrs = {"strides": stride, "pads_begin": pad, "pads_end": ends, "kernel": kernel, "rounding_type": "floor",
              "auto_pad": "explicit"}
@@ -44,10 +44,11 @@ def pooling(m: Mapping):
         if list(ends) == list(pad_end):
             return [m.op("AvgPool", [x], out, attrs={**attrs, "exclude-pad": False})]
         # the windows reach past the padding: pad explicitly, then count only that
-        shape = (n, c, h + pad[0] + pad_end[0], w + pad[1] + pad_end[1])
+        shape = (n, c, *(s + pb + pe for s, pb, pe in zip(size, pad, pad_end)))
         x = m.op("Pad", [x, m.ints([0, 0, *pad], "pads_begin"), m.ints([0, 0, *pad_end], "pads_end"),
                          m.const(0.0, "pad_value")],
                  shape, "padded", attrs={"pad_mode": "constant"})
-        ends = _end_pads(shape[2:], kernel, stride, (0, 0), (0, 0), out[2:])
-        attrs = {**attrs, "pads_begin": [0, 0], "pads_end": ends}
+        zeros = [0] * len(size)
+        ends = _end_pads(shape[2:], kernel, stride, zeros, zeros, out[2:])
+        attrs = {**attrs, "pads_begin": zeros, "pads_end": ends}
     return [m.op("AvgPool", [x], out, attrs={**attrs, "exclude-pad": True})]

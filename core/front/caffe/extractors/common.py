@@ -6,9 +6,9 @@ from core.front.caffe.weights import blob_array
 
 
 def spatial(param, name, name_h, name_w, default):
-    """Caffe's three spellings of a 2-D parameter: `x_h`/`x_w`, a repeated `x`
-    with one value (both axes) or two values (h, w), or nothing (the default).
-    Returns np.array([h, w])."""
+    """Caffe's spellings of a window parameter: `x_h`/`x_w`, a repeated `x` with one value
+    (every axis), two (h, w) or three (d, h, w: a 3-D convolution, Caffe's N-D form), or
+    nothing (the default). Returns np.array([h, w]) or np.array([d, h, w])."""
     has_h = name_h and param.HasField(name_h)
     has_w = name_w and param.HasField(name_w)
     if has_h or has_w:
@@ -25,9 +25,17 @@ def spatial(param, name, name_h, name_w, default):
         return np.array([default, default], dtype=np.int64)
     if len(values) == 1:
         return np.array([values[0], values[0]], dtype=np.int64)
-    if len(values) == 2:
+    if len(values) in (2, 3):
         return np.array(values, dtype=np.int64)
-    raise FrameworkError("Parameter '{}' has {} values; a 2-D layer takes 1 or 2.", name, len(values))
+    raise FrameworkError("Parameter '{}' has {} values; a layer takes 1, 2 or 3 (a 3-D window).", name,
+                         len(values))
+
+
+def uniform_window(param, names) -> bool:
+    """No parameter among `names` (repeated fields) has more than one value and no `_h`/`_w` form is set:
+    the same on every axis, so a 5-D input makes the window 3-D (Caffe's num_spatial_axes)."""
+    return all(len(getattr(param, n)) <= 1 for n in names) and not any(
+        param.HasField(f) for f in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_h", "pad_w"))
 
 
 def layer_blobs(node, expected: int | None = None, at_least: int | None = None) -> list[np.ndarray]:

@@ -19,25 +19,26 @@ from core.ops.convolution import Convolution, Deconvolution
 from core.ops.pad import Pad
 
 
-def spatial_pair(node, name, default=None):
-    """A 4-value NHWC list attribute (strides, dilations, ksize) -> its (h, w)."""
+def spatial_pair(node, name, default=None, layout="NHWC"):
+    """A 4-value NHWC list attribute (strides, dilations, ksize) -> its (h, w); of an NDHWC op, 5 values ->
+    (d, h, w)."""
     values = attr(node, name, "list_i", default)
-    if len(values) != 4:
-        raise Error("{}: attribute '{}' has {} values; TensorFlow needs 4 (N, H, W, C).", describe(node), name,
-                    len(values), faq=43)
-    if values[0] != 1 or values[3] != 1:
+    if len(values) != len(layout):
+        raise Error("{}: attribute '{}' has {} values; TensorFlow needs {} ({}).", describe(node), name,
+                    len(values), len(layout), ", ".join(layout), faq=43)
+    if values[0] != 1 or values[-1] != 1:
         raise Error("{}: {} {} moves along the batch or channel axis, which the IR cannot do.", describe(node), name,
                     values)
     if min(values) <= 0:
         raise Error("{}: {} {} must be positive.", describe(node), name, values)
-    return np.array(values[1:3], dtype=np.int64)
+    return np.array(values[1:-1], dtype=np.int64)
 
 
-def read_window_attrs(node, kernel_attr=None):
-    fmt = attr(node, "data_format", "s", "NHWC")
-    if fmt != "NHWC":
-        raise Error("{}: data_format {} is not supported; frozen graphs for CPU are NHWC.", describe(node), fmt)
-    node.tf["strides"] = spatial_pair(node, "strides")
+def read_window_attrs(node, kernel_attr=None, layout="NHWC"):
+    fmt = attr(node, "data_format", "s", layout)
+    if fmt != layout:
+        raise Error("{}: data_format {} is not supported; frozen graphs for CPU are {}.", describe(node), fmt, layout)
+    node.tf["strides"] = spatial_pair(node, "strides", layout=layout)
     node.tf["padding"] = attr(node, "padding", "s")
     if node.tf["padding"] not in ("SAME", "VALID", "EXPLICIT"):
         raise Error("{}: padding '{}' is not one of SAME, VALID, EXPLICIT.", describe(node), node.tf["padding"],
@@ -48,11 +49,25 @@ def read_window_attrs(node, kernel_attr=None):
             raise Error("{}: explicit_paddings {} must pad H and W only (8 values).", describe(node), pads, faq=43)
         node.tf["explicit"] = (np.array([pads[2], pads[4]], np.int64), np.array([pads[3], pads[5]], np.int64))
     if kernel_attr:
-        node.tf["kernel"] = spatial_pair(node, kernel_attr)
+        node.tf["kernel"] = spatial_pair(node, kernel_attr, layout=layout)
+
+
+def read_conv_attrs(node, inputs: int, layout="NHWC"):
+    """A convolution's window attributes (strides, padding, dilations) of its layout."""
+    expect_inputs(node, inputs)
+    read_window_attrs(node, layout=layout)
+    node.tf["dilation"] = spatial_pair(node, "dilations", [1] * len(layout), layout=layout)
+
+
+def constant_filter(node, f, lw) -> np.ndarray:
+    """The convolution's weights: a constant (a filter computed from the model's data offloads)."""
+    if f.soft_get("value") is None:
+        raise lw.unsupported(node, "its filter is computed from the model's data, not a constant")
+    return np.asarray(f.value, dtype=np.float32)
 
 
 def window_pads(node, size, kernel, stride, dilation):
-    """(output size, pad begin, pad end) of H and W, TensorFlow's rules."""
+    """(output size, pad begin, pad end) of H and W (of D, H and W), TensorFlow's rules."""
     size, kernel = np.asarray(size, np.int64), np.asarray(kernel, np.int64)
     extent = dilation * (kernel - 1) + 1
     padding = node.tf["padding"]
@@ -62,7 +77,7 @@ def window_pads(node, size, kernel, stride, dilation):
         begin = total // 2
         return out, begin, total - begin
     if padding == "VALID":
-        begin = end = np.zeros(2, np.int64)
+        begin = end = np.zeros(len(size), np.int64)
     else:
         begin, end = node.tf["explicit"]
     out = (size + begin + end - extent) // stride + 1
@@ -76,9 +91,7 @@ class Conv2D(TFOp):
 
     @staticmethod
     def extract(node):
-        expect_inputs(node, 2)
-        read_window_attrs(node)
-        node.tf["dilation"] = spatial_pair(node, "dilations", [1, 1, 1, 1])
+        read_conv_attrs(node, 2)
 
     @staticmethod
     def shape(node, shapes):
@@ -97,9 +110,7 @@ class Conv2D(TFOp):
     @staticmethod
     def lower(node, lw):
         x, f = node.data_inputs()
-        if f.soft_get("value") is None:
-            raise lw.unsupported(node, "its filter is computed from the model's data, not a constant")
-        w = np.asarray(f.value, dtype=np.float32)
+        w = constant_filter(node, f, lw)
         kh, kw, cin, cout = w.shape
         channels = int(lw.tf_shape(x)[3])
         if node.tf_op == "DepthwiseConv2dNative":
@@ -115,40 +126,45 @@ class Conv2D(TFOp):
         lw.add_blob(node, "weights", weights)
 
 
+def transposed_shape(node, shapes):
+    """A transposed convolution's output shape (inputs: output shape, filter, data) and its pads (node.tf
+    pad_begin / pad_end; a negative end: output_padding, rows the kernels do not cover): those of the forward
+    convolution from its output back to its input with the filter (spatial axes first, then out, in)."""
+    sizes = const_input(node, 0, "output shape").astype(np.int64).ravel()
+    f, x = shapes[1], shapes[2]
+    if not len(sizes) == len(f) == len(x) or f[-1] != x[-1]:
+        raise ShapeError("{}: output shape {}, filter {} and input {} do not fit a transposed convolution.",
+                         describe(node), list(sizes), list(f), list(x))
+    axes = slice(1, len(x) - 1)
+    stride, dilation, kernel = node.tf["strides"], node.tf["dilation"], np.asarray(f[:len(x) - 2], np.int64)
+    fwd, begin, _ = window_pads(node, sizes[axes], kernel, stride, dilation)
+    if not np.array_equal(fwd, x[axes]):
+        raise ShapeError("{}: an output of {} does not come from an input of {} with this filter and stride.",
+                         describe(node), list(sizes), list(x))
+    extent = dilation * (kernel - 1) + 1
+    node.tf["pad_begin"] = begin
+    node.tf["pad_end"] = stride * (np.asarray(x[axes], np.int64) - 1) + extent - begin - sizes[axes]
+    return [[x[0], *sizes[axes], f[-2]]]
+
+
 class Conv2DBackpropInput(TFOp):
     """tf.nn.conv2d_transpose: inputs (output shape, filter, data)."""
     tf_types = ("Conv2DBackpropInput",)
 
     @staticmethod
     def extract(node):
-        expect_inputs(node, 3)
-        read_window_attrs(node)
-        node.tf["dilation"] = spatial_pair(node, "dilations", [1, 1, 1, 1])
+        read_conv_attrs(node, 3)
 
     @staticmethod
     def shape(node, shapes):
-        sizes = const_input(node, 0, "output shape").astype(np.int64).ravel()
-        f, x = shapes[1], shapes[2]
-        if len(sizes) != 4 or len(f) != 4 or len(x) != 4 or f[3] != x[3]:
-            raise ShapeError("{}: output shape {}, filter {} and input {} do not fit a transposed convolution.",
-                             describe(node), list(sizes), list(f), list(x))
-        stride, dilation = node.tf["strides"], node.tf["dilation"]
-        # the forward convolution from the output back to the input decides the padding
-        fwd, begin, _ = window_pads(node, sizes[1:3], f[:2], stride, dilation)
-        if not np.array_equal(fwd, x[1:3]):
-            raise ShapeError("{}: an output of {} does not come from an input of {} with this filter and stride.",
-                             describe(node), list(sizes), list(x))
-        extent = dilation * (f[:2] - 1) + 1
-        end = stride * (x[1:3] - 1) + extent - begin - sizes[1:3]
-        node.tf["pad_begin"], node.tf["pad_end"] = begin, end
-        return [[x[0], sizes[1], sizes[2], f[2]]]
+        if len(shapes[2]) != 4:
+            raise ShapeError("{}: the input {} must be 4-D (NHWC).", describe(node), list(shapes[2]))
+        return transposed_shape(node, shapes)
 
     @staticmethod
     def lower(node, lw):
         _, f, x = node.data_inputs()
-        if f.soft_get("value") is None:
-            raise lw.unsupported(node, "its filter is computed from the model's data, not a constant")
-        w = np.asarray(f.value, dtype=np.float32)
+        w = constant_filter(node, f, lw)
         kh, kw, cout, _ = w.shape
         # an output larger than the kernels cover (Keras' output_padding): the last rows and columns
         # get nothing, zeros - a Pad after the Deconvolution (the bias, a BiasAdd of its own, comes after)
