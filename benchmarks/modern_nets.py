@@ -2,7 +2,9 @@
 Keras' ConvNeXtTiny (depthwise 7x7, LayerNorm over channels, GELU, layer scale) and a
 BERT-like encoder (dense layers on 3-D tensors, MultiHeadAttention's EinsumDense and
 Einsum, LayerNorm, exact GELU), the nets on which issue 25 found the converted IR
-two to three times slower than OpenVINO.
+two to three times slower than OpenVINO; and a C3D-style video classifier (Conv3D,
+batch normalization, MaxPool3D, GlobalAveragePooling3D on 8 frames of 56x56), the
+volume layers that were offload-only before.
 
 Run as `python benchmarks/modern_nets.py OUT_DIR` (benchmarks/built_models.py runs it
 once and caches the result). weights=None with seeded weights; ConvNeXt's layer-scale
@@ -48,6 +50,25 @@ def encoder(seed):
     return keras.Model(tokens, layers.Dense(1000)(pooled))
 
 
+def c3d_style(seed):
+    """Three Conv3D 3x3x3 + BatchNormalization (random statistics) + ReLU + MaxPool3D stages, 32/64/128 channels."""
+    keras.utils.set_random_seed(seed)
+    layers = keras.layers
+    clip = keras.Input((8, 56, 56, 3), name="clip")
+    x = clip
+    for channels, pool in ((32, (1, 2, 2)), (64, 2), (128, 2)):
+        x = layers.Conv3D(channels, 3, padding="same", use_bias=False)(x)
+        x = layers.BatchNormalization()(x)
+        x = layers.MaxPooling3D(pool)(layers.ReLU()(x))
+    model = keras.Model(clip, layers.Dense(10)(layers.GlobalAveragePooling3D()(x)))
+    rng = np.random.default_rng(seed)
+    for layer in model.layers:
+        if isinstance(layer, layers.BatchNormalization):
+            layer.moving_mean.assign(rng.uniform(-0.5, 0.5, layer.moving_mean.shape).astype(np.float32))
+            layer.moving_variance.assign(rng.uniform(0.5, 1.5, layer.moving_variance.shape).astype(np.float32))
+    return model
+
+
 def build(writer):
     rng = np.random.default_rng(7)
     model = convnext_tiny(seed=1)
@@ -56,6 +77,9 @@ def build(writer):
     bert = encoder(seed=2)
     writer.add("bert_encoder", lambda tokens: bert(tokens, training=False),
                {"tokens": rng.standard_normal((1, SEQUENCE, HIDDEN)).astype(np.float32)})
+    video = c3d_style(seed=3)
+    writer.add("c3d_style", lambda clip: video(clip, training=False),
+               {"clip": rng.standard_normal((1, 8, 56, 56, 3)).astype(np.float32)})
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ add the bias after them: lowered literally, each bias is a Const as big as the t
 activation cancel out but never meet. OpenVINO's transformations remove the same
 things (bias fusion, transpose sinking).
 
-1. `fold_linear`: a ScaleShift, or an Eltwise sum of a tensor and a Const layer, where the
+1. `fold_linear`: a ScaleShift, or an Eltwise sum or product of a tensor and a Const layer (a
+   batch normalization of a 5-D tensor), where the
    tensor comes from a FullyConnected or Convolution through Reshapes and Permutes only,
    goes into the producer's weights and biases when its factors are one per output
    channel of the producer: which channel each value lands on is found by sending value
@@ -33,7 +34,7 @@ from core.graph.blobs import get_blob, set_blob
 from core.validate import forget_framework_tensor
 
 MOVES = ("Reshape", "Permute")
-PRODUCERS = ("FullyConnected", "Convolution")  # their output channel is axis 1
+PRODUCERS = ("FullyConnected", "Convolution", "Deconvolution")  # their output channel is axis 1
 ELEMENTWISE = ("ReLU", "Activation", "Clamp", "Power")  # each output value from its input value alone
 AXIS_OPS = ("LayerNorm", "SoftMax", "LogSoftmax")  # normalize over their `axis`
 MAX_VALUES = 1 << 24  # ids traced per fold (a tensor of 16M values: far more than a bias needs)
@@ -76,14 +77,14 @@ def _constant_value(data):
 
 
 def _tensor_port(node):
-    """The input port of the tensor a ScaleShift, or an Eltwise sum of a tensor and a Const layer (coefficient 1
-    for the tensor), computes on; None for any other node."""
+    """The input port of the tensor a ScaleShift, or an Eltwise sum (coefficient 1 for the tensor) or product of a
+    tensor and a Const layer, computes on; None for any other node."""
     if node.op == "ScaleShift":
         return 0
     inputs = node.in_nodes()
-    if node.soft_get("operation") != "sum" or sorted(inputs) != [0, 1]:
+    if node.soft_get("operation") not in ("sum", "mul") or sorted(inputs) != [0, 1]:
         return None
-    coeff = node.soft_get("coeff") or [1.0, 1.0]
+    coeff = (node.soft_get("coeff") if node.operation == "sum" else None) or [1.0, 1.0]
     for x, c in ((0, 1), (1, 0)):
         if _constant_value(inputs[c]) is not None and _constant_value(inputs[x]) is None and float(coeff[x]) == 1.0:
             return x
@@ -95,9 +96,11 @@ def _factors(node, port: int, shape: tuple):
     try:
         if node.op == "Eltwise":
             const = node.in_node(1 - port)
+            value = np.broadcast_to(np.asarray(_constant_value(const), np.float32).reshape(_shape(const)), shape)
+            if node.operation == "mul":
+                return value, np.zeros(shape, np.float32)
             coeff = float((node.soft_get("coeff") or [1.0, 1.0])[1 - port])
-            value = np.asarray(_constant_value(const), np.float32).reshape(_shape(const))
-            return None, np.broadcast_to(value, shape) * np.float32(coeff)
+            return None, value * np.float32(coeff)
         along = [1] * len(shape)
         along[1 if len(shape) > 1 else 0] = -1  # the ScaleShift's channel axis
 
@@ -134,6 +137,18 @@ def _per_channel(values: np.ndarray, channels: np.ndarray, count: int):
     return vec if np.array_equal(vec[channels], values) else None
 
 
+def _scaled_outputs(producer, outputs: int, mul: np.ndarray) -> np.ndarray:
+    """The producer's weights with each output channel's scaled: (O, ...) rows, or a Deconvolution's (C_in, O/g,
+    ...) per group."""
+    weights = np.asarray(get_blob(producer, "weights"), np.float32)
+    if producer.soft_get("type") != "Deconvolution":
+        return (weights.reshape(outputs, -1) * mul[:, None]).ravel()
+    group = int(producer.soft_get("group") or 1)
+    per_group, taps = outputs // group, int(np.prod(producer.kernel))
+    blocks = weights.reshape(group, -1, per_group, taps) * mul.reshape(group, 1, per_group, 1)
+    return blocks.ravel()
+
+
 def _fold(graph, node) -> bool:
     port = _tensor_port(node)
     if port is None:
@@ -163,8 +178,7 @@ def _fold(graph, node) -> bool:
     bias = get_blob(producer, "biases")
     bias = np.zeros(shape[1], np.float32) if bias is None else np.asarray(bias, np.float32).ravel()
     if mul is not None:
-        weights = get_blob(producer, "weights")
-        set_blob(producer, "weights", (np.asarray(weights, np.float32).reshape(shape[1], -1) * mul[:, None]).ravel())
+        set_blob(producer, "weights", _scaled_outputs(producer, shape[1], mul))
         bias = bias * mul
     set_blob(producer, "biases", bias + add)
     # the tensors on the way hold the results now, not the framework's tensors of those names

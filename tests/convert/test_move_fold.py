@@ -38,7 +38,11 @@ NETS = {
     "first one read twice": (CONV + permute("p1", "conv", (0, 2, 3, 1)) + permute("p2", "p1", (0, 3, 1, 2))
                        + OUT.replace("BOTTOM", "p2")
                        + 'layer { name: "seen" type: "Power" bottom: "p1" top: "seen" }\n', 2, None),
+    "equal moves of one tensor merge": (CONV + permute("p1", "conv", (0, 2, 3, 1)) + permute("p2", "conv", (0, 2, 3, 1))
+                                        + OUT.replace("BOTTOM", "p1")
+                                        + 'layer { name: "twin" type: "Power" bottom: "p2" top: "twin" }\n', 1, None),
 }
+
 
 
 @pytest.mark.parametrize("case", sorted(NETS))

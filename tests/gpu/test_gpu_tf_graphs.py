@@ -22,7 +22,8 @@ CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "at
          "argmin_ties_broadcast", "gather_data_by_data", "gather_batch_dims", "pad_layers", "resize_bilinear",
          "resize_nearest", "strided_slices", "transpose", "reverse_roll", "log_softmax_softsign",
          "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant", "resize_bicubic", "atan2_div_no_nan",
-         "legacy_tf1_ops", "extract_patches", "conv3d_pool3d", "conv3d_transpose", "conv3d_zero_padding"]
+         "legacy_tf1_ops", "extract_patches", "conv3d_pool3d", "conv3d_transpose", "conv3d_zero_padding",
+         "conv3d_batch_norm_global_pool"]
 
 
 @pytest.fixture(scope="module")

@@ -453,15 +453,26 @@ def _(rng, x):
                              "VALID")]
 
 
+@case("conv3d_batch_norm_global_pool", (1, 4, 6, 5, 3))
+def _(rng, x):
+    # Keras' BatchNormalization of a 5-D tensor (x * scale + shift per channel: folded into the convolution through
+    # the layout Permute) and GlobalAveragePooling3D / a sum and max over D, H, W (global 3-D poolings)
+    y = tf.nn.conv3d(x, w(rng, 3, 3, 3, 3, 6), [1] * 5, "SAME")
+    y = tf.nn.relu(y * positive(rng, 6) + w(rng, 6))
+    return [tf.reduce_mean(y, axis=[1, 2, 3]), tf.reduce_sum(y, axis=[1, 2, 3], keepdims=True),
+            tf.reduce_max(y, axis=[1, 2, 3])]
+
+
 @case("conv3d_transpose", (1, 3, 5, 4, 4))
 def _(rng, x):
-    # a 3-D U-Net's up path: conv3d_transpose stride 2 SAME (to 6x10x8) and VALID with an odd output (7x11x9, what
+    # a 3-D U-Net's up path: conv3d_transpose stride 2 SAME (to 6x10x8; a scale and bias per channel after it fold
+    # into its weights and biases) and VALID with an odd output (7x11x9, what
     # Keras' Conv3DTranspose makes of stride 2, kernel 3), then a stride (1, 2, 2) one whose output size leaves the
     # last rows to no kernel (output_padding: zeros)
     up = tf.nn.conv3d_transpose(x, w(rng, 2, 2, 2, 6, 4), [1, 6, 10, 8, 6], [1, 2, 2, 2, 1], "SAME")
     odd = tf.nn.conv3d_transpose(x, w(rng, 3, 3, 3, 2, 4), [1, 7, 11, 9, 2], [1, 2, 2, 2, 1], "VALID")
     padded = tf.nn.conv3d_transpose(x, w(rng, 1, 2, 2, 3, 4), [1, 3, 11, 9, 3], [1, 1, 2, 2, 1], "VALID")
-    return [tf.nn.relu(up + w(rng, 6)), odd, padded]
+    return [tf.nn.relu(up * positive(rng, 6) + w(rng, 6)), odd, padded]
 
 
 @case("lrn_selu_depth_space", (1, 6, 8, 8))

@@ -1,7 +1,7 @@
 """Builder of the TensorFlow models that need TensorFlow to be frozen (the TF
 worker's freeze verb): a TF2 SavedModel (a tf.Module with a serving signature), one
-with two signatures and no serving_default (the outputs stored: the `embed` one's), a
-Keras 3 model exported as a SavedModel, a TF1 meta graph with its checkpoint, and
+with two signatures and no serving_default (the outputs stored: the `embed` one's), two
+Keras 3 models exported as SavedModels (one of 3-D layers), a TF1 meta graph with its checkpoint, and
 the same TF1 graph as a GraphDef with variables plus that checkpoint (reference and
 resource variables).
 
@@ -85,6 +85,26 @@ def keras_export(out, rng):
     return path, {"pixels": x}, [np.asarray(model(x, training=False))]
 
 
+def keras_unet3d(out, rng):
+    """A 3-D U-Net block as Keras exports it: Conv3D + BatchNormalization, MaxPooling3D, the way up by
+    Conv3DTranspose and by UpSampling3D, a Concatenate of the three, a 1x1x1 Conv3D with a sigmoid."""
+    inp = keras.Input((4, 8, 8, 2), name="volume")
+    a = keras.layers.Conv3D(4, 3, padding="same")(inp)
+    a = keras.layers.ReLU()(keras.layers.BatchNormalization()(a))
+    b = keras.layers.Conv3D(6, 3, padding="same", activation="relu")(keras.layers.MaxPooling3D(2)(a))
+    up = keras.layers.Conv3DTranspose(4, 2, strides=2)(b)
+    y = keras.layers.Concatenate()([a, up, keras.layers.UpSampling3D(2)(b)])
+    model = keras.Model(inp, keras.layers.Conv3D(3, 1, activation="sigmoid")(y))
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            layer.set_weights([rng.uniform(0.5, 1.5, 4).astype(np.float32), rng.standard_normal(4).astype(np.float32),
+                               rng.standard_normal(4).astype(np.float32), rng.uniform(0.5, 2, 4).astype(np.float32)])
+    path = os.path.join(out, "keras_unet3d")
+    model.export(path, verbose=False)
+    x = rng.standard_normal((1, 4, 8, 8, 2)).astype(np.float32)
+    return path, {"volume": x}, [np.asarray(model(x, training=False))]
+
+
 def tf1_graph(out, rng, use_resource=False):
     """(meta graph path, checkpoint prefix, GraphDef-with-variables path, inputs, outputs);
     resource variables (VarHandleOp, what get_variable makes by default under TF2) or
@@ -131,6 +151,8 @@ def main():
     add("two_signatures", inputs, outputs, saved_model_dir=path)
     path, inputs, outputs = keras_export(out, rng)
     add("keras_export", inputs, outputs, saved_model_dir=path)
+    path, inputs, outputs = keras_unet3d(out, rng)
+    add("keras_unet3d", inputs, outputs, saved_model_dir=path)
     meta, prefix, graph, inputs, outputs = tf1_graph(out, rng)
     add("tf1_meta_graph", inputs, outputs, input_meta_graph=meta)
     add("tf1_graph_and_checkpoint", inputs, outputs, input_model=graph, input_checkpoint=prefix)

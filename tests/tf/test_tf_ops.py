@@ -41,6 +41,7 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
                                   "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant",
                                   "resize_bicubic", "atan2_div_no_nan", "legacy_tf1_ops", "floor_div_mod",
                                   "extract_patches", "conv3d_pool3d", "conv3d_zero_padding", "conv3d_transpose",
+                                  "conv3d_batch_norm_global_pool",
                                   "lrn_selu_depth_space",
                                   "argmin_ties_broadcast"])
 def test_as_ir_v11_on_openvino(tf_graphs, tmp_path, case):
@@ -92,7 +93,8 @@ def test_volume_layers_keep_ncdhw_between_them(tf_graphs, tmp_path):
     """Conv3D and the 3-D pools are NCDHW layers between Permutes from and back to TensorFlow's NDHWC
     (core/front/tf/ops/volume.py): the bias folds into the convolution and the Permutes between layers cancel
     (the four readers' equal Permutes merge, then meet the convolution's across the ReLU); the zero Pads fold
-    into the layers' padding. Left: the input's and each output's."""
+    into the layers' padding; a per-channel scale and shift (a batch normalization) folds into the convolution
+    (or transposed convolution) and a reduction over D, H and W is a global 3-D pooling. Left: the input's and each output's."""
     from ir import read_ir
     from tests.tf.tf_helpers import convert_model
     net = read_ir(convert_model(tf_graphs.path("conv3d_pool3d"), tmp_path, "conv3d_pool3d", batch=1))
@@ -106,6 +108,13 @@ def test_volume_layers_keep_ncdhw_between_them(tf_graphs, tmp_path):
     assert "Pad" not in types and types.count("Permute") == 3, types
     pool = next(layer for layer in net.layers if layer.type == "Pooling")
     assert pool.data["exclude-pad"] == "false" and pool.data["pads_begin"] == "0,1,1"
+    net = read_ir(convert_model(tf_graphs.path("conv3d_batch_norm_global_pool"), tmp_path, "bn3d", batch=1))
+    types = [layer.type for layer in net.layers]
+    assert "Eltwise" not in types and "Const" not in types and types.count("Pooling") == 3, types
+    assert types.count("Permute") == 1, types  # the input's: the poolings read the convolution's NCDHW
+    net = read_ir(convert_model(tf_graphs.path("conv3d_transpose"), tmp_path, "up3d", batch=1))
+    types = [layer.type for layer in net.layers]
+    assert "Eltwise" not in types and "Const" not in types and types.count("Deconvolution") == 3, types
 
 
 def test_a_convnext_block_runs_channels_last_without_copies(tf_graphs, tmp_path):

@@ -18,8 +18,8 @@ from tests.support import REPO, run_cli
 from benchmarks.built_models import Models, built
 from tests.tf.tf_helpers import convert_model, rel_err, run_on_daemon
 
-CASES = ("tf2_saved_model", "keras_export", "tf1_meta_graph", "tf1_graph_and_checkpoint", "tf1_resource_meta_graph",
-         "tf1_resource_graph_and_checkpoint")
+CASES = ("tf2_saved_model", "keras_export", "keras_unet3d", "tf1_meta_graph", "tf1_graph_and_checkpoint",
+         "tf1_resource_meta_graph", "tf1_resource_graph_and_checkpoint")
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +43,10 @@ def test_frozen_by_the_worker_equals_tensorflow(ie, saved_models, tmp_path, case
     assert len(out) == 1
     assert rel_err(next(iter(out.values())), arrays["out1/0"]) <= 1e-4
     assert read_ir(xml).meta["framework"] == "tf"
+    if case == "keras_unet3d":  # the volume layers native (they were offloaded), the batch norm folded
+        types = [layer.type for layer in read_ir(xml).layers]
+        assert "TFCustomSubgraphCall" not in types and types.count("Deconvolution") == 1, types
+        assert types.count("Convolution") == 3 and "Eltwise" not in types, types
 
 
 def test_ir_v11_names_the_output_by_the_signature(saved_models, tmp_path):

@@ -5,7 +5,8 @@ transposes, which its MatMuls read as they are); else one reorder from the input
 blocked layout straight into the output's plain layout - the output's memory described
 with the input's axes (its strides permuted: dst_view) - so the Reorder to numpy,
 numpy's copy and the Import after it (SSD heads: a convolution, Permute, Reshape,
-Concat) become one primitive and what follows stays on oneDNN."""
+Concat) become one primitive and what follows stays on oneDNN. A numpy array's Permute into
+bf16 (a network input of 5-D volumes: NDHWC -> NCDHW) is that one reorder too."""
 from __future__ import annotations
 
 from .op import NativeOp, Unsupported, register
@@ -15,12 +16,19 @@ from .primitives import Attr, Desc, reorder_pd
 @register("Permute")
 class PermuteOp(NativeOp):
     def create(self, in_descs, in_shapes, out_shapes):
-        if in_descs[0] is None:
-            raise Unsupported("its input is a numpy array: numpy transposes it")
         self.view = False  # (decided anew at each create)
-        src = self.follow(in_descs[0], in_shapes[0])
         order = self.kernel._order(len(in_shapes[0]))
         out = Desc.plain(self.d, out_shapes[0], self.out_dt())
+        if in_descs[0] is None:
+            # a numpy array (a network input - a 5-D one's Permute to NCDHW -, a numpy layer's output) is plain
+            # f32, which oneDNN reads where it is (compiler: BoundInput, BindStep): into bf16, one reorder
+            # transposes and converts it (numpy's transpose and the import's reorder were two); in f32 numpy's
+            # transpose is that one copy
+            if out.dt == "f32":
+                raise Unsupported("its input is a numpy array: numpy transposes it")
+            src = Desc.plain(self.d, in_shapes[0])
+        else:
+            src = self.follow(in_descs[0], in_shapes[0])
         if src.dt == out.dt:
             # input axis order[i] is output axis i: the input's memory so described is the output when both are
             # unblocked layouts (NCHW with C innermost read as NHWC and back, ConvNeXt's around its LayerNorm and

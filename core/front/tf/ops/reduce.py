@@ -1,8 +1,9 @@
 """Reductions: Mean, Sum, Max, Min (Prod, All, Any at conversion time only); Cumsum
 (our CumSum layer along the IR's axis).
 
-A Mean/Max over H and W of a 4-D tensor is a global Pooling (Sum: the average
-times H*W, a Power after it), followed by a Reshape when the dims are not kept.
+A Mean/Max over H and W of a 4-D tensor (over D, H and W of a 5-D one: a 3-D
+pooling after a Permute to NCDHW) is a global Pooling (Sum: the average times
+H*W, a Power after it), followed by a Reshape when the dims are not kept.
 Other axes: our ReduceMean/ReduceSum/ReduceMax/ReduceMin layers; when the
 reduced dims are dropped from an NCHW tensor, a Permute to NHWC first keeps
 TensorFlow's order of the remaining axes.
@@ -13,11 +14,12 @@ import numpy as np
 
 from core.front.tf.lowering import reshape_node
 from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_axis
+from core.front.tf.ops.volume import TO_NCDHW
 from core.front.tf.tensors import attr
 from core.ops.activation import Power
 from core.ops.pooling import Pooling
 from core.ops.reduce import CumSum, ReduceMax, ReduceMean, ReduceMin, ReduceSum
-from core.ops.shape_ops import Reshape
+from core.ops.shape_ops import Permute, Reshape
 from ir.scan import cumsum
 
 NUMPY = {"Mean": np.mean, "Sum": np.sum, "Max": np.max, "Min": np.min, "Prod": np.prod, "All": np.all,
@@ -64,7 +66,7 @@ class Reduce(TFOp):
         axes = reduced_axes(node, len(shape))
         keep = node.tf["keep_dims"]
         lw.keep_inputs(node, x)
-        if len(shape) == 4 and axes == [1, 2] and op in ("Mean", "Sum", "Max"):
+        if (len(shape), axes) in ((4, [1, 2]), (5, [1, 2, 3])) and op in ("Mean", "Sum", "Max"):
             return _global_pooling(node, lw, op, shape, keep)
         if keep or not lw.nchw(x):
             return lw.retype(node, IR[op], {"axes": [lw.ir_axis(x, a) for a in axes], "keep_dims": keep})
@@ -73,18 +75,23 @@ class Reduce(TFOp):
 
 
 def _global_pooling(node, lw, op, shape, keep):
-    h, w = int(shape[1]), int(shape[2])
-    lw.retype(node, Pooling, {"kernel": np.array([h, w], np.int64), "stride": np.ones(2, np.int64),
-                              "pad": np.zeros(2, np.int64), "rounding_type": "floor",
+    spatial = [int(d) for d in shape[1:-1]]
+    volume = len(spatial) == 3  # a 5-D tensor is NDHWC in the IR: a 3-D pooling reads it as NCDHW
+    lw.retype(node, Pooling, {"kernel": np.array(spatial, np.int64), "stride": np.ones(len(spatial), np.int64),
+                              "pad": np.zeros(len(spatial), np.int64), "rounding_type": "floor",
                               "pool-method": "max" if op == "Max" else "avg", "exclude-pad": False})
-    pooled = np.array([shape[0], 1, 1, shape[3]], np.int64)
+    if volume:
+        lw.insert_before(node, 0, node.name + "/to_ncdhw", Permute, {"order": TO_NCDHW})
+        pooled = np.array([shape[0], shape[-1], 1, 1, 1], np.int64)
+    else:
+        pooled = np.array([shape[0], 1, 1, shape[3]], np.int64)
     name, last = node.name, node
     if op == "Sum":
-        last = lw.insert_after(node, name + "/pool", Power, {"scale": float(h * w)})
-        node.out_node(0).attrs.update({"tf_shape": pooled, "nchw": True})
-    if not keep:
+        last = lw.insert_after(node, name + "/pool", Power, {"scale": float(np.prod(spatial))})
+        node.out_node(0).attrs.update({"tf_shape": pooled, "nchw": not volume})
+    if not keep or volume:  # (N, C, 1, 1, 1) -> TensorFlow's (N, 1, 1, 1, C): the same values in the same order
         reshape = lw.insert_after(last, name + "/keep_dims", Reshape, {})
-        last.out_node(0).attrs.update({"tf_shape": pooled, "nchw": True})
+        last.out_node(0).attrs.update({"tf_shape": pooled, "nchw": not volume})
         reshape_node(lw, reshape)
 
 
