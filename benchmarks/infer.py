@@ -157,8 +157,9 @@ def convert_ours(model, out_dir, name, batch, *options):
 
 
 def nhwc(shape):
-    """TensorFlow's layout of one of our shapes (images: NCHW -> NHWC; other ranks keep theirs)."""
-    return [shape[0], shape[2], shape[3], shape[1]] if len(shape) == 4 else list(shape)
+    """TensorFlow's layout of one of our shapes (images: NCHW -> NHWC, volumes NCDHW -> NDHWC; other ranks keep
+    theirs)."""
+    return [shape[0], *shape[2:], shape[1]] if len(shape) in (4, 5) else list(shape)
 
 
 def openvino_model(model, shape):
@@ -205,10 +206,11 @@ def _openvino(args, shape):
     partial = port.get_partial_shape()
     want = list(shape)
     layout = lambda x: x  # noqa: E731
-    if len(want) == 4 and partial.rank.get_length() == 4 and partial[1].is_static \
+    rank = len(want)
+    if rank in (4, 5) and partial.rank.get_length() == rank and partial[1].is_static \
             and partial[1].get_length() != want[1]:
         want = nhwc(want)  # TensorFlow's layout, kept by its front end: the same values, transposed
-        layout = lambda x: np.ascontiguousarray(x.transpose(0, 2, 3, 1))  # noqa: E731
+        layout = lambda x: np.ascontiguousarray(x.transpose(0, *range(2, rank), 1))  # noqa: E731
     model.reshape({port.get_any_name(): want})
     mode = args.engine.rsplit("_", 1)[1]
     config = {"PERFORMANCE_HINT": "THROUGHPUT" if mode == "tp" else "LATENCY"}
@@ -404,7 +406,7 @@ def _tensorflow_run(model, x):
         tf.compat.v1.import_graph_def(graph_def, name="")
     (input_name,) = files["io"]["inputs"]
     feed = {graph.get_tensor_by_name(input_name + ":0"): np.ascontiguousarray(
-        x.transpose(0, 2, 3, 1) if x.ndim == 4 else x)}
+        x.transpose(0, *range(2, x.ndim), 1) if x.ndim in (4, 5) else x)}
     fetch = [graph.get_tensor_by_name(name + ":0") for name in files["io"]["outputs"]]
     threads = len(os.sched_getaffinity(0))
     config = tf.compat.v1.ConfigProto(intra_op_parallelism_threads=threads)

@@ -9,8 +9,8 @@ activation cancel out but never meet. OpenVINO's transformations remove the same
 things (bias fusion, transpose sinking).
 
 1. `fold_linear`: a ScaleShift, or an Eltwise sum or product of a tensor and a Const layer (a
-   batch normalization of a 5-D tensor), where the
-   tensor comes from a FullyConnected or Convolution through Reshapes and Permutes only,
+   batch normalization of a 5-D tensor), where the tensor comes from a FullyConnected,
+   Convolution or Deconvolution through Reshapes and Permutes only,
    goes into the producer's weights and biases when its factors are one per output
    channel of the producer: which channel each value lands on is found by sending value
    ids through the moves between (as core/middle/shuffle_fold.py does).
@@ -21,10 +21,12 @@ things (bias fusion, transpose sinking).
    normalized axis of a LayerNorm or SoftMax becomes the innermost one (oneDNN's fast
    kernels normalize over the last axis).
 3. `compose_moves`: a Permute after a Permute is one Permute (none when the two cancel
-   out), a Reshape after a Reshape one Reshape, a Reshape to the same shape nothing; two
+   out), a Reshape after a Reshape one Reshape (also a Permute that moves only axes of
+   size 1), a Reshape to the same shape nothing; two
    equal moves of one tensor are one (a 3-D layer's Permute to NCDHW before each reader of
    a tensor: core/front/tf/ops/volume.py), which can then go up and cancel.
-Each tensor on the way must feed only the next layer and be no model output.
+Each tensor on the way must feed only the next layer and be no model output (a move that
+makes a model output hands the output's name to the layer that computes it then).
 """
 from __future__ import annotations
 
@@ -205,6 +207,9 @@ def hoist_moves(graph) -> int:
     for node in graph.topological_ops():
         if node.id in graph and node.soft_get("op") in MOVES:
             path = _hoist_path(node)
+            if path and node.out_node(0).soft_get("is_output"):
+                # the nearest layer computes the model's output now: it takes the name users find it by
+                path[0]["name"], node["name"] = node.name, path[0].name
             for layer in path:
                 _swap(graph, layer, node)
             moved += len(path)
@@ -238,8 +243,6 @@ def _hoist_path(move) -> list:
     """The layers `move` should go above, nearest first: as far up as it can go, when that ends on a
     move of its kind or puts a LayerNorm's or SoftMax's axis innermost; else none."""
     path, gain = [], False
-    if move.out_node(0).soft_get("is_output"):
-        return path  # (the layer above would take the output's name)
     data = move.in_node(0)
     order = [int(a) for a in move.order] if move.op == "Permute" else None
     while True:
@@ -316,6 +319,13 @@ def _identity(node) -> bool:
     return _shape(node.in_node(0)) == _shape(node.out_node(0))
 
 
+def _keeps_order(permute) -> bool:
+    """The Permute moves only axes of size 1: the values keep their order (a Reshape)."""
+    shape = _shape(permute.in_node(0))
+    moved = [int(a) for a in permute.order if shape[int(a)] != 1]
+    return moved == sorted(moved)
+
+
 def _same_move(a, b) -> bool:
     if a.op == "Permute":
         return [int(v) for v in a.order] == [int(v) for v in b.order]
@@ -336,13 +346,33 @@ def _merge_twin(graph, node) -> bool:
 
 
 def _compose(graph, node) -> bool:
-    if _identity(node) and not node.out_node(0).soft_get("is_output"):
-        graph.bypass(node)
-        return True
+    if _identity(node):
+        if not node.out_node(0).soft_get("is_output"):
+            graph.bypass(node)
+            return True
+        # a model output's: its producer (of one output, read by the move alone) takes the move's name, which
+        # the users find the output by
+        src = node.in_node(0)
+        producer = src.producer()
+        if (producer is not None and producer.soft_get("op") != "Parameter" and len(producer.out_nodes()) == 1
+                and _sole_consumer(src) is not None):
+            producer["name"] = node.name
+            graph.bypass(node)
+            return True
     if _merge_twin(graph, node):
         return True
     data = node.in_node(0)
     before = data.producer()
+    if (node.op == "Permute" and before is not None and before.soft_get("op") == "Reshape"
+            and _sole_consumer(data) is not None and _keeps_order(node)):
+        # a Permute that only moves axes of size 1 after a Reshape: one Reshape (a 5-D reduction's kept dims)
+        before["dim"] = list(_shape(node.out_node(0)))
+        before.attrs.pop("flatten", None)
+        data.shape = node.out_node(0).shape
+        if node.out_node(0).soft_get("is_output"):
+            before["name"] = node.name
+        graph.bypass(node)
+        return True
     if before is None or before.soft_get("op") != node.op or _sole_consumer(data) is None:
         return False
     if node.op == "Permute":  # transpose(transpose(x, p), q) == transpose(x, p[q])

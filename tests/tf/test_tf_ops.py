@@ -91,30 +91,30 @@ def test_biases_fold_through_moves_and_layout_permutes_cancel(tf_graphs, tmp_pat
 
 def test_volume_layers_keep_ncdhw_between_them(tf_graphs, tmp_path):
     """Conv3D and the 3-D pools are NCDHW layers between Permutes from and back to TensorFlow's NDHWC
-    (core/front/tf/ops/volume.py): the bias folds into the convolution and the Permutes between layers cancel
-    (the four readers' equal Permutes merge, then meet the convolution's across the ReLU); the zero Pads fold
-    into the layers' padding; a per-channel scale and shift (a batch normalization) folds into the convolution
-    (or transposed convolution) and a reduction over D, H and W is a global 3-D pooling. Left: the input's and each output's."""
+    (core/front/tf/ops/volume.py), and the model's 5-D inputs and outputs are NCDHW (as the reference made them,
+    as 4-D ones are NCHW): every Permute cancels - the four readers' equal Permutes merge, then meet the
+    convolution's across the ReLU; an output's moves up past the ReLU, which takes the output's name. The bias
+    and a per-channel scale (a batch normalization) fold into the convolution or transposed convolution, the zero
+    Pads into the layers' padding, a reduction over D, H and W is a global 3-D pooling."""
     from ir import read_ir
     from tests.tf.tf_helpers import convert_model
-    net = read_ir(convert_model(tf_graphs.path("conv3d_pool3d"), tmp_path, "conv3d_pool3d", batch=1))
-    types = [layer.type for layer in net.layers]
-    assert types.count("Permute") == 1 + 4 and types.count("Convolution") == 3, types
-    assert "Eltwise" not in types and "ScaleShift" not in types and "Const" not in types, types
-    conv = next(layer for layer in net.layers if layer.type == "Convolution")
-    assert conv.data["kernel"] == "3,3,3" and len(conv.inputs[0].dims) == 5
-    net = read_ir(convert_model(tf_graphs.path("conv3d_zero_padding"), tmp_path, "conv3d_zero_padding", batch=1))
-    types = [layer.type for layer in net.layers]
-    assert "Pad" not in types and types.count("Permute") == 3, types
-    pool = next(layer for layer in net.layers if layer.type == "Pooling")
+    cases = {"conv3d_pool3d": "Convolution", "conv3d_zero_padding": "Convolution",
+             "conv3d_batch_norm_global_pool": "Convolution", "conv3d_transpose": "Deconvolution"}
+    nets = {case: read_ir(convert_model(tf_graphs.path(case), tmp_path, case, batch=1)) for case in cases}
+    for case, net in nets.items():
+        types = [layer.type for layer in net.layers]
+        assert "Permute" not in types and "Eltwise" not in types and "ScaleShift" not in types, (case, types)
+        assert "Const" not in types, (case, types)
+        first = next(layer for layer in net.layers if layer.type == cases[case])
+        assert len(first.data["kernel"].split(",")) == 3, (case, first.data)
+    data = next(layer for layer in nets["conv3d_pool3d"].layers if layer.type == "Input")
+    assert tuple(data.outputs[0].dims) == (1, 3, 5, 9, 8)  # TensorFlow's (1, 5, 9, 8, 3) as NCDHW
+    assert "Pad" not in [layer.type for layer in nets["conv3d_zero_padding"].layers]
+    pool = next(layer for layer in nets["conv3d_zero_padding"].layers if layer.type == "Pooling")
     assert pool.data["exclude-pad"] == "false" and pool.data["pads_begin"] == "0,1,1"
-    net = read_ir(convert_model(tf_graphs.path("conv3d_batch_norm_global_pool"), tmp_path, "bn3d", batch=1))
-    types = [layer.type for layer in net.layers]
-    assert "Eltwise" not in types and "Const" not in types and types.count("Pooling") == 3, types
-    assert types.count("Permute") == 1, types  # the input's: the poolings read the convolution's NCDHW
-    net = read_ir(convert_model(tf_graphs.path("conv3d_transpose"), tmp_path, "up3d", batch=1))
-    types = [layer.type for layer in net.layers]
-    assert "Eltwise" not in types and "Const" not in types and types.count("Deconvolution") == 3, types
+    assert [layer.type for layer in nets["conv3d_batch_norm_global_pool"].layers].count("Pooling") == 3
+    relu = next(layer for layer in nets["conv3d_transpose"].layers if layer.type == "ReLU")
+    assert relu.name == "Relu" and tuple(relu.outputs[0].dims) == (1, 6, 6, 10, 8)  # NCDHW, TensorFlow's name
 
 
 def test_a_convnext_block_runs_channels_last_without_copies(tf_graphs, tmp_path):

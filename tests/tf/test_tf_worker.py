@@ -47,6 +47,7 @@ def test_frozen_by_the_worker_equals_tensorflow(ie, saved_models, tmp_path, case
         types = [layer.type for layer in read_ir(xml).layers]
         assert "TFCustomSubgraphCall" not in types and types.count("Deconvolution") == 1, types
         assert types.count("Convolution") == 3 and "Eltwise" not in types, types
+        assert read_ir(xml).layers[0].outputs[0].dims == (1, 2, 4, 8, 8)  # NCDHW, as 4-D inputs are NCHW
 
 
 def test_ir_v11_names_the_output_by_the_signature(saved_models, tmp_path):

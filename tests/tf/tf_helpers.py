@@ -33,11 +33,15 @@ def output_key(xml: str, keys, tf_name: str) -> str:
 
 
 def nchw(x: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if x.ndim == 4 else x
+    """A TensorFlow-layout array as the IR's inputs take it: images NCHW, volumes NCDHW."""
+    if x.ndim in (4, 5):
+        return np.ascontiguousarray(x.transpose(0, x.ndim - 1, *range(1, x.ndim - 1)))
+    return x
 
 
 def nhwc(x: np.ndarray) -> np.ndarray:
-    return x.transpose(0, 2, 3, 1) if x.ndim == 4 else x
+    """An IR output in TensorFlow's layout: NHWC, NDHWC."""
+    return x.transpose(0, *range(2, x.ndim), 1) if x.ndim in (4, 5) else x
 
 
 def rel_err(ours, ref) -> float:

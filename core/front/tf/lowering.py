@@ -14,7 +14,12 @@ Runs once TensorFlow's own shapes and constant values are known (TFOp.infer):
    (A 4-D output of an op with `nchw_layout` set, which a front replacer made
    in IR layout already, e.g. DetectionOutput's [1, 1, N, 7], is not permuted.)
 4. inputs get their IR shapes; with --disable_nhwc_to_nchw the model's 4-D
-   inputs and outputs stay NHWC and Permutes convert at the boundary;
+   inputs and outputs stay NHWC and Permutes convert at the boundary. A 5-D
+   tensor keeps TensorFlow's order inside the IR (the 3-D layers read NCDHW
+   between Permutes: ops/volume.py), but the model's 5-D inputs and outputs are
+   NCDHW, as the reference made them and as 4-D ones are NCHW: Permutes at the
+   boundary, which cancel against the 3-D layers' (not with
+   --disable_nhwc_to_nchw);
 5. IR shape inference runs over the new layers, and every tensor that TF
    inference knew must come out with the same shape in IR layout: a lowering
    that disagrees is an internal error, not a wrong IR.
@@ -38,6 +43,7 @@ from core.ops.shape_ops import Permute
 
 TO_NCHW = (0, 3, 1, 2)     # ir[i] = tf[TO_NCHW[i]]
 TO_NHWC = (0, 2, 3, 1)
+TO_NCDHW, TO_NDHWC = (0, 4, 1, 2, 3), (0, 2, 3, 4, 1)
 IR_AXIS4 = (0, 2, 3, 1)    # TF axis -> IR axis of a 4-D tensor
 
 
@@ -218,7 +224,44 @@ def _materialize_constants(graph, lw):
         graph.connect(const, data, out=0)
 
 
+def _volumes_channels_first(graph, lw):
+    """The model's 5-D inputs and outputs NCDHW (the module doc, 4.): a Permute to NDHWC after each such input
+    (its readers read that), one to NCDHW before each such output (other readers keep the NDHWC tensor)."""
+    for param in graph.op_nodes(op="Parameter"):
+        data = param.out_node(0)
+        if len(np.atleast_1d(data.soft_get("tf_shape", ()))) != 5:
+            continue
+        new = graph.add_data(param.name + "/ndhwc")
+        new.attrs.update({"tf_shape": data.tf_shape, "nchw": False})
+        for _, v, key, a in list(graph.out_edges(data.id, keys=True, data=True)):
+            graph.remove_edge(data.id, v, key)
+            graph.add_edge(new.id, v, **a)
+        op = lw.new_op(param.name + "/to_ndhwc", Permute, {"order": list(TO_NDHWC)})
+        graph.connect(data, op, inp=0)
+        graph.connect(op, new, out=0)
+        param.shape = np.asarray(param.shape, dtype=np.int64)[list(TO_NCDHW)]
+        data.attrs.pop("tf_shape")  # (IR layout now: no TensorFlow shape to check it against)
+    for data in list(graph.data_nodes()):
+        if not (data.soft_get("is_output") and len(np.atleast_1d(data.soft_get("tf_shape", ()))) == 5
+                and graph.in_degree(data.id)):
+            continue
+        producer = data.producer()
+        if producer.soft_get("op") == "Parameter":
+            continue  # (an input that is an output too: NCDHW already)
+        port = next(p for p, d in producer.out_nodes().items() if d.id == data.id)
+        readers = list(graph.out_edges(data.id, keys=True, data=True))
+        lw.insert_after(producer, producer.name + "/ndhwc", Permute, {"order": list(TO_NCDHW)}, port=port)
+        mid = producer.out_node(port)
+        mid.attrs.update({"tf_shape": data.tf_shape, "nchw": False})
+        data.attrs.pop("tf_shape")
+        for _, v, key, a in readers:
+            graph.remove_edge(data.id, v, key)
+            graph.add_edge(mid.id, v, **a)
+
+
 def _inputs_and_outputs(graph, lw, keep_nhwc: bool):
+    if not keep_nhwc:
+        _volumes_channels_first(graph, lw)
     for param in graph.op_nodes(op="Parameter"):
         data = param.out_node(0)
         if not lw.nchw(data):

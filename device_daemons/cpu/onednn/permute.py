@@ -10,25 +10,24 @@ bf16 (a network input of 5-D volumes: NDHWC -> NCDHW) is that one reorder too.""
 from __future__ import annotations
 
 from .op import NativeOp, Unsupported, register
-from .primitives import Attr, Desc, reorder_pd
+from .primitives import PLAIN_TAGS, Attr, Desc, reorder_pd
 
 
 @register("Permute")
 class PermuteOp(NativeOp):
     def create(self, in_descs, in_shapes, out_shapes):
         self.view = False  # (decided anew at each create)
-        order = self.kernel._order(len(in_shapes[0]))
-        out = Desc.plain(self.d, out_shapes[0], self.out_dt())
         if in_descs[0] is None:
-            # a numpy array (a network input - a 5-D one's Permute to NCDHW -, a numpy layer's output) is plain
-            # f32, which oneDNN reads where it is (compiler: BoundInput, BindStep): into bf16, one reorder
-            # transposes and converts it (numpy's transpose and the import's reorder were two); in f32 numpy's
-            # transpose is that one copy
-            if out.dt == "f32":
+            # a numpy array (a network input, a numpy layer's output) is plain f32, which oneDNN reads where it
+            # is (compiler: BoundInput, BindStep): into bf16, one reorder transposes and converts it (numpy's
+            # transpose and the import's reorder were two); in f32 numpy's transpose is that one copy
+            if self.out_dt() == "f32" or len(in_shapes[0]) not in PLAIN_TAGS:
                 raise Unsupported("its input is a numpy array: numpy transposes it")
             src = Desc.plain(self.d, in_shapes[0])
         else:
             src = self.follow(in_descs[0], in_shapes[0])
+        order = self.kernel._order(len(in_shapes[0]))
+        out = Desc.plain(self.d, out_shapes[0], self.out_dt())
         if src.dt == out.dt:
             # input axis order[i] is output axis i: the input's memory so described is the output when both are
             # unblocked layouts (NCHW with C innermost read as NHWC and back, ConvNeXt's around its LayerNorm and
