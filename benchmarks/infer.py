@@ -661,7 +661,7 @@ def report_latency(model, args, res, acc, loads):
             label(key, r), str(r.get("precision", "?")), str(r.get("threads", "?")), str(r["shape"]),
             r["main"][0] * 1e3, r["main"][1] * 1e3, versus))
     if any(list(r.get("shape", ())) == nhwc(res["daemon_f32"]["shape"]) for r in res.values() if isinstance(r, dict)):
-        print("(an input [n, h, w, c] is the same input in TensorFlow's NHWC layout)")
+        print("(an input [n, h, w, c] or [n, d, h, w, c] is the same input in TensorFlow's NHWC / NDHWC layout)")
     if "gpu_daemon" in res:
         print("OpenCL rows: device mo-core {}, OpenCV {}; {} runs x {} rounds each".format(
             res["gpu_daemon"]["device"], res["opencv_ocl"]["device"], args.gpu_iterations,

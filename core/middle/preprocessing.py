@@ -67,6 +67,11 @@ def add_preprocessing(graph, mean_values: dict, scale_values: dict, scale: float
         shape = data.shape
         mean = _values_for(mean_values, param.name, len(inputs))
         scl = _values_for(scale_values, param.name, len(inputs))
+        if param.soft_get("channels_last") and (mean is not None or scl is not None or scale is not None or reverse):
+            raise Error("Input \"{}\" is a 5-D volume kept NDHWC by --disable_nhwc_to_nchw: its channels are its "
+                        "last axis, where --mean_values, --scale_values, --scale and --reverse_input_channels do "
+                        "not apply. Convert without --disable_nhwc_to_nchw (the input is then NCDHW) to use them.",
+                        param.name)
         if scl is None and scale is not None:
             scl = np.array([scale], dtype=np.float32)
         channels = int(shape[1]) if len(shape) > 1 else 1
@@ -129,9 +134,9 @@ def fold_reverse_channels(graph):
                 w = get_blob(conv, "weights").reshape(int(conv.output), 3, -1)
                 set_blob(conv, "weights", w[:, ::-1, :].ravel())
             graph.bypass(rev)
-        else:  # an exact 1x1 convolution that swaps channel 0 and 2
+        else:  # an exact 1x1 (1x1x1 on a volume) convolution that swaps channel 0 and 2
             perm = np.eye(3, dtype=np.float32)[::-1]
-            Convolution.update_node_stat(rev, {"kernel": np.array([1, 1]), "stride": np.array([1, 1]),
-                                               "pad": np.array([0, 0]), "dilation": np.array([1, 1]), "group": 1,
-                                               "output": 3})
+            ones = np.ones(len(rev.in_node(0).shape) - 2, np.int64)
+            Convolution.update_node_stat(rev, {"kernel": ones, "stride": ones, "pad": ones * 0, "dilation": ones,
+                                               "group": 1, "output": 3})
             set_blob(rev, "weights", perm.ravel())

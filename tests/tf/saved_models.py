@@ -67,6 +67,15 @@ def two_signatures(out, rng):
     return path, {"image": x}, [net.embed(x)["embedding"].numpy()]
 
 
+def random_batch_norms(model, rng):
+    """Batch norms that do something: random gamma, beta, moving mean and variance."""
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            n = layer.gamma.shape[0]
+            layer.set_weights([rng.uniform(0.5, 1.5, n).astype(np.float32), rng.standard_normal(n).astype(np.float32),
+                               rng.standard_normal(n).astype(np.float32), rng.uniform(0.5, 2, n).astype(np.float32)])
+
+
 def keras_export(out, rng):
     inp = keras.Input((16, 16, 3), name="pixels")
     y = keras.layers.Conv2D(6, 3, strides=2, padding="same")(inp)
@@ -75,10 +84,7 @@ def keras_export(out, rng):
     y = keras.layers.DepthwiseConv2D(3, padding="same")(y)
     y = keras.layers.GlobalAveragePooling2D()(y)
     model = keras.Model(inp, keras.layers.Dense(4)(y))
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            layer.set_weights([rng.uniform(0.5, 1.5, 6).astype(np.float32), rng.standard_normal(6).astype(np.float32),
-                               rng.standard_normal(6).astype(np.float32), rng.uniform(0.5, 2, 6).astype(np.float32)])
+    random_batch_norms(model, rng)
     path = os.path.join(out, "keras_export")
     model.export(path, verbose=False)
     x = rng.standard_normal((1, 16, 16, 3)).astype(np.float32)
@@ -95,10 +101,7 @@ def keras_unet3d(out, rng):
     up = keras.layers.Conv3DTranspose(4, 2, strides=2)(b)
     y = keras.layers.Concatenate()([a, up, keras.layers.UpSampling3D(2)(b)])
     model = keras.Model(inp, keras.layers.Conv3D(3, 1, activation="sigmoid")(y))
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            layer.set_weights([rng.uniform(0.5, 1.5, 4).astype(np.float32), rng.standard_normal(4).astype(np.float32),
-                               rng.standard_normal(4).astype(np.float32), rng.uniform(0.5, 2, 4).astype(np.float32)])
+    random_batch_norms(model, rng)
     path = os.path.join(out, "keras_unet3d")
     model.export(path, verbose=False)
     x = rng.standard_normal((1, 4, 8, 8, 2)).astype(np.float32)

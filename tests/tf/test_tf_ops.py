@@ -117,6 +117,37 @@ def test_volume_layers_keep_ncdhw_between_them(tf_graphs, tmp_path):
     assert relu.name == "Relu" and tuple(relu.outputs[0].dims) == (1, 6, 6, 10, 8)  # NCDHW, TensorFlow's name
 
 
+def test_volumes_with_preprocessing_or_kept_ndhwc(ie, tf_graphs, tmp_path):
+    """A 5-D input is NCDHW, so --mean_values, --scale_values and --reverse_input_channels apply to its channels
+    (axis 1) as to an image's: fed the TensorFlow input brought back through them, the IR gives TensorFlow's
+    outputs. --disable_nhwc_to_nchw keeps the inputs and outputs NDHWC; preprocessing there is a clean error (the
+    channels are the last axis)."""
+    from ir import read_ir
+    from tests.support import assert_clean_failure, run_cli
+    from tests.tf.tf_helpers import convert_model, nchw, nhwc, output_key, rel_err, run_on_daemon
+    arrays, meta = tf_graphs.arrays("conv3d_pool3d"), tf_graphs.meta("conv3d_pool3d")
+    mean, scale = np.array([1.0, 2.0, 3.0], np.float32), np.array([2.0, 4.0, 0.5], np.float32)
+    xml = convert_model(tf_graphs.path("conv3d_pool3d"), tmp_path / "pre", "pre", batch=1,
+                        mean_values="[1,2,3]", scale_values="[2,4,0.5]", reverse_input_channels=True)
+    x = nchw(arrays["in1/x"])  # what the model sees: (reverse(raw) - mean) / scale
+    raw = np.ascontiguousarray((x * scale.reshape(1, 3, 1, 1, 1) + mean.reshape(1, 3, 1, 1, 1))[:, ::-1])
+    net = ie.read_network(model=xml)
+    exec_net = ie.load_network(net, "CPU")
+    try:
+        out = exec_net.infer({"x": raw})
+    finally:
+        exec_net.close()
+    for i, name in enumerate(meta["outputs"]):
+        assert rel_err(nhwc(np.asarray(out[output_key(xml, out, name)])), arrays[f"out1/{i}"]) < 1e-4, name
+    compare_with_tf(ie, tf_graphs, "conv3d_pool3d", tmp_path / "kept", nhwc_io=True)
+    kept = read_ir(str(tmp_path / "kept" / "conv3d_pool3d.xml"))
+    assert kept.layers[0].outputs[0].dims == (1, 5, 9, 8, 3)  # TensorFlow's NDHWC
+    code, stdout, stderr = run_cli("convert", "--input_model", tf_graphs.path("conv3d_pool3d"), "-b", "1",
+                                   "--disable_nhwc_to_nchw", "--mean_values", "[1,2,3]", "--output_dir",
+                                   str(tmp_path / "bad"))
+    assert_clean_failure(code, stdout, stderr, str(tmp_path / "bad"), "kept NDHWC by --disable_nhwc_to_nchw")
+
+
 def test_a_convnext_block_runs_channels_last_without_copies(tf_graphs, tmp_path):
     """On the CPU plan the block's two Permutes are views (the LayerNorm reads its input with the channels
     innermost, the dense layers' output is that memory again): no Permute, no Reorder runs but the network

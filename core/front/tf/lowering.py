@@ -262,6 +262,10 @@ def _volumes_channels_first(graph, lw):
 def _inputs_and_outputs(graph, lw, keep_nhwc: bool):
     if not keep_nhwc:
         _volumes_channels_first(graph, lw)
+    else:  # (preprocessing.py refuses means and the like on a volume whose channels stay last)
+        for param in graph.op_nodes(op="Parameter"):
+            if len(np.atleast_1d(param.out_node(0).soft_get("tf_shape", ()))) == 5:
+                param["channels_last"] = True
     for param in graph.op_nodes(op="Parameter"):
         data = param.out_node(0)
         if not lw.nchw(data):
