@@ -124,7 +124,7 @@ def test_volumes_with_preprocessing_or_kept_ndhwc(ie, tf_graphs, tmp_path):
     channels are the last axis)."""
     from ir import read_ir
     from tests.support import assert_clean_failure, run_cli
-    from tests.tf.tf_helpers import convert_model, nchw, nhwc, output_key, rel_err, run_on_daemon
+    from tests.tf.tf_helpers import convert_model, nchw, nhwc, output_key, rel_err
     arrays, meta = tf_graphs.arrays("conv3d_pool3d"), tf_graphs.meta("conv3d_pool3d")
     mean, scale = np.array([1.0, 2.0, 3.0], np.float32), np.array([2.0, 4.0, 0.5], np.float32)
     xml = convert_model(tf_graphs.path("conv3d_pool3d"), tmp_path / "pre", "pre", batch=1,
