@@ -388,6 +388,23 @@ def test_a_residual_sum_followed_by_a_chain_of_activations(tmp_path, chain, tail
     assert_close(ours[name], ref[name], 1e-4, name)
 
 
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+@pytest.mark.parametrize("params,shape", [("kernel_size: 4 stride: 2 pad: 1 group: 2", (1, 4, 5, 6)),
+                                          ("kernel_size: 3 stride: 2 pad: 1", (1, 3, 3, 4, 5))], ids=["2d", "3d"])
+def test_deconvolution_on_onednn_with_its_activation(tmp_path, params, shape, precision):
+    """oneDNN's deconvolution (Caffe's weights with the channel axes swapped per group), the ReLU after it a
+    post-op; equal to pycaffe (2-D and its N-D form), bf16 within 2e-2."""
+    text = (f'layer {{ name: "up" type: "Deconvolution" bottom: "data" top: "up" convolution_param {{ num_output: 6 '
+            f'{params} }} }}\n' + layer("ReLU", "relu", "up", "up"))
+    c = caffe_case(tmp_path, text, {"data": shape}, scale=0.4)
+    _, ref = c.run()
+    plan = ExecutionPlan(c.network, backend="onednn", precision=precision)
+    rows = perf_rows(plan, c.inputs)
+    assert rows["up"].backend == "onednn" and not rows["up"].kernel.startswith("ref"), rows["up"].kernel
+    assert rows["relu"].status == "fused"
+    assert_close(plan.infer(c.inputs)["relu"], ref["up"], 1e-4 if precision == "f32" else 2e-2, precision)
+
+
 def test_gelu_is_a_post_op_of_the_convolution_and_erf_runs_on_numpy(tmp_path):
     """oneDNN's gelu_erf / gelu_tanh post-ops; a lone Erf has no oneDNN form (the numpy kernel, checked
     against Python's erf in test_cpu_plan.py, is the reference of both)."""

@@ -13,6 +13,8 @@ the bias still added in f32). Where AMX is off (ONEDNN_MAX_CPU_ISA=AVX512_CORE_B
 brdgmm was the slower (466 against 422 us), so there the library's choice stands."""
 from __future__ import annotations
 
+import numpy as np
+
 from .library import DnnlError
 from .op import NativeOp, Unsupported, constant, register
 from .primitives import Desc, conv_pd
@@ -111,5 +113,41 @@ class ConvolutionOp(NativeOp):
         args = {"DNNL_ARG_SRC": ins[0], "DNNL_ARG_WEIGHTS": weights, "DNNL_ARG_DST": outs[0]}
         if self.has_bias and not self.bias_post_op:
             args["DNNL_ARG_BIAS"] = constant(self.d, net, self.layer.id, "biases", k.bias,
+                                             Desc.plain(self.d, (k.output,)))
+        return [self.primitive(self.pd, args, scratch)]
+
+
+@register("Deconvolution")
+class DeconvolutionOp(NativeOp):
+    """Deconvolution (2-D and 3-D, grouped) on oneDNN's deconvolution: the layouts left to the library, bias and
+    activations fused. Caffe's weights (C_in, O/g, k...) are oneDNN's (g, O/g, C_in/g, k...) with the two channel
+    axes swapped (the same taps: output i*stride + t - pad takes input i through tap t in both)."""
+    accepts_post_ops = True
+
+    def create(self, in_descs, in_shapes, out_shapes):
+        k, d = self.kernel, self.d
+        c, g = in_shapes[0][1], k.group
+        self.w_dims = (k.output, c, *k.kernel) if g == 1 else (g, k.output // g, c // g, *k.kernel)
+        self.has_bias = k.bias is not None
+        try:
+            self.pd = conv_pd(d, self.attr(), Desc.any(d, in_shapes[0], self.dt), Desc.any(d, self.w_dims, self.dt),
+                              Desc.plain(d, (k.output,)) if self.has_bias else None,
+                              self.dst_hint or Desc.any(d, out_shapes[0], self.out_dt()), k.stride,
+                              [x - 1 for x in k.dilation], k.pad, k.pad_end, transposed=True)
+        except DnnlError as err:
+            raise Unsupported(f"oneDNN has no deconvolution for {self.layer.name} in {self.dt}: {err}") from None
+        if self.pd.implementation.startswith("ref"):
+            raise Unsupported(f"oneDNN has only its reference deconvolution for {self.layer.name} in {self.dt}")
+        return [self.pd.md("src_md", dims=in_shapes[0])], [self.pd.md("dst_md", dims=out_shapes[0])]
+
+    def bind(self, ins, outs, scratch):
+        k, g = self.kernel, self.kernel.group
+        taps = int(np.prod(k.kernel))
+        caffe = k.blob("weights").reshape(g, k.in_channels // g, k.output // g, taps)
+        weights = constant(self.d, self.network, self.layer.id, "weights", caffe.transpose(0, 2, 1, 3),
+                           self.pd.md("weights_md", dims=self.w_dims))
+        args = {"DNNL_ARG_SRC": ins[0], "DNNL_ARG_WEIGHTS": weights, "DNNL_ARG_DST": outs[0]}
+        if self.has_bias:
+            args["DNNL_ARG_BIAS"] = constant(self.d, self.network, self.layer.id, "biases", k.bias.ravel(),
                                              Desc.plain(self.d, (k.output,)))
         return [self.primitive(self.pd, args, scratch)]

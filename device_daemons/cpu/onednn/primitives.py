@@ -281,12 +281,15 @@ def _md(desc):
     return desc.md if desc is not None else None
 
 
-def conv_pd(d, attr, src, weights, bias, dst, strides, dilates, pad_l, pad_r) -> PrimitiveDesc:
+def conv_pd(d, attr, src, weights, bias, dst, strides, dilates, pad_l, pad_r, transposed=False) -> PrimitiveDesc:
+    """A convolution, or (transposed) a deconvolution: weights (O, I, k...) / (g, O/g, I/g, k...) both."""
     lib, ffi = d.lib, d.ffi
-    return PrimitiveDesc(d, lambda pd: lib.dnnl_convolution_forward_primitive_desc_create(
-        pd, d.engine, lib.dnnl_forward_inference, lib.dnnl_convolution_direct, src.md, weights.md,
+    kind = "deconvolution" if transposed else "convolution"
+    create = getattr(lib, f"dnnl_{kind}_forward_primitive_desc_create")
+    return PrimitiveDesc(d, lambda pd: create(
+        pd, d.engine, lib.dnnl_forward_inference, getattr(lib, f"dnnl_{kind}_direct"), src.md, weights.md,
         _md(bias) or ffi.NULL, dst.md, _dims(d, strides), _dims(d, dilates), _dims(d, pad_l), _dims(d, pad_r),
-        attr.attr), "convolution")
+        attr.attr), kind)
 
 
 def pooling_pd(d, attr, alg, src, dst, strides, kernel, pad_l, pad_r) -> PrimitiveDesc:
