@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.front.tf.lowering import reshape_node
+from core.front.tf.lowering import TO_NCDHW, reshape_node
 from core.front.tf.ops.base import TFOp, const_input, expect_inputs, normalize_axis
-from core.front.tf.ops.volume import TO_NCDHW
 from core.front.tf.tensors import attr
 from core.ops.activation import Power
 from core.ops.pooling import Pooling
@@ -81,7 +80,7 @@ def _global_pooling(node, lw, op, shape, keep):
                               "pad": np.zeros(len(spatial), np.int64), "rounding_type": "floor",
                               "pool-method": "max" if op == "Max" else "avg", "exclude-pad": False})
     if volume:
-        lw.insert_before(node, 0, node.name + "/to_ncdhw", Permute, {"order": TO_NCDHW})
+        lw.insert_before(node, 0, node.name + "/to_ncdhw", Permute, {"order": list(TO_NCDHW)})
         pooled = np.array([shape[0], shape[-1], 1, 1, 1], np.int64)
     else:
         pooled = np.array([shape[0], 1, 1, shape[3]], np.int64)

@@ -4,7 +4,8 @@ tensors.
 The IR's 3-D Convolution and Pooling read NCDHW (the Model Optimizer's layout for them), while a 5-D tensor
 keeps TensorFlow's order in our IR (only 4-D tensors are NCHW: core/front/tf/lowering.py), so each layer gets a
 Permute to NCDHW before it and one back after it; between two such layers the pair meets across the
-element-wise layers and cancels (core/middle/move_fold.py), and a bias after the convolution folds into it.
+element-wise layers and cancels (core/middle/move_fold.py), as it does against the model's 5-D inputs and
+outputs, which are NCDHW (lowering.py); a bias or batch normalization after the convolution folds into it.
 Padding: SAME / VALID by TensorFlow's rules (conv.py); the average of a SAME window counts the values inside
 the volume only (exclude-pad), as TensorFlow's does; a zero Pad before (Keras' ZeroPadding3D) folds in
 (core/front/tf/patterns.py), its zeros then counted.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.errors import Error, ShapeError
+from core.front.tf.lowering import TO_NCDHW, TO_NDHWC
 from core.front.tf.ops.base import TFOp, expect_inputs
 from core.front.tf.ops.conv import constant_filter, read_conv_attrs, read_window_attrs, transposed_shape, window_pads
 from core.front.tf.tensors import describe
@@ -25,8 +27,6 @@ from core.ops.pooling import Pooling
 from core.ops.shape_ops import Permute
 
 LAYOUT = "NDHWC"
-TO_NCDHW = [0, 4, 1, 2, 3]
-TO_NDHWC = [0, 2, 3, 4, 1]
 
 
 def _same_or_valid(node):
@@ -45,8 +45,8 @@ def _channels_first(node, lw, op_class, attrs: dict, x=None):
     x = node.data_inputs()[0] if x is None else x
     lw.keep_inputs(node, x)
     lw.retype(node, op_class, attrs)
-    lw.insert_before(node, 0, node.name + "/to_ncdhw", Permute, {"order": TO_NCDHW})
-    lw.insert_after(node, node.name + "/ncdhw", Permute, {"order": TO_NDHWC})
+    lw.insert_before(node, 0, node.name + "/to_ncdhw", Permute, {"order": list(TO_NCDHW)})
+    lw.insert_after(node, node.name + "/ncdhw", Permute, {"order": list(TO_NDHWC)})
 
 
 class Conv3D(TFOp):
