@@ -345,33 +345,31 @@ def _merge_twin(graph, node) -> bool:
     return False
 
 
+def _bypass(graph, node) -> None:
+    """Removes a move whose input's producer (of one output, read by the move alone) computes the same now; at a
+    model output that producer takes the move's name, which users find the output by."""
+    if node.out_node(0).soft_get("is_output"):
+        node.in_node(0).producer()["name"] = node.name
+    graph.bypass(node)
+
+
 def _compose(graph, node) -> bool:
-    if _identity(node):
-        if not node.out_node(0).soft_get("is_output"):
-            graph.bypass(node)
-            return True
-        # a model output's: its producer (of one output, read by the move alone) takes the move's name, which
-        # the users find the output by
-        src = node.in_node(0)
-        producer = src.producer()
-        if (producer is not None and producer.soft_get("op") != "Parameter" and len(producer.out_nodes()) == 1
-                and _sole_consumer(src) is not None):
-            producer["name"] = node.name
-            graph.bypass(node)
-            return True
-    if _merge_twin(graph, node):
-        return True
     data = node.in_node(0)
     before = data.producer()
+    if _identity(node) and (not node.out_node(0).soft_get("is_output") or (
+            before is not None and before.soft_get("op") != "Parameter" and len(before.out_nodes()) == 1
+            and _sole_consumer(data) is not None)):
+        _bypass(graph, node)
+        return True
+    if _merge_twin(graph, node):
+        return True
     if (node.op == "Permute" and before is not None and before.soft_get("op") == "Reshape"
             and _sole_consumer(data) is not None and _keeps_order(node)):
         # a Permute that only moves axes of size 1 after a Reshape: one Reshape (a 5-D reduction's kept dims)
         before["dim"] = list(_shape(node.out_node(0)))
         before.attrs.pop("flatten", None)
         data.shape = node.out_node(0).shape
-        if node.out_node(0).soft_get("is_output"):
-            before["name"] = node.name
-        graph.bypass(node)
+        _bypass(graph, node)
         return True
     if before is None or before.soft_get("op") != node.op or _sole_consumer(data) is None:
         return False

@@ -21,17 +21,20 @@ def end_pad_getter(node):
 
 
 def check_rank(node, shape, what: str):
-    """A 2-D window over an NCHW input or a 3-D one over an NCDHW volume. A window given the same on every axis
-    (a Caffe layer's single values: `window_from_input`) takes the input's number of spatial axes."""
-    if node.soft_get("window_from_input") and len(shape) == 5:
-        for name in _WINDOW[:5]:
-            value = node.soft_get(name)
-            if value is not None and np.size(value) == 2:
-                node[name] = np.repeat(np.asarray(value, np.int64).ravel()[:1], 3)
+    """A 2-D window over an NCHW input or a 3-D one over an NCDHW volume, every window attribute of as many axes.
+    The attributes `uniform_window` names (a Caffe layer's single values) take the input's spatial axes."""
+    windows = [name for name in _WINDOW[:5] if node.soft_get(name) is not None]
+    for name in node.soft_get("uniform_window") or ():
+        if name in windows and len(shape) in (4, 5):
+            node[name] = np.repeat(np.asarray(node[name], np.int64).ravel()[:1], len(shape) - 2)
     spatial = len(np.atleast_1d(node.kernel)) if node.soft_get("kernel") is not None else 2
     if len(shape) != 2 + spatial or spatial not in (2, 3):
         raise ShapeError("{} '{}' with a {}-D window needs a {}-D input, got shape {}.", what, node.name, spatial,
                          2 + spatial, list(shape))
+    mixed = [name for name in windows if np.size(node[name]) != spatial]
+    if mixed:
+        raise ShapeError("{} '{}': {} of a {}-D window must have {} values each, got {}.", what, node.name,
+                         ", ".join(mixed), spatial, spatial, [list(np.ravel(node[n])) for n in mixed])
 
 
 def _weights_count(node):

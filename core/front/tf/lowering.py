@@ -224,39 +224,52 @@ def _materialize_constants(graph, lw):
         graph.connect(const, data, out=0)
 
 
+def _permute_after_input(graph, lw, param, order, name: str, attrs: dict, tf_layout: dict):
+    """The input's readers read it through a Permute (`order`) now: a new tensor with `tf_layout` (its TensorFlow
+    shape and layout attributes) between."""
+    data = param.out_node(0)
+    new = graph.add_data(param.name + name)
+    new.attrs.update(tf_layout)
+    for _, v, key, a in list(graph.out_edges(data.id, keys=True, data=True)):
+        graph.remove_edge(data.id, v, key)
+        graph.add_edge(new.id, v, **a)
+    op = lw.new_op(param.name + "/to_" + name.lstrip("/"), Permute, {"order": list(order), **attrs})
+    graph.connect(data, op, inp=0)
+    graph.connect(op, new, out=0)
+
+
+def _permute_before_output(graph, lw, data, order, name: str):
+    """A model output's producer writes it through a Permute (`order`; it takes the producer's name, which users
+    find the output by); the layers that also read the output keep reading the tensor before it, which is
+    returned."""
+    producer = data.producer()
+    port = next(p for p, d in producer.out_nodes().items() if d.id == data.id)
+    readers = list(graph.out_edges(data.id, keys=True, data=True))
+    lw.insert_after(producer, producer.name + name, Permute, {"order": list(order)}, port=port)
+    mid = producer.out_node(port)
+    for _, v, key, a in readers:
+        graph.remove_edge(data.id, v, key)
+        graph.add_edge(mid.id, v, **a)
+    return mid
+
+
 def _volumes_channels_first(graph, lw):
-    """The model's 5-D inputs and outputs NCDHW (the module doc, 4.): a Permute to NDHWC after each such input
-    (its readers read that), one to NCDHW before each such output (other readers keep the NDHWC tensor)."""
+    """The model's 5-D inputs and outputs NCDHW (the module doc, 4.): a Permute to NDHWC after each such input,
+    one to NCDHW before each such output."""
+    rank5 = lambda data: len(np.atleast_1d(data.soft_get("tf_shape", ()))) == 5  # noqa: E731
     for param in graph.op_nodes(op="Parameter"):
         data = param.out_node(0)
-        if len(np.atleast_1d(data.soft_get("tf_shape", ()))) != 5:
-            continue
-        new = graph.add_data(param.name + "/ndhwc")
-        new.attrs.update({"tf_shape": data.tf_shape, "nchw": False})
-        for _, v, key, a in list(graph.out_edges(data.id, keys=True, data=True)):
-            graph.remove_edge(data.id, v, key)
-            graph.add_edge(new.id, v, **a)
-        op = lw.new_op(param.name + "/to_ndhwc", Permute, {"order": list(TO_NDHWC)})
-        graph.connect(data, op, inp=0)
-        graph.connect(op, new, out=0)
-        param.shape = np.asarray(param.shape, dtype=np.int64)[list(TO_NCDHW)]
-        data.attrs.pop("tf_shape")  # (IR layout now: no TensorFlow shape to check it against)
+        if rank5(data):
+            _permute_after_input(graph, lw, param, TO_NDHWC, "/ndhwc", {},
+                                 {"tf_shape": data.tf_shape, "nchw": False})
+            param.shape = np.asarray(param.shape, dtype=np.int64)[list(TO_NCDHW)]
+            data.attrs.pop("tf_shape")  # (IR layout now: no TensorFlow shape to check it against)
     for data in list(graph.data_nodes()):
-        if not (data.soft_get("is_output") and len(np.atleast_1d(data.soft_get("tf_shape", ()))) == 5
-                and graph.in_degree(data.id)):
-            continue
-        producer = data.producer()
-        if producer.soft_get("op") == "Parameter":
-            continue  # (an input that is an output too: NCDHW already)
-        port = next(p for p, d in producer.out_nodes().items() if d.id == data.id)
-        readers = list(graph.out_edges(data.id, keys=True, data=True))
-        lw.insert_after(producer, producer.name + "/ndhwc", Permute, {"order": list(TO_NCDHW)}, port=port)
-        mid = producer.out_node(port)
-        mid.attrs.update({"tf_shape": data.tf_shape, "nchw": False})
-        data.attrs.pop("tf_shape")
-        for _, v, key, a in readers:
-            graph.remove_edge(data.id, v, key)
-            graph.add_edge(mid.id, v, **a)
+        # (an input that is an output too is NCDHW already: it has no TensorFlow shape left)
+        if data.soft_get("is_output") and rank5(data) and graph.in_degree(data.id):
+            mid = _permute_before_output(graph, lw, data, TO_NCDHW, "/ndhwc")
+            mid.attrs.update({"tf_shape": data.tf_shape, "nchw": False})
+            data.attrs.pop("tf_shape")
 
 
 def _inputs_and_outputs(graph, lw, keep_nhwc: bool):
@@ -272,31 +285,17 @@ def _inputs_and_outputs(graph, lw, keep_nhwc: bool):
             continue
         if keep_nhwc:
             data["nchw"] = False
-            new = graph.add_data(param.name + "/nchw")
-            new.attrs.update({"tf_shape": data.tf_shape, "nchw": True})
-            for _, v, key, a in list(graph.out_edges(data.id, keys=True, data=True)):
-                graph.remove_edge(data.id, v, key)
-                graph.add_edge(new.id, v, **a)
             # (preprocessing.py puts --mean_values and the like after it, where channels are axis 1)
-            op = lw.new_op(param.name + "/to_nchw", Permute, {"order": list(TO_NCHW), "input_to_nchw": True})
-            graph.connect(data, op, inp=0)
-            graph.connect(op, new, out=0)
+            _permute_after_input(graph, lw, param, TO_NCHW, "/nchw", {"input_to_nchw": True},
+                                 {"tf_shape": data.tf_shape, "nchw": True})
         else:
             param.shape = np.asarray(param.shape, dtype=np.int64)[list(TO_NCHW)]
     if not keep_nhwc:
         return
     for data in graph.data_nodes():
         if data.soft_get("is_output") and lw.nchw(data) and graph.in_degree(data.id):
-            # the Permute takes the producer's name (insert_after): users find the output by it
-            producer = data.producer()
-            port = next(p for p, d in producer.out_nodes().items() if d.id == data.id)
-            readers = list(graph.out_edges(data.id, keys=True, data=True))
-            lw.insert_after(producer, producer.name + "/nchw", Permute, {"order": list(TO_NHWC)}, port=port)
+            _permute_before_output(graph, lw, data, TO_NHWC, "/nchw")
             data["nchw"] = False
-            mid = producer.out_node(port)  # layers that also read the output keep reading it in NCHW
-            for _, v, key, a in readers:
-                graph.remove_edge(data.id, v, key)
-                graph.add_edge(mid.id, v, **a)
 
 
 def _check_shapes(graph, lw):

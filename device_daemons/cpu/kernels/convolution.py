@@ -70,9 +70,6 @@ class Convolution(Kernel):
             raise self.error(f"input {list(input_shapes[0])} is smaller than the kernel {list(self.kernel)}")
         return [(n, self.output, *out)]
 
-    def _out_hw(self, h, w):
-        return _out_size(self, (h, w))
-
     def _scratch(self, c, h, w, oh, ow):
         """Reused per input size: the zero-bordered input plane and the column buffer."""
         key = (c, h, w)
@@ -126,7 +123,7 @@ class Convolution(Kernel):
             return [volume.convolution(x, self.weights, bias, self.kernel, self.stride, self.pad, self.dilation,
                                        _out_size(self, x.shape[2:]))]
         n, c, h, w = x.shape
-        oh, ow = self._out_hw(h, w)
+        oh, ow = _out_size(self, (h, w))
         o, m = self.output, oh * ow
         if self.pointwise:
             (sh, sw) = self.stride
@@ -179,9 +176,6 @@ class Deconvolution(Kernel):
         b = self.blob("biases", required=False, size=self.output)
         self.bias = None if b is None else b.reshape(self.output, 1, 1)
 
-    def _out_hw(self, h, w):
-        return _out_size(self, (h, w), transposed=True)
-
     def getMemoryShapes(self, input_shapes):  # noqa: N802
         self.expect_inputs(input_shapes, 1, rank=2 + self.spatial)
         n, c = input_shapes[0][:2]
@@ -203,7 +197,7 @@ class Deconvolution(Kernel):
         (kh, kw), (sh, sw), (dh, dw) = self.kernel, self.stride, self.dilation
         hp = sh * (h - 1) + dh * (kh - 1) + 1
         wp = sw * (w - 1) + dw * (kw - 1) + 1
-        oh, ow = self._out_hw(h, w)
+        oh, ow = _out_size(self, (h, w), transposed=True)
         ph, pw = self.pad
         out = np.empty((n, self.output, oh, ow), np.float32)
         hspan, wspan = sh * (h - 1) + 1, sw * (w - 1) + 1

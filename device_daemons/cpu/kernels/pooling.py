@@ -33,9 +33,6 @@ class Pooling(Kernel):
         self.ceil = a["rounding_type"] == "ceil"
         self._key = None
 
-    def _out_hw(self, h, w):
-        return self._out_size((h, w))
-
     def _out_size(self, size) -> tuple:
         return tuple(int(o) for o in pooled_size(size, self.kernel, self.stride, self.pad, self.pad_end, self.ceil))
 
@@ -54,7 +51,7 @@ class Pooling(Kernel):
             return
         self._key = (h, w)
         (kh, kw), (sh, sw), (ph, pw) = self.kernel, self.stride, self.pad
-        oh, ow = self._out_hw(h, w)
+        oh, ow = self._out_size((h, w))
         self.out_hw = (oh, ow)
         self.is_global = (oh, ow) == (1, 1) and (kh, kw) == (h, w) and (ph, pw) == (0, 0)
 

@@ -86,7 +86,7 @@ def pooling(x, kernel, stride, pad, pad_end, out, method: str, exclude_pad: bool
             result += view
     if not is_max:
         result *= _divisors(x.shape[2:], kernel, stride, pad, pad_end, out, exclude_pad)
-    return np.ascontiguousarray(result, dtype=np.float32)
+    return result  # (the first view's copy: contiguous float32)
 
 
 def deconvolution(x, weights_t, output: int, bias, kernel, stride, pad, dilation, out):

@@ -142,9 +142,9 @@ class DeconvolutionOp(NativeOp):
 
     def bind(self, ins, outs, scratch):
         k, g = self.kernel, self.kernel.group
-        taps = int(np.prod(k.kernel))
-        caffe = k.blob("weights").reshape(g, k.in_channels // g, k.output // g, taps)
-        weights = constant(self.d, self.network, self.layer.id, "weights", caffe.transpose(0, 2, 1, 3),
+        # the numpy kernel's per-group transpose (g, O/g * taps, C_in/g) -> (g, O/g, C_in/g, taps)
+        per_group = k.weights_t.reshape(g, k.output // g, int(np.prod(k.kernel)), k.in_channels // g)
+        weights = constant(self.d, self.network, self.layer.id, "weights", per_group.transpose(0, 1, 3, 2),
                            self.pd.md("weights_md", dims=self.w_dims))
         args = {"DNNL_ARG_SRC": ins[0], "DNNL_ARG_WEIGHTS": weights, "DNNL_ARG_DST": outs[0]}
         if self.has_bias:

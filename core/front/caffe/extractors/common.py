@@ -31,11 +31,11 @@ def spatial(param, name, name_h, name_w, default):
                          len(values))
 
 
-def uniform_window(param, names) -> bool:
-    """No parameter among `names` (repeated fields) has more than one value and no `_h`/`_w` form is set:
-    the same on every axis, so a 5-D input makes the window 3-D (Caffe's num_spatial_axes)."""
-    return all(len(getattr(param, n)) <= 1 for n in names) and not any(
-        param.HasField(f) for f in ("kernel_h", "kernel_w", "stride_h", "stride_w", "pad_h", "pad_w"))
+def uniform_params(param, names: dict) -> tuple:
+    """Of `names` ({repeated field: its (_h, _w) fields or ()}), those given by one value or not at all: the same
+    on every axis, so they take as many axes as the input has spatial ones (Caffe's num_spatial_axes)."""
+    return tuple(name for name, hw in names.items()
+                 if len(getattr(param, name)) <= 1 and not any(param.HasField(f) for f in hw))
 
 
 def layer_blobs(node, expected: int | None = None, at_least: int | None = None) -> list[np.ndarray]:

@@ -1,7 +1,5 @@
 """Convolution and Deconvolution layers (2-D, and Caffe's N-D form with three spatial axes)."""
-import numpy as np
-
-from core.front.caffe.extractors.common import layer_blobs, spatial, uniform_window
+from core.front.caffe.extractors.common import layer_blobs, spatial, uniform_params
 from core.front.extractor import FrontExtractorOp, embed_blobs
 from core.ops.convolution import Convolution, Deconvolution
 
@@ -15,13 +13,14 @@ def conv_attrs(param):
         "group": int(param.group),
         "output": int(param.num_output),
     }
-    windows = [attrs[a] for a in ("kernel", "stride", "pad", "dilation")]
-    if any(len(w) == 3 for w in windows):  # Caffe's N-D convolution: one value stands for all three axes
-        for name in ("kernel", "stride", "pad", "dilation"):
-            if len(attrs[name]) == 2 and attrs[name][0] == attrs[name][1]:
-                attrs[name] = np.repeat(attrs[name][:1], 3)
-    attrs["window_from_input"] = uniform_window(param, ("kernel_size", "stride", "pad", "dilation"))
+    # Caffe's N-D form: a parameter of one value stands for every axis (core/ops/convolution.py check_rank)
+    uniform = uniform_params(param, {"kernel_size": ("kernel_h", "kernel_w"), "stride": ("stride_h", "stride_w"),
+                                     "pad": ("pad_h", "pad_w"), "dilation": ()})
+    attrs["uniform_window"] = tuple(_ATTR[name] for name in uniform)
     return attrs
+
+
+_ATTR = {"kernel_size": "kernel", "stride": "stride", "pad": "pad", "dilation": "dilation"}
 
 
 def _extract(node, op_class):
