@@ -3,14 +3,15 @@ at each engine's default precision (bf16 where the CPU has AVX512_BF16 or AMX), 
 the same work for every engine: the same weights (Caffe nets: He-scaled random
 caffemodels made once by pycaffe; Keras ResNet50, MobileNetV2 and MobileNetV3Small:
 the frozen graphs of tests/tf/keras_apps.py - weights=None, seeded, random batch-norm
-statistics -, Keras ConvNeXtTiny, a BERT-like encoder and a C3D-style video net: those of benchmarks/modern_nets.py,
+statistics -, Keras ConvNeXtTiny, a BERT-like encoder, a C3D-style video net and a two-LSTM sequence classifier: those
+of benchmarks/modern_nets.py,
 all built by TensorFlow in a subprocess, benchmarks/built_models.py), the
 same random input (seed 0, made in NCHW; an engine that keeps TensorFlow's NHWC gets
 the same values transposed), the same batch; float32 inputs and outputs.
 
     python benchmarks/infer.py [--models bvlc_googlenet,bvlc_alexnet,ssd_style,keras_resnet50,
                                          keras_mobilenet_v2,keras_mobilenet_v3_small,keras_convnext_tiny,
-                                         bert_encoder,c3d_style]
+                                         bert_encoder,c3d_style,lstm_sequence]
                                [--batch 1] [--iterations 30] [--rounds 3]
                                [--throughput [--tp-batch 1] [--tp-seconds 1]]
                                [--cpu-time] [--engines core|all] [--gpu-iterations 10] [--opencl-rounds 1]
@@ -98,13 +99,13 @@ from benchmarks import timing  # noqa: E402
 from benchmarks.references import HOME, bvlc_model, keras_model, openvino_mo  # noqa: E402
 
 MODELS = ("bvlc_googlenet", "bvlc_alexnet", "ssd_style", "keras_resnet50", "keras_mobilenet_v2",
-          "keras_mobilenet_v3_small", "keras_convnext_tiny", "bert_encoder", "c3d_style")
+          "keras_mobilenet_v3_small", "keras_convnext_tiny", "bert_encoder", "c3d_style", "lstm_sequence")
 ACCURACY_MODELS = ("bvlc_reference_caffenet",)  # reference-catalog parity nets measured for accuracy only
 # benchmark name -> (builder, graph): tests/tf/keras_apps.py, benchmarks/modern_nets.py
 KERAS = {"keras_resnet50": ("keras_apps", "resnet50"), "keras_mobilenet_v2": ("keras_apps", "mobilenet_v2"),
          "keras_mobilenet_v3_small": ("keras_apps", "mobilenet_v3_small"),
          "keras_convnext_tiny": ("modern_nets", "convnext_tiny"), "bert_encoder": ("modern_nets", "bert_encoder"),
-         "c3d_style": ("modern_nets", "c3d_style")}
+         "c3d_style": ("modern_nets", "c3d_style"), "lstm_sequence": ("modern_nets", "lstm_sequence")}
 CORE_ENGINES = ("daemon_f32", "daemon_default", "plan_f32", "plan_default", "openvino_f32", "openvino_default")
 # --cpu-time: the same on one thread, timed by CPU time (a shared machine's load moves it far less than wall time)
 CPU_TIME_ENGINES = ("plan_f32@1t", "plan_default@1t", "openvino_f32@1t", "openvino_default@1t")

@@ -4,7 +4,9 @@ BERT-like encoder (dense layers on 3-D tensors, MultiHeadAttention's EinsumDense
 Einsum, LayerNorm, exact GELU), the nets on which issue 25 found the converted IR
 two to three times slower than OpenVINO; and a C3D-style video classifier (Conv3D,
 batch normalization, MaxPool3D, GlobalAveragePooling3D on 8 frames of 56x56), the
-volume layers that were offload-only before.
+volume layers that were offload-only before; and a recurrent sequence classifier (two
+stacked LSTMs over 32 steps of 64 features, a Dense), whose loops were offload-only
+before the converter unrolled them (OpenVINO's TensorFlow front end makes them Loops).
 
 Run as `python benchmarks/modern_nets.py OUT_DIR` (benchmarks/built_models.py runs it
 once and caches the result). weights=None with seeded weights; ConvNeXt's layer-scale
@@ -69,6 +71,16 @@ def c3d_style(seed):
     return model
 
 
+def lstm_sequence(seed):
+    """Two LSTM(128) layers (the first returning its sequence) over 32 steps of 64 features, Dense(10) on the last
+    output; weights drawn at Keras' default scales."""
+    keras.utils.set_random_seed(seed)
+    steps = keras.Input((32, 64), name="sequence")
+    x = keras.layers.LSTM(128, return_sequences=True)(steps)
+    x = keras.layers.LSTM(128)(x)
+    return keras.Model(steps, keras.layers.Dense(10)(x))
+
+
 def build(writer):
     rng = np.random.default_rng(7)
     model = convnext_tiny(seed=1)
@@ -80,6 +92,9 @@ def build(writer):
     video = c3d_style(seed=3)
     writer.add("c3d_style", lambda clip: video(clip, training=False),
                {"clip": rng.standard_normal((1, 8, 56, 56, 3)).astype(np.float32)})
+    recurrent = lstm_sequence(seed=4)
+    writer.add("lstm_sequence", lambda sequence: recurrent(sequence, training=False),
+               {"sequence": rng.standard_normal((1, 32, 64)).astype(np.float32)})
 
 
 if __name__ == "__main__":

@@ -763,6 +763,51 @@ def preprocessed(rng, inputs):
             "mean_scale_reversed": {"x": (raw[..., ::-1] - MEAN) / SCALE}, "scale255": {"x": raw / 255.0}}
 
 
+_RECURRENT = []  # (as _LAYER_NORMS)
+
+
+def _recurrent_layers(rng) -> list:
+    import keras
+    if not _RECURRENT:
+        with tf.init_scope():
+            for layer, features in ((keras.layers.LSTM(6), 5), (keras.layers.GRU(4, return_sequences=True), 5),
+                                    (keras.layers.SimpleRNN(3, go_backwards=True, return_sequences=True), 5),
+                                    (keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True)), 5),
+                                    (keras.layers.GRU(3, reset_after=False), 8)):
+                layer.build((None, 7, features))
+                layer.set_weights([(rng.standard_normal(v.shape) * 0.5).astype(np.float32)
+                                   for v in layer.get_weights()])
+                _RECURRENT.append(layer)
+    return _RECURRENT
+
+
+@case("keras_recurrent", (1, 7, 5), batches=(1, 2))
+def _(rng, x):
+    # Keras' recurrent layers as freezing lowers them - a while loop over TensorLists of the time steps - unrolled
+    # (core/front/tf/unroll_loops.py): LSTM's last output, GRU's sequence (reset_after), SimpleRNN backwards, a
+    # Bidirectional LSTM's sequence into a GRU with reset_after=False
+    lstm, gru, simple, bidirectional, gru_before_reset = _recurrent_layers(rng)
+    return [lstm(x), gru(x), simple(x), gru_before_reset(bidirectional(x))]
+
+
+@case("counted_loops", (1, 6, 4), batches=(1, 2))
+def _(rng, x):
+    # loops of a fixed trip count: tf.scan over the time steps, a counter against a constant, maximum_iterations
+    # with an always-true condition, and a loop in a loop (the inner one unrolled first)
+    wx, wh = w(rng, 4, 5), w(rng, 5, 5)
+    h0 = tf.matmul(x[:, 0, :], tf.zeros([4, 5]))
+    scanned = tf.scan(lambda h, xt: tf.tanh(tf.matmul(xt, wx) + tf.matmul(h, wh)), tf.transpose(x, [1, 0, 2]),
+                      initializer=h0)
+    _, counted = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.tanh(a) + x), (tf.constant(0), x))
+    capped = tf.while_loop(lambda a: tf.constant(True), lambda a: a * 0.5 + x, (x,), maximum_iterations=4)
+
+    def outer(i, a):
+        _, inner = tf.while_loop(lambda j, b: j < 2, lambda j, b: (j + 1, tf.sin(b) * 0.9 + a * 0.1), (0, a))
+        return i + 1, inner + tf.cast(i, tf.float32)
+    _, nested = tf.while_loop(lambda i, a: i < 3, outer, (tf.constant(0), x))
+    return [tf.transpose(scanned, [1, 0, 2]), counted, capped, nested]
+
+
 @case("preprocess_into_conv", (1, 8, 8, 3), feeds=preprocessed)
 def _(rng, x):
     return tf.nn.bias_add(tf.nn.conv2d(x, w(rng, 3, 3, 3, 4), strides=2, padding="VALID"), w(rng, 4))

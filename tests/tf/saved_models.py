@@ -1,9 +1,9 @@
 """Builder of the TensorFlow models that need TensorFlow to be frozen (the TF
 worker's freeze verb): a TF2 SavedModel (a tf.Module with a serving signature), one
-with two signatures and no serving_default (the outputs stored: the `embed` one's), two
-Keras 3 models exported as SavedModels (one of 3-D layers), a TF1 meta graph with its checkpoint, and
-the same TF1 graph as a GraphDef with variables plus that checkpoint (reference and
-resource variables).
+with two signatures and no serving_default (the outputs stored: the `embed` one's), three
+Keras 3 models exported as SavedModels (one of 3-D layers, one of recurrent layers), a TF1 frozen graph of a
+recurrence (TensorArrayV3), a TF1 meta graph with its checkpoint, and the same TF1 graph as a GraphDef with
+variables plus that checkpoint (reference and resource variables).
 
 Run as `python tests/tf/saved_models.py OUT_DIR` (benchmarks/built_models.py caches
 it); TensorFlow's outputs on seeded inputs are stored next to the models.
@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tf_build import np, tf  # noqa: E402
+from tf_build import np, strip_identities, tf  # noqa: E402
 
 import keras  # noqa: E402
 
@@ -108,6 +108,54 @@ def keras_unet3d(out, rng):
     return path, {"volume": x}, [np.asarray(model(x, training=False))]
 
 
+def keras_sequence_export(out, rng):
+    """A Keras sequence classifier exported as a SavedModel: a GRU's sequence into an LSTM, then a Dense (their
+    loops, lowered by freezing, are unrolled by the converter)."""
+    inp = keras.Input((9, 6), name="sequence")
+    y = keras.layers.GRU(8, return_sequences=True)(inp)
+    y = keras.layers.LSTM(5)(y)
+    model = keras.Model(inp, keras.layers.Dense(3, activation="softmax")(y))
+    model.set_weights([(rng.standard_normal(v.shape) * 0.5).astype(np.float32) for v in model.get_weights()])
+    path = os.path.join(out, "keras_sequence")
+    model.export(path, verbose=False)
+    x = rng.standard_normal((1, 9, 6)).astype(np.float32)
+    return path, {"sequence": x}, [np.asarray(model(x, training=False))]
+
+
+def tf1_recurrence(out, rng):
+    """A TF1 frozen graph with a recurrence as dynamic_rnn built it: TensorArrayV3 unstack / read / write / gather
+    (control flow v1), the trip count from the input's Shape, the batch unknown; outputs the sequence (`y`) and the
+    loop's final state (its Exit node, an output as TF1 users name it). (path, batch 2 inputs, outputs, the
+    names of the layers that compute them)"""
+    tf1 = tf.compat.v1
+    tf1.disable_control_flow_v2()
+    graph = tf.Graph()
+    x_value = rng.standard_normal((2, 6, 4)).astype(np.float32)
+    with graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 6, 4], name="x")
+        steps = tf.transpose(x, [1, 0, 2])
+        n = tf.shape(steps)[0]
+        inputs = tf.TensorArray(tf.float32, size=n).unstack(steps)
+        wx = tf.constant(rng.standard_normal((4, 5)).astype(np.float32) * 0.5)
+        wh = tf.constant(rng.standard_normal((5, 5)).astype(np.float32) * 0.5)
+
+        def body(t, h, outputs):
+            h = tf.tanh(tf.matmul(inputs.read(t), wx) + tf.matmul(h, wh))
+            return t + 1, h, outputs.write(t, h)
+        _, h, outputs = tf1.while_loop(lambda t, h, outputs: t < n, body,
+                                       (tf.constant(0), tf.zeros([tf.shape(x)[0], 5]), tf.TensorArray(tf.float32,
+                                                                                                     size=n)))
+        y = tf.identity(tf.transpose(outputs.stack(), [1, 0, 2]), name="y")
+        with tf1.Session(graph=graph) as sess:
+            results = sess.run([y, h], {x: x_value})
+        graph_def = tf1.graph_util.convert_variables_to_constants(sess, graph.as_graph_def(), ["y", h.op.name])
+    tf1.enable_control_flow_v2()
+    path = os.path.join(out, "tf1_recurrence.pb")
+    with open(path, "wb") as f:
+        f.write(graph_def.SerializeToString())
+    return path, {"x": x_value}, results, [strip_identities(graph_def, "y"), h.op.name]
+
+
 def tf1_graph(out, rng, use_resource=False):
     """(meta graph path, checkpoint prefix, GraphDef-with-variables path, inputs, outputs);
     resource variables (VarHandleOp, what get_variable makes by default under TF2) or
@@ -156,6 +204,11 @@ def main():
     add("keras_export", inputs, outputs, saved_model_dir=path)
     path, inputs, outputs = keras_unet3d(out, rng)
     add("keras_unet3d", inputs, outputs, saved_model_dir=path)
+    path, inputs, outputs = keras_sequence_export(out, rng)
+    add("keras_sequence", inputs, outputs, saved_model_dir=path)
+    path, inputs, outputs, names = tf1_recurrence(out, rng)
+    add("tf1_recurrence", inputs, outputs, input_model=path)
+    index["tf1_recurrence"]["outputs"] = names
     meta, prefix, graph, inputs, outputs = tf1_graph(out, rng)
     add("tf1_meta_graph", inputs, outputs, input_meta_graph=meta)
     add("tf1_graph_and_checkpoint", inputs, outputs, input_model=graph, input_checkpoint=prefix)

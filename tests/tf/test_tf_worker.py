@@ -7,6 +7,7 @@ interpreter (MO_CORE_TF_PYTHON: a venv made here that truly has no TensorFlow),
 the error says how to install it."""
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -18,8 +19,8 @@ from tests.support import REPO, run_cli
 from benchmarks.built_models import Models, built
 from tests.tf.tf_helpers import convert_model, rel_err, run_on_daemon
 
-CASES = ("tf2_saved_model", "keras_export", "keras_unet3d", "tf1_meta_graph", "tf1_graph_and_checkpoint",
-         "tf1_resource_meta_graph", "tf1_resource_graph_and_checkpoint")
+CASES = ("tf2_saved_model", "keras_export", "keras_unet3d", "keras_sequence", "tf1_meta_graph",
+         "tf1_graph_and_checkpoint", "tf1_resource_meta_graph", "tf1_resource_graph_and_checkpoint")
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,24 @@ def test_frozen_by_the_worker_equals_tensorflow(ie, saved_models, tmp_path, case
         assert "TFCustomSubgraphCall" not in types and types.count("Deconvolution") == 1, types
         assert types.count("Convolution") == 3 and "Eltwise" not in types, types
         assert read_ir(xml).layers[0].outputs[0].dims == (1, 2, 4, 8, 8)  # NCDHW, as 4-D inputs are NCHW
+    if case == "keras_sequence":  # the GRU's and the LSTM's loops unrolled: 9 steps each, nothing offloaded
+        names = [layer.name for layer in read_ir(xml).layers]
+        assert "TFCustomSubgraphCall" not in [layer.type for layer in read_ir(xml).layers]
+        for loop in ("gru", "lstm"):
+            steps = {int(m.group(1)) for n in names if f"/{loop}" in n and (m := re.search(r"/unrolled_(\d+)", n))}
+            assert steps == set(range(9)), (loop, sorted(steps))
+
+
+def test_tf1_recurrence_unrolled(ie, saved_models, tmp_path):
+    """A TF1 graph's recurrence (TensorArrayV3; its trip count from the input's Shape, the batch unknown) unrolled at
+    batch 2; the loop's final state is the output its Exit node names, as in TensorFlow."""
+    meta, arrays = saved_models.meta("tf1_recurrence"), saved_models.arrays("tf1_recurrence")
+    xml = convert_model(os.path.join(saved_models.dir, meta["input_model"]), tmp_path, "tf1_recurrence", batch=2)
+    _, out = run_on_daemon(ie, xml, {"x": arrays["in1/x"]})
+    assert meta["outputs"][1] == "while/Exit_1" and sorted(out) == sorted(meta["outputs"])
+    for i, name in enumerate(meta["outputs"]):
+        assert rel_err(out[name], arrays[f"out1/{i}"]) <= 1e-5, name
+    assert "TFCustomSubgraphCall" not in [layer.type for layer in read_ir(xml).layers]
 
 
 def test_ir_v11_names_the_output_by_the_signature(saved_models, tmp_path):

@@ -1,5 +1,6 @@
 """Builder of the TensorFlow graphs of the TF worker tests: ops the converter does
-not support (Cumprod, Igamma, Einsum with '...', BesselI0e, BesselI1e, Any, ApproximateEqual, while loops)
+not support (Cumprod, Igamma, Einsum with '...', BesselI0e, BesselI1e, Any, ApproximateEqual, while loops whose
+trip count depends on the data or passes the unrolling limit; a tf.scan, unrolled unless a pattern names it)
 and Erf and Softplus (native, the tests offload them by pattern), mixed with ops it
 does (a cast to int, Floor, a Gather of the data at constant indices: native now), in
 name scopes the offload patterns select.
@@ -125,14 +126,24 @@ def _(rng, x):
 @case("while_loop", (1, 4))
 def _(rng, x):
     # a while loop as TensorFlow lowers it when freezing (Enter, Merge, Switch, NextIteration, Exit: a cycle),
-    # constants in its condition and body
-    _, acc = tf.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, tf.tanh(a) + x), (tf.constant(0), x))
+    # constants in its condition and body; the condition reads the data, so no trip count is known before it runs
+    # (a counter against a constant is unrolled: tests/tf/graphs.py)
+    _, acc = tf.while_loop(lambda i, a: tf.logical_and(i < 3, tf.reduce_max(a) < 1e6),
+                           lambda i, a: (i + 1, tf.tanh(a) + x), (tf.constant(0), x))
     return acc * 2.0
+
+
+@case("long_loop", (1, 4))
+def _(rng, x):
+    # a counted loop of more iterations than the converter unrolls (core/front/tf/unroll_loops.MAX_ITERATIONS)
+    _, acc = tf.while_loop(lambda i, a: i < 1500, lambda i, a: (i + 1, a * 0.999 + x * 0.001), (tf.constant(0), x))
+    return acc
 
 
 @case("rnn_scan", (1, 6, 4))
 def _(rng, x):
-    # a recurrence as Keras' LSTM / GRU freeze it: a loop over a TensorList of the time steps
+    # a recurrence as Keras' LSTM / GRU freeze it: a loop over a TensorList of the time steps (unrolled, but
+    # offloaded whole when an offload pattern names one of its nodes)
     wx, wh, b = w(rng, 4, 5), w(rng, 5, 5), w(rng, 5)
     h0 = tf.matmul(x[:, 0, :], tf.zeros([4, 5]))
     hs = tf.scan(lambda h, xt: tf.tanh(tf.matmul(xt, wx) + tf.matmul(h, wh) + b), tf.transpose(x, [1, 0, 2]),

@@ -55,7 +55,9 @@ CASES = [
     ("bool_through_native", {"offload_unsupported_operations_to_tf": True}, 2),  # ApproximateEqual, Any (Log is ours)
     ("while_loop", {"offload_unsupported_operations_to_tf": True}, 1),
     ("while_loop", {"tensorflow_operation_patterns": "Less"}, 1),  # one node of the loop: the whole loop goes
-    ("rnn_scan", {"offload_unsupported_operations_to_tf": True}, 1),
+    ("long_loop", {"offload_unsupported_operations_to_tf": True}, 1),  # 1500 iterations: not unrolled
+    ("rnn_scan", {"offload_unsupported_operations_to_tf": True}, 0),  # unrolled: nothing left to offload
+    ("rnn_scan", {"tensorflow_operation_patterns": "TensorList.*"}, 1),  # the pattern keeps the loop whole
 ]
 
 
@@ -171,3 +173,15 @@ def test_cli_offloads_and_infers(ie, offload_graphs, tmp_path):  # (ie: the daem
     got = np.load(tmp_path / "out.npz")
     (key,) = got.files
     np.testing.assert_allclose(got[key].transpose(0, 2, 3, 1), arrays["out1/0"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case, why", [("while_loop", "its condition is no counter against a constant: it reads the "
+                                                      "model's data"),
+                                       ("long_loop", "it runs more than 1000 iterations")])
+def test_a_loop_left_whole_says_why(offload_graphs, caplog, case, why):
+    """A loop the converter cannot unroll (core/front/tf/unroll_loops.py) is named with the reason, and without an
+    offload option the unsupported-operations report lists its control flow."""
+    with caplog.at_level(logging.WARNING, logger="mo_core"):
+        with pytest.raises(Error, match="LoopCond"):
+            convert_api(input_model=offload_graphs.path(case), batch=1)
+    assert "The while loop 'while' is left as it is" in caplog.text and why in caplog.text, caplog.text

@@ -54,7 +54,9 @@ def _check_nodes(graph_def, path):
     return names
 
 
-def build_graph(graph_def, path: str = "<graph>") -> Graph:
+def build_graph(graph_def, path: str = "<graph>", outputs_read: set = frozenset()) -> Graph:
+    """outputs_read: nodes that are outputs of the model although something reads them (an unrolled loop's
+    final state: core/front/tf/unroll_loops.py)."""
     names = _check_nodes(graph_def, path)
     graph = Graph(name="model")
     graph.graph["framework"] = "tf"
@@ -98,7 +100,8 @@ def build_graph(graph_def, path: str = "<graph>") -> Graph:
             graph.connect(data_of(src, port), ops[node.name], inp=port_in)
             port_in += 1
 
-    sinks = [node for node in graph_def.node if node.name not in read and node.op not in NO_OUTPUTS]
+    sinks = [node for node in graph_def.node if (node.name not in read or node.name in outputs_read)
+             and node.op not in NO_OUTPUTS]
     computed = [node for node in sinks if node.op not in UNREAD_NOT_OUTPUTS]
     for place, node in enumerate(computed or sinks, start=1):  # (the model's order: carry_output)
         data_of(node.name, 0)["is_output"] = place

@@ -92,16 +92,16 @@ def _dead(graph_def, taken: dict) -> set[str]:
     return dead_nodes
 
 
-def _read_names(nodes) -> set[str]:
+def read_names(nodes) -> set[str]:
     return {tensor_key(i.lstrip("^"))[0] for n in nodes for i in n.input}
 
 
-def _without_orphans(kept: list, read_before: set[str]) -> list:
+def without_orphans(kept: list, read_before: set[str]) -> list:
     """`kept` less the nodes that only the removed or rewritten ones read (a Switch feeding
     the dead branch alone, the predicate's Identity): left, they would be taken for model
     outputs."""
     while True:
-        read_now = _read_names(kept)
+        read_now = read_names(kept)
         orphans = {n.name for n in kept if n.name in read_before and n.name not in read_now}
         if not orphans:
             return kept
@@ -127,7 +127,7 @@ def resolve_constant_switches(graph_def) -> int:
         taken.update(found)
     if not taken:
         return 0
-    read_before = _read_names(graph_def.node)
+    read_before = read_names(graph_def.node)
     dead_nodes = _dead(graph_def, taken)
     merges = {}  # Merge name -> index of its one live input
     for n in graph_def.node:
@@ -158,7 +158,7 @@ def resolve_constant_switches(graph_def) -> int:
                             and tensor_key(n.input[0].lstrip("^"))[0] in taken}
     for n in kept:
         n.input[:] = [i for i in n.input if not (i.startswith("^") and i[1:] in anchors)]
-    kept = _without_orphans(kept, read_before | anchors)  # (an unread switch_t / switch_f was a sink already)
+    kept = without_orphans(kept, read_before | anchors)  # (an unread switch_t / switch_f was a sink already)
     del graph_def.node[:]
     graph_def.node.extend(kept)
     for merge, const_name in index_consts.items():

@@ -70,11 +70,18 @@ class TFFrontEnd:
         inline_calls(graph_def)  # (Keras' grouped Conv2D is a function call of its own)
         from core.front.tf.constant_cond import resolve_constant_switches, switch_placeholders
         resolve_constant_switches(graph_def)  # tf.cond on a constant: one branch left
+        from core.front.tf.offload import parse_patterns
+        from core.front.tf.unroll_loops import unroll_loops
+        named = [(p, "name") for p in parse_patterns(o.tensorflow_subgraph_patterns, "--tensorflow_subgraph_patterns")] \
+            + [(p, "op") for p in parse_patterns(o.tensorflow_operation_patterns, "--tensorflow_operation_patterns")]
+        # while loops of a fixed trip count (Keras' LSTM / GRU): their body once per step; not those the user offloads
+        outputs_read = unroll_loops(graph_def, lambda node: any(p.fullmatch(getattr(node, key)) for p, key in named),
+                                    _one_input_shape(graph_def, o))
         for name in switch_placeholders(graph_def):
             log.warning("The graph branches on the placeholder '%s' (TF1 control flow: Switch/Merge), which no IR "
                         "holds; if it is a training switch, give it its inference value, e.g. "
                         "--freeze_placeholder_with_value \"%s->False\", and one branch is kept.", name, name)
-        ctx.graph = build_graph(graph_def, o.input_model or o.saved_model_dir or o.input_meta_graph)
+        ctx.graph = build_graph(graph_def, o.input_model or o.saved_model_dir or o.input_meta_graph, outputs_read)
         # the TF worker's fallback: the model's own NodeDefs (and function library) rebuild what it computes
         from core.front.tf.fallback import TFShapeFallback
         ctx.graph.graph["tf_graph_def"] = graph_def
@@ -128,3 +135,13 @@ class TFFrontEnd:
         return {key: os.path.abspath(path) for key, path in (
             ("input_model", o.input_model), ("saved_model_dir", o.saved_model_dir),
             ("input_meta_graph", o.input_meta_graph), ("input_checkpoint", o.input_checkpoint)) if path}
+
+
+def _one_input_shape(graph_def, o) -> dict:
+    """{Placeholder: --input_shape} for a model of one input and one shape given without --input (a loop over its
+    time steps can then be unrolled); {} otherwise: the shapes are matched to inputs later (core/front/cutting.py)."""
+    from core.front.cli_values import parse_input_shapes
+    shapes = parse_input_shapes(o.input_shape) if o.input_shape and not o.input else []
+    read = {name.lstrip("^").split(":")[0] for n in graph_def.node for name in n.input}
+    inputs = [n.name for n in graph_def.node if n.op == "Placeholder" and n.name in read]
+    return {inputs[0]: [int(d) for d in shapes[0]]} if len(shapes) == 1 == len(inputs) else {}

@@ -57,7 +57,7 @@ def with_whole_loops(graph, members) -> list:
         frames = {_frame_of(graph, p) for op in loop for p in op_producers(graph, op)} - {None}
         frame = set(loop) | {n for n in graph.nodes if graph.nodes[n].get("kind") == "op" and _frame_of(graph, n)
                              in frames}
-        stack = [n for n in frame if graph.nodes[n].get("tf_op") in ENTERS]
+        stack = list(frame)  # (a Switch of the cycle feeds its Exit directly: not only what the Enters reach)
         while stack:
             op = stack.pop()
             for data in graph.successors(op):

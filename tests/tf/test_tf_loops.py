@@ -1,0 +1,56 @@
+"""While loops of a fixed trip count unrolled before the graph is built (core/front/tf/unroll_loops.py): Keras'
+LSTM / GRU / SimpleRNN and Bidirectional, tf.scan, counted, capped and nested tf.while_loop (tests/tf/graphs.py;
+equal to TensorFlow in test_tf_ops.py, as IR v11 on OpenVINO there too, and on the GPU plan in
+tests/gpu/test_gpu_tf_graphs.py). Here: what the IR holds, and a loop past the limits left whole with the reason
+(the TF1 TensorArray form and a Keras SavedModel: tests/tf/test_tf_worker.py; loops whose condition reads the data:
+tests/tf_worker/test_offload.py)."""
+import logging
+import re
+
+import pytest
+
+from core.errors import Error
+from core.front.tf import unroll_loops
+from tests.support import convert_api
+
+
+def _steps(network, loop: str) -> set:
+    return {int(m.group(1)) for layer in network.layers if loop in layer.name
+            and (m := re.search(r"/unrolled_(\d+)", layer.name))}
+
+
+def test_recurrent_layers_become_their_steps(tf_graphs):
+    network = convert_api(input_model=tf_graphs.path("keras_recurrent"), batch=1)
+    types = [layer.type for layer in network.layers]
+    assert "TFCustomSubgraphCall" not in types and "Loop" not in types
+    for loop in ("lstm_1/", "gru_1/", "simple_rnn_1/", "forward_lstm", "backward_lstm", "gru_1_2/"):
+        assert _steps(network, loop) == set(range(7)), loop  # 7 time steps, one copy of the cell each
+    # each step's matrix products are FullyConnected layers with the cell's weights (the recurrent ones per step)
+    assert types.count("FullyConnected") >= 6 * 7
+
+
+def test_nested_loops_unroll_inside_out(tf_graphs):
+    network = convert_api(input_model=tf_graphs.path("counted_loops"), batch=1)
+    inner = [layer.name for layer in network.layers if re.search(r"while/Sin/unrolled_\d+/unrolled_\d+$", layer.name)]
+    assert len(inner) == 2 * 3, inner  # the inner loop's 2 steps in each of the outer loop's 3
+    assert _steps(network, "scan/") == set(range(6))
+
+
+@pytest.mark.parametrize("limit, value, why", [("MAX_ITERATIONS", 5, "it runs more than 5 iterations"),
+                                               ("MAX_NODES", 40, "its copies would pass 40 nodes")])
+def test_a_loop_past_the_limits_is_left_whole(tf_graphs, monkeypatch, caplog, limit, value, why):
+    monkeypatch.setattr(unroll_loops, limit, value)
+    with caplog.at_level(logging.WARNING, logger="mo_core"):
+        with pytest.raises(Error, match="LoopCond"):  # (no offload option: the report lists the loop's nodes)
+            convert_api(input_model=tf_graphs.path("keras_recurrent"), batch=1)
+    assert why in caplog.text, caplog.text
+
+
+def test_an_offload_pattern_keeps_its_loop_whole(tf_graphs, caplog):
+    with caplog.at_level(logging.INFO, logger="mo_core"):
+        network = convert_api(input_model=tf_graphs.path("counted_loops"), batch=1,
+                              tensorflow_subgraph_patterns="scan/.*")
+    calls = [layer for layer in network.layers if layer.type == "TFCustomSubgraphCall"]
+    assert len(calls) == 1 and not _steps(network, "scan/"), [layer.name for layer in calls]
+    assert "kept whole: the offload patterns name its node" in caplog.text
+    assert _steps(network, "while_1/") == set(range(4))  # (the others unrolled: maximum_iterations=4)
