@@ -784,7 +784,7 @@ def _recurrent_layers(rng) -> list:
 @case("keras_recurrent", (1, 7, 5), batches=(1, 2))
 def _(rng, x):
     # Keras' recurrent layers as freezing lowers them - a while loop over TensorLists of the time steps - unrolled
-    # (core/front/tf/unroll_loops.py): LSTM's last output, GRU's sequence (reset_after), SimpleRNN backwards, a
+    # (core/front/tf/loops/): LSTM's last output, GRU's sequence (reset_after), SimpleRNN backwards, a
     # Bidirectional LSTM's sequence into a GRU with reset_after=False
     lstm, gru, simple, bidirectional, gru_before_reset = _recurrent_layers(rng)
     return [lstm(x), gru(x), simple(x), gru_before_reset(bidirectional(x))]

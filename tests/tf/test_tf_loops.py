@@ -1,4 +1,4 @@
-"""While loops of a fixed trip count unrolled before the graph is built (core/front/tf/unroll_loops.py): Keras'
+"""While loops of a fixed trip count unrolled before the graph is built (core/front/tf/loops/): Keras'
 LSTM / GRU / SimpleRNN and Bidirectional, tf.scan, counted, capped and nested tf.while_loop (tests/tf/graphs.py;
 equal to TensorFlow in test_tf_ops.py, as IR v11 on OpenVINO there too, and on the GPU plan in
 tests/gpu/test_gpu_tf_graphs.py). Here: what the IR holds, and a loop past the limits left whole with the reason
@@ -10,7 +10,7 @@ import re
 import pytest
 
 from core.errors import Error
-from core.front.tf import unroll_loops
+from core.front.tf.loops import unroll as unroll_loops
 from tests.support import convert_api
 
 

@@ -135,7 +135,7 @@ def _(rng, x):
 
 @case("long_loop", (1, 4))
 def _(rng, x):
-    # a counted loop of more iterations than the converter unrolls (core/front/tf/unroll_loops.MAX_ITERATIONS)
+    # a counted loop of more iterations than the converter unrolls (core/front/tf/loops/unroll.py: MAX_ITERATIONS)
     _, acc = tf.while_loop(lambda i, a: i < 1500, lambda i, a: (i + 1, a * 0.999 + x * 0.001), (tf.constant(0), x))
     return acc
 

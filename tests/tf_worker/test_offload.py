@@ -179,7 +179,7 @@ def test_cli_offloads_and_infers(ie, offload_graphs, tmp_path):  # (ie: the daem
                                                       "model's data"),
                                        ("long_loop", "it runs more than 1000 iterations")])
 def test_a_loop_left_whole_says_why(offload_graphs, caplog, case, why):
-    """A loop the converter cannot unroll (core/front/tf/unroll_loops.py) is named with the reason, and without an
+    """A loop the converter cannot unroll (core/front/tf/loops/) is named with the reason, and without an
     offload option the unsupported-operations report lists its control flow."""
     with caplog.at_level(logging.WARNING, logger="mo_core"):
         with pytest.raises(Error, match="LoopCond"):

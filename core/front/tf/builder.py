@@ -56,7 +56,7 @@ def _check_nodes(graph_def, path):
 
 def build_graph(graph_def, path: str = "<graph>", outputs_read: set = frozenset()) -> Graph:
     """outputs_read: nodes that are outputs of the model although something reads them (an unrolled loop's
-    final state: core/front/tf/unroll_loops.py)."""
+    final state: core/front/tf/loops/)."""
     names = _check_nodes(graph_def, path)
     graph = Graph(name="model")
     graph.graph["framework"] = "tf"

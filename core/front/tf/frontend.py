@@ -71,7 +71,7 @@ class TFFrontEnd:
         from core.front.tf.constant_cond import resolve_constant_switches, switch_placeholders
         resolve_constant_switches(graph_def)  # tf.cond on a constant: one branch left
         from core.front.tf.offload import parse_patterns
-        from core.front.tf.unroll_loops import unroll_loops
+        from core.front.tf.loops.unroll import unroll_loops
         named = [(p, "name") for p in parse_patterns(o.tensorflow_subgraph_patterns, "--tensorflow_subgraph_patterns")] \
             + [(p, "op") for p in parse_patterns(o.tensorflow_operation_patterns, "--tensorflow_operation_patterns")]
         # while loops of a fixed trip count (Keras' LSTM / GRU): their body once per step; not those the user offloads
