@@ -4,7 +4,7 @@ Exp/Log/Floor/Ceil/Round/casts/Softplus, Sign and the trigonometric and hyperbol
 shuffles, reductions, Cumsum, ArgMax/ArgMin, Pad, resizes, strided slices, reverses and rolls, LogSoftmax, Softsign,
 OneHot, IsNan/IsInf/IsFinite, CropAndResize, GatherNd, FakeQuant, ResizeBicubic, Atan2, DivNoNan, Xdivy, Xlogy,
 MulNoNan, TF1's Reverse, BiasAddV1, ClipByValue, AdjustContrast, ExtractImagePatches, and volumes (Conv3D,
-MaxPool3D / AvgPool3D, conv3d_transpose: kernels/volume.cl), unrolled loops (Keras' LSTM / GRU / SimpleRNN,
+MaxPool3D / AvgPool3D, conv3d_transpose: kernels/volume.cl), unrolled loops (Keras' LSTM / GRU / SimpleRNN, masked, ConvLSTM2D,
 tf.scan, counted and nested tf.while_loop) - converted by our front end
 and run on the GPU plan (real OpenCL: PoCL here), against TensorFlow's own outputs: every layer on the GPU
 (query_network leaves none to HETERO), FP32 within 1e-4 and FP16 IRs (half storage) within 1e-2, as max |diff| /
@@ -24,7 +24,8 @@ CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "at
          "resize_nearest", "strided_slices", "transpose", "reverse_roll", "log_softmax_softsign",
          "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant", "resize_bicubic", "atan2_div_no_nan",
          "legacy_tf1_ops", "extract_patches", "conv3d_pool3d", "conv3d_transpose", "conv3d_zero_padding",
-         "conv3d_batch_norm_global_pool", "keras_recurrent", "counted_loops"]
+         "conv3d_batch_norm_global_pool", "keras_recurrent", "counted_loops",
+         "keras_masked_lstm", "keras_conv_lstm"]
 
 
 @pytest.fixture(scope="module")

@@ -790,6 +790,50 @@ def _(rng, x):
     return [lstm(x), gru(x), simple(x), gru_before_reset(bidirectional(x))]
 
 
+_MASKED = []  # (as _LAYER_NORMS)
+
+
+def _keras_made(rng, store: list, build):
+    """`build()`'s layers, made once outside the traced function with seeded weights."""
+    if not store:
+        with tf.init_scope():
+            for layer in build():
+                layer.set_weights([(rng.standard_normal(v.shape) * 0.5).astype(np.float32)
+                                   for v in layer.get_weights()])
+                store.append(layer)
+    return store
+
+
+@case("keras_masked_lstm", (1, 8), ints=(0, 12))
+def _(rng, x):
+    # an Embedding with mask_zero into an LSTM that returns its states: the mask makes each step a Select between
+    # the new state and the last (ids 0 are padding, here anywhere in the sequence)
+    import keras
+
+    def build():
+        embedding, lstm = keras.layers.Embedding(12, 6, mask_zero=True), keras.layers.LSTM(5, return_state=True)
+        embedding.build((None, 8))
+        lstm.build((None, 8, 6))
+        return [embedding, lstm]
+    embedding, lstm = _keras_made(rng, _MASKED, build)
+    return list(lstm(embedding(x), mask=embedding.compute_mask(x)))
+
+
+_CONV_LSTM = []  # (as _LAYER_NORMS)
+
+
+@case("keras_conv_lstm", (1, 4, 6, 6, 2))
+def _(rng, x):
+    # ConvLSTM2D: a Conv2D of the input and one of the state per step (5-D input, NCDHW in the IR)
+    import keras
+
+    def build():
+        layer = keras.layers.ConvLSTM2D(3, 3, padding="same")
+        layer.build((None, 4, 6, 6, 2))
+        return [layer]
+    return _keras_made(rng, _CONV_LSTM, build)[0](x)
+
+
 @case("counted_loops", (1, 6, 4), batches=(1, 2))
 def _(rng, x):
     # loops of a fixed trip count: tf.scan over the time steps, a counter against a constant, maximum_iterations
