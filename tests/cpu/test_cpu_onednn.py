@@ -490,6 +490,33 @@ def test_permutes_and_block_splitting_reshapes_stay_on_onednn(tmp_path, precisio
         assert_close(out[key], ref[key], tol, f"{key} ({precision})")
 
 
+# Slice / Split parts and a Crop on oneDNN (slices.py): each a reorder of a part of its input, of a blocked
+# convolution output (channel parts at no block boundary), of a FullyConnected's (equal thirds, an LSTM's gates)
+SLICES = (conv("c1", "data", "c1", 24)
+          + 'layer { name: "sl" type: "Slice" bottom: "c1" top: "s0" top: "s1" top: "s2" '
+            'slice_param { axis: 1 slice_point: 5 slice_point: 16 } }\n'
+          + layer("ReLU", "r0", "s0", "r0") + layer("Sigmoid", "g1", "s1", "g1") + layer("TanH", "t2", "s2", "t2")
+          + layer("InnerProduct", "fc", "c1", "fc", "inner_product_param { num_output: 12 }")
+          + 'layer { name: "fsl" type: "Slice" bottom: "fc" top: "f0" top: "f1" top: "f2" slice_param { axis: 1 } }\n'
+          + layer("Sigmoid", "h0", "f0", "h0") + layer("Eltwise", "e", ["f1", "f2"], "e", "eltwise_param { operation: PROD }")
+          + layer("Pooling", "pool", "c1", "pool", "pooling_param { pool: MAX kernel_size: 2 stride: 2 }")
+          + layer("Crop", "cr", ["c1", "pool"], "cr", "crop_param { axis: 2 offset: 1 offset: 2 }"))
+
+
+@pytest.mark.parametrize("precision", ["f32", "bf16"])
+def test_slices_and_crops_on_onednn_equal_caffe(tmp_path, precision):
+    outputs = ["r0", "g1", "t2", "h0", "e", "cr"]
+    c = caffe_case(tmp_path, SLICES, {"data": (2, 3, 7, 6)}, scale=0.4, extra_outputs=outputs)
+    _, ref = c.run()
+    plan = ExecutionPlan(c.network, extra_outputs=outputs, backend="onednn", precision=precision)
+    rows = perf_rows(plan, c.inputs)
+    assert {n: rows[n].backend for n in ("sl", "fsl", "cr")} == dict.fromkeys(("sl", "fsl", "cr"), "onednn"), rows
+    out = plan.infer(c.inputs)
+    tol = 1e-4 if precision == "f32" else 3e-2  # (bf16: the convolution's rounding; the slices copy exactly)
+    for key in outputs:
+        assert_close(out[key], ref[key], tol, f"{key} ({precision})")
+
+
 LOAD_THEN_RUN_ELSEWHERE = """
     import os, tempfile, threading
     import numpy as np

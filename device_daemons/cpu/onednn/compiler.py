@@ -35,6 +35,7 @@ from ..program import NumpyStep, Program
 from . import (concat, convolution, eltwise, fully_connected, normalization, permute, pooling, reshape,  # noqa: F401
                roi_crop)  # (OPS)
 from . import patterns, sequence
+from .slices import SplitPart, split_parts
 from .arena import place
 from .eltwise import ActivationOp, EltwiseOp, unary_post_ops
 from .library import DnnlError, NativeUnavailable, load
@@ -276,10 +277,11 @@ class _Compiler:
         self.stream = self.d.new_stream()
         self.shapes = plan.shapes
         self.outputs = {s for _, s in plan._outputs}
-        self.consumers = self.readers(plan.run_steps, ())
+        run_steps = split_parts(plan.run_steps)  # (a Split: a step per output, each a view: slices.py)
+        self.consumers = self.readers(run_steps, ())
         # the steps as the compiler runs them: patterns.py gives some other inputs
-        self.steps, self.rewrite = (patterns.find(plan.run_steps, self.shapes, self.outputs, self.consumers)
-                                    if use_patterns else (list(plan.run_steps), patterns.Rewrite({}, {})))
+        self.steps, self.rewrite = (patterns.find(run_steps, self.shapes, self.outputs, self.consumers)
+                                    if use_patterns else (run_steps, patterns.Rewrite({}, {})))
         self.consumers = self.readers(self.steps, self.rewrite.absorbed)
         self.final: list = []
         self.tensors: list[Tensor] = []
@@ -322,7 +324,8 @@ class _Compiler:
                     ops[i] = EltwiseOp(step, step.kernel, self.d, self.plan.network, broadcast=True)
                 continue
             cls = OPS.get(step.layer.type)
-            if cls is None or step.is_custom or type(step.kernel) is not KERNELS.get(step.layer.type):
+            if cls is None or step.is_custom or (type(step.kernel) is not KERNELS.get(step.layer.type)
+                                                 and type(step.kernel) is not SplitPart):
                 continue
             if len(step.out_slots) != 1 or not step.in_slots:
                 continue
@@ -581,7 +584,12 @@ class _Compiler:
                 view = AliasTensor(self.d, op.dst_view, out)
                 self.aliases.append(view)
                 written = view.memory
-            prims = op.bind([t.memory for t in ins], [written], self.scratch)
+            read = [t.memory for t in ins]
+            if op.src_view is not None:  # it reads its input described otherwise
+                view = AliasTensor(self.d, op.src_view, ins[0] if isinstance(ins[0], Tensor) else ins[0].base)
+                self.aliases.append(view)
+                read[0] = view.memory
+            prims = op.bind(read, [written], self.scratch)
             layers = (step.layer,) + tuple(steps[j].layer for j, into in fused.items() if into == i)
             self.final.append(NativeStep(step.layer.name, step.layer.type, prims, self.stream, layers, op.precision))
             if op.step_backend:

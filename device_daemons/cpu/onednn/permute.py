@@ -5,8 +5,9 @@ transposes, which its MatMuls read as they are); else one reorder from the input
 blocked layout straight into the output's plain layout - the output's memory described
 with the input's axes (its strides permuted: dst_view) - so the Reorder to numpy,
 numpy's copy and the Import after it (SSD heads: a convolution, Permute, Reshape,
-Concat) become one primitive and what follows stays on oneDNN. A numpy array's Permute into
-bf16 (a network input of 5-D volumes: NDHWC -> NCDHW) is that one reorder too."""
+Concat) become one primitive and what follows stays on oneDNN. A numpy array's Permute (a
+network input of 5-D volumes: NDHWC -> NCDHW, into bf16; a sequence made time-major) is that
+one reorder too."""
 from __future__ import annotations
 
 from .op import NativeOp, Unsupported, register
@@ -19,16 +20,18 @@ class PermuteOp(NativeOp):
         self.view = False  # (decided anew at each create)
         if in_descs[0] is None:
             # a numpy array (a network input, a numpy layer's output) is plain f32, which oneDNN reads where it
-            # is (compiler: BoundInput, BindStep): into bf16, one reorder transposes and converts it (numpy's
-            # transpose and the import's reorder were two); in f32 numpy's transpose is that one copy
-            if self.out_dt() == "f32" or len(in_shapes[0]) not in PLAIN_TAGS:
+            # is (compiler: BoundInput, BindStep): one reorder transposes it (into bf16: and converts it), and what
+            # reads the result stays among the oneDNN steps (an unrolled recurrence's slices of its time-major
+            # input: numpy's transpose made every slice a numpy step and an import); a network output of a numpy
+            # array is numpy's transpose, the one copy either way
+            if self.out_f32 or len(in_shapes[0]) not in PLAIN_TAGS:
                 raise Unsupported("its input is a numpy array: numpy transposes it")
             src = Desc.plain(self.d, in_shapes[0])
         else:
             src = self.follow(in_descs[0], in_shapes[0])
         order = self.kernel._order(len(in_shapes[0]))
         out = Desc.plain(self.d, out_shapes[0], self.out_dt())
-        if src.dt == out.dt:
+        if src.dt == out.dt and in_descs[0] is not None:  # (a numpy array is not viewed: it is the caller's)
             # input axis order[i] is output axis i: the input's memory so described is the output when both are
             # unblocked layouts (NCHW with C innermost read as NHWC and back, ConvNeXt's around its LayerNorm and
             # dense layers): the Permute is a view, nothing is copied; a reader that wants another layout

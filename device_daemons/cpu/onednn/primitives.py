@@ -46,6 +46,15 @@ class Desc:
     def plain(cls, d, dims, dt: str = "f32"):
         return cls.tagged(d, dims, PLAIN_TAGS[len(dims)], dt)
 
+    def part(self, dims, offsets) -> "Desc":
+        """The part of this tensor of `dims` starting at `offsets`, described where it lies (its strides, an
+        offset into the same memory)."""
+        md = self.d.ffi.new("dnnl_memory_desc_t *")
+        self.d.check(self.d.lib.dnnl_memory_desc_create_submemory(md, self.md, _dims(self.d, dims),
+                                                                  _dims(self.d, offsets)),
+                     f"a part {list(dims)} at {list(offsets)} of {list(self.dims)}")
+        return Desc(self.d, md[0], dims)
+
     @classmethod
     def any(cls, d, dims, dt: str = "f32"):
         return cls.tagged(d, dims, "any", dt)
