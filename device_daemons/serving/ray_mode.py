@@ -274,6 +274,14 @@ class RayManager(ModelManager):
         self._counter = itertools.count(1)
         self._apps_lock = threading.Lock()
         self._apps: set[str] = set()  # this server's applications not deleted yet (deploying ones too)
+        self._serve_lock = threading.RLock()
+
+    def _serve(self, call, *args, **kwargs):
+        """A Ray Serve API call, one at a time in this server: Ray Serve registers and unregisters modules with
+        cloudpickle while it builds a deployment's config, which is not thread-safe - two loads at once, or a load
+        beside another's status poll, failed with "... is not registered for pickle by value"."""
+        with self._serve_lock:
+            return call(*args, **kwargs)
 
     def _open(self, source, versions) -> dict:
         irs = {}
@@ -308,14 +316,14 @@ class RayManager(ModelManager):
     def _deploy(self, app_name: str, options: dict, args: tuple):
         """Start the application of ModelReplica(*args); it counts as this server's from
         now on (close() deletes it even while it deploys). One at a time: Ray Serve's
-        deployment building is not thread-safe (two loads at once failed in cloudpickle)."""
+        deployment building is not thread-safe (_serve)."""
         with self._apps_lock:
             if self._closed:
                 raise unavailable("the server is shutting down")
             self._apps.add(app_name)
             try:
-                deployment = serve.deployment(ModelReplica, name="model", **options)
-                return _serve_run(deployment.bind(*args), _blocking=False, name=app_name, route_prefix=None)
+                return self._serve(lambda: _serve_run(serve.deployment(ModelReplica, name="model", **options).bind(
+                    *args), _blocking=False, name=app_name, route_prefix=None))
             except Exception as exc:  # noqa: BLE001 - Ray's errors
                 error = exc
         self._delete(app_name)
@@ -328,7 +336,7 @@ class RayManager(ModelManager):
         while True:
             if self._closed:
                 raise unavailable("the server is shutting down")
-            status = serve.status().applications.get(app_name)
+            status = self._serve(serve.status).applications.get(app_name)
             waited = time.monotonic() - start
             if status is None:
                 raise Error("its Ray Serve application {} is gone (deleted by another client of the cluster?); "
@@ -362,7 +370,10 @@ class RayManager(ModelManager):
             if app_name not in self._apps:
                 return  # deleted already (a load that failed while the server closed)
         try:
-            serve.delete(app_name, _blocking=wait)
+            self._serve(serve.delete, app_name, _blocking=False)
+            deadline = time.monotonic() + self.grace + 30  # (as _delete_all)
+            while wait and app_name in self._serve(serve.status).applications and time.monotonic() < deadline:
+                time.sleep(0.2)
         except Exception as exc:  # noqa: BLE001 - the cluster may be gone at shutdown
             log.warning("could not delete the Ray Serve application %s: %s", app_name, exc)
         if wait:
@@ -383,7 +394,7 @@ class RayManager(ModelManager):
             names = set(self._apps)
         for app_name in names:
             try:
-                serve.delete(app_name, _blocking=False)
+                self._serve(serve.delete, app_name, _blocking=False)
             except Exception as exc:  # noqa: BLE001 - the cluster may be gone at shutdown
                 log.warning("could not delete the Ray Serve application %s: %s", app_name, exc)
         deadline = time.monotonic() + self.grace + 30  # (replicas get the grace period to finish)
@@ -391,7 +402,7 @@ class RayManager(ModelManager):
         while left and time.monotonic() < deadline:
             time.sleep(0.2)
             try:
-                left = names & set(serve.status().applications)
+                left = names & set(self._serve(serve.status).applications)
             except Exception:  # noqa: BLE001 - the cluster may be gone at shutdown
                 break
         if left:
@@ -399,13 +410,12 @@ class RayManager(ModelManager):
         with self._apps_lock:
             self._apps -= names
 
-    @staticmethod
-    def _shutdown_serve() -> None:
+    def _shutdown_serve(self) -> None:
         """Stop Ray Serve (its controller) when no application is left on the cluster:
         another server's or client's keep it running."""
         try:
-            if not serve.status().applications:
-                serve.shutdown()
+            if not self._serve(serve.status).applications:
+                self._serve(serve.shutdown)
         except Exception as exc:  # noqa: BLE001 - the cluster may be gone at shutdown
             log.warning("could not stop Ray Serve on the cluster: %s", exc)
 
