@@ -54,3 +54,13 @@ def test_an_offload_pattern_keeps_its_loop_whole(tf_graphs, caplog):
     assert len(calls) == 1 and not _steps(network, "scan/"), [layer.name for layer in calls]
     assert "kept whole: the offload patterns name its node" in caplog.text
     assert _steps(network, "while_1/") == set(range(4))  # (the others unrolled: maximum_iterations=4)
+
+
+def test_conversion_time_values_stay_small():
+    """A model's constants decide what the unroller computes: a range it sizes is not made (an untrusted graph
+    asking for 10^9 counters), nor one of step 0."""
+    import numpy as np
+    from core.front.tf.loops.values import fold
+    assert fold("Range", None, [np.array(0), np.array(5), np.array(1)]).tolist() == [0, 1, 2, 3, 4]
+    assert fold("Range", None, [np.array(0), np.array(10 ** 9), np.array(1)]) is None
+    assert fold("Range", None, [np.array(0), np.array(5), np.array(0)]) is None

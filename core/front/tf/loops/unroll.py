@@ -142,6 +142,8 @@ class _Frame:
         data = [t for t in node.input if not t.startswith("^")]
         inputs = [self._value(t, values) for t in data]
         if op in PASS_THROUGH:
+            if not inputs:
+                raise NotUnrolled("'{}' ({}) has no input".format(name, op))
             values[name] = [inputs[0], inputs[0]]
             return
         if op == "Const":

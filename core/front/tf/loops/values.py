@@ -63,7 +63,10 @@ def fold(op: str, node, values: list):
     if op == "LogicalNot":
         return np.logical_not(a[0])
     if op == "Range":
-        return np.arange(a[0], a[1], a[2]).astype(a[0].dtype)
+        start, limit, delta = (v.reshape(-1)[0] if v.size == 1 else None for v in a)
+        if start is None or limit is None or not delta or (limit - start) / delta > MAX_FOLD:
+            return None  # (a range the model sizes: not computed here, whatever it asks for)
+        return np.arange(start, limit, delta).astype(a[0].dtype)
     if op in ("Max", "Min", "Sum", "Prod"):
         axes = tuple(int(x) % max(a[0].ndim, 1) for x in a[1].reshape(-1)) if a[0].ndim else ()
         fn = {"Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod}[op]
