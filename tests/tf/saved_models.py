@@ -122,9 +122,10 @@ def keras_sequence_export(out, rng):
     return path, {"sequence": x}, [np.asarray(model(x, training=False))]
 
 
-def tf1_recurrence(out, rng):
+def tf1_recurrence(out, rng, name="tf1_recurrence", steps_known=True):
     """A TF1 frozen graph with a recurrence as dynamic_rnn built it: TensorArrayV3 unstack / read / write / gather
-    (control flow v1), the trip count from the input's Shape, the batch unknown; outputs the sequence (`y`) and the
+    (control flow v1), the trip count from the input's Shape, the batch unknown (and the number of steps unless
+    `steps_known`: --input_shape gives it); outputs the sequence (`y`) and the
     loop's final state (its Exit node, an output as TF1 users name it). (path, batch 2 inputs, outputs, the
     names of the layers that compute them)"""
     tf1 = tf.compat.v1
@@ -132,7 +133,7 @@ def tf1_recurrence(out, rng):
     graph = tf.Graph()
     x_value = rng.standard_normal((2, 6, 4)).astype(np.float32)
     with graph.as_default():
-        x = tf1.placeholder(tf.float32, [None, 6, 4], name="x")
+        x = tf1.placeholder(tf.float32, [None, 6 if steps_known else None, 4], name="x")
         steps = tf.transpose(x, [1, 0, 2])
         n = tf.shape(steps)[0]
         inputs = tf.TensorArray(tf.float32, size=n).unstack(steps)
@@ -150,7 +151,7 @@ def tf1_recurrence(out, rng):
             results = sess.run([y, h], {x: x_value})
         graph_def = tf1.graph_util.convert_variables_to_constants(sess, graph.as_graph_def(), ["y", h.op.name])
     tf1.enable_control_flow_v2()
-    path = os.path.join(out, "tf1_recurrence.pb")
+    path = os.path.join(out, name + ".pb")
     with open(path, "wb") as f:
         f.write(graph_def.SerializeToString())
     return path, {"x": x_value}, results, [strip_identities(graph_def, "y"), h.op.name]
@@ -209,6 +210,9 @@ def main():
     path, inputs, outputs, names = tf1_recurrence(out, rng)
     add("tf1_recurrence", inputs, outputs, input_model=path)
     index["tf1_recurrence"]["outputs"] = names
+    path, inputs, outputs, names = tf1_recurrence(out, rng, "tf1_recurrence_any_length", steps_known=False)
+    add("tf1_recurrence_any_length", inputs, outputs, input_model=path)
+    index["tf1_recurrence_any_length"]["outputs"] = names
     meta, prefix, graph, inputs, outputs = tf1_graph(out, rng)
     add("tf1_meta_graph", inputs, outputs, input_meta_graph=meta)
     add("tf1_graph_and_checkpoint", inputs, outputs, input_model=graph, input_checkpoint=prefix)

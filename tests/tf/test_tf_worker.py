@@ -6,6 +6,7 @@ CPU daemon and equal TensorFlow within 1e-4. Without TensorFlow in the worker's
 interpreter (MO_CORE_TF_PYTHON: a venv made here that truly has no TensorFlow),
 the error says how to install it."""
 import glob
+import logging
 import os
 import re
 import subprocess
@@ -13,9 +14,10 @@ import sys
 
 import pytest
 
+from core.errors import Error
 from ir import read_ir
 from tests.convert.test_errors import assert_clean_failure
-from tests.support import REPO, run_cli
+from tests.support import REPO, convert_api, run_cli
 from benchmarks.built_models import Models, built
 from tests.tf.tf_helpers import convert_model, rel_err, run_on_daemon
 
@@ -57,16 +59,26 @@ def test_frozen_by_the_worker_equals_tensorflow(ie, saved_models, tmp_path, case
             assert steps == set(range(9)), (loop, sorted(steps))
 
 
-def test_tf1_recurrence_unrolled(ie, saved_models, tmp_path):
-    """A TF1 graph's recurrence (TensorArrayV3; its trip count from the input's Shape, the batch unknown) unrolled at
-    batch 2; the loop's final state is the output its Exit node names, as in TensorFlow."""
-    meta, arrays = saved_models.meta("tf1_recurrence"), saved_models.arrays("tf1_recurrence")
-    xml = convert_model(os.path.join(saved_models.dir, meta["input_model"]), tmp_path, "tf1_recurrence", batch=2)
+@pytest.mark.parametrize("case", ["tf1_recurrence", "tf1_recurrence_any_length"])
+def test_tf1_recurrence_unrolled(ie, saved_models, tmp_path, case):
+    """A TF1 graph's recurrence (TensorArrayV3; its trip count from the input's Shape, the batch unknown, the number
+    of steps too in the second: --input_shape gives it) unrolled at batch 2; the loop's final state is the output its
+    Exit node names, as in TensorFlow."""
+    meta, arrays = saved_models.meta(case), saved_models.arrays(case)
+    shape = {"batch": 2} if case == "tf1_recurrence" else {"input_shape": "[2,6,4]"}
+    xml = convert_model(os.path.join(saved_models.dir, meta["input_model"]), tmp_path, case, **shape)
     _, out = run_on_daemon(ie, xml, {"x": arrays["in1/x"]})
     assert meta["outputs"][1] == "while/Exit_1" and sorted(out) == sorted(meta["outputs"])
     for i, name in enumerate(meta["outputs"]):
         assert rel_err(out[name], arrays[f"out1/{i}"]) <= 1e-5, name
     assert "TFCustomSubgraphCall" not in [layer.type for layer in read_ir(xml).layers]
+
+
+def test_a_loop_over_steps_of_unknown_number_asks_for_the_shape(saved_models, caplog):
+    meta = saved_models.meta("tf1_recurrence_any_length")
+    with caplog.at_level(logging.WARNING, logger="mo_core"), pytest.raises(Error):
+        convert_api(input_model=os.path.join(saved_models.dir, meta["input_model"]), batch=2)
+    assert "a dimension the graph leaves unknown (give the input's shape with --input_shape)" in caplog.text
 
 
 def test_ir_v11_names_the_output_by_the_signature(saved_models, tmp_path):

@@ -112,11 +112,11 @@ class Rewriter:
         node = self.nodes.get(name)
         if node is None or depth > 64:
             return None
+        if node.op in ("Placeholder", "PlaceholderWithDefault") and name in self.input_shapes:
+            return list(self.input_shapes[name])  # (the user's shape first: over the graph's own and its notes)
         if "_output_shapes" in node.attr and len(node.attr["_output_shapes"].list.shape) > port:
             return shape_of(node.attr["_output_shapes"].list.shape[port])
         data = [t for t in node.input if not t.startswith("^")]
-        if node.op in ("Placeholder", "PlaceholderWithDefault") and name in self.input_shapes:
-            return list(self.input_shapes[name])
         if node.op in ("Placeholder", "PlaceholderWithDefault") and "shape" in node.attr:
             return shape_of(node.attr["shape"].shape)
         if node.op in ("Identity", "Snapshot", "StopGradient") and data:
