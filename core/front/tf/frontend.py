@@ -141,7 +141,8 @@ def _one_input_shape(graph_def, o) -> dict:
     """{Placeholder: --input_shape} for a model of one input and one shape given without --input (a loop over its
     time steps can then be unrolled); {} otherwise: the shapes are matched to inputs later (core/front/cutting.py)."""
     from core.front.cli_values import parse_input_shapes
+    from core.front.tf.constant_cond import read_names
     shapes = parse_input_shapes(o.input_shape) if o.input_shape and not o.input else []
-    read = {name.lstrip("^").split(":")[0] for n in graph_def.node for name in n.input}
+    read = read_names(graph_def.node)
     inputs = [n.name for n in graph_def.node if n.op == "Placeholder" and n.name in read]
     return {inputs[0]: [int(d) for d in shapes[0]]} if len(shapes) == 1 == len(inputs) else {}

@@ -60,11 +60,13 @@ class Tensor:
 
 
 class AliasTensor:
-    """A view of a tensor with other dims (Reshape, Flatten): the same memory, its own
-    desc; using it keeps the tensor it views alive."""
+    """A view of a tensor with other dims (Reshape, Flatten) or of a part of it (what a
+    Crop's reorder reads): the same memory, its own desc; using it keeps the tensor it
+    views alive. A view of a view views the tensor under both."""
     __slots__ = ("desc", "memory", "base")
 
-    def __init__(self, d, desc: Desc, base: Tensor):
+    def __init__(self, d, desc: Desc, base: "Tensor | AliasTensor"):
+        base = base.base if isinstance(base, AliasTensor) else base
         self.desc, self.memory, self.base = desc, Memory(d, desc), base
 
     def use(self, index: int):
@@ -277,7 +279,7 @@ class _Compiler:
         self.stream = self.d.new_stream()
         self.shapes = plan.shapes
         self.outputs = {s for _, s in plan._outputs}
-        run_steps = split_parts(plan.run_steps)  # (a Split: a step per output, each a view: slices.py)
+        run_steps = split_parts(plan.run_steps)  # (a Split: a step per output, each a reorder: slices.py)
         self.consumers = self.readers(run_steps, ())
         # the steps as the compiler runs them: patterns.py gives some other inputs
         self.steps, self.rewrite = (patterns.find(run_steps, self.shapes, self.outputs, self.consumers)
@@ -490,7 +492,7 @@ class _Compiler:
             self.final.append(BindStep(f"{name}/bind", slot, t.memory))
             self.viewed.add(slot)  # (its array: never overwritten in place)
         elif isinstance(primary, (Tensor, AliasTensor)) and primary.desc.same_bytes(want):  # read as they are
-            t = AliasTensor(self.d, want, primary if isinstance(primary, Tensor) else primary.base)
+            t = AliasTensor(self.d, want, primary)
             self.aliases.append(t)
             self.viewed.add(slot)
         elif primary is not None:
@@ -550,7 +552,7 @@ class _Compiler:
                     self.final.append(self.kernel_step(step))
                     self.has_numpy.update(step.out_slots)
                     continue
-                alias = AliasTensor(self.d, outs[0], ins[0] if isinstance(ins[0], Tensor) else ins[0].base)
+                alias = AliasTensor(self.d, outs[0], ins[0])
                 self.aliases.append(alias)
                 self.tensor_of[slot] = alias
                 self.viewed.update((step.in_slots[0], slot))
@@ -586,7 +588,7 @@ class _Compiler:
                 written = view.memory
             read = [t.memory for t in ins]
             if op.src_view is not None:  # it reads its input described otherwise
-                view = AliasTensor(self.d, op.src_view, ins[0] if isinstance(ins[0], Tensor) else ins[0].base)
+                view = AliasTensor(self.d, op.src_view, ins[0])
                 self.aliases.append(view)
                 read[0] = view.memory
             prims = op.bind(read, [written], self.scratch)

@@ -23,7 +23,7 @@ class Rewriter:
     """The GraphDef being rewritten: its nodes, what the unroller added, what it knows of outside tensors."""
 
     def __init__(self, graph_def, input_shapes: dict):
-        self.graph_def, self.input_shapes = graph_def, input_shapes
+        self.input_shapes = input_shapes
         self.nodes = {n.name: n for n in graph_def.node}
         self.new_nodes: list = []
         self.names = set(self.nodes)
@@ -95,7 +95,7 @@ class Rewriter:
         if not inputs or any(v.const is None for v in inputs):
             return None
         partial = [v.partial for v in inputs]
-        if any(partial) and (node.op not in ("StridedSlice", "Identity") or any(partial[1:])):
+        if any(partial) and (node.op != "StridedSlice" or any(partial[1:])):
             return None  # (only picking the known dimensions of a shape)
         with np.errstate(all="ignore"):
             out = fold(node.op, node, [v.const for v in inputs])

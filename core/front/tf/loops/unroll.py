@@ -44,8 +44,8 @@ _NO_VALUE = {"NoOp", "Assert", "ControlTrigger", "PrintV2"}
 class _Frame:
     """One loop: its nodes (`members`, in an order where inputs come first), unrolled."""
 
-    def __init__(self, rewriter: "Rewriter", frame: tuple, members: list[str]):
-        self.rw, self.frame, self.members = rewriter, frame, members
+    def __init__(self, rewriter: "Rewriter", members: list[str]):
+        self.rw, self.members = rewriter, members
         self.member_set = set(members)
         nodes = rewriter.nodes
         conds = [n for n in members if nodes[n].op == "LoopCond"]
@@ -224,7 +224,7 @@ def unroll_loops(graph_def, keep=None, input_shapes: dict | None = None) -> set:
             refused |= _with_outer(loop)
             continue
         try:
-            exits = _Frame(rewriter, loop, order).unroll()
+            exits = _Frame(rewriter, order).unroll()
             outputs |= _apply(graph_def, rewriter, set(order), exits)
         except NotUnrolled as why:
             log.warning("The while loop '%s' is left as it is (TensorFlow runs it with "
