@@ -297,6 +297,14 @@ def constant_folding(ctx):
     fold_constants(ctx.graph)
 
 
+def hoist_projections(ctx):
+    """An unrolled recurrent layer's per-step input products made one product of all steps
+    (core/middle/recurrent.py; a fusion: not with --disable_fusing)."""
+    if not ctx.options.disable_fusing:
+        from core.middle.recurrent import hoist_projections as run
+        run(ctx.graph)
+
+
 def remove_dead_code(ctx):
     cutting.remove_dead(ctx.graph)
 
@@ -386,6 +394,7 @@ PIPELINE = [
     fuse_linear,
     leftover_linear,
     constant_folding,
+    hoist_projections,
     remove_dead_code,
     fold_moves,
     fold_shuffles,

@@ -500,17 +500,22 @@ SLICES = (conv("c1", "data", "c1", 24)
           + 'layer { name: "fsl" type: "Slice" bottom: "fc" top: "f0" top: "f1" top: "f2" slice_param { axis: 1 } }\n'
           + layer("Sigmoid", "h0", "f0", "h0") + layer("Eltwise", "e", ["f1", "f2"], "e", "eltwise_param { operation: PROD }")
           + layer("Pooling", "pool", "c1", "pool", "pooling_param { pool: MAX kernel_size: 2 stride: 2 }")
-          + layer("Crop", "cr", ["c1", "pool"], "cr", "crop_param { axis: 2 offset: 1 offset: 2 }"))
+          + layer("Crop", "cr", ["c1", "pool"], "cr", "crop_param { axis: 2 offset: 1 offset: 2 }")
+          # along the batch axis each part is one block of the input: a view (no primitive)
+          + 'layer { name: "bsl" type: "Slice" bottom: "fc" top: "b0" top: "b1" slice_param { axis: 0 } }\n'
+          + layer("Sigmoid", "bg", "b0", "bg") + layer("Eltwise", "bs", ["b0", "b1"], "bs"))
 
 
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
 def test_slices_and_crops_on_onednn_equal_caffe(tmp_path, precision):
-    outputs = ["r0", "g1", "t2", "h0", "e", "cr"]
+    outputs = ["r0", "g1", "t2", "h0", "e", "cr", "bg", "bs"]
     c = caffe_case(tmp_path, SLICES, {"data": (2, 3, 7, 6)}, scale=0.4, extra_outputs=outputs)
     _, ref = c.run()
     plan = ExecutionPlan(c.network, extra_outputs=outputs, backend="onednn", precision=precision)
     rows = perf_rows(plan, c.inputs)
-    assert {n: rows[n].backend for n in ("sl", "fsl", "cr")} == dict.fromkeys(("sl", "fsl", "cr"), "onednn"), rows
+    sliced = ("sl", "fsl", "cr", "bsl")
+    assert {n: rows[n].backend for n in sliced} == dict.fromkeys(sliced, "onednn"), rows
+    assert rows["sl"].kernel and rows["cr"].kernel and not rows["bsl"].kernel, rows  # a reorder each; a view
     out = plan.infer(c.inputs)
     tol = 1e-4 if precision == "f32" else 3e-2  # (bf16: the convolution's rounding; the slices copy exactly)
     for key in outputs:

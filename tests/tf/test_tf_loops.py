@@ -23,10 +23,22 @@ def test_recurrent_layers_become_their_steps(tf_graphs):
     network = convert_api(input_model=tf_graphs.path("keras_recurrent"), batch=1)
     types = [layer.type for layer in network.layers]
     assert "TFCustomSubgraphCall" not in types and "Loop" not in types
-    for loop in ("lstm_1/", "gru_1/", "simple_rnn_1/", "forward_lstm", "backward_lstm", "gru_1_2/"):
+    loops = ("lstm_1/", "gru_1/", "simple_rnn_1/", "forward_lstm", "backward_lstm", "gru_1_2/")
+    for loop in loops:
         assert _steps(network, loop) == set(range(7)), loop  # 7 time steps, one copy of the cell each
-    # each step's matrix products are FullyConnected layers with the cell's weights (the recurrent ones per step)
-    assert types.count("FullyConnected") >= 6 * 7
+    # the recurrent products are FullyConnected layers per step; the input products one of all steps
+    # (core/middle/recurrent.py), each step's rows a Crop of it
+    products = [layer for layer in network.layers if layer.type == "FullyConnected"]
+    hoisted = [layer for layer in products if layer.name.endswith("/all_steps")]
+    assert sorted(loop for loop in loops for layer in hoisted if loop in layer.name) == sorted(loops), hoisted
+    assert all(tuple(layer.outputs[0].dims)[0] == 7 for layer in hoisted)
+    assert not [layer.name for layer in products if re.search(r"cell_1/MatMul/unrolled_", layer.name)]
+    assert len(products) - len(hoisted) >= 6 * 6  # (step 0's recurrent product reads the zero state: folded)
+    # the LSTMs' per-step bias went into the input product (gru's reset_after bias stays per product)
+    assert not [layer for layer in network.layers if layer.type == "ScaleShift" and "lstm_cell_1/BiasAdd" in layer.name
+                and "unrolled_3" in layer.name]
+    plain = convert_api(input_model=tf_graphs.path("keras_recurrent"), batch=1, disable_fusing=True)
+    assert not [layer for layer in plain.layers if layer.name.endswith("/all_steps")]
 
 
 def test_nested_loops_unroll_inside_out(tf_graphs):

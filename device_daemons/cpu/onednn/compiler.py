@@ -60,14 +60,17 @@ class Tensor:
 
 
 class AliasTensor:
-    """A view of a tensor with other dims (Reshape, Flatten) or of a part of it (what a
-    Crop's reorder reads): the same memory, its own desc; using it keeps the tensor it
+    """A view of a tensor with other dims (Reshape, Flatten), of a part of it (what a
+    Crop's reorder reads) or of one block of it from `offset` bytes on (a Split's part
+    along its first axis): the same memory, its own desc; using it keeps the tensor it
     views alive. A view of a view views the tensor under both."""
-    __slots__ = ("desc", "memory", "base")
+    __slots__ = ("desc", "memory", "base", "offset")
 
-    def __init__(self, d, desc: Desc, base: "Tensor | AliasTensor"):
-        base = base.base if isinstance(base, AliasTensor) else base
-        self.desc, self.memory, self.base = desc, Memory(d, desc), base
+    def __init__(self, d, desc: Desc, base: "Tensor | AliasTensor", offset: int = 0):
+        if isinstance(base, AliasTensor):
+            offset += base.offset
+            base = base.base
+        self.desc, self.memory, self.base, self.offset = desc, Memory(d, desc), base, offset
 
     def use(self, index: int):
         self.base.use(index)
@@ -552,7 +555,7 @@ class _Compiler:
                     self.final.append(self.kernel_step(step))
                     self.has_numpy.update(step.out_slots)
                     continue
-                alias = AliasTensor(self.d, outs[0], ins[0])
+                alias = AliasTensor(self.d, outs[0], ins[0], op.view_offset)
                 self.aliases.append(alias)
                 self.tensor_of[slot] = alias
                 self.viewed.update((step.in_slots[0], slot))
@@ -662,7 +665,7 @@ class _Compiler:
         for t in self.tensors:
             t.memory.set_buffer(raw[t.offset:t.offset + t.size])
         for a in self.aliases:
-            a.memory.set_buffer(raw[a.base.offset:a.base.offset + a.base.size])
+            a.memory.set_buffer(raw[a.base.offset + a.offset:a.base.offset + a.base.size])
         pad = max((m.desc.size for m in self.scratch_memories), default=0)
         scratchpad = aligned_buffer(max(pad, 64)).view(np.uint8)
         for m in self.scratch_memories:

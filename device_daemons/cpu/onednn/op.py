@@ -66,6 +66,7 @@ class NativeOp:
     inplace = False  # the output may overwrite input 0 (same layout) when nobody else reads it
     dst_hint = None
     dst_view = None  # a Desc: bind gets the output's memory described so (PermuteOp)
+    view_offset = 0  # a view (`view`): where its output starts in its input's memory, in bytes
     src_view = None  # a Desc: bind gets the first input's memory described so (SliceOp: a part of it)
     dt = "f32"  # the type it computes in (set by the compiler)
     out_f32 = False  # its output is a network output

@@ -9,6 +9,7 @@ is compiled as n steps of one output each (`split_parts`); a blocked input is re
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from ..kernels.shape_ops import Split
 from .op import NativeOp, Unsupported, register
@@ -46,6 +47,17 @@ def split_parts(steps: list) -> list:
     return out
 
 
+def contiguous_offset(shape, part, begins) -> int | None:
+    """The offset (in elements) of a part of a row-major tensor when the part is one block of
+    its memory (ones before some axis, whole axes after it), else None."""
+    n = len(shape)
+    for axis in range(n):
+        if all(part[i] == 1 for i in range(axis)) and all(part[i] == shape[i] for i in range(axis + 1, n)):
+            strides = [math.prod(shape[i + 1:]) for i in range(n)]
+            return sum(b * s for b, s in zip(begins, strides))
+    return None
+
+
 @register("Crop", "Split", "Slice")
 class SliceOp(NativeOp):
     def create(self, in_descs, in_shapes, out_shapes):
@@ -61,11 +73,16 @@ class SliceOp(NativeOp):
             begins = [s.start or 0 for s in slices]
         src = in_descs[0] if in_descs[0].unblocked() else Desc.plain(self.d, shape, in_descs[0].dt)
         self.dt = src.dt
+        offset = contiguous_offset(shape, out_shapes[0], begins)
+        if offset is not None and src == Desc.plain(self.d, shape, src.dt):
+            # one block of the input's memory: the part is a view of it, nothing runs
+            self.view, self.view_offset = True, offset * (2 if src.dt == "bf16" else 4)
+            return [src], [Desc.plain(self.d, out_shapes[0], src.dt)]
         self.src_view = src.part(out_shapes[0], begins)
         out = Desc.plain(self.d, out_shapes[0], self.out_dt())
         self.pd = reorder_pd(self.d, Attr(self.d), self.src_view, out)
         return [src], [out]
 
-    def bind(self, ins, outs, scratch):
+    def bind(self, ins, outs, scratch):  # (not called for a view)
         # (ins[0]: the input's memory described as the part - the compiler's alias)
         return [self.primitive(self.pd, {"DNNL_ARG_FROM": ins[0], "DNNL_ARG_TO": outs[0]}, scratch)]

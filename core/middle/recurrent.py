@@ -1,0 +1,189 @@
+"""An unrolled recurrent layer's input projections hoisted out of its time steps.
+
+What the loop unroller (core/front/tf/loops/) makes of a Keras LSTM / GRU / SimpleRNN
+or a TF1 `dynamic_rnn` multiplies each step's input by the same weights:
+
+    S [T, N, C] -> Crop (step t of axis 0) -> Reshape [N, C] -> FullyConnected W -> ...
+
+T small products, each reading W again, where one product of all steps does the
+same arithmetic at once. Each such group becomes
+
+    S -> Reshape [T*N, C] -> FullyConnected W -> Crop (rows t*N .. t*N+N-1) -> ...
+
+(the step's rows of one product; a Crop of whole leading rows costs a runtime
+nothing: it is contiguous). When every step then adds the recurrent product and a
+bias (`Eltwise sum` -> `ScaleShift` of biases only, the same biases for every step:
+Keras' `MatMul + MatMul_1 -> BiasAdd`), the bias goes into the one product and the
+per-step ScaleShift goes: (x W + h U) + b == (x W + b) + h U.
+OpenVINO's converter makes such loops a TensorIterator and its runtime hoists the
+projection the same way; here the IR stays one plain layer list.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from core.graph.blobs import get_blob, set_blob
+from core.ops.fully_connected import FullyConnected
+from core.ops.shape_ops import Reshape
+from core.ops.slicing import CropRange
+from core.validate import forget_framework_tensor
+
+MIN_STEPS = 2  # a group of fewer products gains nothing
+
+
+def _shape(data) -> tuple:
+    shape = data.soft_get("shape")
+    return tuple(int(v) for v in shape) if shape is not None else ()
+
+
+def _step_source(fc):
+    """(S, t) when the FullyConnected's input is step t of a sequence S [T, ...] (a Crop of
+    one index of axis 0, flattened by a Reshape to [N, C]), else None."""
+    x = fc.in_node(0)
+    reshape = x.producer()
+    if reshape is None or reshape.soft_get("type") != "Reshape":
+        return None
+    cropped = reshape.in_node(0)
+    crop = cropped.producer()
+    if crop is None or crop.soft_get("op") != "CropRange" or list(crop.axis) != [0]:
+        return None
+    source = crop.in_node(0)
+    shape, step = _shape(source), _shape(x)
+    if len(shape) < 2 or len(step) != 2 or shape[-1] != step[1] or int(np.prod(shape[1:-1])) != step[0]:
+        return None
+    begin, end = int(crop.crop_begin[0]), int(crop.crop_end[0])
+    if begin + end != shape[0] - 1 or fc.axis != 1 or source.soft_get("value") is not None:
+        return None
+    return source, begin
+
+
+def _weights_key(fc) -> tuple | None:
+    weights = get_blob(fc, "weights")
+    return None if weights is None else (weights.shape, weights.dtype.str, weights.tobytes())
+
+
+def _groups(graph) -> list[tuple]:
+    """[(S, [(t, fc)])]: the FullyConnected layers with equal weights reading steps of one sequence."""
+    found: dict[tuple, list] = {}
+    sources = {}
+    for fc in graph.op_nodes(type="FullyConnected"):
+        step = _step_source(fc)
+        weights = _weights_key(fc) if step is not None else None
+        if weights is None or fc.out_node(0).soft_get("is_output"):
+            continue
+        source, t = step
+        sources[source.id] = source
+        found.setdefault((source.id, weights), []).append((t, fc))
+    return [(sources[source_id], sorted(members, key=lambda m: m[0])) for (source_id, _), members in found.items()]
+
+
+def _enough(source, members: list) -> bool:
+    steps = _shape(source)[0]
+    return len(members) >= MIN_STEPS and 2 * len(members) >= steps and len({t for t, _ in members}) == len(members)
+
+
+def _op(graph, name: str, op_class, attrs: dict, inputs: list, out_shape):
+    node = graph.add_op(name)
+    op_class.update_node_stat(node, attrs)
+    for port, data in enumerate(inputs):
+        graph.connect(data, node, inp=port)
+    out = graph.add_data(node.name, shape=np.array(out_shape, dtype=np.int64))
+    graph.connect(node, out, out=0)
+    return node
+
+
+def _only_consumer(data, type_: str):
+    consumers = data.consumers()
+    if len(consumers) != 1 or data.soft_get("is_output") or consumers[0].soft_get("type") != type_:
+        return None
+    return consumers[0]
+
+
+def _remove_with_blobs(graph, node, bypass: bool = False) -> None:
+    """The op and the constants only it reads (unrolled steps may share one); `bypass`: its
+    consumers read its input."""
+    blobs = [d.id for _, d, _ in node.blob_inputs() if len(d.consumers()) == 1]
+    if bypass:
+        graph.bypass(node)
+    else:
+        graph.remove_node(node.id)
+    graph.remove_nodes_from(blobs)
+
+
+def _step_biases(outputs: list) -> tuple[list, np.ndarray] | None:
+    """([(Eltwise, ScaleShift)] per step, the biases) when every step's product goes only into a
+    two-input Eltwise sum whose result goes only into a ScaleShift of biases alone, the same
+    biases everywhere; else None."""
+    pairs, biases = [], None
+    for data in outputs:
+        add = _only_consumer(data, "Eltwise")
+        if add is None or add.soft_get("operation") != "sum" or len(add.data_inputs()) != 2 or add.has_valid("coeff"):
+            return None
+        shift = _only_consumer(add.out_node(0), "ScaleShift")
+        if shift is None or len(shift.data_inputs()) != 1:
+            return None
+        b, w = get_blob(shift, "biases"), get_blob(shift, "weights")
+        if b is None or (w is not None and not np.all(w == 1)):
+            return None
+        if biases is not None and not np.array_equal(b, biases):
+            return None
+        biases = b
+        pairs.append((add, shift))
+    return pairs, biases
+
+
+def _plan(members: list) -> tuple[list, np.ndarray | None, list]:
+    """(the members hoisted, the one product's biases, the (Eltwise, ScaleShift) pairs whose bias
+    it takes over). Products without biases whose steps add the same biases after the recurrent
+    product (the bias goes into the one product) may join products that have those biases
+    already (step 0 of a Keras LSTM: its recurrent product of the zero state is gone, the
+    bias went into the input product); products with other biases are hoisted only among equals."""
+    plain = [m for m in members if get_blob(m[1], "biases") is None]
+    biased = [m for m in members if get_blob(m[1], "biases") is not None]
+    values = [get_blob(fc, "biases") for _, fc in biased]
+    same = all(np.array_equal(v, values[0]) for v in values)
+    folded = _step_biases([fc.out_node(0) for _, fc in plain]) if plain else None
+    if folded is not None and (not biased or same and np.array_equal(values[0], folded[1])):
+        return members, folded[1], folded[0]
+    if plain:
+        return plain, None, []
+    return (biased, values[0], []) if same else ([], None, [])
+
+
+def _hoist(graph, source, members: list, biases, pairs: list) -> None:
+    first = members[0][1]
+    steps, rows = _shape(source)[0], _shape(first.in_node(0))[0]
+    channels = _shape(source)[-1]
+    base = re.sub(r"/unrolled_\d+$", "", first.name) + "/all_steps"
+    flat = _op(graph, base + "/reshape", Reshape, {"dim": np.array([steps * rows, channels], dtype=np.int64)},
+               [source], [steps * rows, channels])
+    out_size = int(first["out-size"])
+    product = _op(graph, base, FullyConnected, {"out-size": out_size, "axis": 1}, [flat.out_node(0)],
+                  [steps * rows, out_size])
+    set_blob(product, "weights", get_blob(first, "weights"))
+    for t, fc in members:
+        data, name = fc.out_node(0), fc.name
+        _remove_with_blobs(graph, fc)  # (its input chain, read by nothing now, goes with the dead code)
+        crop = graph.add_op(name)
+        CropRange.update_node_stat(crop, {"axis": [0], "crop_begin": [t * rows],
+                                          "crop_end": [(steps - 1 - t) * rows]})
+        graph.connect(product.out_node(0), crop, inp=0)
+        graph.connect(crop, data, out=0)
+    for add, shift in pairs:
+        _remove_with_blobs(graph, shift, bypass=True)
+        forget_framework_tensor(add.out_node(0))  # it holds the biased sum now
+    if biases is not None:
+        set_blob(product, "biases", biases)
+
+
+def hoist_projections(graph) -> int:
+    """Hoists every group (module doc); returns how many products were made."""
+    made = 0
+    for source, members in _groups(graph):
+        members, biases, pairs = _plan(members)
+        if _enough(source, members):
+            _hoist(graph, source, members, biases, pairs)
+            made += 1
+    return made
