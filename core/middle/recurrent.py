@@ -11,7 +11,10 @@ same arithmetic at once. Each such group becomes
     S -> Reshape [T*N, C] -> FullyConnected W -> Crop (rows t*N .. t*N+N-1) -> ...
 
 (the step's rows of one product; a Crop of whole leading rows costs a runtime
-nothing: it is contiguous). When every step then adds the recurrent product and a
+nothing: it is contiguous). A product of the step and the state side by side,
+FullyConnected(Concat([x_t, h])) as TF1's BasicRNNCell / BasicLSTMCell / GRUCell write
+it, is first made the sum of a product of each (the weights' columns split), so
+that its input part joins the group. When every step then adds the recurrent product and a
 bias (`Eltwise sum` -> `ScaleShift` of biases only, the same biases for every step:
 Keras' `MatMul + MatMul_1 -> BiasAdd`), the bias goes into the one product and the
 per-step ScaleShift goes: (x W + h U) + b == (x W + b) + h U.
@@ -26,6 +29,7 @@ import numpy as np
 
 from core.graph.blobs import get_blob, set_blob
 from core.ops.fully_connected import FullyConnected
+from core.ops.linear import Eltwise
 from core.ops.shape_ops import Reshape
 from core.ops.slicing import CropRange
 from core.validate import forget_framework_tensor
@@ -38,15 +42,13 @@ def _shape(data) -> tuple:
     return tuple(int(v) for v in shape) if shape is not None else ()
 
 
-def _step_source(fc):
-    """(S, t) when the FullyConnected's input is step t of a sequence S [T, ...] (a Crop of
-    one index of axis 0, flattened by a Reshape to [N, C]), else None."""
-    x = fc.in_node(0)
+def _step_of(x):
+    """(S, t) when the tensor x [N, C] is step t of a sequence S [T, ...] (a Crop of one index
+    of axis 0, flattened by a Reshape), else None."""
     reshape = x.producer()
     if reshape is None or reshape.soft_get("type") != "Reshape":
         return None
-    cropped = reshape.in_node(0)
-    crop = cropped.producer()
+    crop = reshape.in_node(0).producer()
     if crop is None or crop.soft_get("op") != "CropRange" or list(crop.axis) != [0]:
         return None
     source = crop.in_node(0)
@@ -54,9 +56,54 @@ def _step_source(fc):
     if len(shape) < 2 or len(step) != 2 or shape[-1] != step[1] or int(np.prod(shape[1:-1])) != step[0]:
         return None
     begin, end = int(crop.crop_begin[0]), int(crop.crop_end[0])
-    if begin + end != shape[0] - 1 or fc.axis != 1 or source.soft_get("value") is not None:
+    if begin + end != shape[0] - 1 or source.soft_get("value") is not None:
         return None
     return source, begin
+
+
+def _step_source(fc):
+    """(S, t) when the FullyConnected (over axis 1) reads step t of a sequence S."""
+    return _step_of(fc.in_node(0)) if fc.axis == 1 else None
+
+
+def _split_concat_product(graph, fc) -> bool:
+    """A product of a step and the state side by side - FullyConnected(Concat([x_t, h], axis 1)),
+    what TF1's BasicRNNCell / BasicLSTMCell / GRUCell compute - made the sum of a product of each:
+    x_t W_x (+ the biases) + h W_h, so that the first joins the other steps' (whose weights are the
+    same columns of W). True when it did."""
+    concat = fc.in_node(0).producer()
+    if fc.axis != 1 or concat is None or concat.soft_get("type") != "Concat" or len(concat.data_inputs()) != 2:
+        return False
+    parts = concat.data_inputs()
+    shapes = [_shape(d) for d in parts]
+    weights = get_blob(fc, "weights")
+    if (_only_consumer(fc.in_node(0), "FullyConnected") is None or int(concat.soft_get("axis", 1)) != 1
+            or any(len(shape) != 2 for shape in shapes) or shapes[0][0] != shapes[1][0] or weights is None
+            or not any(_step_of(d) is not None for d in parts)):
+        return False
+    weights = np.asarray(weights).reshape(int(fc["out-size"]), -1)
+    if weights.shape[1] != shapes[0][1] + shapes[1][1]:
+        return False
+    out, rows, out_size = fc.out_node(0), shapes[0][0], int(fc["out-size"])
+    columns = (weights[:, :shapes[0][1]], weights[:, shapes[0][1]:])
+    biases = get_blob(fc, "biases")
+    name = fc.name
+    _remove_with_blobs(graph, fc)
+    products = []
+    for k, (data, w) in enumerate(zip(parts, columns)):
+        product = _op(graph, f"{name}/part{k}", FullyConnected, {"out-size": out_size, "axis": 1}, [data],
+                      [rows, out_size])
+        set_blob(product, "weights", np.ascontiguousarray(w))
+        if biases is not None and _step_of(data) is not None:
+            set_blob(product, "biases", biases)
+            biases = None
+        products.append(product.out_node(0))
+    add = graph.add_op(name)
+    Eltwise.update_node_stat(add, {"operation": "sum"})
+    for port, data in enumerate(products):
+        graph.connect(data, add, inp=port)
+    graph.connect(add, out, out=0)
+    return True
 
 
 def _weights_key(fc) -> tuple | None:
@@ -156,7 +203,7 @@ def _hoist(graph, source, members: list, biases, pairs: list) -> None:
     first = members[0][1]
     steps, rows = _shape(source)[0], _shape(first.in_node(0))[0]
     channels = _shape(source)[-1]
-    base = re.sub(r"/unrolled_\d+$", "", first.name) + "/all_steps"
+    base = re.sub(r"/unrolled_\d+", "", first.name) + "/all_steps"
     flat = _op(graph, base + "/reshape", Reshape, {"dim": np.array([steps * rows, channels], dtype=np.int64)},
                [source], [steps * rows, channels])
     out_size = int(first["out-size"])
@@ -180,6 +227,8 @@ def _hoist(graph, source, members: list, biases, pairs: list) -> None:
 
 def hoist_projections(graph) -> int:
     """Hoists every group (module doc); returns how many products were made."""
+    for fc in graph.op_nodes(type="FullyConnected"):
+        _split_concat_product(graph, fc)
     made = 0
     for source, members in _groups(graph):
         members, biases, pairs = _plan(members)

@@ -24,7 +24,7 @@ CASES = ["embedding_lookup", "keras_embedding", "comparisons", "layer_norm", "at
          "resize_nearest", "strided_slices", "transpose", "reverse_roll", "log_softmax_softsign",
          "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant", "resize_bicubic", "atan2_div_no_nan",
          "legacy_tf1_ops", "extract_patches", "conv3d_pool3d", "conv3d_transpose", "conv3d_zero_padding",
-         "conv3d_batch_norm_global_pool", "keras_recurrent", "counted_loops",
+         "conv3d_batch_norm_global_pool", "keras_recurrent", "counted_loops", "concat_cells",
          "keras_masked_lstm", "keras_conv_lstm"]
 
 

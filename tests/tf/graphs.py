@@ -852,6 +852,24 @@ def _(rng, x):
     return [tf.transpose(scanned, [1, 0, 2]), counted, capped, nested]
 
 
+@case("concat_cells", (1, 6, 4), batches=(1, 2))
+def _(rng, x):
+    # TF1's cells: the step and the state side by side in one product (BasicRNNCell; BasicLSTMCell's gates i, j,
+    # f, o with its forget bias), scanned over the time steps
+    w_rnn, b_rnn, w_lstm, b_lstm = w(rng, 9, 5), w(rng, 5), w(rng, 9, 20), w(rng, 20)
+    steps = tf.transpose(x, [1, 0, 2])
+    zeros = tf.matmul(x[:, 0, :], tf.zeros([4, 5]))
+    rnn = tf.scan(lambda h, xt: tf.tanh(tf.matmul(tf.concat([xt, h], 1), w_rnn) + b_rnn), steps, initializer=zeros)
+
+    def lstm(state, xt):
+        c, h = tf.unstack(state)
+        i, j, f, o = tf.split(tf.nn.bias_add(tf.matmul(tf.concat([xt, h], 1), w_lstm), b_lstm), 4, axis=1)
+        c = c * tf.sigmoid(f + 1.0) + tf.sigmoid(i) * tf.tanh(j)
+        return tf.stack([c, tf.tanh(c) * tf.sigmoid(o)])
+    states = tf.scan(lstm, steps, initializer=tf.stack([zeros, zeros]))
+    return [tf.transpose(rnn, [1, 0, 2]), tf.transpose(states[:, 1], [1, 0, 2])]
+
+
 @case("preprocess_into_conv", (1, 8, 8, 3), feeds=preprocessed)
 def _(rng, x):
     return tf.nn.bias_add(tf.nn.conv2d(x, w(rng, 3, 3, 3, 4), strides=2, padding="VALID"), w(rng, 4))

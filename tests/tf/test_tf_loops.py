@@ -41,6 +41,19 @@ def test_recurrent_layers_become_their_steps(tf_graphs):
     assert not [layer for layer in plain.layers if layer.name.endswith("/all_steps")]
 
 
+def test_a_product_of_the_step_and_the_state_side_by_side_is_split(tf_graphs):
+    """TF1's cells multiply Concat([x_t, h]) by one kernel: the product becomes one of x_t (hoisted with the others,
+    the biases in it) plus one of h per step (the columns of the kernel split; equal to TensorFlow in test_tf_ops)."""
+    network = convert_api(input_model=tf_graphs.path("concat_cells"), batch=2)
+    products = [layer for layer in network.layers if layer.type == "FullyConnected"]
+    hoisted = [layer for layer in products if layer.name.endswith("/all_steps")]
+    assert len(hoisted) == 2 and all(tuple(layer.outputs[0].dims) == (6 * 2, 5 * k) for layer, k in
+                                     zip(sorted(hoisted, key=lambda layer: layer.outputs[0].dims[1]), (1, 4)))
+    assert all("biases" in layer.blobs for layer in hoisted), [layer.blobs for layer in hoisted]
+    assert "Concat" not in [network.layer_by_id(e.from_layer).type for layer in products for e in network.edges
+                            if e.to_layer == layer.id]
+
+
 def test_nested_loops_unroll_inside_out(tf_graphs):
     network = convert_api(input_model=tf_graphs.path("counted_loops"), batch=1)
     inner = [layer.name for layer in network.layers if re.search(r"while/Sin/unrolled_\d+/unrolled_\d+$", layer.name)]

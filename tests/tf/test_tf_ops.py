@@ -41,7 +41,7 @@ def test_fp16_ir_equals_tensorflow(ie, tf_graphs, tmp_path, case):
                                   "one_hot_float_classes", "crop_and_resize", "gather_nd", "fake_quant",
                                   "resize_bicubic", "atan2_div_no_nan", "legacy_tf1_ops", "floor_div_mod",
                                   "extract_patches", "conv3d_pool3d", "conv3d_zero_padding", "conv3d_transpose",
-                                  "conv3d_batch_norm_global_pool", "keras_recurrent", "counted_loops",
+                                  "conv3d_batch_norm_global_pool", "keras_recurrent", "counted_loops", "concat_cells",
                                   "keras_masked_lstm", "keras_conv_lstm",
                                   "lrn_selu_depth_space",
                                   "argmin_ties_broadcast"])
