@@ -6,21 +6,68 @@ instances: a request borrows an idle instance or, when all are busy and fewer
 than `threads` exist, compiles one more; numpy and BLAS release the GIL, so two
 requests really run in parallel on two cores. The daemon (service/device_daemon.py)
 caches the pools and hands out one Handle per load_network.
+
+How many OpenMP threads a request that runs alone gets - the network's whole team or
+one - is measured, not guessed (TeamChoice): a network of many small primitives (an
+unrolled LSTM: 700 primitives on [1, 128] tensors) or of small images (the OD API's
+SSD export) loses more to waking the team and to its barriers than the second thread
+gains it, a large one the other way round, and where the line lies depends on the CPU,
+on its load and on whether the client polls for the reply on a core meanwhile.
 """
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 
-# a network that computes in less than this (moving average) runs each request on one
-# OpenMP thread: waking the others costs more than they save on such work (server.py)
-SMALL_US = 500
+EXPLORE_RUNS = 5  # timed requests with each team size when choosing (after one untimed each: a program's first)
+EXPLORE_EVERY = 2000  # requests between two choices (the machine's load changes)
+EXPLORE_BELOW_US = 10_000  # a network whose request takes longer on the whole team keeps it (one thread: ~2x slower)
 # requests that ran side by side keep sharing the cores this long after: a request that
 # took every core while the other one was between two requests made each connection
 # thread an OpenMP team of its own, and libgomp hardly spins at barriers once a process
 # has more team threads than CPUs (MobileNetV3Small, 2 requests in flight on 2 cores:
 # 171 requests/s against 1570 with one thread each)
 SIDE_BY_SIDE_S = 1.0
+
+
+class TeamChoice:
+    """The team size of a request that runs alone: `threads()` for the next request,
+    `observe(threads, seconds)` its compute time. Until both sizes have EXPLORE_RUNS + 1
+    requests timed they alternate, the whole team first; then the one of the lower median
+    (first runs left out: one thread's first compiles its program) is chosen for
+    EXPLORE_EVERY requests, and the two are measured again. A network whose request takes
+    EXPLORE_BELOW_US or more on the whole team keeps it at once (no program is made for one
+    thread). Racing updates only blur the statistics."""
+    __slots__ = ("team", "chosen", "times", "left", "turn")
+
+    def __init__(self, team: int):
+        self.team = team
+        self.chosen: int | None = team if team <= 1 else None  # (None: measuring)
+        self.times: dict[int, list] = {team: [], 1: []}
+        self.left = EXPLORE_EVERY
+        self.turn = False
+
+    def threads(self) -> int:
+        chosen = self.chosen
+        if chosen is not None:
+            self.left -= 1
+            if self.left <= 0 and self.team > 1:
+                self.times, self.chosen = {self.team: [], 1: []}, None
+            return chosen
+        self.turn = not self.turn
+        return self.team if self.turn else 1
+
+    def observe(self, threads: int, seconds: float) -> None:
+        times = self.times.get(threads) if self.chosen is None else None
+        if times is None:
+            return
+        times.append(seconds)
+        if threads == self.team and seconds * 1e6 >= EXPLORE_BELOW_US:
+            self.chosen, self.left = self.team, EXPLORE_EVERY
+        elif all(len(t) > EXPLORE_RUNS for t in self.times.values()):
+            self.chosen = min(self.times, key=lambda n: statistics.median(self.times[n][1:]))
+            self.left = EXPLORE_EVERY
 
 
 class PlanPool:
@@ -56,6 +103,7 @@ class PlanPool:
         self.refs = 0
         self.last_used = time.monotonic()
         self.avg_us: float | None = None  # moving average of the compute time
+        self.team = TeamChoice(first.threads if first.program.backend != "numpy" else 1)
 
     def observe(self, compute_us: float) -> None:
         """Track the compute time (a statistic: racing updates only blur it)."""
@@ -78,11 +126,10 @@ class PlanPool:
             now = time.monotonic()
             self._side_by_side = (max(self.busy, peak) if now < until else self.busy, now + SIDE_BY_SIDE_S)
 
-    @property
-    def small(self) -> bool:
-        """Does it compute in well under a millisecond (SMALL_US)?"""
-        avg = self.avg_us
-        return avg is not None and avg < SMALL_US
+    def chooses_team(self) -> bool:
+        """Does a request get the team size TeamChoice measures (it runs alone: requests side
+        by side share the cores)?"""
+        return self.team.team > 1 and self.concurrent <= 1
 
     def _configure(self, plan):
         if self._shapes:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 
 from core.microkernel import RemoteError
 from ir import IRError
@@ -32,7 +33,6 @@ from ..service import DeviceDaemon, serve_daemon
 from .caffe_backed import CaffeWorkerPool, caffe_backed_kernels
 from .kernels import KERNELS
 from .plan_pool import PlanPool
-from .plan import CPUS
 from .precision import PRECISION_KEY, THREADS_KEY, resolve_precision, resolve_threads
 
 DEVICE = "CPU"
@@ -82,12 +82,21 @@ class CpuDaemon(DeviceDaemon):
 
     def compute(self, pool, plan, inputs, perf, out=None):
         # requests side by side share the cores: oneDNN runs each with cpus / concurrent threads
-        # (PlanPool.concurrent: those running, or as many as ran side by side a moment ago).
-        # A small network's request runs on one thread: its client polls for the reply on a
-        # core meanwhile, and waking OpenMP threads costs more than they save on such work
-        # (Input->ReLU 1x3x224x224 in-process here: 0.069 ms on 1 thread, 0.085 on 2).
-        concurrent = CPUS if pool.small else pool.concurrent
-        return plan.infer(inputs, perf, concurrent=concurrent, out=out)
+        # (PlanPool.concurrent: those running, or as many as ran side by side a moment ago); one
+        # that runs alone gets the team size its network's TeamChoice measures faster (plan_pool.py)
+        if not pool.chooses_team():
+            return plan.infer(inputs, perf, concurrent=pool.concurrent, out=out)
+        team = pool.team
+        if perf is not None:  # (-pc: the choice's team, not timed for it)
+            return plan.infer(inputs, perf, concurrent=plan.threads // (team.chosen or team.team), out=out)
+        threads = team.threads()
+        t0 = time.perf_counter()
+        outputs = plan.infer(inputs, None, concurrent=plan.threads // threads, out=out)
+        team.observe(threads, time.perf_counter() - t0)
+        return outputs
+
+    def network_status(self, pool) -> dict:
+        return {"threads": pool.team.chosen}
 
     def query(self, network, extensions) -> dict[str, str]:
         known = set(KERNELS) | set(self._merged(extensions)) | {"Input"}

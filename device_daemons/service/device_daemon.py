@@ -146,6 +146,10 @@ class DeviceDaemon:
     def status_extra(self) -> dict:
         return {}
 
+    def network_status(self, pool) -> dict:
+        """The device's own entries of a network's row in `status`."""
+        return {}
+
     def cleanup(self) -> None:
         self.bindings.clear()
         self.shm.close()
@@ -491,7 +495,8 @@ class DeviceDaemon:
             requests = self.requests
         networks = [{"handle": h.id, "name": h.pool.name, "source": h.pool.source,
                      "inputs": {n: i["shape"] for n, i in h.pool.inputs.items()},
-                     "requests": h.requests, "instances": h.pool.instances} for h in handles]
+                     "requests": h.requests, "instances": h.pool.instances, **self.network_status(h.pool)}
+                    for h in handles]
         result = {"device": self.DEVICE, "pid": os.getpid(), "started": self.started,
                   "uptime": time.monotonic() - self._t0, "endpoint": self.endpoint,
                   "version": registry.package_version(), "build": registry.build_id(), "threads": self.threads,
