@@ -26,6 +26,7 @@ class TFFrontEnd:
     name = "tf"
 
     offload_unsupported = False
+    loops_left: list = []  # the while loops the unroller left whole (load): warned of if the replacements left them
 
     def check_options(self, o):
         self.offload_unsupported = bool(o.offload_unsupported_operations_to_tf)
@@ -72,11 +73,11 @@ class TFFrontEnd:
         resolve_constant_switches(graph_def)  # tf.cond on a constant: one branch left
         from core.front.tf.offload import parse_patterns
         from core.front.tf.loops.unroll import unroll_loops
-        named = [(p, "name") for p in parse_patterns(o.tensorflow_subgraph_patterns, "--tensorflow_subgraph_patterns")] \
-            + [(p, "op") for p in parse_patterns(o.tensorflow_operation_patterns, "--tensorflow_operation_patterns")]
+        named = [(p, "name") for p in parse_patterns(o.tensorflow_subgraph_patterns, "--tensorflow_subgraph_patterns")]
+        named += [(p, "op") for p in parse_patterns(o.tensorflow_operation_patterns, "--tensorflow_operation_patterns")]
         # while loops of a fixed trip count (Keras' LSTM / GRU): their body once per step; not those the user offloads
-        outputs_read = unroll_loops(graph_def, lambda node: any(p.fullmatch(getattr(node, key)) for p, key in named),
-                                    _one_input_shape(graph_def, o))
+        offloaded = lambda node: any(p.fullmatch(getattr(node, key)) for p, key in named)  # noqa: E731
+        outputs_read, self.loops_left = unroll_loops(graph_def, offloaded, _one_input_shape(graph_def, o))
         for name in switch_placeholders(graph_def):
             log.warning("The graph branches on the placeholder '%s' (TF1 control flow: Switch/Merge), which no IR "
                         "holds; if it is a training switch, give it its inference value, e.g. "
@@ -103,6 +104,12 @@ class TFFrontEnd:
         or, with --offload_unsupported_operations_to_tf, TFCustomSubgraphCall nodes."""
         from core.front.tf.extract import unsupported_nodes, unsupported_ops_error
         left = unsupported_nodes(graph)
+        names = {node.soft_get("name") for node in left}
+        for loop, why, members in self.loops_left:
+            if names & members:
+                log.warning("The while loop '%s' is left as it is (TensorFlow runs it with "
+                            "--offload_unsupported_operations_to_tf): it cannot be unrolled, as %s.", loop, why)
+        self.loops_left = []
         if left and self.offload_unsupported:
             from core.front.tf.offload import offload_unsupported
             offload_unsupported(graph, left)

@@ -202,19 +202,21 @@ def frames(graph_def) -> dict[str, tuple]:
     return frame if len(frame) == len(nodes) else {}
 
 
-def unroll_loops(graph_def, keep=None, input_shapes: dict | None = None) -> set:
-    """Unrolls every loop this module can (innermost first); the number unrolled. `keep(node)`: true for a node
-    the user's offload patterns name - its loop stays whole, for TensorFlow to run. `input_shapes`: {Placeholder:
-    dims} the user gave (--input_shape), over the graph's own. Returns the model outputs (nodes nothing read) that
-    the copies now read - a TF1 loop's final state is its Exit, which the last copy's node now is: they stay
-    outputs (core/front/tf/builder.py)."""
-    outputs, refused = set(), set()
+def unroll_loops(graph_def, keep=None, input_shapes: dict | None = None) -> tuple[set, list]:
+    """Unrolls every loop this module can (innermost first). `keep(node)`: true for a node the user's offload
+    patterns name - its loop stays whole, for TensorFlow to run. `input_shapes`: {Placeholder: dims} the user gave
+    (--input_shape), over the graph's own. Returns the model outputs (nodes nothing read) that the copies now read
+    - a TF1 loop's final state is its Exit, which the last copy's node now is: they stay outputs
+    (core/front/tf/builder.py) - and [(loop, why it stays whole, its node names)] of the loops left whole that no
+    offload pattern named: the front end warns of those still there after the sub-graph replacements (an OD API
+    export's pre- and post-processing loops are replaced)."""
+    outputs, refused, left = set(), set(), []
     while True:
         frame_of = frames(graph_def)
         loops = {f for f in frame_of.values() if f} - refused
         inner = [f for f in loops if not any(g != f and g[:len(f)] == f for g in frame_of.values())]
         if not inner:
-            return outputs
+            return outputs, left
         loop = sorted(inner)[0]
         order = [n.name for n in _in_order(graph_def) if frame_of[n.name] == loop]
         rewriter = Rewriter(graph_def, input_shapes or {})
@@ -227,8 +229,7 @@ def unroll_loops(graph_def, keep=None, input_shapes: dict | None = None) -> set:
             exits = _Frame(rewriter, order).unroll()
             outputs |= _apply(graph_def, rewriter, set(order), exits)
         except NotUnrolled as why:
-            log.warning("The while loop '%s' is left as it is (TensorFlow runs it with "
-                        "--offload_unsupported_operations_to_tf): it cannot be unrolled, as %s.", loop[-1], why)
+            left.append((loop[-1], str(why), set(order)))
             refused |= _with_outer(loop)
             continue
         log.info("Unrolled the while loop '%s' (%d nodes added).", loop[-1], len(rewriter.new_nodes))
