@@ -66,44 +66,63 @@ def _step_source(fc):
     return _step_of(fc.in_node(0)) if fc.axis == 1 else None
 
 
-def _split_concat_product(graph, fc) -> bool:
-    """A product of a step and the state side by side - FullyConnected(Concat([x_t, h], axis 1)),
-    what TF1's BasicRNNCell / BasicLSTMCell / GRUCell compute - made the sum of a product of each:
-    x_t W_x (+ the biases) + h W_h, so that the first joins the other steps' (whose weights are the
-    same columns of W). True when it did."""
+def _concat_step(fc):
+    """(S, t, which part is the step, the weights' columns of each part) when the FullyConnected multiplies
+    Concat([x_t, h], axis 1) - the step and the state side by side, as TF1's BasicRNNCell /
+    BasicLSTMCell / GRUCell do - by one kernel (either order), else None."""
     concat = fc.in_node(0).producer()
     if fc.axis != 1 or concat is None or concat.soft_get("type") != "Concat" or len(concat.data_inputs()) != 2:
-        return False
+        return None
     parts = concat.data_inputs()
     shapes = [_shape(d) for d in parts]
+    steps = [_step_of(d) for d in parts]
     weights = get_blob(fc, "weights")
     if (_only_consumer(fc.in_node(0), "FullyConnected") is None or int(concat.soft_get("axis", 1)) != 1
             or any(len(shape) != 2 for shape in shapes) or shapes[0][0] != shapes[1][0] or weights is None
-            or not any(_step_of(d) is not None for d in parts)):
-        return False
+            or steps == [None, None]):
+        return None
     weights = np.asarray(weights).reshape(int(fc["out-size"]), -1)
     if weights.shape[1] != shapes[0][1] + shapes[1][1]:
-        return False
-    out, rows, out_size = fc.out_node(0), shapes[0][0], int(fc["out-size"])
-    columns = (weights[:, :shapes[0][1]], weights[:, shapes[0][1]:])
+        return None
+    k = 0 if steps[0] is not None else 1
+    columns = [np.ascontiguousarray(weights[:, :shapes[0][1]]), np.ascontiguousarray(weights[:, shapes[0][1]:])]
+    return steps[k][0], steps[k][1], k, columns
+
+
+def _split_concat_product(graph, fc, k: int, columns: list) -> None:
+    """The product of Concat([x_t, h]) made x_t W_x (+ the biases) + h W_h (_concat_step: part k is
+    x_t), so that the first joins the other steps' products."""
+    parts = fc.in_node(0).producer().data_inputs()
+    out, rows, out_size = fc.out_node(0), _shape(parts[0])[0], int(fc["out-size"])
     biases = get_blob(fc, "biases")
     name = fc.name
     _remove_with_blobs(graph, fc)
-    products = []
-    for k, (data, w) in enumerate(zip(parts, columns)):
-        product = _op(graph, f"{name}/part{k}", FullyConnected, {"out-size": out_size, "axis": 1}, [data],
-                      [rows, out_size])
-        set_blob(product, "weights", np.ascontiguousarray(w))
-        if biases is not None and _step_of(data) is not None:
-            set_blob(product, "biases", biases)
-            biases = None
-        products.append(product.out_node(0))
     add = graph.add_op(name)
     Eltwise.update_node_stat(add, {"operation": "sum"})
-    for port, data in enumerate(products):
-        graph.connect(data, add, inp=port)
+    for port, (data, w) in enumerate(zip(parts, columns)):
+        product = _op(graph, f"{name}/part{port}", FullyConnected, {"out-size": out_size, "axis": 1}, [data],
+                      [rows, out_size])
+        set_blob(product, "weights", w)
+        if port == k and biases is not None:
+            set_blob(product, "biases", biases)
+        graph.connect(product.out_node(0), add, inp=port)
     graph.connect(add, out, out=0)
-    return True
+
+
+def _split_concat_products(graph) -> None:
+    """Every group of such products over the steps of one sequence with the same step columns that is
+    large enough to hoist, split (_split_concat_product); products of a group too small stay one."""
+    found: dict[tuple, list] = {}
+    for fc in graph.op_nodes(type="FullyConnected"):
+        concat = _concat_step(fc)
+        if concat is not None:
+            source, t, k, columns = concat
+            key = (source.id, columns[k].shape, columns[k].tobytes())
+            found.setdefault(key, []).append((t, fc, source, k, columns))
+    for members in found.values():
+        if _enough(members[0][2], members):
+            for _, fc, _, k, columns in members:
+                _split_concat_product(graph, fc, k, columns)
 
 
 def _weights_key(fc) -> tuple | None:
@@ -127,8 +146,9 @@ def _groups(graph) -> list[tuple]:
 
 
 def _enough(source, members: list) -> bool:
+    """Are these products (each (t, ...)) enough steps of `source` to hoist: one a step, at least half of them?"""
     steps = _shape(source)[0]
-    return len(members) >= MIN_STEPS and 2 * len(members) >= steps and len({t for t, _ in members}) == len(members)
+    return len(members) >= MIN_STEPS and 2 * len(members) >= steps and len({m[0] for m in members}) == len(members)
 
 
 def _op(graph, name: str, op_class, attrs: dict, inputs: list, out_shape):
@@ -227,8 +247,7 @@ def _hoist(graph, source, members: list, biases, pairs: list) -> None:
 
 def hoist_projections(graph) -> int:
     """Hoists every group (module doc); returns how many products were made."""
-    for fc in graph.op_nodes(type="FullyConnected"):
-        _split_concat_product(graph, fc)
+    _split_concat_products(graph)
     made = 0
     for source, members in _groups(graph):
         members, biases, pairs = _plan(members)
