@@ -1,7 +1,9 @@
-"""Crop and the outputs of Split on oneDNN: each one reorder of a part of its input -
-the input's memory described as that part (a sub-memory: the input's strides, an offset;
-oneDNN's way to read a slice: not every primitive honours a sub-memory's offset, a
-reorder does) into a dense tensor. On numpy a Split's parts came with a Reorder of the
+"""Crop and the outputs of Split on oneDNN. A part that is one block of its input's plain
+memory (ones before some axis, whole axes after it: an LSTM's gates at batch 1, a step of
+a sequence) is a view - the compiler's alias at that byte offset, nothing runs. Any other
+part is one reorder of the input's memory described as that part (a sub-memory: the
+input's strides, an offset; oneDNN's way to read a slice: not every primitive honours a
+sub-memory's offset, a reorder does) into a dense tensor. On numpy a Split's parts came with a Reorder of the
 input to numpy, the slicing and an import of every part back (an unrolled LSTM: six
 Python steps per time step that broke the oneDNN runs into pieces). A Split of n outputs
 is compiled as n steps of one output each (`split_parts`); a blocked input is read plain
