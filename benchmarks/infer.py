@@ -36,7 +36,8 @@ rounds; min: the fastest call):
   (the GPU daemon and plan, OpenCV's OpenCL target: --gpu-iterations runs in
   --opencl-rounds rounds).
 Each row prints the engine's precision and threads as the engine reports them (ours:
-the load reply, INFERENCE_NUM_THREADS from os.sched_getaffinity; OpenVINO: the compiled
+the load reply, INFERENCE_NUM_THREADS from os.sched_getaffinity, and for the daemon the team
+size it measured faster where that is one thread, "2 (1 used)"; OpenVINO: the compiled
 model's properties; our numpy backend and pycaffe: their OpenBLAS's threads; OpenCV:
 cv2.getNumThreads(), its CPU target computing in f32; TensorFlow: the intra-op pool,
 set to the CPUs of the affinity mask, f32) and the input shape it ran (it must be
@@ -253,6 +254,7 @@ def run_engine(args):
             result.update(daemon_fps(exec_net, name, x, args.iterations, args.tp_seconds), nireq=nireq)
         else:
             result["main"] = measure(lambda: exec_net.infer({name: x}), args.iterations)
+            result["threads"] = daemon_threads(exec_net)
             out = lambda v: first_output(exec_net.infer({name: v}))  # noqa: E731
     elif engine.startswith("plan") or engine == "numpy":
         from device_daemons.cpu.plan import ExecutionPlan
@@ -347,6 +349,15 @@ def openvino_fps(compiled, x, nireq, iterations, seconds) -> dict:
         done += 1
     queue.wait_all()
     return fps_result(done, x.shape[0], time.perf_counter() - start)
+
+
+def daemon_threads(exec_net) -> str:
+    """The CPU daemon's threads for the network: its team (the load reply), and the team size it measured
+    faster for a request that runs alone where that is one thread (its status; device_daemons/cpu/plan_pool.py)."""
+    team = exec_net.get_config("INFERENCE_NUM_THREADS")
+    status, _ = exec_net.link.call("status")
+    chosen = next((n.get("threads") for n in status["networks"] if n["handle"] == exec_net._loaded[1]), None)
+    return "{} ({} used)".format(team, chosen) if chosen not in (None, team) else str(team)
 
 
 def blas_threads(path_part: str):
