@@ -242,6 +242,12 @@ def replace_node(old_node: Node, new_node: Node, new_node_out_port: int | None =
     graph.remove_node(old_node.id)
 
 
+def shape_tuple(data) -> tuple:
+    """A data node's shape as a tuple of ints (() when it has none): what the middle passes compare."""
+    shape = data.soft_get("shape")
+    return tuple(int(v) for v in shape) if shape is not None else ()
+
+
 def carry_output(src, out) -> None:
     """`src` takes `out`'s place among the model's outputs (if out is one). `is_output` holds that place:
     1, 2, ... in the model's order of outputs (IR v11 orders its Results so); the earlier place wins when

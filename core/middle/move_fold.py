@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.graph.blobs import get_blob, set_blob
+from core.graph.graph import shape_tuple
 from core.validate import forget_framework_tensor
 
 MOVES = ("Reshape", "Permute")
@@ -47,10 +48,6 @@ def simplify_moves(graph, fuse: bool = True) -> None:
     changed = True
     while changed:
         changed = bool(fuse and fold_linear(graph)) | bool(hoist_moves(graph)) | bool(compose_moves(graph))
-
-
-def _shape(data) -> tuple:
-    return tuple(int(v) for v in data.shape)
 
 
 def _sole_consumer(data):
@@ -98,7 +95,7 @@ def _factors(node, port: int, shape: tuple):
     try:
         if node.op == "Eltwise":
             const = node.in_node(1 - port)
-            value = np.broadcast_to(np.asarray(_constant_value(const), np.float32).reshape(_shape(const)), shape)
+            value = np.broadcast_to(np.asarray(_constant_value(const), np.float32).reshape(shape_tuple(const)), shape)
             if node.operation == "mul":
                 return value, np.zeros(shape, np.float32)
             coeff = float((node.soft_get("coeff") or [1.0, 1.0])[1 - port])
@@ -157,21 +154,21 @@ def _fold(graph, node) -> bool:
         return False
     x, out = node.in_node(port), node.out_node(0)
     found = _chain_to_producer(x)
-    if found is None or not _shape(x) or _shape(out) != _shape(x):
+    if found is None or not shape_tuple(x) or shape_tuple(out) != shape_tuple(x):
         return False
     producer, moves = found
     produced = producer.out_node(0)
-    shape = _shape(produced)
+    shape = shape_tuple(produced)
     if len(shape) < 2 or not 0 < int(np.prod(shape)) <= MAX_VALUES:
         return False
-    factors = _factors(node, port, _shape(x))  # (tensor-sized arrays: only once a producer is found)
+    factors = _factors(node, port, shape_tuple(x))  # (tensor-sized arrays: only once a producer is found)
     if factors is None:
         return False
     scale, shift = factors
     ids = np.arange(int(np.prod(shape))).reshape(shape)
     for move in moves:
         ids = np.transpose(ids, [int(a) for a in move.order]) if move.op == "Permute" else ids.reshape(
-            _shape(move.out_node(0)))
+            shape_tuple(move.out_node(0)))
     channels = np.unravel_index(ids, shape)[1]
     add = _per_channel(shift, channels, shape[1])
     mul = None if scale is None else _per_channel(scale, channels, shape[1])
@@ -235,7 +232,7 @@ def _passable(layer, move) -> bool:
         return True
     # a Reshape that keeps the last axis, above a layer normalizing over the last axis (attention's softmax
     # between a batched MatMul's [heads, rows, columns] and the 4-D view of it)
-    shape, out = _shape(layer.in_node(0)), _shape(move.out_node(0))
+    shape, out = shape_tuple(layer.in_node(0)), shape_tuple(move.out_node(0))
     return int(layer.axis) % len(shape) == len(shape) - 1 and out[-1:] == shape[-1:]
 
 
@@ -274,7 +271,7 @@ def _swap(graph, layer, move) -> None:
         if layer.op in AXIS_OPS:
             layer["axis"] = order.index(int(layer.axis) % len(order))
     else:
-        new_shape = _shape(d_out)
+        new_shape = shape_tuple(d_out)
         if layer.op in AXIS_OPS:
             layer["axis"] = len(new_shape) - 1
     outgoing = list(graph.out_edges(move.id, keys=True, data=True))
@@ -316,12 +313,12 @@ def compose_moves(graph) -> int:
 def _identity(node) -> bool:
     if node.op == "Permute":
         return [int(a) for a in node.order] == list(range(len(node.order)))
-    return _shape(node.in_node(0)) == _shape(node.out_node(0))
+    return shape_tuple(node.in_node(0)) == shape_tuple(node.out_node(0))
 
 
 def _keeps_order(permute) -> bool:
     """The Permute moves only axes of size 1: the values keep their order (a Reshape)."""
-    shape = _shape(permute.in_node(0))
+    shape = shape_tuple(permute.in_node(0))
     moved = [int(a) for a in permute.order if shape[int(a)] != 1]
     return moved == sorted(moved)
 
@@ -329,7 +326,7 @@ def _keeps_order(permute) -> bool:
 def _same_move(a, b) -> bool:
     if a.op == "Permute":
         return [int(v) for v in a.order] == [int(v) for v in b.order]
-    return _shape(a.out_node(0)) == _shape(b.out_node(0))
+    return shape_tuple(a.out_node(0)) == shape_tuple(b.out_node(0))
 
 
 def _merge_twin(graph, node) -> bool:
@@ -366,7 +363,7 @@ def _compose(graph, node) -> bool:
     if (node.op == "Permute" and before is not None and before.soft_get("op") == "Reshape"
             and _sole_consumer(data) is not None and _keeps_order(node)):
         # a Permute that only moves axes of size 1 after a Reshape: one Reshape (a 5-D reduction's kept dims)
-        before["dim"] = list(_shape(node.out_node(0)))
+        before["dim"] = list(shape_tuple(node.out_node(0)))
         before.attrs.pop("flatten", None)
         data.shape = node.out_node(0).shape
         _bypass(graph, node)
@@ -378,6 +375,6 @@ def _compose(graph, node) -> bool:
         node["order"] = [first[int(a)] for a in node.order]
     else:
         node.attrs.pop("flatten", None)  # its `dim` is the output shape (emit writes it)
-        node["dim"] = list(_shape(node.out_node(0)))
+        node["dim"] = list(shape_tuple(node.out_node(0)))
     graph.bypass(before)
     return True

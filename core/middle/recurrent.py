@@ -28,6 +28,7 @@ import re
 import numpy as np
 
 from core.graph.blobs import get_blob, set_blob
+from core.graph.graph import shape_tuple
 from core.ops.fully_connected import FullyConnected
 from core.ops.linear import Eltwise
 from core.ops.shape_ops import Reshape
@@ -35,11 +36,6 @@ from core.ops.slicing import CropRange
 from core.validate import forget_framework_tensor
 
 MIN_STEPS = 2  # a group of fewer products gains nothing
-
-
-def _shape(data) -> tuple:
-    shape = data.soft_get("shape")
-    return tuple(int(v) for v in shape) if shape is not None else ()
 
 
 def _step_of(x):
@@ -52,18 +48,13 @@ def _step_of(x):
     if crop is None or crop.soft_get("op") != "CropRange" or list(crop.axis) != [0]:
         return None
     source = crop.in_node(0)
-    shape, step = _shape(source), _shape(x)
+    shape, step = shape_tuple(source), shape_tuple(x)
     if len(shape) < 2 or len(step) != 2 or shape[-1] != step[1] or int(np.prod(shape[1:-1])) != step[0]:
         return None
     begin, end = int(crop.crop_begin[0]), int(crop.crop_end[0])
     if begin + end != shape[0] - 1 or source.soft_get("value") is not None:
         return None
     return source, begin
-
-
-def _step_source(fc):
-    """(S, t) when the FullyConnected (over axis 1) reads step t of a sequence S."""
-    return _step_of(fc.in_node(0)) if fc.axis == 1 else None
 
 
 def _concat_step(fc):
@@ -74,7 +65,7 @@ def _concat_step(fc):
     if fc.axis != 1 or concat is None or concat.soft_get("type") != "Concat" or len(concat.data_inputs()) != 2:
         return None
     parts = concat.data_inputs()
-    shapes = [_shape(d) for d in parts]
+    shapes = [shape_tuple(d) for d in parts]
     steps = [_step_of(d) for d in parts]
     weights = get_blob(fc, "weights")
     if (_only_consumer(fc.in_node(0), "FullyConnected") is None or int(concat.soft_get("axis", 1)) != 1
@@ -93,7 +84,7 @@ def _split_concat_product(graph, fc, k: int, columns: list) -> None:
     """The product of Concat([x_t, h]) made x_t W_x (+ the biases) + h W_h (_concat_step: part k is
     x_t), so that the first joins the other steps' products."""
     parts = fc.in_node(0).producer().data_inputs()
-    out, rows, out_size = fc.out_node(0), _shape(parts[0])[0], int(fc["out-size"])
+    out, rows, out_size = fc.out_node(0), shape_tuple(parts[0])[0], int(fc["out-size"])
     biases = get_blob(fc, "biases")
     name = fc.name
     _remove_with_blobs(graph, fc)
@@ -135,7 +126,7 @@ def _groups(graph) -> list[tuple]:
     found: dict[tuple, list] = {}
     sources = {}
     for fc in graph.op_nodes(type="FullyConnected"):
-        step = _step_source(fc)
+        step = _step_of(fc.in_node(0)) if fc.axis == 1 else None
         weights = _weights_key(fc) if step is not None else None
         if weights is None or fc.out_node(0).soft_get("is_output"):
             continue
@@ -147,7 +138,7 @@ def _groups(graph) -> list[tuple]:
 
 def _enough(source, members: list) -> bool:
     """Are these products (each (t, ...)) enough steps of `source` to hoist: one a step, at least half of them?"""
-    steps = _shape(source)[0]
+    steps = shape_tuple(source)[0]
     return len(members) >= MIN_STEPS and 2 * len(members) >= steps and len({m[0] for m in members}) == len(members)
 
 
@@ -221,8 +212,8 @@ def _plan(members: list) -> tuple[list, np.ndarray | None, list]:
 
 def _hoist(graph, source, members: list, biases, pairs: list) -> None:
     first = members[0][1]
-    steps, rows = _shape(source)[0], _shape(first.in_node(0))[0]
-    channels = _shape(source)[-1]
+    steps, rows = shape_tuple(source)[0], shape_tuple(first.in_node(0))[0]
+    channels = shape_tuple(source)[-1]
     base = re.sub(r"/unrolled_\d+", "", first.name) + "/all_steps"
     flat = _op(graph, base + "/reshape", Reshape, {"dim": np.array([steps * rows, channels], dtype=np.int64)},
                [source], [steps * rows, channels])

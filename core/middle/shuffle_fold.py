@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.graph.blobs import get_blob, set_blob
+from core.graph.graph import shape_tuple
 from core.validate import forget_framework_tensor
 
 MOVES = ("Reshape", "Permute", "Concat")
@@ -34,11 +35,6 @@ def fold_shuffles(graph) -> int:
     return folded
 
 
-def _shape(data) -> tuple:
-    shape = data.soft_get("shape")
-    return tuple(int(v) for v in shape) if shape is not None else ()
-
-
 def _only_reader(data, reader) -> bool:
     return not data.soft_get("is_output") and [c.id for c in data.consumers()] == [reader.id]
 
@@ -50,7 +46,7 @@ def _shuffle(split):
     if len(data) != 1:
         return None
     source = data[0]
-    shape = _shape(source)
+    shape = shape_tuple(source)
     parts = [out for _, out in sorted(split.out_nodes().items())]
     if not shape or len(parts) < 2 or not _only_reader(source, split):
         return None
@@ -71,7 +67,7 @@ def _shuffle(split):
         return None
     index = {part.id: i for i, part in enumerate(parts)}
     order = [index.get(d.id) for d in ins]
-    if None in order or sorted(order) != list(range(len(parts))) or any(_shape(p)[-1] != width for p in parts):
+    if None in order or sorted(order) != list(range(len(parts))) or any(shape_tuple(p)[-1] != width for p in parts):
         return None
     return np.concatenate([np.arange(i * width, (i + 1) * width) for i in order]), concat
 
@@ -101,7 +97,7 @@ class _NotFoldable(Exception):
 
 def _trace(data, reader, sources: _Sources) -> np.ndarray:
     """The ids of the values of `data` (read by `reader` alone)."""
-    shape = _shape(data)
+    shape = shape_tuple(data)
     sources.tensors.append(data)
     if data.soft_get("value") is not None:
         if not _only_reader(data, reader):

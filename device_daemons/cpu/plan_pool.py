@@ -44,7 +44,7 @@ class TeamChoice:
     def __init__(self, team: int):
         self.team = team
         self.chosen: int | None = team if team <= 1 else None  # (None: measuring)
-        self.times: dict[int, list] = {team: [], 1: []}
+        self.times = self._no_times()
         self.left = EXPLORE_EVERY
         self.turn = False
 
@@ -53,10 +53,13 @@ class TeamChoice:
         if chosen is not None:
             self.left -= 1
             if self.left <= 0 and self.team > 1:
-                self.times, self.chosen = {self.team: [], 1: []}, None
+                self.times, self.chosen = self._no_times(), None
             return chosen
         self.turn = not self.turn
         return self.team if self.turn else 1
+
+    def _no_times(self) -> dict[int, list]:
+        return {self.team: [], 1: []}
 
     def observe(self, threads: int, seconds: float) -> None:
         times = self.times.get(threads) if self.chosen is None else None

@@ -26,7 +26,7 @@ class TFFrontEnd:
     name = "tf"
 
     offload_unsupported = False
-    loops_left: list = []  # the while loops the unroller left whole (load): warned of if the replacements left them
+    loops_left: list | tuple = ()  # the while loops the unroller left whole (load): warned of if replacements left them
 
     def check_options(self, o):
         self.offload_unsupported = bool(o.offload_unsupported_operations_to_tf)
@@ -109,7 +109,7 @@ class TFFrontEnd:
             if names & members:
                 log.warning("The while loop '%s' is left as it is (TensorFlow runs it with "
                             "--offload_unsupported_operations_to_tf): it cannot be unrolled, as %s.", loop, why)
-        self.loops_left = []
+        self.loops_left = ()
         if left and self.offload_unsupported:
             from core.front.tf.offload import offload_unsupported
             offload_unsupported(graph, left)
