@@ -3,6 +3,8 @@ ModelInferResponse of mo_inference.proto): raw_input_contents / raw_output_conte
 or the typed `contents` fields."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import bad_request
@@ -46,7 +48,7 @@ def parse_infer(msg: pb.ModelInferRequest) -> InferRequest:
         if field is None:
             raise bad_request(f"{what}: {tensor.datatype} travels in raw_input_contents only")
         values = getattr(tensor.contents, field)
-        expected = int(np.prod(shape, dtype=np.int64))
+        expected = math.prod(shape)
         if len(values) != expected:
             raise bad_request(f"{what}: contents.{field} holds {len(values)} values but shape {list(shape)} "
                               f"needs {expected}")

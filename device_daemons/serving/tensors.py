@@ -2,6 +2,8 @@
 data (JSON lists, binary blobs, gRPC contents) into numpy arrays."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import bad_request
@@ -23,11 +25,14 @@ def dtype_of(datatype: str, what: str) -> np.dtype:
     return dtype
 
 
+NAMES = {dtype: name for name, dtype in DATATYPES.items()}  # (a dtype hashes as its equals: '<f4', float32)
+
+
 def datatype_of(dtype: np.dtype) -> str:
-    for name, candidate in DATATYPES.items():
-        if candidate == dtype:
-            return name
-    raise ValueError(f"no protocol datatype for {dtype}")
+    name = NAMES.get(dtype)
+    if name is None:
+        raise ValueError(f"no protocol datatype for {dtype}")
+    return name
 
 
 def check_shape(shape, what: str) -> tuple[int, ...]:
@@ -40,7 +45,7 @@ def check_shape(shape, what: str) -> tuple[int, ...]:
             raise bad_request(f"{what}: 'shape' must hold non-negative integers, got {list(shape)!r}"[:300])
         dims.append(d)
     # (each dim too: a zero dim makes the product 0, and numpy cannot shape an array with a dim past its index range)
-    if int(np.prod(dims, dtype=object)) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in dims):
+    if math.prod(dims) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in dims):
         raise bad_request(f"{what}: shape {dims} has more than {MAX_ELEMENTS} elements (or in one dimension)"[:300])
     return tuple(dims)
 
@@ -64,7 +69,7 @@ def from_json(data, datatype: str, shape: tuple, what: str) -> np.ndarray:
         kind = "true/false" if datatype == "BOOL" else "numbers" if dtype.kind == "f" else "integers"
         raise bad_request(f"{what}: 'data' must be {datatype} values: a flat or nested list of {kind} in the "
                           f"datatype's range") from None
-    expected = int(np.prod(shape, dtype=np.int64))
+    expected = math.prod(shape)
     if arr.size != expected:
         raise bad_request(f"{what}: 'data' holds {arr.size} values but shape {list(shape)} needs {expected}")
     return arr.reshape(shape)
@@ -82,11 +87,13 @@ def _fits(arr: np.ndarray, dtype: np.dtype) -> bool:
 def from_bytes(buf, datatype: str, shape: tuple, what: str) -> np.ndarray:
     """Raw little-endian tensor bytes (the binary extension, gRPC raw contents)."""
     dtype = WIRE[datatype] if datatype in WIRE else dtype_of(datatype, what)
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    expected = math.prod(shape) * dtype.itemsize
     if len(buf) != expected:
         raise bad_request(f"{what}: {len(buf)} bytes of data but {datatype} {list(shape)} needs {expected}")
     return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
 def to_bytes(arr: np.ndarray) -> bytes:
-    return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
+    if arr.dtype.byteorder == ">":
+        arr = arr.astype(arr.dtype.newbyteorder("<"))
+    return arr.tobytes()  # (C order, whatever the array's strides)
