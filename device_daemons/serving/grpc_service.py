@@ -123,7 +123,7 @@ def _wrap(server: Server, method: str, fn):
         t0 = time.perf_counter()
         status = "OK"
         try:
-            if method not in OPEN_METHODS:
+            if server.token is not None and method not in OPEN_METHODS:  # (the metadata read only for a token)
                 auth = dict(context.invocation_metadata()).get("authorization")
                 if not server.authorized(auth):
                     status = "UNAUTHENTICATED"
