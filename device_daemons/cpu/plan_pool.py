@@ -23,6 +23,8 @@ import time
 EXPLORE_RUNS = 5  # timed requests with each team size when choosing (after one untimed each: a program's first)
 EXPLORE_EVERY = 2000  # requests between two choices (the machine's load changes)
 EXPLORE_BELOW_US = 10_000  # a network whose request takes longer on the whole team keeps it (one thread: ~2x slower)
+TEAM_FIRST = 2  # timed whole-team requests before one thread's first, both EXPLORE_BELOW_US or more: the team kept
+CHOICE_REQUESTS = TEAM_FIRST + 2 * (EXPLORE_RUNS + 1)  # the requests a choice takes (benchmarks warm up past them)
 # requests that ran side by side keep sharing the cores this long after: a request that
 # took every core while the other one was between two requests made each connection
 # thread an OpenMP team of its own, and libgomp hardly spins at barriers once a process
@@ -33,12 +35,15 @@ SIDE_BY_SIDE_S = 1.0
 
 class TeamChoice:
     """The team size of a request that runs alone: `threads()` for the next request,
-    `observe(threads, seconds)` its compute time. Until both sizes have EXPLORE_RUNS + 1
-    requests timed they alternate, the whole team first; then the one of the lower median
-    (first runs left out: one thread's first compiles its program) is chosen for
-    EXPLORE_EVERY requests, and the two are measured again. A network whose request takes
-    EXPLORE_BELOW_US or more on the whole team keeps it at once (no program is made for one
-    thread). Racing updates only blur the statistics."""
+    `observe(threads, seconds)` its compute time. The whole team runs the first
+    TEAM_FIRST + 1 requests (its first untimed: cold caches, the arena's first touch);
+    a network whose timed ones all take EXPLORE_BELOW_US or more keeps the team at once
+    (no program is made for one thread). Else the two sizes alternate until each has
+    EXPLORE_RUNS + 1 requests timed; the one of the lower median (first runs left out:
+    one thread's first compiles its program) is chosen for EXPLORE_EVERY requests, and
+    the two are measured again. One slow request never decides: an LSTM's first took
+    15 ms and kept the team that runs it 2x slower than one thread. Racing updates only
+    blur the statistics."""
     __slots__ = ("team", "chosen", "times", "left", "turn")
 
     def __init__(self, team: int):
@@ -55,8 +60,10 @@ class TeamChoice:
             if self.left <= 0 and self.team > 1:
                 self.times, self.chosen = self._no_times(), None
             return chosen
+        if len(self.times[self.team]) <= TEAM_FIRST:
+            return self.team
         self.turn = not self.turn
-        return self.team if self.turn else 1
+        return 1 if self.turn else self.team
 
     def _no_times(self) -> dict[int, list]:
         return {self.team: [], 1: []}
@@ -66,7 +73,7 @@ class TeamChoice:
         if times is None:
             return
         times.append(seconds)
-        if threads == self.team and seconds * 1e6 >= EXPLORE_BELOW_US:
+        if threads == self.team and len(times) == TEAM_FIRST + 1 and min(times[1:]) * 1e6 >= EXPLORE_BELOW_US:
             self.chosen, self.left = self.team, EXPLORE_EVERY
         elif all(len(t) > EXPLORE_RUNS for t in self.times.values()):
             self.chosen = min(self.times, key=lambda n: statistics.median(self.times[n][1:]))

@@ -577,8 +577,9 @@ def test_requests_that_ran_side_by_side_keep_sharing_the_cores_a_moment():
 
 def test_team_choice_measures_both_team_sizes_then_keeps_the_faster(monkeypatch):
     """TeamChoice's bookkeeping on given times (the daemon's, measured: tests/daemon/test_iecore.py): the
-    two sizes alternate until each has EXPLORE_RUNS + 1 timed requests, the lower median wins (a first run
-    left out), and after EXPLORE_EVERY requests both are measured again."""
+    whole team runs the first TEAM_FIRST + 1 requests, then the two sizes alternate until each has
+    EXPLORE_RUNS + 1 timed requests, the lower median wins (a first run left out), and after EXPLORE_EVERY
+    requests both are measured again."""
     from device_daemons.cpu import plan_pool
     monkeypatch.setattr(plan_pool, "EXPLORE_EVERY", 10)
     choice = plan_pool.TeamChoice(2)
@@ -586,10 +587,10 @@ def test_team_choice_measures_both_team_sizes_then_keeps_the_faster(monkeypatch)
     seen = []
     while choice.chosen is None:
         threads = choice.threads()
+        first = {2: 15e-3, 1: 1.0}  # (first runs: cold caches, past EXPLORE_BELOW_US; one thread's compiles)
+        choice.observe(threads, first[threads] if threads not in seen else speed[threads])
         seen.append(threads)
-        first = {2: 8e-3, 1: 1.0}  # (first runs: cold caches; one thread's compiles its program)
-        choice.observe(threads, first[threads] if len(seen) <= 2 else speed[threads])
-    assert seen[:4] == [2, 1, 2, 1] and len(seen) == 2 * (plan_pool.EXPLORE_RUNS + 1)
+    assert seen[:5] == [2, 2, 2, 1, 2] and len(seen) == plan_pool.CHOICE_REQUESTS
     assert choice.chosen == 1 and {choice.threads() for _ in range(9)} == {1}
     choice.observe(2, 9.0)  # (a request that started before the choice: ignored)
     assert choice.chosen == 1
@@ -601,10 +602,18 @@ def test_team_choice_measures_both_team_sizes_then_keeps_the_faster(monkeypatch)
     assert choice.chosen == 2
     alone = plan_pool.TeamChoice(1)
     assert alone.chosen == 1 and alone.threads() == 1
-    large = plan_pool.TeamChoice(2)  # its whole team takes EXPLORE_BELOW_US: never one thread
-    assert large.threads() == 2
-    large.observe(2, plan_pool.EXPLORE_BELOW_US * 1e-6)
+    slow = plan_pool.EXPLORE_BELOW_US * 1e-6
+    large = plan_pool.TeamChoice(2)  # its whole team's timed requests take EXPLORE_BELOW_US: never one thread
+    for t in (3 * slow, slow, 1.5 * slow):
+        assert large.threads() == 2
+        large.observe(2, t)
     assert large.chosen == 2
+    hiccup = plan_pool.TeamChoice(2)  # one slow timed request among fast ones decides nothing
+    for t in (3 * slow, slow, 0.1 * slow):
+        assert hiccup.threads() == 2
+        hiccup.observe(2, t)
+    assert hiccup.chosen is None and hiccup.threads() == 1
+
 
 def test_plan_pool_lends_waits_and_compiles_up_to_its_limit(tmp_path):
     """PlanPool.acquire: an idle instance when there is one, one more compiled while fewer

@@ -230,7 +230,7 @@ def test_a_request_alone_gets_the_team_size_measured_faster(ie, tiny):
     """The daemon times a network's requests on its whole OpenMP team and on one thread, alternately
     (device_daemons/cpu/plan_pool.py: TeamChoice), then keeps the faster: its status says which (None while
     measuring); every answer is right whichever team computed it."""
-    from device_daemons.cpu.plan_pool import EXPLORE_RUNS
+    from device_daemons.cpu.plan_pool import CHOICE_REQUESTS
     net = ie.read_network(tiny.xml)
     net.batch_size = 5  # (a network of its own in the daemon: the other tests' requests measured theirs)
     exec_net = ie.load_network(net, "CPU")
@@ -240,7 +240,7 @@ def test_a_request_alone_gets_the_team_size_measured_faster(ie, tiny):
         status, _ = exec_net.link.call("status")
         return next(n for n in status["networks"] if n["handle"] == exec_net._loaded[1])["threads"]
     assert chosen() is None if team > 1 else chosen() == 1, team
-    for i in range(2 * (EXPLORE_RUNS + 1)):
+    for i in range(CHOICE_REQUESTS):
         x = tiny.input(i, batch=5)
         assert_close(exec_net.infer({"data": x})["prob"], tiny.reference(x))
     assert chosen() in {1, team}
