@@ -61,6 +61,7 @@ import numpy as np
 from core.services.caffe_worker import DEFINITION_ATTR as CAFFE_DEFINITION
 from ir import IRError, Network
 
+from ..heap import keep_freed_buffers
 from ..plan_io import (PlanShapes, check_computed_shape, check_inputs, check_reshape, execution_order, frees,
                        output_ports)
 from .backends import build_program, requested_backend
@@ -71,25 +72,6 @@ from .precision import CPUS, resolve_precision, resolve_threads
 from .strides import pull_strides
 
 _SOURCE_TYPES = ("Input",)
-_allocator_tuned = False
-
-
-def tune_allocator():
-    """Keeps freed activation buffers in the process heap (glibc): without it every
-    infer call maps and zero-fills fresh pages for each large array (thousands of
-    page faults per call). Process-wide and idempotent; a no-op elsewhere."""
-    global _allocator_tuned
-    if _allocator_tuned:
-        return
-    _allocator_tuned = True
-    try:
-        import ctypes
-        libc = ctypes.CDLL("libc.so.6")
-        m_trim_threshold, m_mmap_threshold = -1, -3
-        libc.mallopt(m_mmap_threshold, 32 * 2**20)   # the largest glibc accepts
-        libc.mallopt(m_trim_threshold, 2**30)
-    except (OSError, AttributeError):
-        pass
 _GLOBAL_CUSTOM: dict[str, type] = {}
 _module_counter = itertools.count()
 
@@ -177,7 +159,7 @@ class ExecutionPlan(PlanShapes):
         but an error if oneDNN cannot load) or "numpy"; default $MO_CORE_CPU_BACKEND
         or "auto" (device_daemons/cpu/backends.py). precision: "f32" or "bf16" (None:
         the CPU's default, precision.py); threads: OpenMP threads (None or 0: all CPUs)."""
-        tune_allocator()
+        keep_freed_buffers()  # (numpy kernels allocate their arrays per call)
         self.backend = requested_backend(backend)
         self.threads = resolve_threads(threads)
         self.precision = "f32" if self.backend == "numpy" else resolve_precision(precision)
