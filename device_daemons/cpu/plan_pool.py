@@ -21,7 +21,8 @@ import threading
 import time
 
 EXPLORE_RUNS = 5  # timed requests with each team size when choosing (after one untimed each: a program's first)
-EXPLORE_EVERY = 2000  # requests between two choices (the machine's load changes)
+EXPLORE_EVERY = 2000  # requests between two choices (the machine's load changes) ...
+EXPLORE_EVERY_S = 5.0  # ... or seconds, whichever ends first: on a shared VM the faster size changed by the minute
 EXPLORE_BELOW_US = 10_000  # a network whose request takes longer on the whole team keeps it (one thread: ~2x slower)
 TEAM_FIRST = 2  # timed whole-team requests before one thread's first, both EXPLORE_BELOW_US or more: the team kept
 CHOICE_REQUESTS = TEAM_FIRST + 2 * (EXPLORE_RUNS + 1)  # the requests a choice takes (benchmarks warm up past them)
@@ -40,24 +41,27 @@ class TeamChoice:
     a network whose timed ones all take EXPLORE_BELOW_US or more keeps the team at once
     (no program is made for one thread). Else the two sizes alternate until each has
     EXPLORE_RUNS + 1 requests timed; the one of the lower median (first runs left out:
-    one thread's first compiles its program) is chosen for EXPLORE_EVERY requests, and
-    the two are measured again. One slow request never decides: an LSTM's first took
-    15 ms and kept the team that runs it 2x slower than one thread. Racing updates only
-    blur the statistics."""
-    __slots__ = ("team", "chosen", "times", "left", "turn")
+    one thread's first compiles its program) is chosen for EXPLORE_EVERY requests or
+    EXPLORE_EVERY_S seconds, whichever ends first, and the two are measured again. One
+    slow request never decides: an LSTM's first took 15 ms and kept the team that runs
+    it 2x slower than one thread. Racing updates only blur the statistics."""
+    __slots__ = ("team", "chosen", "times", "left", "until", "turn", "clock")
 
-    def __init__(self, team: int):
+    def __init__(self, team: int, clock=time.monotonic):
         self.team = team
-        self.chosen: int | None = team if team <= 1 else None  # (None: measuring)
+        self.clock = clock
         self.times = self._no_times()
-        self.left = EXPLORE_EVERY
+        self._keep(team if team <= 1 else None)  # (None: measuring)
         self.turn = False
+
+    def _keep(self, chosen: int | None) -> None:
+        self.chosen, self.left, self.until = chosen, EXPLORE_EVERY, self.clock() + EXPLORE_EVERY_S
 
     def threads(self) -> int:
         chosen = self.chosen
         if chosen is not None:
             self.left -= 1
-            if self.left <= 0 and self.team > 1:
+            if (self.left <= 0 or self.clock() >= self.until) and self.team > 1:
                 self.times, self.chosen = self._no_times(), None
             return chosen
         if len(self.times[self.team]) <= TEAM_FIRST:
@@ -74,10 +78,9 @@ class TeamChoice:
             return
         times.append(seconds)
         if threads == self.team and len(times) == TEAM_FIRST + 1 and min(times[1:]) * 1e6 >= EXPLORE_BELOW_US:
-            self.chosen, self.left = self.team, EXPLORE_EVERY
+            self._keep(self.team)
         elif all(len(t) > EXPLORE_RUNS for t in self.times.values()):
-            self.chosen = min(self.times, key=lambda n: statistics.median(self.times[n][1:]))
-            self.left = EXPLORE_EVERY
+            self._keep(min(self.times, key=lambda n: statistics.median(self.times[n][1:])))
 
 
 class PlanPool:

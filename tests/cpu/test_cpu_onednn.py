@@ -579,7 +579,7 @@ def test_team_choice_measures_both_team_sizes_then_keeps_the_faster(monkeypatch)
     """TeamChoice's bookkeeping on given times (the daemon's, measured: tests/daemon/test_iecore.py): the
     whole team runs the first TEAM_FIRST + 1 requests, then the two sizes alternate until each has
     EXPLORE_RUNS + 1 timed requests, the lower median wins (a first run left out), and after EXPLORE_EVERY
-    requests both are measured again."""
+    requests or EXPLORE_EVERY_S seconds both are measured again."""
     from device_daemons.cpu import plan_pool
     monkeypatch.setattr(plan_pool, "EXPLORE_EVERY", 10)
     choice = plan_pool.TeamChoice(2)
@@ -613,6 +613,14 @@ def test_team_choice_measures_both_team_sizes_then_keeps_the_faster(monkeypatch)
         assert hiccup.threads() == 2
         hiccup.observe(2, t)
     assert hiccup.chosen is None and hiccup.threads() == 1
+    now = [0.0]
+    timed = plan_pool.TeamChoice(2, clock=lambda: now[0])  # a choice lasts EXPLORE_EVERY_S at most
+    while timed.chosen is None:
+        threads = timed.threads()
+        timed.observe(threads, {2: 1e-3, 1: 2e-3}[threads])
+    assert timed.chosen == 2 and timed.threads() == 2 and timed.chosen == 2
+    now[0] += plan_pool.EXPLORE_EVERY_S
+    assert timed.threads() == 2 and timed.chosen is None  # (measured again from the next request)
 
 
 def test_plan_pool_lends_waits_and_compiles_up_to_its_limit(tmp_path):
