@@ -181,7 +181,7 @@ def floor_server() -> int:
     import uvicorn
 
     from device_daemons.serving.embedded import listen
-    from device_daemons.heap import keep_freed_buffers
+    from core.microkernel.heap import keep_freed_buffers
     keep_freed_buffers()  # (as our front end: the floor is the least such a server costs)
 
     def call(request, context):

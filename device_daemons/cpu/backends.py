@@ -49,7 +49,7 @@ def build_program(plan, threads: int | None = None):
 
 def release_freed_memory():
     """Gives the heap's free pages back to the system (glibc malloc_trim(0)). The plan's
-    keep_freed_buffers (device_daemons/heap.py) keeps freed memory in the heap for the numpy kernels' per-call
+    keep_freed_buffers (core/microkernel/heap.py) keeps freed memory in the heap for the numpy kernels' per-call
     arrays, so what making oneDNN primitives frees (trial and spent descriptors, the
     weights' reorders) would stay resident for good: trimmed once a program is made.
     A no-op elsewhere."""

@@ -58,10 +58,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.microkernel.heap import keep_freed_buffers
 from core.services.caffe_worker import DEFINITION_ATTR as CAFFE_DEFINITION
 from ir import IRError, Network
 
-from ..heap import keep_freed_buffers
 from ..plan_io import (PlanShapes, check_computed_shape, check_inputs, check_reshape, execution_order, frees,
                        output_ports)
 from .backends import build_program, requested_backend

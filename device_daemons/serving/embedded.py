@@ -152,7 +152,7 @@ def run_frontend(opts: ServeOptions, backend, names: list, token, tls, http_sock
     """REST and gRPC over `backend` until SIGINT/SIGTERM, the models `names` loaded
     in the background (the embedded and the Ray mode alike)."""
     from .grpc_service import make_server
-    from ..heap import keep_freed_buffers
+    from core.microkernel.heap import keep_freed_buffers
     from .rest import make_app, wrap
 
     keep_freed_buffers()

@@ -106,7 +106,7 @@ class ModelReplica:
         from device_daemons.client import IECore
 
         from .daemons import OwnedDaemons
-        from ..heap import keep_freed_buffers
+        from core.microkernel.heap import keep_freed_buffers
         from .model import ServedModel
         setup_logging()
         keep_freed_buffers()  # (the replica's process receives each request's tensors)

@@ -1,4 +1,4 @@
-"""The daemons' plans and the serving front end keep freed buffers (device_daemons/heap.py):
+"""The daemons' plans and the serving front end keep freed buffers (core/microkernel/heap.py):
 a request-sized buffer allocated and freed again and again page-faults once, not
 every time. Each case in a fresh interpreter: mallopt changes the whole process."""
 import subprocess
@@ -6,7 +6,7 @@ import sys
 
 PROGRAM = """
 import resource, sys
-from device_daemons.heap import keep_freed_buffers
+from core.microkernel.heap import keep_freed_buffers
 if sys.argv[1] == "kept":
     assert keep_freed_buffers()
 def request():  # what a request does: a body-sized buffer, a copy of it, both freed
