@@ -16,9 +16,10 @@ setting. Served answers are checked against the same engine called directly (wit
 Rows:
 - daemon direct: IECore's ExecutableNetwork.infer in this process (threads for concurrency)
 - mo-core serve over REST JSON, REST binary (tritonclient.http) and gRPC (tritonclient.grpc),
-  without and with dynamic batching; and REST binary once more without tritonclient's HTTP
-  client: the bytes it sends, over http.client (the difference is tritonclient's own) (max_batch_size --max-batch, --delay-us queue delay;
-  networks at batch 1, 2, 4, .. max); one server process, its own CPU daemon, both models
+  without and with dynamic batching (max_batch_size --max-batch, --delay-us queue delay;
+  networks at batch 1, 2, 4, .. max); one server process, its own CPU daemon, both models;
+  and REST binary once more without tritonclient's HTTP client: the bytes it sends, over
+  http.client (the difference is tritonclient's own)
 - OpenVINO direct: the current runtime on the IR v11, THROUGHPUT hint with its optimal
   number of infer requests (a pool: one request per concurrent caller), in this process
 - OpenVINO served: that same compiled model behind this project's front end (FastAPI/uvicorn

@@ -48,11 +48,11 @@ def build_program(plan, threads: int | None = None):
 
 
 def release_freed_memory():
-    """Gives the heap's free pages back to the system (glibc malloc_trim(0)). The plan's
-    keep_freed_buffers (core/microkernel/heap.py) keeps freed memory in the heap for the numpy kernels' per-call
-    arrays, so what making oneDNN primitives frees (trial and spent descriptors, the
-    weights' reorders) would stay resident for good: trimmed once a program is made.
-    A no-op elsewhere."""
+    """Gives the heap's free pages back to the system (glibc malloc_trim(0)). The plan
+    keeps freed memory in the heap for the numpy kernels' per-call arrays
+    (core/microkernel/heap.py), so what making oneDNN primitives frees (trial and spent
+    descriptors, the weights' reorders) would stay resident for good: trimmed once a
+    program is made. A no-op elsewhere."""
     try:
         import ctypes
         ctypes.CDLL("libc.so.6").malloc_trim(0)

@@ -151,8 +151,9 @@ def serve(opts: ServeOptions) -> int:
 def run_frontend(opts: ServeOptions, backend, names: list, token, tls, http_sock, where: str) -> None:
     """REST and gRPC over `backend` until SIGINT/SIGTERM, the models `names` loaded
     in the background (the embedded and the Ray mode alike)."""
-    from .grpc_service import make_server
     from core.microkernel.heap import keep_freed_buffers
+
+    from .grpc_service import make_server
     from .rest import make_app, wrap
 
     keep_freed_buffers()

@@ -103,10 +103,10 @@ class ModelReplica:
     """One replica of a model: its own daemon(s), its versions loaded there."""
 
     def __init__(self, source: ModelSource, irs: dict, cache_dir: str, owner: int):
+        from core.microkernel.heap import keep_freed_buffers
         from device_daemons.client import IECore
 
         from .daemons import OwnedDaemons
-        from core.microkernel.heap import keep_freed_buffers
         from .model import ServedModel
         setup_logging()
         keep_freed_buffers()  # (the replica's process receives each request's tensors)
