@@ -33,7 +33,8 @@ Rows:
   the server wait the direct daemon's median time before it answers and leave that wait
   out: what the libraries cost when client and server sleep through a compute, as they do
   in a served request (waking a process that slept for milliseconds costs more than one
-  that ran a moment ago: on 2 vCPUs 1.5 ms against 0.8).
+  that ran a moment ago: bare uvicorn on 2 vCPUs here, 1.0-1.6 ms against 0.4-0.9 over
+  several runs).
 Latency at concurrency 1: --rounds rounds interleave every row (their order reversed every
 other round; ceil(--requests / --rounds) requests a round, the total printed), p50 over all,
 p99 only where a row has at least 100 requests (else its 99th percentile is its maximum).
@@ -307,6 +308,21 @@ def http_engine(port: int, model: str, x, binary: bool):
     return make
 
 
+def post(conn, path: str, body: bytes, headers: dict):
+    """(response, its body) of a POST on a keep-alive http.client connection; uvicorn
+    closes a connection idle for 5 s: connected again once, as tritonclient does."""
+    import http.client
+    for attempt in (0, 1):
+        try:
+            conn.request("POST", path, body=body, headers=headers)
+            reply = conn.getresponse()
+            return reply, reply.read()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            conn.close()
+            if attempt:
+                raise
+
+
 def plain_http_engine(port: int, model: str, x):
     """The binary request tritonclient.http sends (its own bytes), over one keep-alive
     http.client connection, the reply read by tritonclient: what tritonclient's HTTP
@@ -324,16 +340,7 @@ def plain_http_engine(port: int, model: str, x):
         conn = http.client.HTTPConnection("127.0.0.1", port)
 
         def call():
-            for attempt in (0, 1):  # (uvicorn closes a connection idle for 5 s)
-                try:
-                    conn.request("POST", f"/v2/models/{model}/infer", body=body, headers=headers)
-                    reply = conn.getresponse()
-                    data = reply.read()
-                    break
-                except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-                    conn.close()
-                    if attempt:
-                        raise
+            reply, data = post(conn, f"/v2/models/{model}/infer", body, headers)
             length = reply.getheader("Inference-Header-Content-Length")
             result = httpclient.InferResult.from_response_body(data, header_length=int(length) if length else None)
             return result.as_numpy("prob")
@@ -386,16 +393,8 @@ def floor_http_engine(port: int, size: int, pause_us: int = 0):
             headers["x-pause-us"] = str(pause_us)
 
         def call():
-            for attempt in (0, 1):  # uvicorn closes a connection idle for 5 s: connect again, as tritonclient does
-                try:
-                    conn.request("POST", "/v2/models/floor/infer", body=payload, headers=headers)
-                    reply = conn.getresponse()
-                    reply.read()
-                    return int(reply.getheader("x-paused-ns")) / 1e9 if pause_us else None
-                except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
-                    conn.close()
-                    if attempt:
-                        raise
+            reply, _ = post(conn, "/v2/models/floor/infer", payload, headers)
+            return int(reply.getheader("x-paused-ns")) / 1e9 if pause_us else None
         return call
     return make
 

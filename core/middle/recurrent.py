@@ -108,7 +108,7 @@ def _split_concat_products(graph) -> None:
         concat = _concat_step(fc)
         if concat is not None:
             source, t, k, columns = concat
-            key = (source.id, columns[k].shape, columns[k].tobytes())
+            key = (source.id, _array_key(columns[k]))
             found.setdefault(key, []).append((t, fc, source, k, columns))
     for members in found.values():
         if _enough(members[0][2], members):
@@ -116,9 +116,14 @@ def _split_concat_products(graph) -> None:
                 _split_concat_product(graph, fc, k, columns)
 
 
+def _array_key(a: np.ndarray) -> tuple:
+    """A hashable key equal for equal arrays (weights shared by the steps' products)."""
+    return a.shape, a.dtype.str, a.tobytes()
+
+
 def _weights_key(fc) -> tuple | None:
     weights = get_blob(fc, "weights")
-    return None if weights is None else (weights.shape, weights.dtype.str, weights.tobytes())
+    return None if weights is None else _array_key(weights)
 
 
 def _groups(graph) -> list[tuple]:

@@ -115,13 +115,7 @@ class PlanPool:
         self._waiting = 0  # requests waiting for an instance
         self.refs = 0
         self.last_used = time.monotonic()
-        self.avg_us: float | None = None  # moving average of the compute time
         self.team = TeamChoice(first.threads if first.program.backend != "numpy" else 1)
-
-    def observe(self, compute_us: float) -> None:
-        """Track the compute time (a statistic: racing updates only blur it)."""
-        avg = self.avg_us
-        self.avg_us = float(compute_us) if avg is None else 0.8 * avg + 0.2 * float(compute_us)
 
     @property
     def concurrent(self) -> int:

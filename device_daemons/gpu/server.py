@@ -65,9 +65,6 @@ class GpuPool:
         self._most = 0
         self._lock = threading.Lock()
 
-    def observe(self, compute_us: float) -> None:
-        pass
-
     @property
     def instances(self) -> int:
         """Requests (queue + buffers) the plan made: the most ever in flight at once."""

@@ -453,14 +453,7 @@ class DeviceDaemon:
             self.local_requests += 1
         # the reply goes out first, the plan goes back to the pool after it (the caches are cold
         # after a network's run: each line here costs the client microseconds)
-        return bound.REPLY.pack(bound.BOUND_OK, min(compute_us, 0xFFFFFFFF)), partial(self._bound_done, pool, plan,
-                                                                                       compute_us)
-
-    @staticmethod
-    def _bound_done(pool, plan, compute_us: int) -> None:
-        """After a bound request's reply: its plan back to the pool, its time observed."""
-        pool.give(plan)
-        pool.observe(compute_us)
+        return bound.REPLY.pack(bound.BOUND_OK, min(compute_us, 0xFFFFFFFF)), partial(pool.give, plan)
 
     def infer(self, args: dict, arrays: list):
         """`infer` on the main socket: inputs and outputs as message frames."""
@@ -475,7 +468,6 @@ class DeviceDaemon:
             except IRError as exc:
                 raise ir_error(exc, contract.INPUT) from None
             compute_us = int((time.perf_counter() - t0) * 1e6)
-            pool.observe(compute_us)
             if pool.custom:
                 # (inside the plan's lease: a custom kernel may hand out a buffer it reuses, and
                 # the reply is sent later by the I/O thread, after this plan may run again)
