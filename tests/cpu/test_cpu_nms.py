@@ -201,15 +201,23 @@ def _detection_kernel(rng, classes, priors, n):
              "drop_empty_boxes": int(rng.random() < 0.4)}
     if attrs["keep_top_k"] == -1 and attrs["top_k"] == -1:
         attrs["keep_top_k"] = 100
+    pixels = rng.random() < 0.25  # R-FCN's priors: [image, x1, y1, x2, y2] in pixels, no variances
+    if pixels:
+        attrs.update(normalized=0, input_width=300, input_height=200, variance_encoded_in_target=1)
+    prior_shape = (1, 1, priors * 5) if pixels else (1, 2, priors * 4)
     layer = Layer(1, "det", "DetectionOutput", data={k: str(v) for k, v in attrs.items()},
                   inputs=[Port(0, (n, priors * loc_classes * 4)), Port(1, (n, priors * classes)),
-                          Port(2, (1, 2, priors * 4))], outputs=[Port(3, (1, 1, 1, 7))])
+                          Port(2, prior_shape)], outputs=[Port(3, (1, 1, 1, 7))])
     kernel = KERNELS["DetectionOutput"](layer)
     xy = rng.random((priors, 2))
     if attrs["drop_empty_boxes"]:  # boxes past the image's edges: empty once clipped
         xy = xy * 1.6 - 0.5
-    prior = np.concatenate([np.concatenate([xy, xy + rng.random((priors, 2)) * 0.4], 1).reshape(-1),
-                            np.tile([0.1, 0.1, 0.2, 0.2], priors)]).astype(np.float32).reshape(1, 2, -1)
+    corners = np.concatenate([xy, xy + rng.random((priors, 2)) * 0.4], 1)
+    if pixels:
+        prior = np.concatenate([np.zeros((priors, 1)), corners * [300, 200, 300, 200]], 1)
+    else:
+        prior = np.concatenate([corners.reshape(-1), np.tile([0.1, 0.1, 0.2, 0.2], priors)])
+    prior = prior.astype(np.float32).reshape(prior_shape)
     loc = (rng.standard_normal((n, priors * loc_classes * 4)) * 0.5).astype(np.float32)
     conf = rng.random((n, priors * classes)).astype(np.float32)
     if rng.random() < 0.3:

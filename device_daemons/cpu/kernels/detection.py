@@ -267,6 +267,7 @@ class DetectionOutput(Kernel):
             [a["input_width"], a["input_height"], a["input_width"], a["input_height"]], np.float64)
         if not 0 < self.eta <= 1:
             raise self.error(f"eta {self.eta} must be in (0, 1]")
+        self.labels = np.array([label for label in range(self.num_classes) if label != self.background], np.int64)
         self._native = None
 
     def accelerate(self):
@@ -332,20 +333,19 @@ class DetectionOutput(Kernel):
         c = self.num_classes
         loc_classes = 1 if self.share_location else c
         prior_flat = prior_in.reshape(-1)
+        if not self.variance_in_target and prior_flat.size < priors * (size + 4):
+            raise self.error("the prior input has no variances and variance_encoded_in_target is 0")
+        # (variance_encoded_in_target: the offsets come scaled, whatever the prior input holds is not used)
+        variances = None if self.variance_in_target else prior_flat[priors * size:priors * (size + 4)]
+        keep_rows = self._keep(priors)
+        labels = self.labels
+        if self._native is not None:
+            return [self._native(loc_in, conf_in, prior_flat[:priors * size], variances, n, loc_classes,
+                                 n * keep_rows, self)]
         prior_boxes = prior_flat[:priors * size].reshape(priors, size)[:, size - 4:].astype(np.float64)
         if self.pixel_scale is not None:
             prior_boxes = prior_boxes / self.pixel_scale  # decoded boxes come out normalized
-        if self.variance_in_target:  # (the offsets come scaled: whatever the prior input holds is not used)
-            variances = np.ones((priors, 4))
-        elif prior_flat.size >= priors * (size + 4):
-            variances = prior_flat[priors * size:priors * (size + 4)].reshape(priors, 4).astype(np.float64)
-        else:
-            raise self.error("the prior input has no variances and variance_encoded_in_target is 0")
-        keep_rows = self._keep(priors)
-        labels = np.array([label for label in range(c) if label != self.background], np.int64)
-        if self._native is not None:
-            return [self._native(loc_in.reshape(n, priors, loc_classes, 4), conf_in.reshape(n, priors, c),
-                                 prior_boxes, variances, labels, n * keep_rows, self)]
+        variances = np.ones((priors, 4)) if variances is None else variances.reshape(priors, 4).astype(np.float64)
         loc = loc_in.reshape(n, priors, loc_classes, 4).astype(np.float64)
         conf = conf_in.reshape(n, priors, c)
         out = np.zeros((1, 1, n * keep_rows, 7), np.float32)

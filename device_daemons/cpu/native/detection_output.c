@@ -1,5 +1,6 @@
 /* DetectionOutput for the fast CPU backend: box decoding, per-class NMS (nms.c's
- * mo_nms_classes), the keep_top_k cut and the output rows, as kernels/detection.py's
+ * mo_nms_classes; with keep_top_k, best_first_nms: only as far as the rows written need),
+ * the keep_top_k cut and the output rows, as kernels/detection.py's
  * DetectionOutput.forward computes them (its numpy code is the reference: decoding in
  * double, then float32; the same order of operations; tests/cpu/test_cpu_nms.py compares
  * the two). Small SSD and Faster R-CNN heads spent most of their DetectionOutput time in
@@ -27,28 +28,127 @@ static int has_area(const float *b, int clip_after)
     return (c[2] - c[0]) * (c[3] - c[1]) > 0.0f;
 }
 
-struct ranked { float score; int64_t q; };
+/* A label's kept boxes in best_first_nms: corners and sizes (five arrays of cap in v),
+ * grown as needed (most labels keep few: no label gets room for all its candidates) */
+struct kept_boxes { float *v; int64_t n, cap; float adaptive; };
 
-static int by_score(const void *a, const void *b)  /* score descending, then position */
+static int keep_box(struct kept_boxes *k, float x1, float y1, float x2, float y2, float size)
 {
-    const struct ranked *x = a, *y = b;
-    if (x->score != y->score)
-        return x->score > y->score ? -1 : 1;
-    return (x->q > y->q) - (x->q < y->q);
+    if (k->n == k->cap) {
+        int64_t cap = k->cap ? 2 * k->cap : 16;
+        float *v = malloc(sizeof(float) * cap * 5);
+        if (!v) return -1;
+        for (int j = 0; j < 5; ++j) memcpy(v + j * cap, k->v + j * k->cap, sizeof(float) * k->n);
+        free(k->v);
+        k->v = v;
+        k->cap = cap;
+    }
+    float *v = k->v;
+    int64_t c = k->cap, n = k->n++;
+    v[n] = x1; v[c + n] = y1; v[2 * c + n] = x2; v[3 * c + n] = y2; v[4 * c + n] = size;
+    return 0;
 }
 
-static int by_position(const void *a, const void *b)
+/* the labels' next candidates in a heap, best first: score key, then label */
+struct head { uint32_t key; int32_t label; };
+
+static int before(struct head a, struct head b) { return a.key > b.key || (a.key == b.key && a.label < b.label); }
+
+static void sift_down(struct head *h, int64_t n, int64_t i)
 {
-    const struct ranked *x = a, *y = b;
-    return (x->q > y->q) - (x->q < y->q);
+    for (;;) {
+        int64_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && before(h[l], h[m])) m = l;
+        if (r < n && before(h[r], h[m])) m = r;
+        if (m == i) return;
+        struct head t = h[i]; h[i] = h[m]; h[m] = t;
+        i = m;
+    }
 }
 
-/* loc (n, priors, loc_classes, 4); conf (n, priors, classes); prior (priors, 4) corner boxes
- * and var (priors, 4) in double; labels: the classes but the background, n_labels of them.
+/* mo_nms_classes' greedy NMS of every label (the same kept boxes per label, in the same
+ * order) for a DetectionOutput that writes its best `want` (keep_top_k) detections only:
+ * the candidates of all labels are visited best first - score, then label, then rank
+ * in the label, the order of the keep_top_k cut - and the visit stops once `want` kept
+ * boxes would be written (has_area, with drop_empty). Each later candidate would lose
+ * that cut to every one of them, and a label's boxes are suppressed by better boxes of
+ * that label only, so the rows are those of the full NMS and cut; the NMS of the
+ * candidates never written (on an SSD head, most) is not computed. kept (classes, cap)
+ * and kept_count as mo_nms_classes. Returns 0, or -1 when scratch memory cannot be had. */
+VECTOR_CLONES
+static int best_first_nms(const float *boxes, int64_t groups, const float *scores, int64_t classes, int64_t priors,
+                          float threshold, float nms_threshold, float eta, int64_t top_k, int64_t want,
+                          int drop_empty, int clip_after, int32_t *kept, int64_t *kept_count)
+{
+    int64_t cap = top_k < 0 || top_k > priors ? priors : top_k;
+    for (int64_t c = 0; c < classes; ++c) kept_count[c] = 0;
+    if (cap <= 0 || want <= 0) return 0;
+    uint32_t *key = malloc(sizeof(uint32_t) * classes * priors);
+    int32_t *ix = malloc(sizeof(int32_t) * classes * priors);
+    int64_t *n = malloc(sizeof(int64_t) * classes * 2);
+    struct head *heap = malloc(sizeof(struct head) * classes);
+    struct kept_boxes *k = calloc(classes, sizeof(struct kept_boxes));
+    int failed = !key || !ix || !n || !heap || !k;
+    if (!failed) {
+        /* each label's candidates, best first (shared out over the threads on large heads) */
+        #pragma omp parallel if (classes > 1 && classes * priors >= PARALLEL_WORK) reduction(|:failed)
+        {
+        uint32_t *tkey = malloc(sizeof(uint32_t) * priors);
+        int32_t *tix = malloc(sizeof(int32_t) * priors);
+        failed = !tkey || !tix;
+        #pragma omp for schedule(dynamic, 1)
+        for (int64_t c = 0; c < classes; ++c)
+            if (!failed)
+                n[c] = candidates(scores + c * priors, priors, threshold, cap, key + c * priors, ix + c * priors,
+                                  tkey, tix);
+        free(tkey);
+        free(tix);
+        }
+    }
+    if (!failed) {
+        int64_t *at = n + classes, heads = 0, written = 0;
+        for (int64_t c = 0; c < classes; ++c) {
+            at[c] = 0;
+            k[c].adaptive = nms_threshold;
+            if (n[c] > 0) heap[heads++] = (struct head){key[c * priors], (int32_t)c};
+        }
+        for (int64_t i = heads / 2 - 1; i >= 0; --i) sift_down(heap, heads, i);
+        while (heads > 0 && written < want) {
+            int64_t c = heap[0].label;
+            int32_t p = ix[c * priors + at[c]];
+            const float *a = boxes + ((groups > 1 ? c : 0) * priors + p) * 4;
+            float asz = box_size(a[0], a[1], a[2], a[3]);
+            struct kept_boxes *kc = &k[c];
+            int64_t kcap = kc->cap;
+            if (!suppressed(a[0], a[1], a[2], a[3], asz, kc->v, kc->v + kcap, kc->v + 2 * kcap, kc->v + 3 * kcap,
+                            kc->v + 4 * kcap, kc->n, kc->adaptive)) {
+                if (keep_box(kc, a[0], a[1], a[2], a[3], asz)) { failed = 1; break; }
+                kept[c * cap + kept_count[c]++] = p;
+                if (eta < 1 && kc->adaptive > 0.5f) kc->adaptive *= eta;
+                written += !drop_empty || has_area(a, clip_after);
+            }
+            if (++at[c] < n[c])
+                heap[0].key = key[c * priors + at[c]];
+            else
+                heap[0] = heap[--heads];
+            sift_down(heap, heads, 0);
+        }
+    }
+    if (k)
+        for (int64_t c = 0; c < classes; ++c) free(k[c].v);
+    free(key); free(ix); free(n); free(heap); free(k);
+    return failed ? -1 : 0;
+}
+
+/* loc (n, priors, loc_classes, 4); conf (n, priors, classes); prior (priors, prior_size): corner
+ * boxes in its last 4 values, divided by scale[4] unless NULL (R-FCN's priors in pixels); var
+ * (priors, 4), NULL: ones (the variances encoded in the offsets); priors and variances decode
+ * in double, as the numpy kernel's; labels: the classes but the background, n_labels of them.
  * drop_empty: a detection whose box (as written) has no area is dropped before the keep_top_k cut.
  * out (out_rows, 7) is filled: the detections, then one row starting -1, then zeros.
  * Returns the number of detections, or -1 when scratch memory cannot be had. */
-int64_t mo_detection_output(const float *loc, const float *conf, const double *prior, const double *var,
+int64_t mo_detection_output(const float *loc, const float *conf, const float *prior, int64_t prior_size,
+                            const double *scale, const float *var,
                             int64_t n, int64_t priors, int64_t classes, int64_t loc_classes, int code_type,
                             const int64_t *labels, int64_t n_labels, float threshold, float nms_threshold,
                             float eta, int64_t top_k, int64_t keep_top_k, int clip_before, int clip_after,
@@ -76,7 +176,12 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
         #pragma omp parallel for collapse(2) if (loc_classes * priors >= PARALLEL_WORK)
         for (int64_t g = 0; g < loc_classes; ++g) {
             for (int64_t p = 0; p < priors; ++p) {
-                const double *b = prior + p * 4, *v = var + p * 4;
+                const float *bp = prior + p * prior_size + prior_size - 4;
+                double b[4], v[4];
+                for (int j = 0; j < 4; ++j) {
+                    b[j] = scale ? (double)bp[j] / scale[j] : (double)bp[j];
+                    v[j] = var ? (double)var[p * 4 + j] : 1.0;
+                }
                 const float *t = l + (p * loc_classes + g) * 4;
                 double x1, y1, x2, y2;
                 double pw = b[2] - b[0], ph = b[3] - b[1];
@@ -108,13 +213,14 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
         for (int64_t k = 0; k < n_labels; ++k)
             for (int64_t p = 0; p < priors; ++p)
                 scores[k * priors + p] = c[p * classes + labels[k]];
-        if (mo_nms_classes(boxes, groups, scores, n_labels, priors, threshold, nms_threshold, eta, top_k, kept,
-                           counts)) {
+        if (keep_top_k > -1 ? best_first_nms(boxes, groups, scores, n_labels, priors, threshold, nms_threshold, eta,
+                                             top_k, keep_top_k, drop_empty, clip_after, kept, counts)
+                            : mo_nms_classes(boxes, groups, scores, n_labels, priors, threshold, nms_threshold, eta,
+                                             top_k, kept, counts)) {
             written = -1;
             break;
         }
-        /* the kept ones label by label (each in NMS order); over keep_top_k, the best
-         * keep_top_k by score (ties: the earlier), still in that order */
+        /* the kept ones label by label, each in NMS order (no more than keep_top_k: best_first_nms) */
         int64_t total = 0;
         for (int64_t k = 0; k < n_labels; ++k)
             for (int64_t j = 0; j < counts[k]; ++j) {
@@ -122,26 +228,7 @@ int64_t mo_detection_output(const float *loc, const float *conf, const double *p
                 if (!drop_empty || has_area(b, clip_after))  /* (before the keep_top_k cut, as the OD API) */
                     pos[total++] = k * per_label + j;
             }
-        int64_t take = total;
-        if (keep_top_k > -1 && keep_top_k < total) {
-            /* the best keep_top_k by score, ties the earlier: sorted, then back in position order */
-            struct ranked *r = malloc(sizeof(struct ranked) * total);
-            if (!r) { written = -1; break; }
-            for (int64_t q = 0; q < total; ++q) {
-                int64_t k = pos[q] / per_label;
-                r[q].score = scores[k * priors + kept[pos[q]]];
-                r[q].q = q;
-            }
-            qsort(r, total, sizeof(struct ranked), by_score);
-            qsort(r, keep_top_k, sizeof(struct ranked), by_position);
-            for (int64_t q = 0; q < keep_top_k; ++q)
-                r[q].q = pos[r[q].q];
-            for (int64_t q = 0; q < keep_top_k; ++q)
-                pos[q] = r[q].q;
-            free(r);
-            take = keep_top_k;
-        }
-        for (int64_t q = 0; q < take && written < out_rows; ++q) {
+        for (int64_t q = 0; q < total && written < out_rows; ++q) {
             int64_t k = pos[q] / per_label;
             int64_t p = kept[pos[q]];
             const float *b = boxes + ((groups > 1 ? k : 0) * priors + p) * 4;

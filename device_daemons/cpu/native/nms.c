@@ -76,6 +76,47 @@ static int64_t candidates(const float *scores, int64_t priors, float threshold, 
 #define CHUNK 16
 #define PARALLEL_WORK 16384  /* classes x priors from which the classes are shared out over the threads */
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VECTOR_CLONES __attribute__((target_clones("avx2", "default")))  /* 8-wide where the CPU has it */
+#else
+#define VECTOR_CLONES
+#endif
+
+/* Caffe's BBoxSize of a corner box */
+static inline float box_size(float x1, float y1, float x2, float y2)
+{
+    float w = x2 - x1, h = y2 - y1;
+    return (w < 0 || h < 0) ? 0.0f : w * h;
+}
+
+/* Does a kept box (the nk of kx1 .. ks: corners and sizes) overlap box a (its corners and
+ * size) by more than `adaptive`? The kept boxes a chunk at a time, without branches inside
+ * (vectorized: selects and masks only, the form gcc's vectorizer takes; inlined into the
+ * VECTOR_CLONES callers). */
+static inline __attribute__((always_inline)) int suppressed(
+    float ax1, float ay1, float ax2, float ay2, float asz, const float *kx1, const float *ky1, const float *kx2,
+    const float *ky2, const float *ks, int64_t nk, float adaptive)
+{
+    int hit = 0, zero_hits = 0.0f > adaptive;  /* a threshold < 0 suppresses even disjoint boxes */
+    for (int64_t q0 = 0; q0 < nk && !hit; q0 += CHUNK) {
+        int64_t q1 = q0 + CHUNK < nk ? q0 + CHUNK : nk;
+        for (int64_t q = q0; q < q1; ++q) {
+            float bx1 = kx1[q], by1 = ky1[q], bx2 = kx2[q], by2 = ky2[q];
+            float iw = (ax2 < bx2 ? ax2 : bx2) - (ax1 > bx1 ? ax1 : bx1);
+            float ih = (ay2 < by2 ? ay2 : by2) - (ay1 > by1 ? ay1 : by1);
+            iw = iw > 0 ? iw : 0.0f;
+            ih = ih > 0 ? ih : 0.0f;
+            /* Caffe's JaccardOverlap: 0 unless both extents are positive; an
+             * underflowing product is 0 there too, so inter > 0 is that test */
+            float inter = iw * ih;
+            float overlap = inter / (asz + ks[q] - inter);
+            int pos = inter > 0, big = overlap > adaptive;
+            hit += (pos & big) | ((!pos) & zero_hits);
+        }
+    }
+    return hit;
+}
+
 /* boxes: (groups, priors, 4) corner boxes, groups 1 (shared by the classes) or classes;
  * scores: (classes, priors). Per class c: kept[c * cap ...] the kept prior indices, best
  * first, kept_count[c] of them; cap = top_k < 0 ? priors : min(top_k, priors).
@@ -83,9 +124,7 @@ static int64_t candidates(const float *scores, int64_t priors, float threshold, 
  * enough work they are shared out over the calling thread's OpenMP team (the one oneDNN's
  * primitives run on, omp_set_num_threads), each thread with scratch of its own; every
  * class's result is the same whatever thread computes it. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))  /* 8-wide where the CPU has it, picked at load */
-#endif
+VECTOR_CLONES
 int mo_nms_classes(const float *boxes, int64_t groups, const float *scores, int64_t classes, int64_t priors,
                    float threshold, float nms_threshold, float eta, int64_t top_k, int32_t *kept,
                    int64_t *kept_count)
@@ -114,27 +153,8 @@ int mo_nms_classes(const float *boxes, int64_t groups, const float *scores, int6
         for (int64_t i = 0; i < n; ++i) {
             const float *a = b + (int64_t)ix[i] * 4;
             float ax1 = a[0], ay1 = a[1], ax2 = a[2], ay2 = a[3];
-            float aw = ax2 - ax1, ah = ay2 - ay1;
-            float asz = (aw < 0 || ah < 0) ? 0.0f : aw * ah;  /* Caffe's BBoxSize */
-            int hit = 0, zero_hits = 0.0f > adaptive;  /* a threshold < 0 suppresses even disjoint boxes */
-            /* the kept boxes a chunk at a time, without branches inside (vectorized:
-             * selects and masks only, the form gcc's vectorizer takes) */
-            for (int64_t q0 = 0; q0 < nk && !hit; q0 += CHUNK) {
-                int64_t q1 = q0 + CHUNK < nk ? q0 + CHUNK : nk;
-                for (int64_t q = q0; q < q1; ++q) {
-                    float bx1 = kx1[q], by1 = ky1[q], bx2 = kx2[q], by2 = ky2[q];
-                    float iw = (ax2 < bx2 ? ax2 : bx2) - (ax1 > bx1 ? ax1 : bx1);
-                    float ih = (ay2 < by2 ? ay2 : by2) - (ay1 > by1 ? ay1 : by1);
-                    iw = iw > 0 ? iw : 0.0f;
-                    ih = ih > 0 ? ih : 0.0f;
-                    /* Caffe's JaccardOverlap: 0 unless both extents are positive; an
-                     * underflowing product is 0 there too, so inter > 0 is that test */
-                    float inter = iw * ih;
-                    float overlap = inter / (asz + ks[q] - inter);
-                    int pos = inter > 0, big = overlap > adaptive;
-                    hit += (pos & big) | ((!pos) & zero_hits);
-                }
-            }
+            float asz = box_size(ax1, ay1, ax2, ay2);
+            int hit = suppressed(ax1, ay1, ax2, ay2, asz, kx1, ky1, kx2, ky2, ks, nk, adaptive);
             if (hit) continue;
             out[nk] = ix[i];
             kx1[nk] = ax1; ky1[nk] = ay1; kx2[nk] = ax2; ky2[nk] = ay2; ks[nk] = asz;
