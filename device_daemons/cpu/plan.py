@@ -361,6 +361,10 @@ class ExecutionPlan(PlanShapes):
         """The precision its program computes in (f32 when every layer runs on numpy)."""
         return self.program.precision if self.program.backend != "numpy" else "f32"
 
+    def prepare(self, concurrent: int) -> None:
+        """Make now the program that infer(concurrent=...) would make on its first request."""
+        self._program(concurrent)
+
     def _program(self, concurrent: int):
         if concurrent <= 1 or self.program.backend == "numpy":
             return self.program

@@ -623,6 +623,27 @@ def test_team_choice_measures_both_team_sizes_then_keeps_the_faster(monkeypatch)
     assert timed.threads() == 2 and timed.chosen is None  # (measured again from the next request)
 
 
+def test_plan_pool_makes_one_threads_program_with_the_plan(tmp_path, monkeypatch):
+    """The program a request on one thread runs (the team choice's, or two requests side by
+    side) is made with each plan instance, so no request waits for a compile."""
+    from benchmarks.infer import trivial_ir
+    from device_daemons.cpu import plan as plan_module
+    from device_daemons.cpu.plan_pool import PlanPool
+    from ir import read_ir
+    network = read_ir(trivial_ir(str(tmp_path)))
+    pool = PlanPool(("k",), network, {}, None, 2, "test", threads=2)
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("a program was made by a request")
+    with pool.acquire() as first:
+        with pool.acquire() as second:  # (compiled on demand: its one-thread program with it)
+            monkeypatch.setattr(plan_module, "build_program", no_compile)
+            for plan in (first, second):
+                assert plan.threads == 2 and plan._shared_programs[1].threads == 1
+                np.testing.assert_array_equal(plan.infer({"data": x}, concurrent=2)["relu"], np.maximum(x, 0))
+
+
 def test_plan_pool_lends_waits_and_compiles_up_to_its_limit(tmp_path):
     """PlanPool.acquire: an idle instance when there is one, one more compiled while fewer
     than max_instances exist, else a wait for the first given back; a failed compile
