@@ -14,7 +14,8 @@ the same values transposed), the same batch; float32 inputs and outputs.
                                          bert_encoder,c3d_style,lstm_sequence]
                                [--batch 1] [--iterations 30] [--rounds 3]
                                [--throughput [--tp-batch 1] [--tp-seconds 1]]
-                               [--cpu-time] [--engines core|all] [--gpu-iterations 10] [--opencl-rounds 1]
+                               [--cpu-time] [--idle-ms 0] [--engines core|all] [--gpu-iterations 10]
+                               [--opencl-rounds 1]
     python benchmarks/infer.py --overhead [--rounds 5] [--iterations 2000]
 
 Engines (each alone in a fresh process, in a session of its own as the daemon has:
@@ -63,7 +64,9 @@ requests, the same rule for both (a window of 30 requests is tens of millisecond
 --cpu-time: ours in-process and OpenVINO again with one thread each (INFERENCE_NUM_THREADS
 1), timed by the process's CPU time: on a machine other work keeps busy a second thread
 mostly waits for a core, which wall time charges to whoever has one; CPU time measures
-the work itself (a second figure, not the goal's).
+the work itself (a second figure, not the goal's). --idle-ms N: every engine sleeps N ms
+before each timed request (untimed): the latency of a request that finds the machine
+idle, as a server's at a low request rate does (the goals read back to back).
 
 The load average is printed at the start of every round and at the end: numbers
 taken on a busy machine are not comparable (run the final table on a quiet one); a
@@ -132,10 +135,11 @@ def bench_input(shape, seed=0) -> np.ndarray:
 
 
 CLOCK = [time.perf_counter]  # --clock cpu: the process's CPU time (every thread of it) instead
+IDLE = [0.0]  # --idle-ms: seconds slept before each timed request
 
 
 def measure(fn, iterations, warmup=5):
-    return timing.measure(fn, iterations, warmup, clock=CLOCK[0])
+    return timing.measure(fn, iterations, warmup, clock=CLOCK[0], idle=IDLE[0])
 
 
 def model_files(model):
@@ -235,6 +239,7 @@ def run_engine(args):
     engine = args.engine
     if args.clock == "cpu":
         CLOCK[0] = time.process_time
+    IDLE[0] = args.idle_ms / 1e3
     from ir import read_ir
     network = read_ir(args.xml)
     name = network.inputs()[0].name
@@ -558,7 +563,8 @@ def run_process(engine, model, files, batch, args, env, save=None, iterations=No
     cmd = [sys.executable, os.path.abspath(__file__), "--engine", engine, "--models", model, "--iterations",
            str(iterations or args.iterations), "--xml", files["ours"], "--gpu-iterations", str(args.gpu_iterations),
            "--ov-model", files["v11"] if engine == "ov_v11" else files["ov"],
-           "--accuracy-inputs", str(args.accuracy_inputs), "--tp-seconds", str(args.tp_seconds)] + (
+           "--accuracy-inputs", str(args.accuracy_inputs), "--tp-seconds", str(args.tp_seconds),
+           "--idle-ms", str(args.idle_ms)] + (
                ["--save", save] if save else [])
     if one_thread:
         cmd += ["--threads", "1", "--clock", "cpu"]
@@ -804,6 +810,9 @@ def main():
     parser.add_argument("--opencl-rounds", type=int, default=1,
                         help="rounds with the OpenCL engines (--engines all; default 1; 0 leaves them out)")
     parser.add_argument("--overhead", action="store_true", help="only the daemon's round-trip cost")
+    parser.add_argument("--idle-ms", type=float, default=0.0,
+                        help="every engine sleeps this long before each timed request (latency after the "
+                             "machine idled; default 0: back to back)")
     parser.add_argument("--cpu-time", action="store_true",
                         help="also ours (in-process) and OpenVINO on one thread each, timed by CPU time")
     parser.add_argument("--engine", help=argparse.SUPPRESS)
@@ -830,6 +839,9 @@ def main():
     env.pop("MO_CORE_CPU_BACKEND", None)  # the daemon runs its default
     loads = [os.getloadavg()]
     print("load average (1/5/15 min) at the start: {:.2f} {:.2f} {:.2f}".format(*loads[0]), flush=True)
+    if args.idle_ms:
+        print("every engine sleeps {:g} ms before each timed request (latency after the machine idled)".format(
+            args.idle_ms), flush=True)
     rows, accuracy_rows = [], []
     try:
         for model in models:

@@ -7,13 +7,16 @@ import statistics
 import time
 
 
-def measure(fn, iterations: int, warmup: int = 5, clock=time.perf_counter) -> tuple[float, float]:
+def measure(fn, iterations: int, warmup: int = 5, clock=time.perf_counter, idle: float = 0.0) -> tuple[float, float]:
     """(median, min) seconds of `fn()` over `iterations` calls after `warmup` untimed ones,
-    by `clock` (wall time; time.process_time for the CPU time of every thread)."""
+    by `clock` (wall time; time.process_time for the CPU time of every thread); `idle` s
+    slept before each timed call, untimed (a request that finds the machine idle)."""
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(iterations):
+        if idle:
+            time.sleep(idle)
         start = clock()
         fn()
         times.append(clock() - start)

@@ -33,7 +33,7 @@ class NativeUnavailable(RuntimeError):
 FLAGS = ("-O3", "-std=c99", "-shared", "-fPIC", "-fno-math-errno", "-fno-trapping-math")
 OPENMP = ("-fopenmp",)  # for a source with OpenMP pragmas: libgomp, the runtime oneDNN's build links
 LIBS = ("-lm",)
-SPIN_COUNT = 3000  # pause-instruction spins of an OpenMP thread at a barrier before it sleeps
+SPIN_COUNT = 30000  # pause-instruction spins of an OpenMP thread at a barrier before it sleeps
 _INCLUDE = re.compile(rb'^#include "([A-Za-z0-9_]+\.[ch])"', re.M)
 _LOCK = threading.Lock()
 _LOADED: dict[str, tuple | NativeUnavailable] = {}  # a failure too: not rebuilt by every plan
@@ -41,16 +41,22 @@ _LOADED: dict[str, tuple | NativeUnavailable] = {}  # a failure too: not rebuilt
 
 def openmp_environment() -> None:
     """libgomp's wait policy, set before the first library that links it loads (it reads
-    the environment then): OpenMP threads that reach a barrier spin briefly (SPIN_COUNT),
-    then sleep. The next primitive's region starts within the spin (Python's gap between
-    two steps), where sleeping threads cost a futex wake per region (MobileNetV3Small 4.4
-    -> 0.75 ms on 2 quiet cores, GoogLeNet bf16 12.0 -> 8.7), while libgomp's own default
-    spin (300000) kept the thread a busy machine's cores were needed for off its core
-    (GoogLeNet 5-7x slower). The policy "active" because libgomp spins only 100 times
-    (1000 when active) once a process has more team threads than CPUs - a daemon serving
-    several connections, each running requests on a thread of its own (MobileNetV3Small
-    5.9 -> 2.2 ms then). OMP_WAIT_POLICY or GOMP_SPINCOUNT in the environment decide
-    instead (passive: sleep at once)."""
+    the environment then): OpenMP threads that reach a barrier spin (SPIN_COUNT, ~2.5 ms
+    on the EPYC VM), then sleep. Sleeping threads cost a futex wake per region
+    (MobileNetV3Small 4.4 -> 0.75 ms on 2 quiet cores with a short spin). The spin covers a
+    whole request's barriers even when the machine has idled: after 100 ms idle, with
+    3000 spins (~0.1 ms), every one of GoogLeNet's regions slept and woke its threads
+    again (~70 context switches a request instead of ~3: on a VM a halted vCPU's wake-up
+    crosses the hypervisor), 16 -> 30-45 ms, where OpenVINO stays at 17-22; with 30000,
+    16-18 ms. The price: ~2.5 ms of one core spun after a request ends (OpenVINO's
+    threads: ~1 ms), and while other processes keep every core busy a spinning thread
+    can hold a core its partner needs (two busy-loop processes beside GoogLeNet: a
+    phase of 155 ms requests, then 32-40 ms as with 3000; OpenVINO 52-60; libgomp's own
+    default, 300000, made it 5-7x slower for good). The policy "active" because
+    libgomp spins only 100 times (1000 when active) once a process has more team threads
+    than CPUs - a daemon serving several connections, each running requests on a thread
+    of its own (MobileNetV3Small 5.9 -> 2.2 ms then). OMP_WAIT_POLICY or GOMP_SPINCOUNT
+    in the environment decide instead (passive: sleep at once)."""
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["OMP_WAIT_POLICY"] = "ACTIVE"
         os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
