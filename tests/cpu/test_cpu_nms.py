@@ -310,3 +310,28 @@ def test_native_detection_output_on_large_heads_over_openmp_threads():
             kernel._native = None
     finally:
         gomp.omp_set_num_threads(before)
+
+
+@pytest.mark.parametrize("keep_top_k", [-1, 5])
+def test_detection_output_with_the_background_class_only(keep_top_k):
+    """num_classes 1 and it is the background: no label to detect, an empty output (the
+    end marker first) from the C kernel as from the numpy one."""
+    from device_daemons.cpu.kernels import KERNELS
+    from ir import Layer, Port
+    priors = 8
+    attrs = {"num_classes": 1, "share_location": 1, "background_label_id": 0, "nms_threshold": 0.5, "top_k": -1,
+             "code_type": "caffe.PriorBoxParameter.CORNER", "keep_top_k": keep_top_k, "confidence_threshold": 0.1}
+    layer = Layer(1, "det", "DetectionOutput", data={k: str(v) for k, v in attrs.items()},
+                  inputs=[Port(0, (1, priors * 4)), Port(1, (1, priors)), Port(2, (1, 2, priors * 4))],
+                  outputs=[Port(3, (1, 1, 1, 7))])
+    kernel = KERNELS["DetectionOutput"](layer)
+    rng = np.random.default_rng(0)
+    xy = rng.random((priors, 2))
+    prior = np.concatenate([np.concatenate([xy, xy + 0.2], 1).reshape(-1), np.full(priors * 4, 0.1)])
+    inputs = [rng.random((1, priors * 4)).astype(np.float32), rng.random((1, priors)).astype(np.float32),
+              prior.astype(np.float32).reshape(1, 2, -1)]
+    want = kernel.forward(inputs)[0]
+    assert kernel.accelerate() == "native"
+    got = kernel.forward(inputs)[0]
+    assert want[0, 0, 0, 0] == -1 and not want[0, 0, 1:].any()
+    np.testing.assert_array_equal(got, want)

@@ -38,7 +38,7 @@ static int keep_box(struct kept_boxes *k, float x1, float y1, float x2, float y2
         int64_t cap = k->cap ? 2 * k->cap : 16;
         float *v = malloc(sizeof(float) * cap * 5);
         if (!v) return -1;
-        for (int j = 0; j < 5; ++j) memcpy(v + j * cap, k->v + j * k->cap, sizeof(float) * k->n);
+        for (int j = 0; j < 5 && k->n; ++j) memcpy(v + j * cap, k->v + j * k->cap, sizeof(float) * k->n);
         free(k->v);
         k->v = v;
         k->cap = cap;
@@ -82,7 +82,7 @@ static int best_first_nms(const float *boxes, int64_t groups, const float *score
 {
     int64_t cap = top_k < 0 || top_k > priors ? priors : top_k;
     for (int64_t c = 0; c < classes; ++c) kept_count[c] = 0;
-    if (cap <= 0 || want <= 0) return 0;
+    if (cap <= 0 || want <= 0 || classes <= 0) return 0;  /* (no label: malloc(0) may give NULL) */
     uint32_t *key = malloc(sizeof(uint32_t) * classes * priors);
     int32_t *ix = malloc(sizeof(int32_t) * classes * priors);
     int64_t *n = malloc(sizeof(int64_t) * classes * 2);
