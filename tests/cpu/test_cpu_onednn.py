@@ -4,6 +4,7 @@ layouts and reorders, weights shared between plans, loading the library, the
 arena. Every case is checked against real pycaffe (tiny nets, random weights)."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -264,6 +265,35 @@ def test_openmp_threads_spin_briefly_at_barriers_unless_told_otherwise():
     assert proc.returncode == 0 and "GOMP_SPINCOUNT = '0'" in proc.stderr, proc.stderr
     proc = _run_python(PLAN_OF_TINY_IR, OMP_WAIT_POLICY="active", **env)
     assert proc.returncode == 0 and "OMP_WAIT_POLICY = 'ACTIVE'" in proc.stderr, proc.stderr
+
+
+THREAD_MASKS = PLAN_OF_TINY_IR + """
+    import json, os
+    from device_daemons.cpu.native import team_pinning
+    masks = {}
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/status") as f:
+            masks[int(tid)] = [line.split()[1] for line in f if line.startswith("Cpus_allowed_list")][0]
+    print(json.dumps([team_pinning.team_size(), masks.pop(os.getpid()), sorted(set(masks.values()))]))
+"""
+
+
+def test_a_whole_team_request_runs_a_thread_per_cpu_and_frees_the_caller():
+    """A program of every CPU's team pins its threads for the request (native/team_pinning.py):
+    after it the team's other threads keep a CPU each and the calling thread has the whole
+    mask back; MO_CORE_PIN_THREADS=0 leaves every thread the whole mask."""
+    def run(**env):
+        proc = _run_python(THREAD_MASKS, MO_CORE_CPU_BACKEND="onednn", **env)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.splitlines()[-1])  # team size, the calling thread's mask, the others'
+    size, main, others = run()
+    if len(os.sched_getaffinity(0)) == 1:  # (nothing to pin on one CPU)
+        assert size == 0
+        return
+    off_size, whole, off_others = run(MO_CORE_PIN_THREADS="0")
+    assert size == len(os.sched_getaffinity(0)) and main == whole
+    assert any(mask.isdigit() for mask in others), f"no thread of the team is on one CPU: {others}"
+    assert off_size == 0 and not any(mask.isdigit() for mask in off_others), off_others
 
 
 def test_declarations_are_generated_once_then_read_from_the_cache(tmp_path):

@@ -34,6 +34,7 @@ from ..kernels import KERNELS
 from ..program import NumpyStep, Program
 from . import (concat, convolution, eltwise, fully_connected, normalization, permute, pooling, reshape,  # noqa: F401
                roi_crop)  # (OPS)
+from ..native import team_pinning
 from . import patterns, sequence
 from .slices import SplitPart, split_parts
 from .arena import place
@@ -242,6 +243,9 @@ class NativeProgram(Program):
         self.arena, self.scratchpad = arena, scratchpad  # kept alive: memory objects point into them
         self.fallbacks = fallbacks
         self.threads = threads  # OpenMP threads its primitives were made for (None: all)
+        # a team of every CPU runs pinned, a thread per CPU (native/team_pinning.py)
+        pin = team_pinning.team_size()
+        self.pinned = pin > 0 and (threads or d.default_threads) == pin
         self.bound: list[tuple[int, Memory]] = []  # (input slot, memory read where its array is)
         # numpy layers' outputs read where they are: released after each run, as the inputs
         self.late_bound: list[Memory] = [s.memory for s in self.steps if isinstance(s, BindStep)]
@@ -255,9 +259,12 @@ class NativeProgram(Program):
                 memory.set_buffer(x if x.flags.c_contiguous else np.ascontiguousarray(x))
         if self.threads is not None:
             self.d.set_threads(self.threads)
+        pinned = self.pinned and team_pinning.pin_team()
         try:
             return super()._run(values, perf)
         finally:
+            if pinned:
+                team_pinning.unpin()
             if self.threads is not None:
                 self.d.set_threads(None)
             for _, memory in self.bound:
