@@ -10,7 +10,8 @@ for a GoogLeNet image's 600 KB buffers (its body, the input array, the response;
 event loop receiving the body). With a fixed mmap threshold above the largest such
 buffer and a high trim threshold, freed buffers stay and are reused; what stays is
 bounded by the peak of the buffers live at once. Process-wide and idempotent; where
-the C library is not glibc (musl, macOS) allocation stays as it is."""
+the C library is not glibc (musl, macOS) allocation stays as it is. release_freed_memory
+gives what a one-off step freed back at once (a CPU plan's compile)."""
 from __future__ import annotations
 
 import ctypes
@@ -29,10 +30,26 @@ def keep_freed_buffers() -> bool:
     return _done[0]
 
 
-def _set() -> bool:
+def release_freed_memory() -> None:
+    """Gives the heap's free pages back to the system now (glibc malloc_trim(0)): what a
+    one-off step frees - making oneDNN primitives (trial and spent descriptors, the
+    weights' reorders) - would otherwise stay resident for good under keep_freed_buffers.
+    A no-op where the C library has no malloc_trim."""
+    trim = _libc_function("malloc_trim")
+    if trim is not None:
+        trim(0)
+
+
+def _libc_function(name: str):
     try:  # (the process's own symbols: find_library would run ldconfig, a process a sandbox may forbid)
-        mallopt = ctypes.CDLL(None).mallopt
+        return getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):
+        return None
+
+
+def _set() -> bool:
+    mallopt = _libc_function("mallopt")
+    if mallopt is None:
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from core.microkernel.heap import release_freed_memory
 from ir import IRError
 
 BACKENDS = ("auto", "onednn", "numpy")
@@ -35,7 +36,7 @@ def build_program(plan, threads: int | None = None):
     try:
         from .onednn.compiler import compile_program
         program = compile_program(plan, threads)
-        release_freed_memory()
+        release_freed_memory()  # (what compiling freed: heap.py)
         return program
     except NativeUnavailable as err:
         if plan.backend == "onednn":
@@ -45,16 +46,3 @@ def build_program(plan, threads: int | None = None):
         if message not in plan.warnings:
             plan.warnings.append(message)
         return numpy_program(plan)
-
-
-def release_freed_memory():
-    """Gives the heap's free pages back to the system (glibc malloc_trim(0)). The plan
-    keeps freed memory in the heap for the numpy kernels' per-call arrays
-    (core/microkernel/heap.py), so what making oneDNN primitives frees (trial and spent
-    descriptors, the weights' reorders) would stay resident for good: trimmed once a
-    program is made. A no-op elsewhere."""
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass

@@ -163,9 +163,8 @@ int64_t mo_detection_output(const float *loc, const float *conf, const float *pr
     float *scores = malloc(sizeof(float) * labels_n * priors);
     int32_t *kept = malloc(sizeof(int32_t) * labels_n * per_label);
     int64_t *counts = malloc(sizeof(int64_t) * labels_n);
-    int64_t *pos = malloc(sizeof(int64_t) * (labels_n * per_label + 1));
-    if (!decoded || !boxes || !scores || !kept || !counts || !pos) {
-        free(decoded); free(boxes); free(scores); free(kept); free(counts); free(pos);
+    if (!decoded || !boxes || !scores || !kept || !counts) {
+        free(decoded); free(boxes); free(scores); free(kept); free(counts);
         return -1;
     }
     memset(out, 0, sizeof(float) * out_rows * 7);
@@ -220,28 +219,24 @@ int64_t mo_detection_output(const float *loc, const float *conf, const float *pr
             written = -1;
             break;
         }
-        /* the kept ones label by label, each in NMS order (no more than keep_top_k: best_first_nms) */
-        int64_t total = 0;
+        /* the kept ones label by label, each in NMS order (no more than keep_top_k: best_first_nms),
+         * but those of no area with drop_empty (which best_first_nms did not count either) */
         for (int64_t k = 0; k < n_labels; ++k)
-            for (int64_t j = 0; j < counts[k]; ++j) {
-                const float *b = boxes + ((groups > 1 ? k : 0) * priors + kept[k * per_label + j]) * 4;
-                if (!drop_empty || has_area(b, clip_after))  /* (before the keep_top_k cut, as the OD API) */
-                    pos[total++] = k * per_label + j;
+            for (int64_t j = 0; j < counts[k] && written < out_rows; ++j) {
+                int64_t p = kept[k * per_label + j];
+                const float *b = boxes + ((groups > 1 ? k : 0) * priors + p) * 4;
+                if (drop_empty && !has_area(b, clip_after))
+                    continue;
+                float *row = out + written * 7;
+                row[0] = (float)i;
+                row[1] = (float)labels[k];
+                row[2] = scores[k * priors + p];
+                for (int j = 0; j < 4; ++j) row[3 + j] = clip_after ? clip01(b[j]) : b[j];
+                ++written;
             }
-        for (int64_t q = 0; q < total && written < out_rows; ++q) {
-            int64_t k = pos[q] / per_label;
-            int64_t p = kept[pos[q]];
-            const float *b = boxes + ((groups > 1 ? k : 0) * priors + p) * 4;
-            float *row = out + written * 7;
-            row[0] = (float)i;
-            row[1] = (float)labels[k];
-            row[2] = scores[k * priors + p];
-            for (int j = 0; j < 4; ++j) row[3 + j] = clip_after ? clip01(b[j]) : b[j];
-            ++written;
-        }
     }
     if (written >= 0 && written < out_rows)
         out[written * 7] = -1.0f;  /* the end marker, then zeros (as OpenVINO writes it) */
-    free(decoded); free(boxes); free(scores); free(kept); free(counts); free(pos);
+    free(decoded); free(boxes); free(scores); free(kept); free(counts);
     return written;
 }
