@@ -16,6 +16,7 @@ the same values transposed), the same batch; float32 inputs and outputs.
                                [--throughput [--tp-batch 1] [--tp-seconds 1]]
                                [--cpu-time] [--idle-ms 0] [--engines core|all] [--gpu-iterations 10]
                                [--opencl-rounds 1]
+    python benchmarks/infer.py --interleave 5 [--rounds 20] [--models ...] [--idle-ms 0]
     python benchmarks/infer.py --overhead [--rounds 5] [--iterations 2000]
 
 Engines (each alone in a fresh process, in a session of its own as the daemon has:
@@ -67,6 +68,17 @@ mostly waits for a core, which wall time charges to whoever has one; CPU time me
 the work itself (a second figure, not the goal's). --idle-ms N: every engine sleeps N ms
 before each timed request (untimed): the latency of a request that finds the machine
 idle, as a server's at a low request rate does (the goals read back to back).
+
+--interleave N: the core engines are loaded side by side (each still in a process and
+session of its own, loaded one at a time) and take turns: each in turn runs one
+untimed request (the engine before it may still hold the cores - threads spinning at a
+barrier after a request - and the caches) and N timed ones, the others waiting; --rounds
+cycles of turns (default 20), the order reversed every other cycle; an engine's figure is
+the median of all its timed requests (timing.py). On the small VMs this runs on the same
+loop's speed changes by ~10 % for a second at a time, and engines timed one after the
+other fall into different phases; turns put every engine into the same ones. Beside the
+goal's ratio of medians it prints the median and middle half of the per-cycle ratios of
+the daemon's turn to OpenVINO's.
 
 The load average is printed at the start of every round and at the end: numbers
 taken on a busy machine are not comparable (run the final table on a quiet one); a
@@ -136,9 +148,15 @@ def bench_input(shape, seed=0) -> np.ndarray:
 
 CLOCK = [time.perf_counter]  # --clock cpu: the process's CPU time (every thread of it) instead
 IDLE = [0.0]  # --idle-ms: seconds slept before each timed request
+TURNS = []  # --interleave's engine: [its turns' medians] once timed (timing.serve_turns), else empty
+LATENCY_ENGINES = CORE_ENGINES  # what --interleave times in turns
 
 
 def measure(fn, iterations, warmup=5):
+    if TURNS:
+        done = timing.serve_turns(fn, warmup, clock=CLOCK[0], idle=IDLE[0])
+        TURNS[:] = [done["turns"]]
+        return done["main"]
     return timing.measure(fn, iterations, warmup, clock=CLOCK[0], idle=IDLE[0])
 
 
@@ -240,6 +258,8 @@ def run_engine(args):
     if args.clock == "cpu":
         CLOCK[0] = time.process_time
     IDLE[0] = args.idle_ms / 1e3
+    if args.turns:
+        TURNS.append(None)
     from ir import read_ir
     network = read_ir(args.xml)
     name = network.inputs()[0].name
@@ -337,6 +357,8 @@ def run_engine(args):
         np.save(args.save, np.stack([out(v) for v in inputs]))
         if engine == "daemon_f32":  # the net's sensitivity to bf16's rounding of its input alone
             np.save(rounded_path(args.save), np.stack([out(round_to_bf16(v)) for v in inputs]))
+    if TURNS:
+        result["turns"] = TURNS[0]
     print(json.dumps(result))
 
 
@@ -556,22 +578,46 @@ def engines_for(engines: str, opencl: bool) -> tuple:
     return chosen + (OPENCL_ENGINES if opencl and engines == "all" else ())
 
 
-def run_process(engine, model, files, batch, args, env, save=None, iterations=None):
-    """files: {"ours": our IR at this batch, "ov": OpenVINO's model, "v11": our IR v11}. An
-    engine named "E@1t" is E on one thread, timed by the process's CPU time."""
+def engine_command(engine, model, files, args, env, save=None, iterations=None, turns=False):
+    """(command, environment) of an engine's process. files: {"ours": our IR at this
+    batch, "ov": OpenVINO's model, "v11": our IR v11}. An engine named "E@1t" is E on
+    one thread, timed by the process's CPU time; `turns`: timed in turns (--interleave)."""
     engine, _, one_thread = engine.partition("@")
     cmd = [sys.executable, os.path.abspath(__file__), "--engine", engine, "--models", model, "--iterations",
            str(iterations or args.iterations), "--xml", files["ours"], "--gpu-iterations", str(args.gpu_iterations),
            "--ov-model", files["v11"] if engine == "ov_v11" else files["ov"],
            "--accuracy-inputs", str(args.accuracy_inputs), "--tp-seconds", str(args.tp_seconds),
            "--idle-ms", str(args.idle_ms)] + (
-               ["--save", save] if save else [])
+               ["--save", save] if save else []) + (["--turns"] if turns else [])
     if one_thread:
         cmd += ["--threads", "1", "--clock", "cpu"]
     if engine == "opencv_ocl":
         env = dict(env, OPENCV_DNN_OPENCL_ALLOW_ALL_DEVICES="1")
         if not _has_opencl_gpu():
             env["OPENCV_OPENCL_DEVICE"] = ":CPU:"  # OpenCV looks for a GPU otherwise
+    return cmd, env
+
+
+def run_interleaved(engines, model, files, args, env, saved) -> dict:
+    """The latency engines loaded side by side, timed in --rounds cycles of turns of
+    --interleave requests each (timing.Turns), the order reversed every other cycle:
+    {engine: its result, with "turns": each turn's median}."""
+    turns = timing.Turns()
+    try:
+        for engine in engines:
+            cmd, engine_env = engine_command(engine, model, files, args, env, saved.get(engine), turns=True)
+            turns.start(engine, cmd, engine_env, ROOT)
+        for r in range(args.rounds):
+            turns.cycle(engines[::-1] if r % 2 else engines, args.interleave)
+        return turns.stop()
+    finally:
+        turns.close()
+        subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True, cwd=ROOT)
+
+
+def run_process(engine, model, files, batch, args, env, save=None, iterations=None):
+    """One engine's measurement in a process of its own (engine_command)."""
+    cmd, env = engine_command(engine, model, files, args, env, save, iterations)
     # a session of its own, as the daemon has (core/microkernel/launcher.py): with autogroup scheduling
     # an engine left in this benchmark's session would share one group's CPU with it on a busy machine
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, start_new_session=True)
@@ -639,6 +685,13 @@ def agreement(value, ref) -> float:
     return max(rel_err(a, b) for a, b in zip(value, ref))
 
 
+def paired(ours, theirs) -> str:
+    """The ratios of two engines' turns of the same cycle: their median and middle half."""
+    ratios = sorted(a / b for a, b in zip(ours, theirs))
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    return "{:.3f}x ({:.3f}-{:.3f})".format(statistics.median(ratios), q[0], q[2])
+
+
 def verdict(ok, ratio):
     return "met ({:.2f}x)".format(ratio) if ok else "NOT met ({:.2f}x)".format(ratio)
 
@@ -663,9 +716,14 @@ def report_latency(model, args, res, acc, loads):
     """Prints the model's table; returns its summary row. loads: the load averages taken
     during its rounds."""
     print()
-    print("{}: batch {}, {} iterations x {} rounds per engine (the order reversed every other round), each engine "
-          "alone in its own process and session (as the daemon's)".format(model, args.batch, args.iterations,
-                                                                           args.rounds))
+    if args.interleave:
+        print("{}: batch {}, the engines loaded side by side, each in its own process and session (as the daemon's), "
+              "taking turns of {} timed requests (after one untimed), {} cycles (the order reversed every other "
+              "cycle)".format(model, args.batch, args.interleave, args.rounds))
+    else:
+        print("{}: batch {}, {} iterations x {} rounds per engine (the order reversed every other round), each "
+              "engine alone in its own process and session (as the daemon's)".format(model, args.batch,
+                                                                                     args.iterations, args.rounds))
     print("{:<42}{:<10}{:>11}  {:<20}{:>10}{:>9}{:>21}".format("engine", "precision", "threads", "input shape",
                                                               "median ms", "min ms", "vs OpenVINO"))
     ov = {"f32": res["openvino_f32"]["main"][0], "default": res["openvino_default"]["main"][0]}
@@ -694,6 +752,10 @@ def report_latency(model, args, res, acc, loads):
     print("the daemon over the plan in-process: f32 {:+.2f} ms ({:+.1%}), default {:+.2f} ms ({:+.1%})".format(
         extra["f32"] * 1e3, extra["f32"] / res["plan_f32"]["main"][0], extra["default"] * 1e3,
         extra["default"] / res["plan_default"]["main"][0]))
+    if args.interleave:
+        print("per cycle, the daemon's turn over OpenVINO's (median, middle half): " + "; ".join(
+            "{} {}".format(p, paired(res["daemon_" + p]["turns"], res["openvino_" + p]["turns"]))
+            for p in ("f32", "default")))
     print("goals ({}): ours default <= 1.0x OpenVINO default: {}; ours f32 <= 1.0x OpenVINO f32: {}{}".format(
         model, verdict(ratio["default"] <= 1.0, ratio["default"]), verdict(ratio["f32"] <= 1.0, ratio["f32"]),
         load_caveat(loads)))
@@ -815,7 +877,12 @@ def main():
                              "machine idled; default 0: back to back)")
     parser.add_argument("--cpu-time", action="store_true",
                         help="also ours (in-process) and OpenVINO on one thread each, timed by CPU time")
+    parser.add_argument("--interleave", type=int, default=0, metavar="N",
+                        help="the engines loaded side by side take turns of N timed requests (after one untimed), "
+                             "--rounds cycles of turns (default 20), so that all see the same phases of the machine "
+                             "(default 0: each engine alone, rounds of --iterations)")
     parser.add_argument("--engine", help=argparse.SUPPRESS)
+    parser.add_argument("--turns", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--clock", default="wall", help=argparse.SUPPRESS)
     parser.add_argument("--xml", help=argparse.SUPPRESS)
@@ -828,7 +895,10 @@ def main():
     if args.overhead:
         return overhead(args.rounds or 5, args.iterations or 2000)
     args.iterations = args.iterations or 30
-    args.rounds = args.rounds or 3
+    args.rounds = args.rounds or (20 if args.interleave else 3)
+    if args.interleave and (args.throughput or args.cpu_time or args.engines != "core"):
+        parser.error("--interleave times the core engines' latency only: leave out --throughput, --cpu-time "
+                     "and --engines all")
     if args.engine:
         args.model = args.models
         return run_engine(args)
@@ -861,7 +931,13 @@ def main():
             saved = {e: os.path.join(tmp, "{}_{}.npy".format(model, e)) for e in CORE_ENGINES + ("ov_v11",)}
             runs = {}
             first = len(loads)  # (this model's rounds' load averages: loads[first:])
-            for r in range(args.rounds):
+            if args.interleave:
+                loads.append(os.getloadavg())
+                print("[ {} interleaved ] load average {:.2f} {:.2f} {:.2f}".format(model, *loads[-1]),
+                      file=sys.stderr, flush=True)
+                runs = {e: [r] for e, r in run_interleaved([e for e, _ in jobs], model, files[args.batch], args, env,
+                                                            saved).items()}
+            for r in range(0 if args.interleave else args.rounds):
                 loads.append(os.getloadavg())
                 print("[ {} round {} ] load average {:.2f} {:.2f} {:.2f}".format(model, r + 1, *loads[-1]),
                       file=sys.stderr, flush=True)

@@ -41,14 +41,15 @@ _LOADED: dict[str, tuple | NativeUnavailable] = {}  # a failure too: not rebuilt
 
 def openmp_environment() -> None:
     """libgomp's wait policy, set before the first library that links it loads (it reads
-    the environment then): OpenMP threads that reach a barrier spin (SPIN_COUNT, ~2.5 ms
-    on the EPYC VM), then sleep. Sleeping threads cost a futex wake per region
-    (MobileNetV3Small 4.4 -> 0.75 ms on 2 quiet cores with a short spin). The spin covers a
+    the environment then): OpenMP threads that reach a barrier spin (SPIN_COUNT: 0.5-0.7 ms
+    on the EPYC VM - `perf sched`: a team thread's run after a request's end), then sleep.
+    Sleeping threads cost a futex wake per region (MobileNetV3Small 4.4 -> 0.75 ms on 2
+    quiet cores with a short spin). The spin covers a
     whole request's barriers even when the machine has idled: after 100 ms idle, with
-    3000 spins (~0.1 ms), GoogLeNet's threads slept inside the request and were woken
+    3000 spins (~0.07 ms), GoogLeNet's threads slept inside the request and were woken
     again (`perf stat`, in-process: ~140 context switches a request instead of ~3; on a VM
     a halted vCPU's wake-up crosses the hypervisor), 16 -> 30-45 ms, where OpenVINO stays
-    at 17-22; with 30000, 16-22 ms. The price: ~2.5 ms of one core spun after a request ends (OpenVINO's
+    at 17-22; with 30000, 16-22 ms. The price: ~0.6 ms of one core spun after a request ends (OpenVINO's
     threads: ~1 ms), and while other processes keep every core busy a spinning thread
     can hold a core its partner needs (two busy-loop processes beside GoogLeNet: a
     phase of 155 ms requests, then 32-40 ms as with 3000; OpenVINO 52-60; libgomp's own
