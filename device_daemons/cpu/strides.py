@@ -193,6 +193,7 @@ def _rewrite(network: Network, pulls: list[_Pull]) -> Network:
     next_id = max(layers) + 1
     names = {layer.name for layer in network.layers}
     pooling = layer_schema("Pooling")
+    after: dict[int, list[int]] = {}  # layer id -> the subsamplings of its output, listed right after it
     for plan in pulls:
         for e in plan.taps:
             src = layers[e.from_layer]
@@ -207,8 +208,12 @@ def _rewrite(network: Network, pulls: list[_Pull]) -> Network:
                                  outputs=[Port(1, _shrunk(dims, plan.stride))])
             edges.remove(e)
             edges += [Edge(e.from_layer, e.from_port, next_id, 0), Edge(next_id, 1, e.to_layer, e.to_port)]
+            after.setdefault(e.from_layer, []).append(next_id)
             next_id += 1
     out = copy.copy(network)
-    out.layers = list(new.values())
+    # a subsampling runs as soon as its input is made (the plan keeps the list's order where it may): a
+    # shortcut subsampled before the branch's last convolution runs is a tensor that convolution can add
+    # its result into (a sum post-op), where one made after it costs an Eltwise and a ReLU of their own
+    out.layers = [new[i] for lid in layers for i in (lid, *after.get(lid, ()))]
     out.edges = edges
     return out
