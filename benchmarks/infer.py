@@ -148,14 +148,13 @@ def bench_input(shape, seed=0) -> np.ndarray:
 
 CLOCK = [time.perf_counter]  # --clock cpu: the process's CPU time (every thread of it) instead
 IDLE = [0.0]  # --idle-ms: seconds slept before each timed request
-TURNS = []  # --interleave's engine: [its turns' medians] once timed (timing.serve_turns), else empty
-LATENCY_ENGINES = CORE_ENGINES  # what --interleave times in turns
+TURNS = [False, None]  # --turns (an --interleave engine): timed in turns (timing.serve_turns); its turns' medians
 
 
 def measure(fn, iterations, warmup=5):
-    if TURNS:
+    if TURNS[0]:
         done = timing.serve_turns(fn, warmup, clock=CLOCK[0], idle=IDLE[0])
-        TURNS[:] = [done["turns"]]
+        TURNS[1] = done["turns"]
         return done["main"]
     return timing.measure(fn, iterations, warmup, clock=CLOCK[0], idle=IDLE[0])
 
@@ -258,8 +257,7 @@ def run_engine(args):
     if args.clock == "cpu":
         CLOCK[0] = time.process_time
     IDLE[0] = args.idle_ms / 1e3
-    if args.turns:
-        TURNS.append(None)
+    TURNS[0] = args.turns
     from ir import read_ir
     network = read_ir(args.xml)
     name = network.inputs()[0].name
@@ -357,8 +355,8 @@ def run_engine(args):
         np.save(args.save, np.stack([out(v) for v in inputs]))
         if engine == "daemon_f32":  # the net's sensitivity to bf16's rounding of its input alone
             np.save(rounded_path(args.save), np.stack([out(round_to_bf16(v)) for v in inputs]))
-    if TURNS:
-        result["turns"] = TURNS[0]
+    if TURNS[1] is not None:
+        result["turns"] = TURNS[1]
     print(json.dumps(result))
 
 
