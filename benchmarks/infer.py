@@ -683,13 +683,6 @@ def agreement(value, ref) -> float:
     return max(rel_err(a, b) for a, b in zip(value, ref))
 
 
-def paired(ours, theirs) -> str:
-    """The ratios of two engines' turns of the same cycle: their median and middle half."""
-    ratios = sorted(a / b for a, b in zip(ours, theirs))
-    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
-    return "{:.3f}x ({:.3f}-{:.3f})".format(statistics.median(ratios), q[0], q[2])
-
-
 def verdict(ok, ratio):
     return "met ({:.2f}x)".format(ratio) if ok else "NOT met ({:.2f}x)".format(ratio)
 
@@ -752,7 +745,7 @@ def report_latency(model, args, res, acc, loads):
         extra["default"] / res["plan_default"]["main"][0]))
     if args.interleave:
         print("per cycle, the daemon's turn over OpenVINO's (median, middle half): " + "; ".join(
-            "{} {}".format(p, paired(res["daemon_" + p]["turns"], res["openvino_" + p]["turns"]))
+            "{} {}".format(p, timing.paired(res["daemon_" + p]["turns"], res["openvino_" + p]["turns"]))
             for p in ("f32", "default")))
     print("goals ({}): ours default <= 1.0x OpenVINO default: {}; ours f32 <= 1.0x OpenVINO f32: {}{}".format(
         model, verdict(ratio["default"] <= 1.0, ratio["default"]), verdict(ratio["f32"] <= 1.0, ratio["f32"]),

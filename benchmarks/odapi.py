@@ -22,6 +22,12 @@ The goals of issue 23: convert in <= 1/10 of mo's time; latency <= 1.0x OpenVINO
 mo's IR. The machine load is printed with the figures.
 
     python benchmarks/odapi.py [--models ssd_mobilenet_v2,faster_rcnn_inception_v2] [--runs 3] [--iterations 20]
+                               [--interleave N [--cycles 20]]
+
+--interleave N: the three latency engines loaded side by side take turns of one untimed
+and N timed requests, --cycles cycles (benchmarks/timing.py says why: on a small VM
+engines timed one after the other land in different phases of the machine's speed);
+the verdict line adds the median and middle half of the per-cycle ratios.
 """
 import argparse
 import glob
@@ -38,7 +44,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 from benchmarks.references import OPENVINO_VENV, openvino_mo  # noqa: E402
 from benchmarks.odapi_exports import MODELS, built, ir_detections, unpaired  # noqa: E402
-from benchmarks.timing import measure  # noqa: E402
+from benchmarks.timing import Turns, measure, paired, serve_turns  # noqa: E402
 from device_daemons.cpu.plan_pool import CHOICE_REQUESTS  # noqa: E402
 
 JSON = {"ssd": "ssd_support_api_v1.15.json", "faster_rcnn": "faster_rcnn_support_api_v1.15.json"}
@@ -84,10 +90,11 @@ DAEMON = "mo-core CPU daemon (IR v2)"
 ENGINES = ("OpenVINO runtime on mo's IR", "OpenVINO runtime on our IR v11", DAEMON)
 
 
-def run_engine(name: str, out: str, iterations: int) -> None:
+def run_engine(name: str, out: str, iterations: int, turns: bool = False) -> None:
     """One engine alone in this process (another engine's threads - OpenVINO's spin after
     its requests - would take the cores from the next one's): its warm-up, its detections
-    saved beside the IRs, WARMUP runs, then the median ms of `iterations` runs as JSON."""
+    saved beside the IRs, WARMUP runs, then the median ms of `iterations` runs as JSON;
+    `turns`: timed in the turns that latency() gives it (timing.serve_turns) instead."""
     import json
 
     import numpy as np
@@ -131,16 +138,23 @@ def run_engine(name: str, out: str, iterations: int) -> None:
         np.save(os.path.join(out, "detections-{}.npy".format(ENGINES.index(name))), np.asarray(run()))
         # (WARMUP untimed runs, every engine alike: first-run costs, the client learning the daemon's time; the
         # daemon's also past its team choice, which measures its first requests on both team sizes: plan_pool.py)
-        median, _ = measure(run, iterations, warmup=WARMUP - 1 + (CHOICE_REQUESTS if name == DAEMON else 0))
+        warmup = WARMUP - 1 + (CHOICE_REQUESTS if name == DAEMON else 0)
+        if turns:
+            timed_in_turns = serve_turns(run, warmup)
+            print(json.dumps(dict(settings, ms=timed_in_turns["main"][0] * 1000, turns=timed_in_turns["turns"])))
+            return
+        median, _ = measure(run, iterations, warmup=warmup)
         print(json.dumps(dict(settings, ms=median * 1000)))
     finally:
         if close is not None:
             close()
 
 
-def latency(out: str, image, iterations: int, rounds: int) -> tuple[dict, dict, list]:
+def latency(out: str, image, iterations: int, rounds: int, interleave: int = 0) -> tuple[dict, dict, list]:
     """({engine: median ms}, {engine: its precision and threads}, the detections' problems):
-    `rounds` rounds, each engine in a process of its own per round."""
+    `rounds` rounds, each engine in a process of its own per round; with `interleave` N, the
+    engines loaded side by side take `rounds` cycles of turns of N timed requests
+    (timing.Turns; their settings then hold each turn's median, "turns")."""
     import json
 
     import numpy as np
@@ -149,6 +163,20 @@ def latency(out: str, image, iterations: int, rounds: int) -> tuple[dict, dict, 
     settings = {}
     # a private daemon of this tree's code (a user's daemon may run other code), stopped after each run
     env = dict(os.environ, PYTHONPATH=REPO, MO_CORE_RUNTIME_DIR=os.path.join(out, "rt"))
+    if interleave:
+        engines = Turns()
+        try:
+            for name in ENGINES:
+                engines.start(name, [sys.executable, os.path.abspath(__file__), "--engine", name, "--out", out,
+                                     "--turns"], env, REPO)
+            for r in range(rounds):
+                engines.cycle(ENGINES[::-1] if r % 2 else ENGINES, interleave)
+            settings = engines.stop()
+        finally:
+            engines.close()
+            subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True,
+                           cwd=REPO)
+        return ({name: s.pop("ms") for name, s in settings.items()}, settings, detection_problems(out))
     for r in range(rounds):
         for name in ENGINES[::-1] if r % 2 else ENGINES:  # (no engine always first)
             # a session of its own, as the daemon has (core/microkernel/launcher.py): with autogroup
@@ -194,17 +222,20 @@ def conversion_verdict(times: dict, out: str) -> str:
         ours, theirs, ratio, "met" if ratio <= 0.1 else "NOT met")
 
 
-def latency_verdict(lat: dict, problems: list) -> str:
+def latency_verdict(lat: dict, problems: list, settings: dict) -> str:
     """The daemon against OpenVINO on mo's IR: not comparable unless the IRs find the same detections."""
-    ratio = lat[DAEMON] / lat["OpenVINO runtime on mo's IR"]
+    theirs = "OpenVINO runtime on mo's IR"
+    ratio = lat[DAEMON] / lat[theirs]
     if problems:
         return "ratio CPU daemon / OpenVINO on mo's IR: {:.2f}x - not comparable: the IRs find different " \
                "detections ({} unpaired, e.g. {})".format(ratio, len(problems), "; ".join(problems[:2]))
-    return "ratio CPU daemon / OpenVINO on mo's IR: {:.2f}x (goal <= 1.0x: {})".format(
-        ratio, "met" if ratio <= 1.0 else "NOT met")
+    cycles = "; per cycle {}".format(paired(settings[DAEMON]["turns"], settings[theirs]["turns"])) \
+        if "turns" in settings[DAEMON] else ""
+    return "ratio CPU daemon / OpenVINO on mo's IR: {:.2f}x{} (goal <= 1.0x: {})".format(
+        ratio, cycles, "met" if ratio <= 1.0 else "NOT met")
 
 
-def bench(exports, model: str, runs: int, iterations: int) -> None:
+def bench(exports, model: str, runs: int, iterations: int, interleave: int = 0, cycles: int = 20) -> None:
     out = tempfile.mkdtemp(prefix="mo-odapi-bench-")
     try:
         tools = commands(exports, model, out)
@@ -217,7 +248,8 @@ def bench(exports, model: str, runs: int, iterations: int) -> None:
                 load.append(os.getloadavg()[0])
                 times[name].append(timed(cmd))
         conversion = conversion_verdict(times, out)
-        lat, settings, problems = latency(out, exports.tf_out(model)["image"], iterations, max(3, runs))
+        lat, settings, problems = latency(out, exports.tf_out(model)["image"], iterations,
+                                          cycles if interleave else max(3, runs), interleave)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     print("\nmodel: {} (OD API 2.8 export, {:.1f} MB), {} conversion runs each (fresh processes), load average "
@@ -226,12 +258,14 @@ def bench(exports, model: str, runs: int, iterations: int) -> None:
     for name, values in times.items():
         print("{:<32}{:>10.2f}{:>10.2f}{:>10.2f}".format(name, statistics.median(values), min(values), max(values)))
     print(conversion)
-    print("{:<32}{:>12}{:>11}{:>9}   (each in a process and session of its own, as the daemon)".format(
-        "engine (batch 1)", "median ms", "precision", "threads"))
+    how = "loaded side by side, turns of {} requests, {} cycles".format(interleave, cycles) if interleave else \
+        "one after the other"
+    print("{:<32}{:>12}{:>11}{:>9}   (each in a process and session of its own, as the daemon; {})".format(
+        "engine (batch 1)", "median ms", "precision", "threads", how))
     for name, ms in lat.items():
         print("{:<32}{:>12.2f}{:>11}{:>9}".format(name, ms, str(settings[name]["precision"]),
                                                   str(settings[name]["threads"])))
-    print("{}, load average now {:.2f}".format(latency_verdict(lat, problems), os.getloadavg()[0]))
+    print("{}, load average now {:.2f}".format(latency_verdict(lat, problems, settings), os.getloadavg()[0]))
 
 
 def main():
@@ -239,15 +273,20 @@ def main():
     parser.add_argument("--models", default="ssd_mobilenet_v2,faster_rcnn_inception_v2")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--interleave", type=int, default=0, metavar="N",
+                        help="the latency engines loaded side by side take turns of N timed requests, --cycles of "
+                             "them (benchmarks/timing.py; default 0: each engine alone per round)")
+    parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--engine", choices=ENGINES, help=argparse.SUPPRESS)  # (one engine, in a child process)
     parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--turns", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.engine:
-        run_engine(args.engine, args.out, args.iterations)
+        run_engine(args.engine, args.out, args.iterations, args.turns)
         return
     exports = built(("2.8",))["2.8"]
     for model in args.models.split(","):
-        bench(exports, model, args.runs, args.iterations)
+        bench(exports, model, args.runs, args.iterations, args.interleave, args.cycles)
 
 
 if __name__ == "__main__":

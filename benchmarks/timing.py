@@ -76,6 +76,14 @@ def serve_turns(fn, warmup: int, clock=time.perf_counter, idle: float = 0.0, lin
     return {"main": (statistics.median(times), min(times)), "turns": turns}
 
 
+def paired(ours, theirs) -> str:
+    """Two engines' turns of the same cycles (serve_turns' "turns"): the median and the
+    middle half of the ratios of ours to theirs, cycle by cycle."""
+    ratios = sorted(a / b for a, b in zip(ours, theirs))
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+    return "{:.3f}x ({:.3f}-{:.3f})".format(statistics.median(ratios), q[0], q[2])
+
+
 class Turns:
     """The benchmark's side of interleaved timing: engine processes (each in a session
     of its own, as a daemon has) started one at a time - none loads while another
@@ -132,8 +140,8 @@ class Turns:
         self._errors = {}
 
     def _line(self, name: str, key: str | None) -> dict:
-        """The engine's next JSON line (one holding `key`; None: its final result),
-        skipping what else it prints."""
+        """The engine's next JSON object (one holding `key`; None: its final result, the
+        first with neither "ready" nor "turn"), skipping what else it prints."""
         proc = self.procs[name]
         fd = proc.stdout.fileno()  # (read unbuffered: a buffered reader's lines would hide from select)
         end = time.monotonic() + self.timeout
@@ -153,5 +161,5 @@ class Turns:
                 doc = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(doc, dict) and (key in doc if key else "main" in doc):
+            if isinstance(doc, dict) and (key in doc if key else not {"ready", "turn"} & set(doc)):
                 return doc

@@ -69,3 +69,9 @@ def test_an_engine_that_hangs_is_given_up_after_the_timeout():
     finally:
         turns.close()
     assert turns.procs == {}
+
+
+def test_paired_ratios_are_taken_cycle_by_cycle():
+    # ours twice as slow in every cycle, however fast the machine was in it
+    assert timing.paired([2.0, 20.0, 4.0, 8.0], [1.0, 10.0, 2.0, 4.0]) == "2.000x (2.000-2.000)"
+    assert timing.paired([1.0], [2.0]) == "0.500x (0.500-0.500)"
