@@ -7,9 +7,12 @@ A local client binds a network to a shared-memory slot once: `infer_bind`
 -> {binding, outputs: placed spec}. The daemon checks the handle and the slot
 then, keeps the views of the slot, and answers with where each output will be.
 From then on one request is a raw datagram on the daemon's local carrier
-(core/microkernel/direct.py, raw verb RAW_INFER): 8 bytes (the binding id) in, 8
-bytes (status, compute time) out, and no msgpack on either side; the inputs and
-outputs are in the slot.
+(core/microkernel/direct.py, raw verb RAW_INFER): 8 bytes (the binding id) in, 12
+bytes (status, compute time, flags) out, and no msgpack on either side; the inputs
+and outputs are in the slot. The flag SPARE_CPU says that the request left a CPU free
+(a one-thread team running alone on a machine of several): only then may a client
+poll for its next reply on a CPU of its own (request_path.py) - polling beside a team
+of every CPU takes a CPU from the computation.
 
 Statuses: BOUND_OK (the outputs are in the slot), BOUND_UNKNOWN (no such binding:
 its slot or network is gone, or the network was reshaped: bind again) and
@@ -29,32 +32,37 @@ from . import contract
 from .shm_protocol import tensor_span, unpack_spec
 
 INFER_BIND = "infer_bind"
-RAW_INFER = 1  # the raw verb's tag
+# the raw verb's tag: 2 since its reply gained the flags (a daemon and a client of different
+# builds each find no verb of the other's tag in the carrier's hello, and use `infer` instead)
+RAW_INFER = 2
 
 REQUEST = struct.Struct("<Q")  # binding id
-REPLY = struct.Struct("<II")  # status, compute time (us)[, BOUND_FAILED: the error]
+REPLY = struct.Struct("<III")  # status, compute time (us), flags[, BOUND_FAILED: the error]
 BOUND_OK, BOUND_UNKNOWN, BOUND_FAILED = range(3)
+SPARE_CPU = 1  # flag: the request left a CPU free
 MAX_MESSAGE = 3072  # bytes of a failure's "kind\0message" (within a raw payload)
 
 
 def failure(exc: RemoteError) -> bytes:
     """The BOUND_FAILED reply saying what went wrong (daemon side)."""
     text = f"{exc.kind}\0{exc.message}".encode("utf-8", "replace")[:MAX_MESSAGE]
-    return REPLY.pack(BOUND_FAILED, 0) + text
+    return REPLY.pack(BOUND_FAILED, 0, 0) + text
 
 
-def check_reply(payload: bytes) -> tuple[int, int, RemoteError | None]:
-    """(status, compute time us, the error of a failed request) of a raw reply
+def check_reply(payload: bytes) -> tuple[int, int, int, RemoteError | None]:
+    """(status, compute time us, flags, the error of a failed request) of a raw reply
     (client side); ProtocolError when it breaks the contract."""
     if len(payload) < REPLY.size or len(payload) > REPLY.size + MAX_MESSAGE:
         raise ProtocolError(f"a bound request's reply of {len(payload)} bytes")
-    status, compute_us = REPLY.unpack_from(payload)
+    status, compute_us, flags = REPLY.unpack_from(payload)
     if status not in (BOUND_OK, BOUND_UNKNOWN, BOUND_FAILED) or (status != BOUND_FAILED and len(payload) != REPLY.size):
         raise ProtocolError(f"a bound request's reply with status {status} and {len(payload)} bytes")
+    if flags & ~SPARE_CPU:
+        raise ProtocolError(f"a bound request's reply with unknown flags {flags:#x}")
     if status != BOUND_FAILED:
-        return status, compute_us, None
+        return status, compute_us, flags, None
     kind, _, message = payload[REPLY.size:].decode("utf-8", "replace").partition("\0")
-    return status, 0, RemoteError(kind or "internal", message or "the bound request failed")
+    return status, 0, 0, RemoteError(kind or "internal", message or "the bound request failed")
 
 
 def bind_request(handle: int, shm: bytes) -> dict:

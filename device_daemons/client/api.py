@@ -313,7 +313,7 @@ def _forked(loaded) -> bool:
 class ExecutableNetwork:
     """A network loaded on a device daemon (IE's ExecutableNetwork). It is the
     LoadedNetwork its requests run on (request_path.py): link, loaded, forget,
-    inputs, output_bytes, perf_count, bound, compute_us."""
+    inputs, output_bytes, perf_count, bound, compute_us, spare_cpu."""
 
     def __init__(self, core: "IECore", network: IENetwork, link: Link, num_requests: int,
                  perf_count: bool = False, config: dict | None = None):
@@ -335,6 +335,7 @@ class ExecutableNetwork:
         self._closed = False  # close() is final: a request after it is an error, not a new load
         self.output_bytes = 0
         self.compute_us: float | None = None  # the daemon's compute time (moving average; request_path)
+        self.spare_cpu = False  # its last request left the daemon a CPU free (request_path)
         self.loaded(Deadline.after(core.timeout))
         self.requests = [InferRequest(self, i) for i in range(max(1, int(num_requests)))]
         self._finalizer = None

@@ -78,9 +78,10 @@ class BoundRequests:
         return True
 
     # ----------------------------------------------------------------- requests
-    def run(self, inputs: dict, deadline: Deadline, spin: float) -> tuple[dict, int] | None:
-        """(outputs, the daemon's compute time in us) of one request, polling for the
-        reply for `spin` s; None: run it on the fallback (module doc)."""
+    def run(self, inputs: dict, deadline: Deadline, spin: float) -> tuple[dict, int, bool] | None:
+        """(outputs, the daemon's compute time in us, whether it left a CPU free:
+        bound_protocol.SPARE_CPU) of one request, polling for the reply for `spin` s;
+        None: run it on the fallback (module doc)."""
         shapes = self.shapes
         if len(inputs) != len(shapes):
             return None
@@ -106,12 +107,12 @@ class BoundRequests:
                 self._discard(b)
                 return None
             try:
-                status, compute_us, error = bound.check_reply(reply)
+                status, compute_us, flags, error = bound.check_reply(reply)
             except ProtocolError as exc:
                 self._discard(b)
                 raise DaemonError(f"the {self.link.device} daemon broke the contract: {exc}") from None
             if status == bound.BOUND_OK:
-                return self._outputs(b), compute_us
+                return self._outputs(b), compute_us, flags == bound.SPARE_CPU
             if status == bound.BOUND_FAILED:
                 self._put(b)
                 raise remote_error(error, self.link.device)

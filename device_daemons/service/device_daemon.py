@@ -143,6 +143,11 @@ class DeviceDaemon:
         of the client's shared-memory slot; a daemon that ignores it gets them copied)."""
         return plan.infer(inputs, perf)
 
+    def spare_cpu(self, pool) -> bool:
+        """Did the request `pool` just computed leave a CPU free, so that its client may
+        poll for the reply (bound_protocol.SPARE_CPU)? A device computing elsewhere does."""
+        return True
+
     def status_extra(self) -> dict:
         return {}
 
@@ -414,8 +419,8 @@ class DeviceDaemon:
 
     def infer_bound(self, payload) -> bytes:
         """The raw verb RAW_INFER: run a bound request (8 bytes: its binding id) on the
-        connection's own thread; the reply is (status, compute time in us), and for a
-        failed request its error as `infer` would report it."""
+        connection's own thread; the reply is (status, compute time in us, flags), and for
+        a failed request its error as `infer` would report it."""
         if len(payload) != bound.REQUEST.size:
             return bound.failure(err(contract.INPUT, f"a bound request is {bound.REQUEST.size} bytes, "
                                                      f"not {len(payload)}"))
@@ -424,7 +429,7 @@ class DeviceDaemon:
         if b is None or b.slot.closed or self._handles.get(b.handle.id) is not b.handle or b.handle.pool is not b.pool:
             if b is not None:
                 self.bindings.drop(bid)  # its slot or network is gone, or the network was reshaped
-            return bound.REPLY.pack(bound.BOUND_UNKNOWN, 0)
+            return bound.REPLY.pack(bound.BOUND_UNKNOWN, 0, 0)
         pool = b.pool
         plan = pool.take()
         try:
@@ -453,7 +458,8 @@ class DeviceDaemon:
             self.local_requests += 1
         # the reply goes out first, the plan goes back to the pool after it (the caches are cold
         # after a network's run: each line here costs the client microseconds)
-        return bound.REPLY.pack(bound.BOUND_OK, min(compute_us, 0xFFFFFFFF)), partial(pool.give, plan)
+        flags = bound.SPARE_CPU if self.spare_cpu(pool) else 0
+        return bound.REPLY.pack(bound.BOUND_OK, min(compute_us, 0xFFFFFFFF), flags), partial(pool.give, plan)
 
     def infer(self, args: dict, arrays: list):
         """`infer` on the main socket: inputs and outputs as message frames."""

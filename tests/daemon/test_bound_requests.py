@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import struct
 import time
 
 import msgpack
@@ -157,13 +158,67 @@ def test_daemon_statuses(daemon, tiny):
     assert status == bound.BOUND_OK and compute_us > 0
     assert_close(b.outputs["prob"], tiny.reference(x))
     assert run_bound(d, bid + 1)[0] == bound.BOUND_UNKNOWN
-    status, _, error = bound.check_reply(d.infer_bound(b"short"))
+    status, _, _, error = bound.check_reply(d.infer_bound(b"short"))
     assert status == bound.BOUND_FAILED and error.kind == "input" and "8 bytes" in error.message
     b.inputs["data"][...] = np.nan  # still computes (NaN in, NaN out): a failure needs a failing plan
     assert run_bound(d, bid)[0] == bound.BOUND_OK
     d.reshape({"handle": handle, "shapes": {"data": [2, 3, 16, 16]}}, [])  # another pool: the binding is stale
     assert run_bound(d, bid)[0] == bound.BOUND_UNKNOWN
     assert d.bindings.get(bid) is None
+
+
+def test_the_reply_says_whether_the_request_left_a_cpu_free(tiny):
+    from device_daemons.cpu.precision import CPUS
+    from device_daemons.cpu.server import CpuDaemon
+    d = CpuDaemon(threads=1)
+    try:
+        flags = {}
+        for threads in (1, 0):  # a one-thread team; a team of every CPU (its first request: its size still measured)
+            handle = d.load_network({"xml": tiny.xml, "config": dict(F32, INFERENCE_NUM_THREADS=threads)},
+                                    [])["handle"]
+            slot = d.shm_create({"size": 1 << 16}, [])["slot"]
+            spec = msgpack.packb({"slot": slot, "inputs": {"data": [0, [1, 3, 16, 16]]},
+                                  "out": [3072, (1 << 16) - 3072]})
+            bid, _ = bound.check_bind_result(d.infer_bind(bound.bind_request(handle, spec), []), 1 << 16)
+            reply, then = d.infer_bound(bound.REQUEST.pack(bid))
+            then()
+            status, _, flags[threads], _ = bound.check_reply(reply)
+            assert status == bound.BOUND_OK
+        assert flags == {1: bound.SPARE_CPU if CPUS > 1 else 0, 0: 0}
+    finally:
+        d.cleanup()
+
+
+class _Bound:
+    """BoundRequests as request_path sees them, recording the polling it is given (unit test of the rule)."""
+
+    def __init__(self, replies):
+        self.replies, self.spins = list(replies), []
+
+    def serves(self, conn, handle, inputs):
+        return True
+
+    def run(self, inputs, deadline, spin):
+        self.spins.append(spin)
+        return {}, *self.replies.pop(0)
+
+
+def test_a_client_polls_for_a_short_reply_only_where_the_daemon_left_a_cpu_free():
+    from device_daemons.client import request_path
+
+    class Net:
+        perf_count, inputs, compute_us, spare_cpu = False, {}, None, False
+        bound = _Bound([(100, True), (100, True), (100, False), (100, False), (5000, True), (5000, True)])
+
+        def loaded(self, deadline):
+            return "conn", 1
+    net = Net()
+    for _ in range(6):
+        request_path.run(net, {}, None)
+    spin = request_path.SPIN_S
+    # the first: nothing known yet; then a short compute and a CPU left free; not when the team took every CPU;
+    # not once the compute (its moving average) takes longer than the polling
+    assert net.bound.spins == [0.0, spin, spin, 0.0, 0.0, 0.0]
 
 
 def test_daemon_bind_errors(daemon):
@@ -222,12 +277,16 @@ def test_check_bind_result_rejects_what_breaks_the_contract():
 
 def test_check_reply_reads_failures_and_rejects_what_breaks_the_contract():
     from core.microkernel import ProtocolError, RemoteError
-    assert bound.check_reply(bound.REPLY.pack(bound.BOUND_OK, 42)) == (bound.BOUND_OK, 42, None)
-    assert bound.check_reply(bound.REPLY.pack(bound.BOUND_UNKNOWN, 0)) == (bound.BOUND_UNKNOWN, 0, None)
-    status, _, error = bound.check_reply(bound.failure(RemoteError("kernel", "it broke: " + "x" * 5000)))
+    assert bound.check_reply(bound.REPLY.pack(bound.BOUND_OK, 42, 0)) == (bound.BOUND_OK, 42, 0, None)
+    assert bound.check_reply(bound.REPLY.pack(bound.BOUND_OK, 42, bound.SPARE_CPU)) == \
+        (bound.BOUND_OK, 42, bound.SPARE_CPU, None)
+    assert bound.check_reply(bound.REPLY.pack(bound.BOUND_UNKNOWN, 0, 0)) == (bound.BOUND_UNKNOWN, 0, 0, None)
+    status, _, _, error = bound.check_reply(bound.failure(RemoteError("kernel", "it broke: " + "x" * 5000)))
     assert status == bound.BOUND_FAILED and error.kind == "kernel" and error.message.startswith("it broke")
     assert len(bound.failure(RemoteError("kernel", "y" * 9000))) <= bound.REPLY.size + bound.MAX_MESSAGE
-    for bad in (b"", b"short", bound.REPLY.pack(7, 0), bound.REPLY.pack(bound.BOUND_OK, 1) + b"extra",
-                bound.REPLY.pack(bound.BOUND_FAILED, 0) + b"z" * (bound.MAX_MESSAGE + 1)):
+    for bad in (b"", b"short", bound.REPLY.pack(7, 0, 0), bound.REPLY.pack(bound.BOUND_OK, 1, 0) + b"extra",
+                bound.REPLY.pack(bound.BOUND_OK, 1, 2),  # an unknown flag
+                struct.pack("<II", bound.BOUND_OK, 1),  # a reply of the first format (8 bytes)
+                bound.REPLY.pack(bound.BOUND_FAILED, 0, 0) + b"z" * (bound.MAX_MESSAGE + 1)):
         with pytest.raises(ProtocolError):
             bound.check_reply(bad)

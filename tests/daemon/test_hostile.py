@@ -96,7 +96,7 @@ def test_a_client_cannot_truncate_its_slot(daemon, tiny):
     carrier = daemon["carrier"]
     result, _ = carrier.call("infer_bind", {"handle": handle, "shm": spec}, direct=True)
     bid, outputs = bound.check_bind_result(result, size)
-    status, _ = bound.REPLY.unpack(carrier.call_raw(bound.RAW_INFER, bound.REQUEST.pack(bid)))
+    status, _, _ = bound.REPLY.unpack(carrier.call_raw(bound.RAW_INFER, bound.REQUEST.pack(bid)))
     assert status == bound.BOUND_OK
     ((name, off, shape),) = outputs
     assert_close(np.ndarray(shape, np.float32, buffer=mm, offset=off), tiny.reference(x))
