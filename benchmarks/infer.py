@@ -86,7 +86,7 @@ verdict whose measurements saw the 1-minute load average above the CPU count say
 
 --overhead measures only the daemon's round trip (no reference engine, no model
 to convert): Input -> ReLU on 1x3x224x224, in-process vs the daemon through its
-local carrier (the default for a local client: bound requests - 8-byte raw
+local carrier (the default for a local client: bound requests - small raw
 datagrams, device_daemons/bound_protocol.py - over its Unix socket,
 core/microkernel/direct.py) vs the fallback (MO_CORE_SHM=0: ZeroMQ to the main
 socket and its worker pool, the arrays as frames), each in its own process (and

@@ -4,7 +4,7 @@ request travels on the daemon's local carrier (request_path.py decides when).
 A BoundRequests belongs to one ExecutableNetwork on one daemon connection (one
 handle, one set of input shapes). It keeps bindings, each with a shared-memory slot
 of its own, and runs a request through a free one: the inputs are copied into the
-slot, one 24-byte datagram goes each way over the carrier's Unix socket (the
+slot, one datagram of a few dozen bytes goes each way over the carrier's Unix socket (the
 calling thread's own connection, served by a daemon thread of its own), and the
 outputs are views of the slot. The slot is lent to them: a binding whose last
 outputs are still referenced is not used again until they are garbage; up to

@@ -5,8 +5,8 @@ every request (ExecutableNetwork.infer, InferRequest.infer and async_infer).
   offers one (its hello's direct.path: a Unix socket, core/microkernel/direct.py),
   shared memory is allowed (IECore(shared_memory=...), MO_CORE_SHM) and the daemon
   needs no key (raw verbs are never signed). The request is a bound request
-  (bound_client.py): the inputs copied into the binding's shared-memory slot, an
-  8-byte datagram each way, the outputs views of the slot; the daemon computes it on
+  (bound_client.py): the inputs copied into the binding's shared-memory slot, a
+  small datagram each way, the outputs views of the slot; the daemon computes it on
   the thread of the calling thread's own connection, with no hand-off.
 * The fallback, when the carrier is not there or does not take the request
   (per-layer counts asked, no slot or binding to be had, inputs of other names or

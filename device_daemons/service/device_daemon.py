@@ -11,7 +11,7 @@ Verbs, their arguments, results and error kinds: device_daemons/contract.py
   connection computes on a thread of its own, no hand-off): a local client binds a
   network to a shared-memory slot once (`infer_bind`; slots: shm_create on the
   main socket, the daemon's side of them: shm_slots.py) and then sends each
-  request as an 8-byte raw datagram, its inputs and outputs in the slot
+  request as a small raw datagram, its inputs and outputs in the slot
   (bound_protocol.py; the table: bound_table.py).
 IR files are opened safely (ir_source.py).
 
