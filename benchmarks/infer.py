@@ -600,16 +600,10 @@ def run_interleaved(engines, model, files, args, env, saved) -> dict:
     """The latency engines loaded side by side, timed in --rounds cycles of turns of
     --interleave requests each (timing.Turns), the order reversed every other cycle:
     {engine: its result, with "turns": each turn's median}."""
-    turns = timing.Turns()
+    commands = {e: engine_command(e, model, files, args, env, saved.get(e), turns=True)[0] for e in engines}
     try:
-        for engine in engines:
-            cmd, engine_env = engine_command(engine, model, files, args, env, saved.get(engine), turns=True)
-            turns.start(engine, cmd, engine_env, ROOT)
-        for r in range(args.rounds):
-            turns.cycle(engines[::-1] if r % 2 else engines, args.interleave)
-        return turns.stop()
+        return timing.interleaved(commands, env, ROOT, args.rounds, args.interleave)
     finally:
-        turns.close()
         subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True, cwd=ROOT)
 
 

@@ -44,7 +44,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 from benchmarks.references import OPENVINO_VENV, openvino_mo  # noqa: E402
 from benchmarks.odapi_exports import MODELS, built, ir_detections, unpaired  # noqa: E402
-from benchmarks.timing import Turns, measure, paired, serve_turns  # noqa: E402
+from benchmarks.timing import interleaved, measure, paired, serve_turns  # noqa: E402
 from device_daemons.cpu.plan_pool import CHOICE_REQUESTS  # noqa: E402
 
 JSON = {"ssd": "ssd_support_api_v1.15.json", "faster_rcnn": "faster_rcnn_support_api_v1.15.json"}
@@ -140,11 +140,11 @@ def run_engine(name: str, out: str, iterations: int, turns: bool = False) -> Non
         # daemon's also past its team choice, which measures its first requests on both team sizes: plan_pool.py)
         warmup = WARMUP - 1 + (CHOICE_REQUESTS if name == DAEMON else 0)
         if turns:
-            timed_in_turns = serve_turns(run, warmup)
-            print(json.dumps(dict(settings, ms=timed_in_turns["main"][0] * 1000, turns=timed_in_turns["turns"])))
-            return
-        median, _ = measure(run, iterations, warmup=warmup)
-        print(json.dumps(dict(settings, ms=median * 1000)))
+            timed = serve_turns(run, warmup)
+            result = {"ms": timed["main"][0] * 1000, "turns": timed["turns"]}
+        else:
+            result = {"ms": measure(run, iterations, warmup=warmup)[0] * 1000}
+        print(json.dumps(dict(settings, **result)))
     finally:
         if close is not None:
             close()
@@ -164,16 +164,11 @@ def latency(out: str, image, iterations: int, rounds: int, interleave: int = 0) 
     # a private daemon of this tree's code (a user's daemon may run other code), stopped after each run
     env = dict(os.environ, PYTHONPATH=REPO, MO_CORE_RUNTIME_DIR=os.path.join(out, "rt"))
     if interleave:
-        engines = Turns()
+        commands = {name: [sys.executable, os.path.abspath(__file__), "--engine", name, "--out", out, "--turns"]
+                    for name in ENGINES}
         try:
-            for name in ENGINES:
-                engines.start(name, [sys.executable, os.path.abspath(__file__), "--engine", name, "--out", out,
-                                     "--turns"], env, REPO)
-            for r in range(rounds):
-                engines.cycle(ENGINES[::-1] if r % 2 else ENGINES, interleave)
-            settings = engines.stop()
+            settings = interleaved(commands, env, REPO, rounds, interleave)
         finally:
-            engines.close()
             subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True,
                            cwd=REPO)
         return ({name: s.pop("ms") for name, s in settings.items()}, settings, detection_problems(out))

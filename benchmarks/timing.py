@@ -49,9 +49,8 @@ def serve_turns(fn, warmup: int, clock=time.perf_counter, idle: float = 0.0, lin
     {"ready": true} line on `out`; then for each line "N" read from `lines`: one untimed
     call (the engine before it may still hold the cores - its threads spin at a
     barrier for a while after a request - and its data fills the caches) and N timed
-    ones, their seconds written back as {"turn": [...]}; "stop" (or the end of
-    `lines`) ends it: {"main": (median, min) of every timed call, "turns": each
-    turn's median}."""
+    ones, then {"turn": N} when they are done; "stop" (or the end of `lines`) ends it:
+    {"main": (median, min) of every timed call, "turns": each turn's median}."""
     lines, out = lines or sys.stdin, out or sys.stdout
     for _ in range(warmup):
         fn()
@@ -70,7 +69,7 @@ def serve_turns(fn, warmup: int, clock=time.perf_counter, idle: float = 0.0, lin
             turn.append(clock() - start)
         times += turn
         turns.append(statistics.median(turn))
-        print(json.dumps({"turn": turn}), file=out, flush=True)
+        print(json.dumps({"turn": len(turn)}), file=out, flush=True)
     if not times:
         raise SystemExit("serve_turns: stopped before any turn")
     return {"main": (statistics.median(times), min(times)), "turns": turns}
@@ -82,6 +81,22 @@ def paired(ours, theirs) -> str:
     ratios = sorted(a / b for a, b in zip(ours, theirs))
     q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
     return "{:.3f}x ({:.3f}-{:.3f})".format(statistics.median(ratios), q[0], q[2])
+
+
+def interleaved(commands: dict, env: dict, cwd: str, cycles: int, n: int) -> dict[str, dict]:
+    """{name: its final JSON object} of the engines {name: command} (each calling
+    serve_turns), loaded in that order and given `cycles` cycles of turns of n timed
+    requests, the order reversed every other cycle (no engine always first)."""
+    names = list(commands)
+    turns = Turns()
+    try:
+        for name in names:
+            turns.start(name, commands[name], env, cwd)
+        for r in range(cycles):
+            turns.cycle(names[::-1] if r % 2 else names, n)
+        return turns.stop()
+    finally:
+        turns.close()
 
 
 class Turns:

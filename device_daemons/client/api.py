@@ -403,7 +403,7 @@ class ExecutableNetwork:
             self.warnings = loaded.warnings
             self.config = loaded.config
             self.cached = loaded.cached  # the daemon had it compiled already
-            self.compute_us = None
+            self.compute_us, self.spare_cpu = None, False  # (a new daemon's: nothing known of it yet)
             self._loaded = (conn, loaded.handle)
             self._box["loaded"] = self._loaded
             if getattr(self, "_finalizer", None) is not None:  # loaded again, on a new connection (a restart)

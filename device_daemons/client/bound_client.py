@@ -112,7 +112,7 @@ class BoundRequests:
                 self._discard(b)
                 raise DaemonError(f"the {self.link.device} daemon broke the contract: {exc}") from None
             if status == bound.BOUND_OK:
-                return self._outputs(b), compute_us, flags == bound.SPARE_CPU
+                return self._outputs(b), compute_us, bool(flags & bound.SPARE_CPU)
             if status == bound.BOUND_FAILED:
                 self._put(b)
                 raise remote_error(error, self.link.device)

@@ -51,7 +51,7 @@ class LoadedNetwork(Protocol):
     output_bytes: int  # bytes of all outputs, each aligned as in a slot
     bound: BoundRequests | None  # its bound requests on the current connection (set here)
     compute_us: float | None  # moving average of the daemon's compute time (set here)
-    spare_cpu: bool  # the daemon's last reply left a CPU free (set here)
+    spare_cpu: bool  # the daemon's last reply left a CPU free (set here; True only while compute_us is known)
 
     def loaded(self, deadline: Deadline) -> tuple[Connection, int]:
         """(connection, handle) of the network on the current daemon, loading it
@@ -78,7 +78,7 @@ def run(net: LoadedNetwork, inputs: dict, deadline: Deadline) -> tuple[dict, lis
             b = _bind(net, conn, handle) if carrier_usable(conn) else None
         if b is not None:
             avg = net.compute_us
-            done = b.run(inputs, deadline, SPIN_S if net.spare_cpu and avg is not None and avg < SPIN_S * 1e6 else 0.0)
+            done = b.run(inputs, deadline, SPIN_S if net.spare_cpu and avg < SPIN_S * 1e6 else 0.0)
             if done is not None:
                 outputs, compute_us, net.spare_cpu = done
                 net.compute_us = compute_us if avg is None else avg + COMPUTE_WEIGHT * (compute_us - avg)

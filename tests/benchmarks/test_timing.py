@@ -30,15 +30,8 @@ def _engine(name, seconds, log):
 
 def test_engines_take_turns_one_at_a_time_and_report_every_timed_call(tmp_path):
     log = tmp_path / "calls"
-    turns = timing.Turns(timeout=60)
-    try:
-        turns.start("a", _engine("a", 0.002, log), dict(os.environ), REPO)
-        turns.start("b", _engine("b", 0.006, log), dict(os.environ), REPO)
-        for r in range(3):
-            turns.cycle(["b", "a"] if r % 2 else ["a", "b"], 4)
-        results = turns.stop()
-    finally:
-        turns.close()
+    results = timing.interleaved({"a": _engine("a", 0.002, log), "b": _engine("b", 0.006, log)}, dict(os.environ),
+                                 REPO, cycles=3, n=4)
     # loaded one after the other (2 warm-up calls each), then turns of 1 untimed + 4 timed calls, one engine at a time
     assert log.read_text() == "aa" "bb" + "aaaaa" "bbbbb" + "bbbbb" "aaaaa" + "aaaaa" "bbbbb"
     assert set(results) == {"a", "b"}
