@@ -71,7 +71,6 @@ def run_pair(xml: str, iterations: int, precision: str) -> None:
     daemon: median s, extra: median paired difference s, plan_block: the plan's median
     in the blocks, threads: the daemon's (its load reply) and the plan's}."""
     from device_daemons.client import IECore
-    from device_daemons.client.request_path import COMPUTE_WEIGHT
     from device_daemons.cpu.plan import ExecutionPlan
     from ir import read_ir
     network = read_ir(xml)
@@ -100,13 +99,11 @@ def run_pair(xml: str, iterations: int, precision: str) -> None:
         for daemon, fn in ((False, plan.infer), (True, exec_net.infer)):
             times = []
             for i in range(BLOCK):
-                before = exec_net.compute_us
                 start = time.perf_counter()
                 fn(inputs)
                 times.append(time.perf_counter() - start)
-                if daemon and i >= 2 and before is not None and exec_net.compute_us is not None:
-                    # the request's own compute time, recovered from the moving average its reply fed
-                    computes.append((before + (exec_net.compute_us - before) / COMPUTE_WEIGHT) * 1e-6)
+                if daemon and i >= 2 and exec_net.compute_us is not None:
+                    computes.append(exec_net.compute_us * 1e-6)  # (the daemon's, in its reply)
             medians.append(statistics.median(times[2:]))
         block_extra.append(medians[1] - medians[0])
         plan_blocks.append(medians[0])

@@ -313,7 +313,7 @@ def _forked(loaded) -> bool:
 class ExecutableNetwork:
     """A network loaded on a device daemon (IE's ExecutableNetwork). It is the
     LoadedNetwork its requests run on (request_path.py): link, loaded, forget,
-    inputs, output_bytes, perf_count, bound, compute_us, spare_cpu."""
+    inputs, output_bytes, perf_count, bound, compute_us, poll_s."""
 
     def __init__(self, core: "IECore", network: IENetwork, link: Link, num_requests: int,
                  perf_count: bool = False, config: dict | None = None):
@@ -334,8 +334,8 @@ class ExecutableNetwork:
         self._box: dict = {}  # what the finalizer closes and unloads (it must not reference self)
         self._closed = False  # close() is final: a request after it is an error, not a new load
         self.output_bytes = 0
-        self.compute_us: float | None = None  # the daemon's compute time (moving average; request_path)
-        self.spare_cpu = False  # its last request left the daemon a CPU free (request_path)
+        self.compute_us: int | None = None  # the daemon's compute time of its last request (request_path)
+        self.poll_s = 0.0  # how long its next request polls for the reply (request_path)
         self.loaded(Deadline.after(core.timeout))
         self.requests = [InferRequest(self, i) for i in range(max(1, int(num_requests)))]
         self._finalizer = None
@@ -403,7 +403,7 @@ class ExecutableNetwork:
             self.warnings = loaded.warnings
             self.config = loaded.config
             self.cached = loaded.cached  # the daemon had it compiled already
-            self.compute_us, self.spare_cpu = None, False  # (a new daemon's: nothing known of it yet)
+            self.compute_us, self.poll_s = None, 0.0  # (a new daemon's: nothing known of it yet)
             self._loaded = (conn, loaded.handle)
             self._box["loaded"] = self._loaded
             if getattr(self, "_finalizer", None) is not None:  # loaded again, on a new connection (a restart)

@@ -16,17 +16,19 @@ every request (ExecutableNetwork.infer, InferRequest.infer and async_infer).
   the network again, once.
 A request that failed on the carrier raises its error there; none is run twice.
 
-A request to the carrier polls for its reply for MO_CORE_SPIN_US (default 500 us)
-before sleeping when the network computes in less than that (waking a sleeping
-thread costs ~0.1 ms on a VM, more than such a request) and the daemon's last reply
-said that its request left a CPU free (bound_protocol.SPARE_CPU: a one-thread team);
-else it sleeps at once, leaving the cores to the computation - a client polling beside
-a team of every CPU took one of its CPUs (the OD API SSD export, 2 CPUs: 1.03 ms a
-request instead of 0.47).
+A request to the carrier polls for its reply before sleeping when the daemon's last
+reply said that its request left a CPU free (bound_protocol.SPARE_CPU: a one-thread
+team) and computed in less than MO_CORE_SPIN_US (default 500 us; waking a sleeping
+thread costs ~0.1 ms on a VM, more than such a request): for that compute time plus
+MO_CORE_SPIN_US, so that a reply a little later than the last still finds it polling
+(the OD API SSD export computes in ~0.42 ms: polling 0.5 ms from the send, its client
+often slept through its reply, 0.49-0.50 ms a request on one thread against 0.44-0.46
+polling past the compute). Else it sleeps at once, leaving the cores to
+the computation - a client polling beside a team of every CPU took one of its CPUs
+(the SSD export, 2 CPUs: 1.03 ms a request instead of 0.47).
 """
 from __future__ import annotations
 
-import os
 from typing import Protocol
 
 from core.microkernel import ProtocolError, RemoteError
@@ -38,8 +40,7 @@ from .daemon import DaemonError
 from .errors import remote_error
 from .transport import Connection, Deadline, Link
 
-SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
-COMPUTE_WEIGHT = 0.2  # of the newest request in the moving average of the daemon's compute time
+SPIN_S = bound.SPIN_S
 
 
 class LoadedNetwork(Protocol):
@@ -50,8 +51,8 @@ class LoadedNetwork(Protocol):
     inputs: dict  # {name: shape} on the daemon
     output_bytes: int  # bytes of all outputs, each aligned as in a slot
     bound: BoundRequests | None  # its bound requests on the current connection (set here)
-    compute_us: float | None  # moving average of the daemon's compute time (set here)
-    spare_cpu: bool  # the daemon's last reply left a CPU free (set here; True only while compute_us is known)
+    compute_us: int | None  # the daemon's compute time of its last request on the carrier (set here)
+    poll_s: float  # how long its next request polls for the reply (set here from the last reply; 0: it sleeps)
 
     def loaded(self, deadline: Deadline) -> tuple[Connection, int]:
         """(connection, handle) of the network on the current daemon, loading it
@@ -77,11 +78,11 @@ def run(net: LoadedNetwork, inputs: dict, deadline: Deadline) -> tuple[dict, lis
             # b.run return None: the fallback then)
             b = _bind(net, conn, handle) if carrier_usable(conn) else None
         if b is not None:
-            avg = net.compute_us
-            done = b.run(inputs, deadline, SPIN_S if net.spare_cpu and avg < SPIN_S * 1e6 else 0.0)
+            done = b.run(inputs, deadline, net.poll_s)
             if done is not None:
-                outputs, compute_us, net.spare_cpu = done
-                net.compute_us = compute_us if avg is None else avg + COMPUTE_WEIGHT * (compute_us - avg)
+                outputs, compute_us, spare_cpu = done
+                net.compute_us = compute_us
+                net.poll_s = SPIN_S + compute_us / 1e6 if spare_cpu and compute_us < SPIN_S * 1e6 else 0.0
                 return outputs, []
     return _fallback(net, inputs, deadline)
 

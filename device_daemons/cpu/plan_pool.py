@@ -20,11 +20,18 @@ import statistics
 import threading
 import time
 
+from ..bound_protocol import SPIN_S
+
 EXPLORE_RUNS = 5  # timed requests with each team size when choosing (after one untimed each: a program's first)
 EXPLORE_EVERY = 2000  # requests between two choices (the machine's load changes) ...
 EXPLORE_EVERY_S = 5.0  # ... or seconds, whichever ends first: on a shared VM the faster size changed by the minute
 EXPLORE_BELOW_US = 10_000  # a network whose request takes longer on the whole team keeps it (one thread: ~2x slower)
 TEAM_FIRST = 2  # timed whole-team requests before one thread's first, both EXPLORE_BELOW_US or more: the team kept
+# what a one-thread request saves its client beside its compute when the client polls for the reply (its
+# median compute below SPIN_S: request_path.py) instead of sleeping: the wake-up of a sleeping thread (the OD
+# API SSD export on the EPYC VM, the client's time outside the daemon's compute: 30-40 us polled, 85-95 us
+# asleep; one thread 0.44-0.46 ms a request, two 0.50-0.52 while both compute in 0.41-0.42 ms)
+POLL_GAIN_S = 50e-6
 CHOICE_REQUESTS = TEAM_FIRST + 2 * (EXPLORE_RUNS + 1)  # the requests a choice takes (benchmarks warm up past them)
 # requests that ran side by side keep sharing the cores this long after: a request that
 # took every core while the other one was between two requests made each connection
@@ -41,7 +48,8 @@ class TeamChoice:
     a network whose timed ones all take EXPLORE_BELOW_US or more keeps the team at once
     (no program is made for one thread). Else the two sizes alternate until each has
     EXPLORE_RUNS + 1 requests timed; the one of the lower median (first runs left out:
-    one thread's first compiles its program) is chosen for EXPLORE_EVERY requests or
+    one thread's first compiles its program; one thread's less what its client saves by
+    polling for the reply, POLL_GAIN_S, where it will) is chosen for EXPLORE_EVERY requests or
     EXPLORE_EVERY_S seconds, whichever ends first, and the two are measured again. One
     slow request never decides: an LSTM's first took 15 ms and kept the team that runs
     it 2x slower than one thread. Racing updates only blur the statistics."""
@@ -80,7 +88,13 @@ class TeamChoice:
         if threads == self.team and len(times) == TEAM_FIRST + 1 and min(times[1:]) * 1e6 >= EXPLORE_BELOW_US:
             self._keep(self.team)
         elif all(len(t) > EXPLORE_RUNS for t in self.times.values()):
-            self._keep(min(self.times, key=lambda n: statistics.median(self.times[n][1:])))
+            self._keep(min(self.times, key=self._cost))
+
+    def _cost(self, threads: int) -> float:
+        """What a request on `threads` costs its client (its median compute, first run left out; one
+        thread's less POLL_GAIN_S where its client polls for the reply)."""
+        compute = statistics.median(self.times[threads][1:])
+        return compute - POLL_GAIN_S if threads == 1 and compute < SPIN_S else compute
 
 
 class PlanPool:

@@ -643,6 +643,14 @@ def test_team_choice_measures_both_team_sizes_then_keeps_the_faster(monkeypatch)
         assert hiccup.threads() == 2
         hiccup.observe(2, t)
     assert hiccup.chosen is None and hiccup.threads() == 1
+    for one, kept in ((0.42e-3, 1), (0.48e-3, 2), (plan_pool.SPIN_S + 0.04e-3, 2)):
+        # one thread a little slower than the team: kept where its client polls for the reply (compute below
+        # SPIN_S), by up to what the polling saves (POLL_GAIN_S); not where the client sleeps either way
+        close = plan_pool.TeamChoice(2)
+        while close.chosen is None:
+            threads = close.threads()
+            close.observe(threads, one if threads == 1 else one - 0.03e-3 if one > plan_pool.SPIN_S else 0.41e-3)
+        assert close.chosen == kept, one
     now = [0.0]
     timed = plan_pool.TeamChoice(2, clock=lambda: now[0])  # a choice lasts EXPLORE_EVERY_S at most
     while timed.chosen is None:

@@ -207,18 +207,18 @@ def test_a_client_polls_for_a_short_reply_only_where_the_daemon_left_a_cpu_free(
     from device_daemons.client import request_path
 
     class Net:
-        perf_count, inputs, compute_us, spare_cpu = False, {}, None, False
-        bound = _Bound([(100, True), (100, True), (100, False), (100, False), (5000, True), (5000, True)])
+        perf_count, inputs, poll_s = False, {}, 0.0
+        bound = _Bound([(100, True), (100, True), (100, False), (100, False), (5000, True), (300, True), (300, True)])
 
         def loaded(self, deadline):
             return "conn", 1
     net = Net()
-    for _ in range(6):
+    for _ in range(7):
         request_path.run(net, {}, None)
     spin = request_path.SPIN_S
-    # the first: nothing known yet; then a short compute and a CPU left free; not when the team took every CPU;
-    # not once the compute (its moving average) takes longer than the polling
-    assert net.bound.spins == [0.0, spin, spin, 0.0, 0.0, 0.0]
+    # the first: nothing known yet; then a short compute and a CPU left free, polled for past its compute time;
+    # not when the team took every CPU; not after a compute longer than the polling; at once after a short one
+    assert net.bound.spins == [0.0, spin + 100e-6, spin + 100e-6, 0.0, 0.0, 0.0, spin + 300e-6]
 
 
 def test_daemon_bind_errors(daemon):
