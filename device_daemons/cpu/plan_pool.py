@@ -16,7 +16,6 @@ on its load and on whether the client polls for the reply on a core meanwhile.
 """
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 
@@ -28,7 +27,7 @@ EXPLORE_EVERY_S = 5.0  # ... or seconds, whichever ends first: on a shared VM th
 EXPLORE_BELOW_US = 10_000  # a network whose request takes longer on the whole team keeps it (one thread: ~2x slower)
 TEAM_FIRST = 2  # timed whole-team requests before one thread's first, both EXPLORE_BELOW_US or more: the team kept
 # what a one-thread request saves its client beside its compute when the client polls for the reply (its
-# median compute below SPIN_S: request_path.py) instead of sleeping: the wake-up of a sleeping thread (the OD
+# compute below SPIN_S: request_path.py) instead of sleeping: the wake-up of a sleeping thread (the OD
 # API SSD export on the EPYC VM, the client's time outside the daemon's compute: 30-40 us polled, 85-95 us
 # asleep; one thread 0.44-0.46 ms a request, two 0.50-0.52 while both compute in 0.41-0.42 ms)
 POLL_GAIN_S = 50e-6
@@ -47,12 +46,17 @@ class TeamChoice:
     TEAM_FIRST + 1 requests (its first untimed: cold caches, the arena's first touch);
     a network whose timed ones all take EXPLORE_BELOW_US or more keeps the team at once
     (no program is made for one thread). Else the two sizes alternate until each has
-    EXPLORE_RUNS + 1 requests timed; the one of the lower median (first runs left out:
-    one thread's first compiles its program; one thread's less what its client saves by
-    polling for the reply, POLL_GAIN_S, where it will) is chosen for EXPLORE_EVERY requests or
+    EXPLORE_RUNS + 1 requests timed; the one whose second fastest is faster (first runs
+    left out: one thread's first compiles its program; one thread's less what its client
+    saves by polling for the reply, POLL_GAIN_S, where it will) is chosen for EXPLORE_EVERY requests or
     EXPLORE_EVERY_S seconds, whichever ends first, and the two are measured again. One
     slow request never decides: an LSTM's first took 15 ms and kept the team that runs
-    it 2x slower than one thread. Racing updates only blur the statistics."""
+    it 2x slower than one thread. Nor do a few disturbed ones: the second fastest, not the
+    median, because what disturbs a request - another process's threads still spinning
+    after its own burst, a client's - slows it and never speeds it, and slows the team,
+    which needs every CPU, more than one thread (MobileNetV3Small f32 among other engines
+    taking turns, `benchmarks/infer.py --interleave`: one thread chosen, 2.2 ms a request
+    instead of 1.1). Racing updates only blur the statistics."""
     __slots__ = ("team", "chosen", "times", "left", "until", "turn", "clock")
 
     def __init__(self, team: int, clock=time.monotonic):
@@ -91,9 +95,9 @@ class TeamChoice:
             self._keep(min(self.times, key=self._cost))
 
     def _cost(self, threads: int) -> float:
-        """What a request on `threads` costs its client (its median compute, first run left out; one
-        thread's less POLL_GAIN_S where its client polls for the reply)."""
-        compute = statistics.median(self.times[threads][1:])
+        """What a request on `threads` costs its client (its second fastest compute, first run left
+        out; one thread's less POLL_GAIN_S where its client polls for the reply)."""
+        compute = sorted(self.times[threads][1:])[1]
         return compute - POLL_GAIN_S if threads == 1 and compute < SPIN_S else compute
 
 
