@@ -780,3 +780,29 @@ def test_a_narrow_layer_does_not_keep_the_layers_after_it_on_narrower_kernels(tm
     assert not _worth_following("jit_1x1:avx2", "brgconv_1x1:avx512_core")
     assert _worth_following("jit:avx512_core", "brgconv:avx512_core")
     assert not _worth_following("gemm:jit", "jit:avx2") and not _worth_following("ref:any", "ref:any")
+
+
+def test_a_grouped_convolution_that_oneDNN_would_run_on_gemm_gets_a_direct_kernel(tmp_path):
+    """The OD API SSD Inception's stem (3 -> 21 channels in 3 groups, 7x7, stride 2): oneDNN answers a
+    layout left to it ("any") with gemm on plain NCHW, twice as slow as its direct kernel on a layout
+    named outright (ConvolutionOp._fast_layout); the answer equals Caffe's either way."""
+    from device_daemons.cpu.onednn import convolution
+    stem = conv("dw", "data", "dw", 21, "kernel_size: 7 stride: 2 pad: 3 group: 3") + conv("pw", "dw", "pw", 64,
+                                                                                          "kernel_size: 1")
+    chosen = []
+    original = convolution.ConvolutionOp._fast_layout
+
+    def spy(op, src_dims, dst_dims):
+        pd = original(op, src_dims, dst_dims)
+        chosen.append((op.layer.name, pd and pd.implementation))
+        return pd
+    convolution.ConvolutionOp._fast_layout = spy
+    try:
+        c = caffe_case(tmp_path, stem, {"data": (1, 3, 48, 56)}, scale=0.3)
+    finally:
+        convolution.ConvolutionOp._fast_layout = original
+    ours, ref = c.run()
+    assert_close(ours["pw"], ref["pw"], 1e-4, "pw")
+    kernels = {step.name: step.prims[0].implementation for step in c.plan.program.steps if step.type == "Convolution"}
+    assert [name for name, _ in chosen] == ["dw"] and convolution._fast(kernels["dw"]), (chosen, kernels)
+    assert chosen[0][1] == kernels["dw"]
