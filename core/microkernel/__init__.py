@@ -24,7 +24,7 @@ from .errors import (AuthenticationError, EndpointError, MicrokernelError, Micro
 from .protocol import (ALLOWED_DTYPES, ARRAY_REF, DEFAULT_LIMITS, PROTOCOL_VERSION, Limits, Reply,
                        Request, decode_reply, decode_request, encode_error, encode_reply,
                        encode_request, unpack_limited)
-from .server import Server, serve_main
+from .server import Server, serve_main, sleep_after_reply
 from .supervisor import WorkerProcess
 
 __all__ = [
@@ -34,5 +34,5 @@ __all__ = [
     "Server", "ServiceGone", "WorkerError", "WorkerProcess",
     "check_endpoint", "create_key_file", "decode_reply", "decode_request", "encode_error",
     "encode_reply", "encode_request", "is_loopback", "load_key_file", "new_ipc_endpoint",
-    "runtime_dir", "serve_main", "sign_frames", "unpack_limited", "verify_frames",
+    "runtime_dir", "serve_main", "sign_frames", "sleep_after_reply", "unpack_limited", "verify_frames",
 ]

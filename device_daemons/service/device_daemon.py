@@ -46,7 +46,7 @@ from functools import partial
 
 import numpy as np
 
-from core.microkernel import RemoteError, Server, serve_main
+from core.microkernel import RemoteError, Server, serve_main, sleep_after_reply
 from ir import IRError
 
 from .. import bound_protocol as bound
@@ -458,7 +458,11 @@ class DeviceDaemon:
             self.local_requests += 1
         # the reply goes out first, the plan goes back to the pool after it (the caches are cold
         # after a network's run: each line here costs the client microseconds)
-        flags = bound.SPARE_CPU if self.spare_cpu(pool) else 0
+        if self.spare_cpu(pool):
+            flags = bound.SPARE_CPU
+        else:  # (its client sleeps until the reply and needs a CPU then: this thread does not poll)
+            flags = 0
+            sleep_after_reply()
         return bound.REPLY.pack(bound.BOUND_OK, min(compute_us, 0xFFFFFFFF), flags), partial(pool.give, plan)
 
     def infer(self, args: dict, arrays: list):

@@ -349,3 +349,40 @@ def test_a_broken_new_connection_is_a_refusal_only_while_its_process_stays_alive
     t0 = time.monotonic()
     assert not client_module._ends_within(Watch(10 ** 6), 0.05)
     assert 0.05 <= time.monotonic() - t0 < 0.5
+
+
+def test_a_handler_can_send_its_carrier_thread_to_sleep_after_the_reply(monkeypatch):
+    """A carrier connection's thread polls for the next request after a short one (spin_deadline),
+    unless the handler said sleep_after_reply(): then it sleeps at once (the CPU daemon, after a
+    request whose team kept every CPU busy, leaves its sleeping client a CPU to wake up on). Read
+    from the thread's own CPU time between two requests."""
+    from core.microkernel import server as server_module, sleep_after_reply
+    monkeypatch.setattr(server_module, "spin_for", lambda seconds: seconds)  # (not switched off by the load)
+    server = Server(new_ipc_endpoint("sleepy"), service="sleepy", threads=1, spin=0.05)
+    seen = []
+
+    def polls(payload):
+        seen.append(time.thread_time())
+        return b"polls"
+
+    def sleeps(payload):
+        seen.append(time.thread_time())
+        sleep_after_reply()
+        return b"sleeps"
+    server.handle_raw(13, polls)
+    server.handle_raw(14, sleeps)
+    runner = threading.Thread(target=server.serve)
+    runner.start()
+    try:
+        with Client(server.endpoint, timeout=10) as main:
+            path = main.call("hello")[0]["direct"]["path"]
+        with Client(server.endpoint, timeout=10, direct_path=path) as local:
+            for verb in (13, 13, 14, 14, 13):
+                assert local.call_raw(verb, b"") == (b"polls" if verb == 13 else b"sleeps")
+                time.sleep(0.08)  # (past the 50 ms of polling)
+    finally:
+        server.request_stop()
+        runner.join(10)
+    spent = [b - a for a, b in zip(seen, seen[1:])]  # the thread's CPU time after each request but the last
+    assert spent[0] > 0.02 and spent[1] > 0.02, spent  # polled 50 ms
+    assert spent[2] < 0.01 and spent[3] < 0.01, spent  # slept
