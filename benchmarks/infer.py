@@ -599,12 +599,22 @@ def engine_command(engine, model, files, args, env, save=None, iterations=None, 
 def run_interleaved(engines, model, files, args, env, saved) -> dict:
     """The latency engines loaded side by side, timed in --rounds cycles of turns of
     --interleave requests each (timing.Turns), the order reversed every other cycle:
-    {engine: its result, with "turns": each turn's median}."""
+    {engine: its result, with "turns": each turn's median}. Each daemon engine has a
+    daemon of its own (a runtime directory of its own), as each OpenVINO engine has its
+    own process: two clients of one daemon, each on a connection thread that ran
+    requests on the whole team, leave it two OpenMP teams, and libgomp then hardly
+    spins at barriers (device_daemons/cpu/teams.py) - a cost of sharing one daemon
+    that the other engines do not pay."""
     commands = {e: engine_command(e, model, files, args, env, saved.get(e), turns=True)[0] for e in engines}
+    own = {e: dict(env, MO_CORE_RUNTIME_DIR=tempfile.mkdtemp(prefix="mo-bench-rt-"))
+           for e in engines if e.startswith(("daemon", "gpu_daemon"))}
     try:
-        return timing.interleaved(commands, env, ROOT, args.rounds, args.interleave)
+        return timing.interleaved(commands, env, ROOT, args.rounds, args.interleave, envs=own)
     finally:
-        subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=env, capture_output=True, cwd=ROOT)
+        for daemon_env in own.values():
+            subprocess.run([sys.executable, "-m", "cli", "daemon", "stop", "--all"], env=daemon_env,
+                           capture_output=True, cwd=ROOT)
+            shutil.rmtree(daemon_env["MO_CORE_RUNTIME_DIR"], ignore_errors=True)
 
 
 def run_process(engine, model, files, batch, args, env, save=None, iterations=None):

@@ -83,15 +83,16 @@ def paired(ours, theirs) -> str:
     return "{:.3f}x ({:.3f}-{:.3f})".format(statistics.median(ratios), q[0], q[2])
 
 
-def interleaved(commands: dict, env: dict, cwd: str, cycles: int, n: int) -> dict[str, dict]:
+def interleaved(commands: dict, env: dict, cwd: str, cycles: int, n: int, envs: dict | None = None) -> dict[str, dict]:
     """{name: its final JSON object} of the engines {name: command} (each calling
     serve_turns), loaded in that order and given `cycles` cycles of turns of n timed
-    requests, the order reversed every other cycle (no engine always first)."""
+    requests, the order reversed every other cycle (no engine always first). `envs`
+    {name: environment}: an engine's own instead of `env`."""
     names = list(commands)
     turns = Turns()
     try:
         for name in names:
-            turns.start(name, commands[name], env, cwd)
+            turns.start(name, commands[name], (envs or {}).get(name, env), cwd)
         for r in range(cycles):
             turns.cycle(names[::-1] if r % 2 else names, n)
         return turns.stop()

@@ -222,6 +222,7 @@ class Server:
         self._limits = limits
         self._nthreads = threads
         self._spin = spin
+        self._idle_hook: tuple[Callable[[], float | None], float] | None = None  # (on_idle)
         self._parent_pid = parent_pid
         # Watch getppid() too: a dead parent that is still a zombie answers kill(0).
         self._parent_is_ppid = parent_pid is not None and os.getppid() == parent_pid
@@ -441,16 +442,28 @@ class Server:
         namespace: its parent's pid reads 0 there."""
         return pid == (0 if self._lifeline is not None else self._parent_pid)
 
+    def on_idle(self, hook: Callable[[], float | None], after: float) -> None:
+        """Call `hook()` on a carrier connection's thread once it has waited `after` seconds
+        for a request since its last reply, and again after as many seconds as the hook
+        returns while the pause lasts (None: not before the next request; an exception is
+        logged and counts as None). The CPU daemon frees an idle connection's OpenMP team
+        there (cpu/teams.py)."""
+        self._idle_hook = (hook, after)
+
     def _serve_peer(self, peer: _DirectPeer) -> None:
         """A connection's thread: receive, run, reply, until the peer or the server ends."""
         conn = peer.conn
         fd = conn.fileno()
         spin_until = 0.0
         replied = None  # when the previous reply went out
+        idle_at = None  # when the idle hook is due (on_idle)
         try:
             while not self._closed and self._stop_reason is None:
-                got = self._next_datagram(conn, spin_until)
+                got = self._next_datagram(conn, spin_until, None if idle_at is None else idle_at - time.perf_counter())
                 if got is None:
+                    if idle_at is not None and time.perf_counter() >= idle_at:
+                        again = self._run_idle_hook()
+                        idle_at = None if again is None else time.perf_counter() + again
                     continue
                 data, fds = got
                 if not data:
@@ -475,6 +488,8 @@ class Server:
                 else:
                     spin_until = spin_deadline(spin_for(self._spin), start, end, replied)
                 replied = end
+                if self._idle_hook is not None:
+                    idle_at = end + self._idle_hook[1]
         except (OSError, ProtocolError) as exc:  # a reply it does not read, a malformed datagram
             self._log_drop(f"direct carrier: {exc}", _DirectIdent.bytes)
         except Exception:  # a bug here must not take the service down
@@ -484,17 +499,24 @@ class Server:
                 self._peers.pop(fd, None)
             conn.close()
 
+    def _run_idle_hook(self) -> float | None:
+        try:
+            return self._idle_hook[0]()
+        except Exception:  # a bug there must not cost the connection
+            log.exception("the idle hook failed")
+            return None
+
     @staticmethod
-    def _next_datagram(conn, spin_until: float):
+    def _next_datagram(conn, spin_until: float, wait: float | None = None):
         """The next datagram and the descriptors it carried (b"" when the peer
-        closed), polled for until `spin_until`, then waited for up to _POLL_MS (None:
-        nothing came)."""
+        closed), polled for until `spin_until`, then waited for up to _POLL_MS, or
+        `wait` seconds where that is less (None: nothing came)."""
         while time.perf_counter() < spin_until:
             try:
                 return direct.receive_with_fds(conn, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 pass
-        conn.settimeout(_POLL_MS / 1000)
+        conn.settimeout(_POLL_MS / 1000 if wait is None else max(1e-4, min(wait, _POLL_MS / 1000)))
         try:
             return direct.receive_with_fds(conn)
         except (socket.timeout, BlockingIOError, InterruptedError):

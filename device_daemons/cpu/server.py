@@ -30,6 +30,7 @@ from core.microkernel import RemoteError
 from ir import IRError
 
 from ..service import DeviceDaemon, serve_daemon
+from . import teams
 from .caffe_backed import CaffeWorkerPool, caffe_backed_kernels
 from .kernels import KERNELS
 from .plan_pool import PlanPool
@@ -84,16 +85,32 @@ class CpuDaemon(DeviceDaemon):
         # requests side by side share the cores: oneDNN runs each with cpus / concurrent threads
         # (PlanPool.concurrent: those running, or as many as ran side by side a moment ago); one
         # that runs alone gets the team size its network's TeamChoice measures faster (plan_pool.py)
-        if not pool.chooses_team():
-            return plan.infer(inputs, perf, concurrent=pool.concurrent, out=out)
         team = pool.team
+        if not pool.chooses_team():
+            concurrent = pool.concurrent
+            outputs = plan.infer(inputs, perf, concurrent=concurrent, out=out)
+            teams.ran(team.team // max(1, concurrent))
+            return outputs
         if perf is not None:  # (-pc: the choice's team, not timed for it)
-            return plan.infer(inputs, perf, concurrent=plan.threads // (team.chosen or team.team), out=out)
-        threads = team.threads()
-        t0 = time.perf_counter()
-        outputs = plan.infer(inputs, None, concurrent=plan.threads // threads, out=out)
-        team.observe(threads, time.perf_counter() - t0)
+            threads = team.chosen or team.team
+            outputs = plan.infer(inputs, perf, concurrent=plan.threads // threads, out=out)
+        else:
+            threads = team.threads()
+            t0 = time.perf_counter()
+            outputs = plan.infer(inputs, None, concurrent=plan.threads // threads, out=out)
+            team.observe(threads, time.perf_counter() - t0)
+        teams.ran(threads)  # (this thread keeps an OpenMP team from now on: teams.py)
         return outputs
+
+    def register(self, server) -> None:
+        super().register(server)
+        server.on_idle(self._idle, teams.IDLE_S)
+
+    @staticmethod
+    def _idle() -> float | None:
+        """An idle connection thread frees its OpenMP team where another keeps one (teams.py)."""
+        from .onednn.library import load
+        return teams.idle(lambda: load().release_team())
 
     def spare_cpu(self, pool) -> bool:
         # a one-thread request running alone leaves a CPU to a client polling for its reply; a team of every

@@ -231,7 +231,8 @@ class Dnnl:
         # OpenMP's per-thread team size: primitives size their work for the team of the
         # thread that creates them (set_threads around compiling and running a program)
         self._omp = cffi.FFI()
-        self._omp.cdef("void omp_set_num_threads(int); int omp_get_max_threads(void);")
+        self._omp.cdef("void omp_set_num_threads(int); int omp_get_max_threads(void); "
+                       "int omp_pause_resource_all(int);")
         try:
             self._gomp = self._omp.dlopen("libgomp.so.1", self._flags)  # the runtime libdnnl is linked with
         except OSError:
@@ -247,6 +248,18 @@ class Dnnl:
         """OpenMP threads of this thread's next parallel regions (None: the default)."""
         if self._gomp is not None:
             self._gomp.omp_set_num_threads(int(n or self.default_threads))
+
+    def release_team(self) -> bool:
+        """Free the calling thread's OpenMP team (OpenMP 5's omp_pause_resource_all, soft:
+        libgomp ends the team's threads; the thread's next parallel region makes them
+        again). False where the runtime has no such call."""
+        if self._gomp is None:
+            return False
+        try:
+            pause = self._gomp.omp_pause_resource_all
+        except AttributeError:  # (a libgomp before GCC 10)
+            return False
+        return pause(1) == 0  # omp_pause_soft
 
     @contextlib.contextmanager
     def one_thread(self):
