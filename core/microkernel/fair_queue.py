@@ -11,8 +11,12 @@ past its share is refused at once (the caller replies "busy").
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
+
+
+TIMED_OUT = object()  # get(timeout): nothing came
 
 
 @dataclass(frozen=True)
@@ -54,12 +58,19 @@ class FairQueue:
             self._cond.notify()
             return None
 
-    def get(self):
-        """The next item, taking peers in turn (blocks); None once stop() asked this
-        thread to end."""
+    def get(self, timeout: float | None = None):
+        """The next item, taking peers in turn (blocks; TIMED_OUT after `timeout` s
+        with none); None once stop() asked this thread to end."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while not self._turns and not self._stops:
-                self._cond.wait()
+                if deadline is None:
+                    self._cond.wait()
+                    continue
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return TIMED_OUT
+                self._cond.wait(left)
             if self._stops:
                 self._stops -= 1
                 return None

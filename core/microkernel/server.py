@@ -38,7 +38,7 @@ import zmq
 from . import direct
 from .auth import load_key_file, sign_frames, verify_frames
 from .endpoints import check_endpoint, ipc_path
-from .fair_queue import FairQueue, QueueLimits
+from .fair_queue import TIMED_OUT, FairQueue, QueueLimits
 from .errors import AuthenticationError, EndpointError, MicrokernelError, ProtocolError, RemoteError
 from .mailbox import Mailbox
 from .protocol import (DEFAULT_LIMITS, PROTOCOL_VERSION, Limits, Request, _OP_RE, decode_request,
@@ -443,8 +443,8 @@ class Server:
         return pid == (0 if self._lifeline is not None else self._parent_pid)
 
     def on_idle(self, hook: Callable[[], float | None], after: float) -> None:
-        """Call `hook()` on a carrier connection's thread once it has waited `after` seconds
-        for a request since its last reply, and again after as many seconds as the hook
+        """Call `hook()` on a carrier connection's thread, or a pool thread, once it has waited
+        `after` seconds for a request since its last reply, and again after as many seconds as the hook
         returns while the pause lasts (None: not before the next request; an exception is
         logged and counts as None). The CPU daemon frees an idle connection's OpenMP team
         there (cpu/teams.py)."""
@@ -673,12 +673,19 @@ class Server:
             self._send(self._main, ident, frames)
 
     def _pool_loop(self) -> None:
+        idle_at = None  # when the idle hook is due (on_idle)
         while True:
-            item = self._tasks.get()
+            item = self._tasks.get(None if idle_at is None else max(0.0, idle_at - time.perf_counter()))
+            if item is TIMED_OUT:
+                again = self._run_idle_hook()
+                idle_at = None if again is None else time.perf_counter() + again
+                continue
             if item is None:
                 return
             ident, fn, req = item
             self._replies.put((ident, self._run(fn, req)))
+            if self._idle_hook is not None:
+                idle_at = time.perf_counter() + self._idle_hook[1]
 
     def _run(self, fn: Handler, req: Request) -> list:
         """Call a handler and build its (signed) reply; never raises."""

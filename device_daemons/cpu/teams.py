@@ -7,8 +7,9 @@ not settable): a daemon with two clients, each on a connection thread of its own
 ran a request on the whole team, runs every request with threads that sleep and are
 woken at each of its barriers (in-process, a second team kept alive beside the one
 running: MobileNetV3Small bf16 0.66 -> 0.69 ms, MobileNetV2 2.0 -> 2.5-4.0). So a
-connection thread that has waited IDLE_S for its next request while another thread
-keeps a team frees its own (onednn/library.py: release_team); its next request makes
+request thread - a carrier connection's, or a pool thread that served the fallback
+`infer` - that has waited IDLE_S for its next request while another thread keeps a
+team frees its own (Server.on_idle) (onednn/library.py: release_team); its next request makes
 the team again (a thread start, tens of microseconds). While no other thread keeps
 one, it looks again after twice as long each time, up to MAX_WAIT_S: a thread that
 runs requests alone keeps its team, and one that went idle first frees it soon after
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import threading
 
-IDLE_S = 0.005  # a connection thread idle this long frees its team where another thread keeps one
+IDLE_S = 0.005  # a request thread idle this long frees its team where another thread keeps one
 MAX_WAIT_S = 0.2  # the longest between two looks of an idle thread that keeps a team
 
 _lock = threading.Lock()

@@ -386,3 +386,32 @@ def test_a_handler_can_send_its_carrier_thread_to_sleep_after_the_reply(monkeypa
     spent = [b - a for a, b in zip(seen, seen[1:])]  # the thread's CPU time after each request but the last
     assert spent[0] > 0.02 and spent[1] > 0.02, spent  # polled 50 ms
     assert spent[2] < 0.01 and spent[3] < 0.01, spent  # slept
+
+
+def test_the_idle_hook_runs_on_pool_threads_too(monkeypatch):
+    """A verb served on the main lane runs on a pool thread; that thread, once idle for `after` seconds, calls
+    the hook too (the CPU daemon's fallback requests keep OpenMP teams there as well), again after what the
+    hook returns, and not at all before its first request."""
+    server = Server(new_ipc_endpoint("idlepool"), service="idlepool", threads=1)
+    calls = []
+
+    def hook():
+        calls.append((threading.current_thread().name, time.monotonic()))
+        return 0.03 if len(calls) < 3 else None  # (looks twice more, then stops)
+    server.on_idle(hook, 0.02)
+    server.handle("echo", lambda args, arrays: {"args": args, "thread": threading.current_thread().name})
+    runner = threading.Thread(target=server.serve)
+    runner.start()
+    try:
+        time.sleep(0.1)
+        assert calls == []  # no request yet: nothing to look at
+        with Client(server.endpoint, timeout=10) as main:
+            served_on = main.call("echo", {"x": 1})[0]["thread"]
+        assert wait_until(lambda: len(calls) == 3, timeout=5), calls
+        time.sleep(0.1)
+        assert len(calls) == 3 and {name for name, _ in calls} == {served_on}, (calls, served_on)
+        gaps = [b - a for (_, a), (_, b) in zip(calls, calls[1:])]
+        assert all(g >= 0.025 for g in gaps), gaps
+    finally:
+        server.request_stop()
+        runner.join(10)
