@@ -42,8 +42,9 @@ REPLY = struct.Struct("<III")  # status, compute time (us), flags[, BOUND_FAILED
 BOUND_OK, BOUND_UNKNOWN, BOUND_FAILED = range(3)
 SPARE_CPU = 1  # flag: the request left a CPU free
 MAX_MESSAGE = 3072  # bytes of a failure's "kind\0message" (within a raw payload)
-# a client polls for the reply of a request that computes in less than this after one that left a CPU
-# spare (client/request_path.py), and the CPU daemon's team choice counts on it (cpu/plan_pool.py)
+# MO_CORE_SPIN_US, read here once for both sides: a client polls for the reply of a request that computes
+# in less than this after one that left a CPU spare (client/request_path.py), the CPU daemon's team choice
+# counts on it (cpu/plan_pool.py), and the daemon polls this long for a client's next request
 SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
 
 

@@ -462,8 +462,7 @@ class Server:
                 got = self._next_datagram(conn, spin_until, None if idle_at is None else idle_at - time.perf_counter())
                 if got is None:
                     if idle_at is not None and time.perf_counter() >= idle_at:
-                        again = self._run_idle_hook()
-                        idle_at = None if again is None else time.perf_counter() + again
+                        idle_at = self._idle_due(self._run_idle_hook())
                     continue
                 data, fds = got
                 if not data:
@@ -488,8 +487,7 @@ class Server:
                 else:
                     spin_until = spin_deadline(spin_for(self._spin), start, end, replied)
                 replied = end
-                if self._idle_hook is not None:
-                    idle_at = end + self._idle_hook[1]
+                idle_at = self._idle_due(self._idle_hook and self._idle_hook[1])
         except (OSError, ProtocolError) as exc:  # a reply it does not read, a malformed datagram
             self._log_drop(f"direct carrier: {exc}", _DirectIdent.bytes)
         except Exception:  # a bug here must not take the service down
@@ -498,6 +496,13 @@ class Server:
             with self._peers_lock:
                 self._peers.pop(fd, None)
             conn.close()
+
+    def _idle_due(self, delay: float | None) -> float | None:
+        """When a request thread's idle hook is next due: `delay` s from now (None: no
+        hook, or it asked for no other look before the next request)."""
+        if self._idle_hook is None or delay is None:
+            return None
+        return time.perf_counter() + delay
 
     def _run_idle_hook(self) -> float | None:
         try:
@@ -677,15 +682,13 @@ class Server:
         while True:
             item = self._tasks.get(None if idle_at is None else max(0.0, idle_at - time.perf_counter()))
             if item is TIMED_OUT:
-                again = self._run_idle_hook()
-                idle_at = None if again is None else time.perf_counter() + again
+                idle_at = self._idle_due(self._run_idle_hook())
                 continue
             if item is None:
                 return
             ident, fn, req = item
             self._replies.put((ident, self._run(fn, req)))
-            if self._idle_hook is not None:
-                idle_at = time.perf_counter() + self._idle_hook[1]
+            idle_at = self._idle_due(self._idle_hook and self._idle_hook[1])
 
     def _run(self, fn: Handler, req: Request) -> list:
         """Call a handler and build its (signed) reply; never raises."""

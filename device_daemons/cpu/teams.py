@@ -9,8 +9,8 @@ woken at each of its barriers (in-process, a second team kept alive beside the o
 running: MobileNetV3Small bf16 0.66 -> 0.69 ms, MobileNetV2 2.0 -> 2.5-4.0). So a
 request thread - a carrier connection's, or a pool thread that served the fallback
 `infer` - that has waited IDLE_S for its next request while another thread keeps a
-team frees its own (Server.on_idle) (onednn/library.py: release_team); its next request makes
-the team again (a thread start, tens of microseconds). While no other thread keeps
+team frees its own (Server.on_idle; onednn/library.py: release_team); its next request
+makes the team again (a thread start, tens of microseconds). While no other thread keeps
 one, it looks again after twice as long each time, up to MAX_WAIT_S: a thread that
 runs requests alone keeps its team, and one that went idle first frees it soon after
 another thread starts running requests on a team.
@@ -55,7 +55,7 @@ def release_if_shared(release) -> bool:
 
 
 def idle(release) -> float | None:
-    """A connection thread's idle hook (Server.on_idle): frees its team where another
+    """A request thread's idle hook (Server.on_idle): frees its team where another
     thread keeps one (release_if_shared); else how long until it looks again (None:
     it keeps no team, nothing to look for)."""
     if threading.current_thread() not in _holders or release_if_shared(release):

@@ -50,6 +50,8 @@ import numpy as np
 
 from core.microkernel import MicrokernelError, MicrokernelTimeout, RemoteError, WorkerError, WorkerProcess
 from core.microkernel import shared_buffer
+
+from .. import bound_protocol as bound
 from core.microkernel.sandbox import Sandbox
 from core.microkernel.shared_buffer import SharedBuffer
 from core.services import tf_worker as contract
@@ -61,7 +63,7 @@ RESTART_BUDGET, RESTART_WINDOW = 5, 60.0
 WORKER_NAME = "tfd"  # (its sockets' directory names it: w<daemon pid>-tfd-<random>)
 WORKERS_ENV, QUARANTINE_ENV = "MO_CORE_TF_WORKERS", "MO_CORE_TF_QUARANTINE_S"
 DEFAULT_TIMEOUT, LOAD_TIMEOUT = 30.0, 120.0
-SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6  # as the daemon polls for its clients
+SPIN_S = bound.SPIN_S  # as the daemon polls for its clients
 
 
 class _Slot:

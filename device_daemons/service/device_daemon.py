@@ -59,7 +59,7 @@ from .record import write_record
 from .shm_slots import ShmSlots, input_views, output_layout
 
 # poll without sleeping this long after each request (Server(spin=...)); MO_CORE_SPIN_US=0 turns it off
-SPIN_S = float(os.environ.get("MO_CORE_SPIN_US", "500")) / 1e6
+SPIN_S = bound.SPIN_S
 IDLE_CACHE = 4  # compiled networks kept while no handle uses them
 log = logging.getLogger("mo_core.daemon")
 
